@@ -1,0 +1,200 @@
+/*
+ * codec.h — the on-disk batch frame: encoding, validation, record iteration.
+ *
+ * A frame is
+ *
+ *     magic "MKF1" (4) | payload length u32 | CRC32(payload) u32 | payload
+ *
+ * all integers big-endian. The payload is
+ *
+ *     version u8 (=1) | flags u16 | base_offset i64 | leader_epoch i32 |
+ *     producer_id i64 | producer_epoch i16 | base_sequence i32 |
+ *     last_offset_delta i32 | first_timestamp i64 | max_timestamp i64 |
+ *     txn_id_len i16 (-1 = null) | txn_id bytes | record_count i32 |
+ *     records...
+ *
+ * and each record is
+ *
+ *     offset_delta i32 | timestamp i64 | key_len i32 (-1 = null) | key |
+ *     value_len i32 (-1 = null) | value | header_count i32 |
+ *     { name_len i16 (>= 0) | name | hvalue_len i32 (-1 = null) | hvalue }*
+ *
+ * Signed lengths keep null and empty apart. Offset deltas are strictly
+ * increasing from 0 within a batch except after compaction, where records
+ * may be missing (deltas then only increase); last_offset_delta is kept so
+ * that a compacted batch still covers its original offset range.
+ *
+ * mk_frame_decode() checks everything — magic, length bound, whole frame,
+ * CRC, version, flags, every field, counts against the bytes present,
+ * trailing bytes — and never reads outside [buf, buf+len). Once a frame has
+ * decoded, iterating its records cannot fail.
+ *
+ * Control batches (commit/abort markers) carry one record with a null key
+ * and value; they occupy an offset but are never shown to readers.
+ */
+#ifndef MK_CODEC_H
+#define MK_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "strbuf.h"
+
+#define MK_FRAME_MAGIC "MKF1"
+#define MK_FRAME_HEADER 12         /* magic + length + crc */
+#define MK_BATCH_VERSION 1
+#define MK_BATCH_FIXED 49          /* payload bytes before txn_id_len */
+#define MK_FRAME_MAX_PAYLOAD (64u * 1024 * 1024)
+
+enum {
+	MK_BATCH_TRANSACTIONAL = 1u << 0,
+	MK_BATCH_COMMIT_MARKER = 1u << 1,
+	MK_BATCH_ABORT_MARKER = 1u << 2,
+	MK_BATCH_FLAGS_KNOWN = 0x7,
+};
+
+/* Byte offsets inside the frame (from the magic) of fields that get patched. */
+#define MK_FRAME_OFF_BASE_OFFSET (MK_FRAME_HEADER + 3)
+#define MK_FRAME_OFF_LEADER_EPOCH (MK_FRAME_HEADER + 11)
+
+/* A slice of bytes; len -1 means null (ptr is then NULL). */
+typedef struct {
+	const uint8_t *ptr;
+	int32_t len;
+} mk_bytes;
+
+#define MK_BYTES_NULL ((mk_bytes){ NULL, -1 })
+static inline mk_bytes mk_bytes_of(const void *p, size_t n)
+{
+	return (mk_bytes){ (const uint8_t *)p, (int32_t)n };
+}
+
+typedef struct {
+	mk_bytes name;   /* never null */
+	mk_bytes value;
+} mk_header;
+
+/* Batch-level fields, as given to the builder and as decoded. */
+typedef struct {
+	uint16_t flags;
+	int64_t base_offset;
+	int32_t leader_epoch;
+	int64_t producer_id;      /* -1: none */
+	int16_t producer_epoch;   /* -1: none */
+	int32_t base_sequence;    /* -1: none */
+	mk_bytes txn_id;          /* null unless transactional */
+} mk_batch_meta;
+
+/* A decoded frame. All pointers point into the buffer given to decode. */
+typedef struct {
+	mk_batch_meta meta;
+	int32_t last_offset_delta;
+	int64_t first_timestamp;
+	int64_t max_timestamp;
+	int32_t record_count;
+	const uint8_t *records;   /* first record */
+	size_t records_len;
+	size_t frame_len;         /* whole frame, header included */
+} mk_batch_view;
+
+static inline int64_t mk_batch_last_offset(const mk_batch_view *b)
+{
+	return b->meta.base_offset + b->last_offset_delta;
+}
+static inline int64_t mk_batch_next_offset(const mk_batch_view *b)
+{
+	return b->meta.base_offset + b->last_offset_delta + 1;
+}
+static inline bool mk_batch_is_control(const mk_batch_view *b)
+{
+	return (b->meta.flags &
+		(MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER)) != 0;
+}
+
+typedef struct {
+	int64_t offset;           /* absolute: base_offset + delta */
+	int64_t timestamp;
+	mk_bytes key;
+	mk_bytes value;
+	int32_t header_count;
+	const uint8_t *headers;   /* raw; walk with mk_header_next */
+	size_t headers_len;
+} mk_record_view;
+
+/*
+ * Decode one frame at the start of buf.
+ *   MK_OK: *out is filled, out->frame_len bytes were consumed.
+ *   MK_CORRUPT_MESSAGE: the bytes are not a valid frame (*why, if given,
+ *     gets a short static reason such as "bad crc").
+ * An incomplete frame (buf shorter than the header or the declared length)
+ * is also CORRUPT_MESSAGE with reason "truncated frame": at the tail of an
+ * active segment that is the torn write recovery repairs.
+ * max_payload bounds the declared payload length (0 = MK_FRAME_MAX_PAYLOAD).
+ */
+mk_err mk_frame_decode(const uint8_t *buf, size_t len, size_t max_payload,
+		       mk_batch_view *out, const char **why);
+
+/* Iterate the records of a decoded batch. */
+typedef struct {
+	const mk_batch_view *batch;
+	const uint8_t *p;
+	const uint8_t *end;
+	int32_t left;
+} mk_record_iter;
+
+void mk_record_iter_init(mk_record_iter *it, const mk_batch_view *b);
+/* Fills *rec and returns true, or returns false after the last record. */
+bool mk_record_next(mk_record_iter *it, mk_record_view *rec);
+
+/* Iterate headers of a record: *pos starts at 0. */
+bool mk_header_next(const mk_record_view *rec, size_t *pos, mk_header *h);
+
+/*
+ * Building a batch. Records are appended one at a time; finish writes the
+ * frame header. The frame lives in b->frame.
+ */
+typedef struct {
+	mk_strbuf frame;
+	mk_batch_meta meta;
+	int32_t count;
+	int32_t next_delta;
+	int64_t first_timestamp;
+	int64_t max_timestamp;
+	bool finished;
+} mk_batch_builder;
+
+void mk_builder_init(mk_batch_builder *b, const mk_batch_meta *meta);
+void mk_builder_release(mk_batch_builder *b);
+/* Start over with new meta, keeping the allocation. */
+void mk_builder_reset(mk_batch_builder *b, const mk_batch_meta *meta);
+void mk_builder_add(mk_batch_builder *b, int64_t timestamp, mk_bytes key,
+		    mk_bytes value, const mk_header *headers, size_t nheaders);
+/* Size the frame will have once finished (exact). */
+size_t mk_builder_size(const mk_batch_builder *b);
+/* Write the frame header and CRC; the frame is b->frame.buf/len. */
+void mk_builder_finish(mk_batch_builder *b);
+
+/*
+ * Rewrite base offset and leader epoch of an encoded, valid frame in place
+ * and recompute its CRC. This is how the leader assigns offsets to a batch
+ * built before it knew them.
+ */
+void mk_frame_assign(uint8_t *frame, size_t frame_len, int64_t base_offset,
+		     int32_t leader_epoch);
+
+/*
+ * Encode a batch from a decoded view while keeping only the records for
+ * which keep(rec, arg) is true (compaction). Offsets, meta and
+ * last_offset_delta are preserved. Appends the new frame to out.
+ */
+void mk_frame_filter(const mk_batch_view *b,
+		     bool (*keep)(const mk_record_view *rec, void *arg),
+		     void *arg, mk_strbuf *out);
+
+/* An encoded control marker batch (commit or abort). */
+void mk_frame_marker(mk_strbuf *out, const mk_batch_meta *meta,
+		     int64_t timestamp);
+
+#endif

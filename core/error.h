@@ -1,0 +1,59 @@
+/*
+ * error.h — the one error enum of the core.
+ *
+ * Every core function that can fail returns an mk_err. The names are
+ * Kafka's error codes (NOT_ENOUGH_REPLICAS, OFFSET_OUT_OF_RANGE, ...), so a
+ * reader who knows Kafka knows what each means. The core never speaks of
+ * errnos: fs/errno_map.c turns these into errnos in one table.
+ *
+ * MK_OK is zero so that `if (err)` reads naturally.
+ */
+#ifndef MK_ERROR_H
+#define MK_ERROR_H
+
+#define MK_ERR_LIST(X)                                                     \
+	X(OK)                                                              \
+	X(UNKNOWN_TOPIC_OR_PARTITION)  /* no such topic or partition */    \
+	X(UNKNOWN_BROKER)              /* no such broker id */             \
+	X(UNKNOWN_MEMBER_ID)           /* no such group member */          \
+	X(GROUP_ID_NOT_FOUND)          /* no such group */                 \
+	X(UNKNOWN_PRODUCER_ID)         /* no such producer */              \
+	X(TRANSACTIONAL_ID_NOT_FOUND)  /* no such transaction */           \
+	X(TOPIC_ALREADY_EXISTS)                                            \
+	X(PRODUCER_ALREADY_EXISTS)                                         \
+	X(TRANSACTION_ALREADY_EXISTS)                                      \
+	X(INVALID_TOPIC_EXCEPTION)     /* bad topic name */                \
+	X(INVALID_REQUEST)             /* malformed command or parameter */\
+	X(INVALID_CONFIG)              /* bad configuration value */       \
+	X(INVALID_RECORD)              /* malformed record input */        \
+	X(CORRUPT_MESSAGE)             /* frame failed a decoder check */  \
+	X(OFFSET_OUT_OF_RANGE)                                             \
+	X(MESSAGE_TOO_LARGE)                                               \
+	X(LEADER_NOT_AVAILABLE)        /* partition has no online leader */\
+	X(BROKER_NOT_AVAILABLE)        /* broker is offline */             \
+	X(NOT_LEADER_OR_FOLLOWER)                                          \
+	X(NOT_ENOUGH_REPLICAS)                                             \
+	X(NOT_ENOUGH_REPLICAS_AFTER_APPEND)                                \
+	X(REQUEST_TIMED_OUT)                                               \
+	X(FENCED_LEADER_EPOCH)                                             \
+	X(PRODUCER_FENCED)                                                 \
+	X(ILLEGAL_GENERATION)                                              \
+	X(OUT_OF_ORDER_SEQUENCE_NUMBER)                                    \
+	X(INELIGIBLE_REPLICA)          /* promotion of out-of-sync replica */\
+	X(TOPIC_AUTHORIZATION_FAILED)  /* commit of an unowned partition */\
+	X(REBALANCE_IN_PROGRESS)                                           \
+	X(KAFKA_STORAGE_ERROR)         /* I/O failure, replica offline */  \
+	X(INTERRUPTED)                 /* a blocked wait was interrupted */\
+	X(OUT_OF_MEMORY)
+
+typedef enum {
+#define MK_ERR_ENUM(name) MK_##name,
+	MK_ERR_LIST(MK_ERR_ENUM)
+#undef MK_ERR_ENUM
+	MK_ERR__COUNT
+} mk_err;
+
+/* The Kafka-style name of an error, e.g. "NOT_ENOUGH_REPLICAS". */
+const char *mk_err_name(mk_err err);
+
+#endif

@@ -1,0 +1,145 @@
+/*
+ * log.h — one partition replica's log on disk: an ordered list of segments.
+ *
+ * Layout of a log directory (DATA_DIR/broker-B/T-P/):
+ *
+ *     NNNNNNNNNNNNNNNNNNNN.log        batches (codec.h frames), back to back
+ *     NNNNNNNNNNNNNNNNNNNN.index      sparse offset index: (u32 relative
+ *                                     offset, u32 byte position) entries
+ *     NNNNNNNNNNNNNNNNNNNN.timeindex  sparse time index: (i64 max timestamp
+ *                                     so far, u32 relative offset) entries
+ *     checkpoint                      log start offset, recovery point and
+ *                                     the leader-epoch cache (epoch, start
+ *                                     offset), replaced atomically
+ *
+ * N is the segment's base offset in 20 digits. The last segment is active,
+ * the others closed. Invariants:
+ *   - every segment holds whole, valid frames, offsets strictly increasing;
+ *     segment i's offsets are below segment i+1's base offset;
+ *   - a closed segment was fsynced (with its indexes) when it was rolled;
+ *   - indexes are accelerators only: a missing or invalid index is rebuilt
+ *     from its segment;
+ *   - the epoch cache's start offsets increase with the epochs, and every
+ *     entry starts below the log end.
+ *
+ * Open scans only the active segment (its torn or corrupt tail is truncated
+ * to the last whole, valid batch, its indexes rebuilt). Closed segments are
+ * trusted until read: a frame failing its CRC there is reported as
+ * KAFKA_STORAGE_ERROR with the file and position in mk_log_error(), and the
+ * log is repaired by nobody — the owner takes the replica offline.
+ *
+ * An mk_log is not thread-safe: its owner (the partition, see replica.h)
+ * serialises every call under its lock.
+ */
+#ifndef MK_LOG_H
+#define MK_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "strbuf.h"
+
+typedef struct {
+	int64_t segment_bytes;        /* roll threshold */
+	int64_t index_interval_bytes; /* bytes between index entries */
+	int64_t flush_messages;       /* fsync after this many; 0 = never */
+} mk_log_config;
+
+typedef struct {
+	int32_t epoch;
+	int64_t start_offset;
+} mk_epoch_entry;
+
+typedef struct {
+	int64_t base_offset;
+	uint64_t size;                /* bytes in the .log */
+	bool active;
+} mk_segment_info;
+
+typedef struct mk_log mk_log;
+
+/*
+ * Open (creating when missing) the log in dir. Recovers the active segment.
+ * On failure *out is NULL and why (if given) says what happened, naming the
+ * file and position.
+ */
+mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
+		   mk_strbuf *why);
+/* Flush everything, write the checkpoint and free. NULL is fine. */
+void mk_log_close(mk_log *log);
+/*
+ * Simulated crash: every segment loses what was written after its last
+ * fsync; with torn, a partial frame is left at the end of the active
+ * segment. The log is then freed without flushing. Reopening it with
+ * mk_log_open is the recovery.
+ */
+void mk_log_crash(mk_log *log, bool torn);
+
+void mk_log_set_config(mk_log *log, const mk_log_config *cfg);
+const char *mk_log_dir(const mk_log *log);
+
+int64_t mk_log_start_offset(const mk_log *log);
+int64_t mk_log_end_offset(const mk_log *log);     /* LEO */
+uint64_t mk_log_size_bytes(const mk_log *log);
+
+/*
+ * Leader append: frame is a finished, valid frame whose base offset is
+ * rewritten to the log end and whose leader epoch is set to epoch
+ * (mk_frame_assign). *base_out gets the assigned base offset.
+ */
+mk_err mk_log_append_leader(mk_log *log, uint8_t *frame, size_t len,
+			    int32_t epoch, int64_t *base_out);
+/*
+ * Replica append: frame already carries its offsets and epoch; its base
+ * offset must equal the log end (else INVALID_REQUEST), it is validated
+ * (CORRUPT_MESSAGE) and appended as is.
+ */
+mk_err mk_log_append_replica(mk_log *log, const uint8_t *frame, size_t len);
+
+/*
+ * Append to out the whole frames holding offsets in [from, end): starting
+ * with the batch containing `from` (floor index lookup, then a forward scan)
+ * and stopping before a batch that starts at or past `end` or that would
+ * take out past max_bytes — but always at least one batch when there is
+ * one. from below the log start or above the log end is OFFSET_OUT_OF_RANGE.
+ * A frame failing validation is KAFKA_STORAGE_ERROR (see mk_log_error).
+ */
+mk_err mk_log_read(mk_log *log, int64_t from, int64_t end, size_t max_bytes,
+		   mk_strbuf *out);
+
+/* First offset whose record timestamp is >= ts, or the log end if none. */
+mk_err mk_log_offset_for_time(mk_log *log, int64_t ts, int64_t *offset);
+
+/*
+ * Drop every batch at or after offset, in place: whole segments after it
+ * are deleted, the segment holding it is truncated (file and indexes), the
+ * epoch cache trimmed, and the checkpoint rewritten. offset must be a batch
+ * boundary or >= the log end (then nothing happens); INVALID_REQUEST
+ * otherwise.
+ */
+mk_err mk_log_truncate_to(mk_log *log, int64_t offset);
+
+/* fsync the active segment and its indexes; write the checkpoint. */
+mk_err mk_log_flush(mk_log *log);
+
+/* Leader-epoch cache (KIP-101). */
+int32_t mk_log_latest_epoch(const mk_log *log);      /* -1 when empty */
+size_t mk_log_epochs(const mk_log *log, const mk_epoch_entry **entries);
+/*
+ * For a follower asking "where does epoch E end on the leader": the largest
+ * epoch <= E in this cache and the start offset of the next higher epoch
+ * (or the log end for the latest). epoch_out -1 when none is <= E.
+ */
+void mk_log_end_offset_for_epoch(const mk_log *log, int32_t epoch,
+				 int32_t *epoch_out, int64_t *end_out);
+
+/* Segments, for listing; index i in 0..count-1, base offsets ascending. */
+size_t mk_log_segment_count(const mk_log *log);
+void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info);
+
+/* The last storage error: "FILE at byte POS: REASON". "" when none. */
+const char *mk_log_error(const mk_log *log);
+
+#endif
