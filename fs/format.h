@@ -1,0 +1,68 @@
+/*
+ * format.h — record text formats of SPEC section 4, both directions.
+ *
+ * Writing (append files): the input bytes are split into lines; every
+ * complete line becomes one record handed to a sink callback. Plain: the
+ * line is the value, the key is the write's key= or null. TSV: fields split
+ * on TAB and unescaped as PostgreSQL COPY text (\\ \t \n \r \xHH, a field
+ * exactly \N is null): VALUE, or KEY TAB VALUE, then NAME=VALUE headers.
+ * Parsing is all-or-nothing per call: the caller parses the whole write
+ * first (sink collecting into a batch builder), and appends only if it
+ * succeeded.
+ *
+ * Reading (records files): one record becomes one line of text in the
+ * chosen format: plain (value and \n; a null value is an empty line), TSV
+ * (OFFSET TAB TIMESTAMP TAB KEY TAB VALUE [TAB NAME=VALUE]...), or JSON (one
+ * object per line; key_b64/value_b64 where the bytes are not UTF-8).
+ */
+#ifndef MK_FORMAT_H
+#define MK_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "codec.h"
+#include "error.h"
+#include "names.h"
+#include "strbuf.h"
+
+#define MK_FORMAT_MAX_HEADERS 64
+
+/*
+ * Called once per parsed record. key/value/header bytes are valid only for
+ * the duration of the call. A non-OK return stops parsing and is returned.
+ */
+typedef mk_err (*mk_record_sink)(void *arg, mk_bytes key, mk_bytes value,
+				 const mk_header *headers, size_t nheaders);
+
+typedef struct {
+	mk_format format;        /* MK_FORMAT_PLAIN or MK_FORMAT_TSV */
+	bool has_key;            /* key= given: every record gets it */
+	mk_bytes key;
+	size_t max_line;         /* a longer line is MESSAGE_TOO_LARGE; 0 = no bound */
+} mk_parse_opts;
+
+/*
+ * Parse the complete lines of buf[0, len). With final, a last line without
+ * a newline is a record too; without, it is left unconsumed. *consumed gets
+ * the number of bytes parsed (always a line boundary). On error, why says
+ * which line (1-based within this buffer) and what was wrong:
+ *   INVALID_RECORD      malformed TSV escape, bad header, a TSV key together
+ *                       with key=, too many fields or headers
+ *   MESSAGE_TOO_LARGE   a line over max_line
+ * and whatever the sink returned.
+ */
+mk_err mk_parse_lines(const mk_parse_opts *opts, const char *buf, size_t len,
+		      bool final, mk_record_sink sink, void *arg,
+		      size_t *consumed, mk_strbuf *why);
+
+/* Append one record in the given format (plain, tsv or json), with \n. */
+void mk_format_record(mk_format format, const mk_record_view *rec,
+		      mk_strbuf *out);
+
+/* TSV (COPY text) escaping of one field; null gives \N. */
+void mk_tsv_escape(mk_bytes field, mk_strbuf *out);
+/* Unescape one field; *is_null set for \N. INVALID_RECORD on a bad escape. */
+mk_err mk_tsv_unescape(const char *p, size_t len, mk_strbuf *out, bool *is_null);
+
+#endif
