@@ -1,0 +1,30 @@
+/*
+ * clock.h — the cluster clock: the system clock, or a manual one that moves
+ * only when told to (/clock), so that time-based rules (ISR lag, linger,
+ * timeouts, retention, sessions) can be tested without sleeping.
+ *
+ * Reads are lock-free (an atomic); the owner of the clock decides who is
+ * woken when manual time moves (see mk_cluster_advance_clock).
+ */
+#ifndef MK_CLOCK_H
+#define MK_CLOCK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+	bool manual;
+	_Atomic int64_t manual_ms;
+} mk_clock;
+
+void mk_clock_init(mk_clock *c, bool manual, int64_t start_ms);
+int64_t mk_clock_now(mk_clock *c);
+/* Manual clock only; returns false on a system clock or negative step. */
+bool mk_clock_advance(mk_clock *c, int64_t ms);
+/* Manual clock only; returns false when it would move time backwards. */
+bool mk_clock_set(mk_clock *c, int64_t ms);
+/* Wall-clock milliseconds, whatever the mode (for /errors lines). */
+int64_t mk_wall_ms(void);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * errlog.h — the ring of recent errors behind /errors.
+ *
+ * Each line is "TIME_MS PATH CODE MESSAGE"; the newest MK_ERRLOG_LINES are
+ * kept, oldest dropped first. Its own mutex guards it, so any thread may add
+ * a line while holding any other lock (it is always taken last).
+ */
+#ifndef MK_ERRLOG_H
+#define MK_ERRLOG_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "strbuf.h"
+
+#define MK_ERRLOG_LINES 1000
+
+typedef struct {
+	pthread_mutex_t lock;
+	char *lines[MK_ERRLOG_LINES];
+	size_t head;      /* index of the oldest line */
+	size_t count;
+} mk_errlog;
+
+void mk_errlog_init(mk_errlog *log);
+void mk_errlog_destroy(mk_errlog *log);
+void mk_errlog_add(mk_errlog *log, int64_t time_ms, const char *path,
+		   mk_err code, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* Every line, oldest first, each ending in a newline. */
+void mk_errlog_format(mk_errlog *log, mk_strbuf *out);
+
+#endif

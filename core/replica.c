@@ -1,0 +1,708 @@
+/*
+ * replica.c — the replica set of one partition.
+ *
+ * Everything here runs under p->lock. The leader's log is the source of
+ * truth for consumers, which never see past the high watermark. Followers
+ * pull whole batches from their own log end (mk_partition_follower_fetch),
+ * after reconciling a divergent tail: by leader epochs (KIP-101/279) or,
+ * with truncation = hw, to the high watermark as the teaching model does.
+ */
+#include "replica.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codec.h"
+#include "fileio.h"
+
+static void log_dir(const mk_env *env, int broker, const char *topic, int id,
+		    mk_strbuf *out)
+{
+	mk_strbuf_reset(out);
+	mk_strbuf_addf(out, "%s/broker-%d/%s-%d", env->data_dir, broker, topic, id);
+}
+
+static mk_log_config log_config(const mk_topic_config *tc)
+{
+	mk_log_config lc = {
+		.segment_bytes = tc->segment_bytes,
+		.index_interval_bytes = tc->index_interval_bytes,
+		.flush_messages = tc->flush_messages,
+	};
+	return lc;
+}
+
+static void changed(mk_partition *p)
+{
+	p->seq++;
+	pthread_cond_broadcast(&p->changed);
+}
+
+static int replica_index(const mk_partition *p, int broker)
+{
+	for (int i = 0; i < p->nreplicas; i++)
+		if (p->replicas[i].broker == broker)
+			return i;
+	return -1;
+}
+
+static int isr_size(const mk_partition *p)
+{
+	int n = 0;
+	for (int i = 0; i < p->nreplicas; i++)
+		n += p->replicas[i].in_isr;
+	return n;
+}
+
+static void check(const mk_partition *p)
+{
+#ifndef NDEBUG
+	assert(isr_size(p) >= 1);
+	if (p->leader >= 0) {
+		const mk_replica *l = &p->replicas[p->leader];
+		assert(l->log && l->in_isr);
+		assert(p->hw <= mk_log_end_offset(l->log));
+	}
+	for (int i = 0; i < p->nreplicas; i++) {
+		const mk_replica *r = &p->replicas[i];
+		assert((r->log != NULL) == (r->online && !r->failed));
+	}
+#else
+	(void)p;
+#endif
+}
+
+/* Take a replica offline after a storage error; the line names the file. */
+static void replica_failed(mk_partition *p, int i, const char *what)
+{
+	mk_replica *r = &p->replicas[i];
+	mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL, MK_KAFKA_STORAGE_ERROR,
+		      "broker %d %s-%d %s: %s; replica taken offline", r->broker,
+		      p->topic, p->id, what, r->log ? mk_log_error(r->log) : "");
+	if (r->log)
+		mk_log_crash(r->log, false);
+	r->log = NULL;
+	r->failed = true;
+	if (isr_size(p) > 1 && r->in_isr) {
+		r->in_isr = false;
+		p->meta_version++;
+	}
+	if (p->leader == i) {
+		p->leader = -1;
+		p->meta_version++;
+	}
+	changed(p);
+}
+
+static void open_replica(mk_partition *p, int i)
+{
+	mk_replica *r = &p->replicas[i];
+	mk_strbuf dir = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
+	log_dir(p->env, r->broker, p->topic, p->id, &dir);
+	mk_log_config lc = log_config(&p->cfg);
+	mk_err err = mk_log_open(dir.buf, &lc, &r->log, &why);
+	if (err) {
+		r->log = NULL;
+		r->failed = true;
+		mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL, err,
+			      "broker %d %s-%d: cannot open log: %s", r->broker,
+			      p->topic, p->id, why.buf);
+	} else {
+		r->failed = false;
+	}
+	mk_strbuf_release(&dir);
+	mk_strbuf_release(&why);
+}
+
+mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
+			 const mk_topic_config *cfg,
+			 const mk_partition_state *st, mk_partition **out)
+{
+	mk_partition *p = calloc(1, sizeof(*p));
+	if (!p)
+		return MK_OUT_OF_MEMORY;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->changed, NULL);
+	p->env = env;
+	p->topic = strdup(topic);
+	p->id = id;
+	p->cfg = *cfg;
+	p->nreplicas = st->nreplicas;
+	p->leader = -1;
+	p->leader_epoch = st->leader_epoch;
+	int64_t now = mk_clock_now(env->clock);
+	for (int i = 0; i < st->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		r->broker = st->brokers[i];
+		r->online = st->online[i];
+		r->last_fetch_ms = now;
+		r->hw_view = 0;
+		for (int j = 0; j < st->nisr; j++)
+			if (st->isr[j] == r->broker)
+				r->in_isr = true;
+		if (r->online)
+			open_replica(p, i);
+		if (r->broker == st->leader && r->log)
+			p->leader = i;
+	}
+	if (isr_size(p) == 0)
+		p->replicas[p->leader >= 0 ? p->leader : 0].in_isr = true;
+	if (p->leader >= 0 && !p->replicas[p->leader].in_isr) {
+		p->replicas[p->leader].in_isr = true;
+		p->meta_version++;
+	}
+	if (st->leader >= 0 && p->leader < 0)
+		p->meta_version++;    /* the leader could not be opened */
+	/*
+	 * The HW after a restart: the smallest log end among the ISR members
+	 * whose logs are open — everything below it is on every ISR replica.
+	 */
+	int64_t hw = -1;
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		if (r->in_isr && r->log) {
+			int64_t leo = mk_log_end_offset(r->log);
+			if (hw < 0 || leo < hw)
+				hw = leo;
+		}
+	}
+	p->hw = hw < 0 ? 0 : hw;
+	for (int i = 0; i < p->nreplicas; i++)
+		if (p->replicas[i].log)
+			p->replicas[i].hw_view = p->hw < mk_log_end_offset(p->replicas[i].log)
+				? p->hw : mk_log_end_offset(p->replicas[i].log);
+	check(p);
+	*out = p;
+	return MK_OK;
+}
+
+void mk_partition_close(mk_partition *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->nreplicas; i++)
+		mk_log_close(p->replicas[i].log);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->changed);
+	free(p->topic);
+	free(p);
+}
+
+void mk_partition_remove_files(const mk_env *env, const char *topic, int id,
+			       const mk_partition_state *st)
+{
+	mk_strbuf dir = MK_STRBUF_INIT;
+	for (int i = 0; i < st->nreplicas; i++) {
+		log_dir(env, st->brokers[i], topic, id, &dir);
+		mk_remove_tree(dir.buf);
+	}
+	mk_strbuf_release(&dir);
+}
+
+void mk_partition_state_get(mk_partition *p, mk_partition_state *st)
+{
+	pthread_mutex_lock(&p->lock);
+	memset(st, 0, sizeof(*st));
+	st->nreplicas = p->nreplicas;
+	st->leader = p->leader >= 0 ? p->replicas[p->leader].broker : -1;
+	st->leader_epoch = p->leader_epoch;
+	for (int i = 0; i < p->nreplicas; i++) {
+		st->brokers[i] = p->replicas[i].broker;
+		st->online[i] = p->replicas[i].online;
+		if (p->replicas[i].in_isr)
+			st->isr[st->nisr++] = p->replicas[i].broker;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+/*
+ * Recompute ISR membership and the HW. A follower is in sync while it is
+ * online, lags at most replica.lag.max.messages behind the leader's end,
+ * fetched within replica.lag.time.max.ms, and covers the current HW (so
+ * joining can never shrink the committed prefix).
+ */
+static void refresh_isr(mk_partition *p)
+{
+	if (p->leader < 0)
+		return;
+	const mk_config *cfg = p->env->cfg;
+	int64_t now = mk_clock_now(p->env->clock);
+	mk_replica *leader = &p->replicas[p->leader];
+	int64_t leo = mk_log_end_offset(leader->log);
+	bool moved = false;
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		if (i == p->leader)
+			continue;
+		bool in = r->log != NULL &&
+			  leo - mk_log_end_offset(r->log) <= cfg->replica_lag_max_messages &&
+			  now - r->last_fetch_ms <= cfg->replica_lag_time_max_ms &&
+			  mk_log_end_offset(r->log) >= p->hw;
+		if (in != r->in_isr) {
+			r->in_isr = in;
+			p->meta_version++;
+			moved = true;
+		}
+	}
+	int64_t hw = leo;
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		if (r->in_isr && r->log && mk_log_end_offset(r->log) < hw)
+			hw = mk_log_end_offset(r->log);
+	}
+	if (hw > p->hw) {
+		p->hw = hw;
+		moved = true;
+	}
+	if (moved)
+		changed(p);
+	check(p);
+}
+
+void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
+{
+	pthread_mutex_lock(&p->lock);
+	refresh_isr(p);
+	memset(info, 0, sizeof(*info));
+	mk_replica *l = p->leader >= 0 ? &p->replicas[p->leader] : NULL;
+	info->leo = l ? mk_log_end_offset(l->log) : -1;
+	info->hw = p->hw;
+	info->lso = p->hw;
+	info->log_start = l ? mk_log_start_offset(l->log) : -1;
+	info->leader = l ? l->broker : -1;
+	info->leader_epoch = p->leader_epoch;
+	info->nreplicas = p->nreplicas;
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		info->replicas[i].broker = r->broker;
+		info->replicas[i].online = r->online;
+		info->replicas[i].failed = r->failed;
+		info->replicas[i].in_isr = r->in_isr;
+		info->replicas[i].leo = r->log ? mk_log_end_offset(r->log) : -1;
+		info->replicas[i].log_start = r->log ? mk_log_start_offset(r->log) : -1;
+		info->replicas[i].last_fetch_ms = r->last_fetch_ms;
+		info->replicas[i].hw_view = r->hw_view;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg)
+{
+	pthread_mutex_lock(&p->lock);
+	p->cfg = *cfg;
+	mk_log_config lc = log_config(cfg);
+	for (int i = 0; i < p->nreplicas; i++)
+		if (p->replicas[i].log)
+			mk_log_set_config(p->replicas[i].log, &lc);
+	refresh_isr(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Wait on the condition with a wall-clock bound (milliseconds). */
+static void timed_wait(mk_partition *p, int ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&p->changed, &p->lock, &ts);
+}
+
+/* The acks=all wait, under the lock. */
+static mk_err await_replicas(mk_partition *p, const bool *captured,
+			     int64_t target, int32_t epoch, const mk_waiter *w,
+			     mk_strbuf *why)
+{
+	int64_t deadline = mk_clock_now(p->env->clock) +
+			   p->env->cfg->request_timeout_ms;
+	for (;;) {
+		refresh_isr(p);
+		if (p->leader < 0 || p->leader_epoch != epoch) {
+			if (why)
+				mk_strbuf_addf(why, "leader changed while waiting for acks=all (epoch %d -> %d)",
+					       epoch, p->leader_epoch);
+			return MK_FENCED_LEADER_EPOCH;
+		}
+		if (isr_size(p) < p->cfg.min_insync_replicas) {
+			if (why)
+				mk_strbuf_addf(why, "ISR shrank to %d, below min.insync.replicas=%lld, after the batch was appended",
+					       isr_size(p), (long long)p->cfg.min_insync_replicas);
+			return MK_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
+		}
+		bool done = true;
+		for (int i = 0; i < p->nreplicas; i++) {
+			mk_replica *r = &p->replicas[i];
+			if (captured[i] && r->in_isr &&
+			    (!r->log || mk_log_end_offset(r->log) < target))
+				done = false;
+		}
+		if (done)
+			return MK_OK;
+		int64_t now = mk_clock_now(p->env->clock);
+		if (now >= deadline) {
+			if (why)
+				mk_strbuf_addf(why, "not acknowledged by the ISR within request.timeout.ms=%lld",
+					       (long long)p->env->cfg->request_timeout_ms);
+			return MK_REQUEST_TIMED_OUT;
+		}
+		if (*p->env->shutting_down || (w && w->interrupted && w->interrupted(w->arg))) {
+			if (why)
+				mk_strbuf_addstr(why, "interrupted while waiting for acks=all");
+			return MK_INTERRUPTED;
+		}
+		int64_t left = deadline - now;
+		timed_wait(p, p->env->clock->manual || left > 100 ? 100 : (int)left);
+	}
+}
+
+mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
+			    int acks, const mk_waiter *w, int64_t *base,
+			    mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = MK_OK;
+	if (p->leader < 0) {
+		if (why)
+			mk_strbuf_addf(why, "%s-%d has no online leader", p->topic, p->id);
+		err = MK_LEADER_NOT_AVAILABLE;
+		goto out;
+	}
+	if ((int64_t)len > p->cfg.message_max_bytes) {
+		if (why)
+			mk_strbuf_addf(why, "batch of %zu bytes exceeds message.max.bytes=%lld",
+				       len, (long long)p->cfg.message_max_bytes);
+		err = MK_MESSAGE_TOO_LARGE;
+		goto out;
+	}
+	if (acks == -1) {
+		refresh_isr(p);
+		if (isr_size(p) < p->cfg.min_insync_replicas) {
+			if (why)
+				mk_strbuf_addf(why, "ISR has %d replica(s), min.insync.replicas=%lld; nothing appended",
+					       isr_size(p), (long long)p->cfg.min_insync_replicas);
+			err = MK_NOT_ENOUGH_REPLICAS;
+			goto out;
+		}
+	}
+	mk_replica *l = &p->replicas[p->leader];
+	err = mk_log_append_leader(l->log, frame, len, p->leader_epoch, base);
+	if (err) {
+		if (err == MK_KAFKA_STORAGE_ERROR) {
+			if (why)
+				mk_strbuf_addf(why, "append failed: %s", mk_log_error(l->log));
+			replica_failed(p, p->leader, "append");
+		}
+		goto out;
+	}
+	changed(p);
+	refresh_isr(p);
+	if (acks == -1) {
+		bool captured[MK_MAX_BROKERS];
+		for (int i = 0; i < p->nreplicas; i++)
+			captured[i] = p->replicas[i].in_isr;
+		err = await_replicas(p, captured, mk_log_end_offset(l->log),
+				     p->leader_epoch, w, why);
+	}
+out:
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+mk_err mk_partition_fetch(mk_partition *p, int64_t from, size_t max_bytes,
+			  mk_strbuf *out, int64_t *visible_end, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = MK_OK;
+	if (p->leader < 0) {
+		if (why)
+			mk_strbuf_addf(why, "%s-%d has no online leader", p->topic, p->id);
+		err = MK_LEADER_NOT_AVAILABLE;
+		goto out;
+	}
+	mk_replica *l = &p->replicas[p->leader];
+	int64_t start = mk_log_start_offset(l->log), end = mk_log_end_offset(l->log);
+	*visible_end = p->hw;
+	if (from < start || from > end) {
+		if (why)
+			mk_strbuf_addf(why, "offset %lld outside [%lld, %lld]",
+				       (long long)from, (long long)start, (long long)end);
+		err = MK_OFFSET_OUT_OF_RANGE;
+		goto out;
+	}
+	if (from >= p->hw)
+		goto out;
+	err = mk_log_read(l->log, from, p->hw, max_bytes, out);
+	if (err == MK_KAFKA_STORAGE_ERROR) {
+		if (why)
+			mk_strbuf_addstr(why, mk_log_error(l->log));
+		replica_failed(p, p->leader, "read");
+	}
+out:
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+mk_err mk_partition_offset_for_time(mk_partition *p, int64_t ts, int64_t *off)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = MK_LEADER_NOT_AVAILABLE;
+	if (p->leader >= 0) {
+		mk_replica *l = &p->replicas[p->leader];
+		err = mk_log_offset_for_time(l->log, ts, off);
+		if (err == MK_KAFKA_STORAGE_ERROR)
+			replica_failed(p, p->leader, "time lookup");
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+bool mk_partition_wait_change(mk_partition *p, uint64_t *seen, int wait_ms)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->seq == *seen && !*p->env->shutting_down)
+		timed_wait(p, wait_ms);
+	bool moved = p->seq != *seen;
+	*seen = p->seq;
+	pthread_mutex_unlock(&p->lock);
+	return moved;
+}
+
+void mk_partition_wake(mk_partition *p)
+{
+	pthread_mutex_lock(&p->lock);
+	changed(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/*
+ * Bring follower f's log in line with the leader before it fetches.
+ * Epoch mode (KIP-101/279): find the largest epoch both logs know and cut
+ * the follower where that epoch ends on whichever log ends it first.
+ * HW mode (the teaching model): a follower longer than the leader is cut to
+ * the high watermark.
+ */
+static mk_err reconcile(mk_partition *p, mk_replica *f, mk_replica *l)
+{
+	int64_t fleo = mk_log_end_offset(f->log);
+	int64_t cut = fleo;
+	if (p->env->cfg->truncation == MK_TRUNCATE_EPOCH) {
+		int32_t fe = mk_log_latest_epoch(f->log);
+		if (fe < 0)
+			return MK_OK;
+		int32_t le;
+		int64_t lend;
+		mk_log_end_offset_for_epoch(l->log, fe, &le, &lend);
+		if (le < 0) {
+			cut = mk_log_start_offset(l->log);
+		} else {
+			int32_t fe2;
+			int64_t fend;
+			mk_log_end_offset_for_epoch(f->log, le, &fe2, &fend);
+			cut = lend < fend ? lend : fend;
+		}
+	} else if (fleo > mk_log_end_offset(l->log)) {
+		cut = p->hw;
+	}
+	if (cut >= fleo)
+		return MK_OK;
+	return mk_log_truncate_to(f->log, cut);
+}
+
+mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = MK_OK;
+	int i = replica_index(p, broker);
+	if (i < 0 || p->leader < 0 || i == p->leader || !p->replicas[i].log)
+		goto out;
+	mk_replica *f = &p->replicas[i], *l = &p->replicas[p->leader];
+	err = reconcile(p, f, l);
+	if (err) {
+		replica_failed(p, i, "truncation");
+		goto out;
+	}
+	int64_t hw_before = p->hw;
+	mk_strbuf buf = MK_STRBUF_INIT;
+	err = mk_log_read(l->log, mk_log_end_offset(f->log), mk_log_end_offset(l->log),
+			  (size_t)p->env->cfg->replica_fetch_max_bytes, &buf);
+	if (err == MK_KAFKA_STORAGE_ERROR) {
+		replica_failed(p, p->leader, "read for follower fetch");
+	} else if (!err) {
+		size_t pos = 0;
+		while (pos < buf.len && !err) {
+			mk_batch_view b;
+			err = mk_frame_decode((const uint8_t *)buf.buf + pos,
+					      buf.len - pos, 0, &b, NULL);
+			if (!err)
+				err = mk_log_append_replica(f->log,
+					(const uint8_t *)buf.buf + pos, b.frame_len);
+			pos += b.frame_len;
+		}
+		if (err == MK_KAFKA_STORAGE_ERROR)
+			replica_failed(p, i, "follower append");
+		if (f->log) {
+			f->last_fetch_ms = mk_clock_now(p->env->clock);
+			int64_t fleo = mk_log_end_offset(f->log);
+			f->hw_view = hw_before < fleo ? hw_before : fleo;
+		}
+		changed(p);
+		refresh_isr(p);
+	}
+	mk_strbuf_release(&buf);
+out:
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+void mk_partition_broker_crash(mk_partition *p, int broker, bool torn)
+{
+	pthread_mutex_lock(&p->lock);
+	int i = replica_index(p, broker);
+	if (i >= 0 && p->replicas[i].online) {
+		mk_replica *r = &p->replicas[i];
+		if (r->log)
+			mk_log_crash(r->log, torn);
+		r->log = NULL;
+		r->online = false;
+		if (r->in_isr && isr_size(p) > 1) {
+			r->in_isr = false;
+			p->meta_version++;
+		}
+		if (p->leader == i) {
+			p->leader = -1;
+			p->meta_version++;
+		}
+		changed(p);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void mk_partition_broker_restart(mk_partition *p, int broker)
+{
+	pthread_mutex_lock(&p->lock);
+	int i = replica_index(p, broker);
+	if (i >= 0 && !p->replicas[i].log) {
+		mk_replica *r = &p->replicas[i];
+		r->online = true;
+		open_replica(p, i);
+		if (r->log && p->env->cfg->truncation == MK_TRUNCATE_HW &&
+		    mk_log_end_offset(r->log) > r->hw_view)
+			mk_log_truncate_to(r->log, r->hw_view);
+		r->last_fetch_ms = mk_clock_now(p->env->clock);
+		/*
+		 * Kafka's controller elects the last ISR member when it comes
+		 * back to a leaderless partition; anywhere else the broker
+		 * rejoins as a follower.
+		 */
+		if (r->log && p->leader < 0 && r->in_isr) {
+			p->leader = i;
+			p->leader_epoch++;
+			int64_t leo = mk_log_end_offset(r->log);
+			if (p->hw > leo)
+				p->hw = leo;
+		}
+		p->meta_version++;
+		changed(p);
+		refresh_isr(p);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
+			    mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = MK_OK;
+	int i = replica_index(p, broker);
+	if (i < 0) {
+		if (why)
+			mk_strbuf_addf(why, "broker %d hosts no replica of %s-%d", broker, p->topic, p->id);
+		err = MK_UNKNOWN_TOPIC_OR_PARTITION;
+		goto out;
+	}
+	mk_replica *r = &p->replicas[i];
+	if (!r->log) {
+		if (why)
+			mk_strbuf_addf(why, "broker %d is offline", broker);
+		err = MK_BROKER_NOT_AVAILABLE;
+		goto out;
+	}
+	refresh_isr(p);
+	if (!r->in_isr) {
+		if (!unclean) {
+			if (why)
+				mk_strbuf_addf(why, "broker %d is not in the ISR of %s-%d", broker, p->topic, p->id);
+			err = MK_INELIGIBLE_REPLICA;
+			goto out;
+		}
+		if (!p->cfg.unclean_leader_election) {
+			if (why)
+				mk_strbuf_addf(why, "unclean.leader.election.enable is false for %s", p->topic);
+			err = MK_INELIGIBLE_REPLICA;
+			goto out;
+		}
+		for (int j = 0; j < p->nreplicas; j++)
+			p->replicas[j].in_isr = j == i;
+	}
+	p->leader = i;
+	p->leader_epoch++;
+	int64_t leo = mk_log_end_offset(r->log);
+	if (p->env->cfg->truncation == MK_TRUNCATE_HW && leo > p->hw) {
+		err = mk_log_truncate_to(r->log, p->hw);
+		if (err) {
+			replica_failed(p, i, "truncation on promotion");
+			goto out;
+		}
+		leo = p->hw;
+	}
+	if (p->hw > leo)
+		p->hw = leo;     /* unclean: what B lacks is gone */
+	r->in_isr = true;
+	p->meta_version++;
+	changed(p);
+	refresh_isr(p);
+out:
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+mk_err mk_partition_flush(mk_partition *p)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = MK_OK;
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		if (r->log && mk_log_flush(r->log)) {
+			err = MK_KAFKA_STORAGE_ERROR;
+			replica_failed(p, i, "flush");
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+size_t mk_partition_segments(mk_partition *p, mk_segment_info **out,
+			     mk_strbuf *dir)
+{
+	pthread_mutex_lock(&p->lock);
+	size_t n = 0;
+	*out = NULL;
+	if (p->leader >= 0) {
+		mk_log *log = p->replicas[p->leader].log;
+		n = mk_log_segment_count(log);
+		*out = calloc(n ? n : 1, sizeof(**out));
+		for (size_t i = 0; i < n; i++)
+			mk_log_segment_info(log, i, &(*out)[i]);
+		if (dir)
+			mk_strbuf_addstr(dir, mk_log_dir(log));
+	}
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
