@@ -10,6 +10,7 @@
 #include "replica.h"
 
 #include <assert.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,14 @@ static mk_log_config log_config(const mk_topic_config *tc)
 		.flush_messages = tc->flush_messages,
 	};
 	return lc;
+}
+
+/* Leader, epoch or ISR moved: the cluster must persist its metadata. */
+static void meta_changed(mk_partition *p)
+{
+	p->meta_version++;
+	if (p->env->meta_dirty)
+		atomic_fetch_add(p->env->meta_dirty, 1);
 }
 
 static void changed(mk_partition *p)
@@ -68,7 +77,7 @@ static void check(const mk_partition *p)
 	}
 	for (int i = 0; i < p->nreplicas; i++) {
 		const mk_replica *r = &p->replicas[i];
-		assert((r->log != NULL) == (r->online && !r->failed));
+		assert((r->log != NULL) == (r->online && !r->failed && !p->deleted));
 	}
 #else
 	(void)p;
@@ -88,11 +97,11 @@ static void replica_failed(mk_partition *p, int i, const char *what)
 	r->failed = true;
 	if (isr_size(p) > 1 && r->in_isr) {
 		r->in_isr = false;
-		p->meta_version++;
+		meta_changed(p);
 	}
 	if (p->leader == i) {
 		p->leader = -1;
-		p->meta_version++;
+		meta_changed(p);
 	}
 	changed(p);
 }
@@ -152,10 +161,10 @@ mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 		p->replicas[p->leader >= 0 ? p->leader : 0].in_isr = true;
 	if (p->leader >= 0 && !p->replicas[p->leader].in_isr) {
 		p->replicas[p->leader].in_isr = true;
-		p->meta_version++;
+		meta_changed(p);
 	}
 	if (st->leader >= 0 && p->leader < 0)
-		p->meta_version++;    /* the leader could not be opened */
+		meta_changed(p);    /* the leader could not be opened */
 	/*
 	 * The HW after a restart: the smallest log end among the ISR members
 	 * whose logs are open — everything below it is on every ISR replica.
@@ -189,6 +198,22 @@ void mk_partition_close(mk_partition *p)
 	pthread_cond_destroy(&p->changed);
 	free(p->topic);
 	free(p);
+}
+
+void mk_partition_retire(mk_partition *p)
+{
+	pthread_mutex_lock(&p->lock);
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		if (r->log)
+			mk_log_crash(r->log, false);
+		r->log = NULL;
+		r->failed = true;
+	}
+	p->leader = -1;
+	p->deleted = true;
+	changed(p);
+	pthread_mutex_unlock(&p->lock);
 }
 
 void mk_partition_remove_files(const mk_env *env, const char *topic, int id,
@@ -243,7 +268,7 @@ static void refresh_isr(mk_partition *p)
 			  mk_log_end_offset(r->log) >= p->hw;
 		if (in != r->in_isr) {
 			r->in_isr = in;
-			p->meta_version++;
+			meta_changed(p);
 			moved = true;
 		}
 	}
@@ -362,18 +387,30 @@ static mk_err await_replicas(mk_partition *p, const bool *captured,
 	}
 }
 
+/* Deleted, or without a leader: why no produce or fetch can be served. */
+static mk_err unavailable(mk_partition *p, mk_strbuf *why)
+{
+	if (p->deleted) {
+		if (why)
+			mk_strbuf_addf(why, "topic %s was deleted", p->topic);
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	if (p->leader < 0) {
+		if (why)
+			mk_strbuf_addf(why, "%s-%d has no online leader", p->topic, p->id);
+		return MK_LEADER_NOT_AVAILABLE;
+	}
+	return MK_OK;
+}
+
 mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
 			    int acks, const mk_waiter *w, int64_t *base,
 			    mk_strbuf *why)
 {
 	pthread_mutex_lock(&p->lock);
-	mk_err err = MK_OK;
-	if (p->leader < 0) {
-		if (why)
-			mk_strbuf_addf(why, "%s-%d has no online leader", p->topic, p->id);
-		err = MK_LEADER_NOT_AVAILABLE;
+	mk_err err = unavailable(p, why);
+	if (err)
 		goto out;
-	}
 	if ((int64_t)len > p->cfg.message_max_bytes) {
 		if (why)
 			mk_strbuf_addf(why, "batch of %zu bytes exceeds message.max.bytes=%lld",
@@ -419,13 +456,9 @@ mk_err mk_partition_fetch(mk_partition *p, int64_t from, size_t max_bytes,
 			  mk_strbuf *out, int64_t *visible_end, mk_strbuf *why)
 {
 	pthread_mutex_lock(&p->lock);
-	mk_err err = MK_OK;
-	if (p->leader < 0) {
-		if (why)
-			mk_strbuf_addf(why, "%s-%d has no online leader", p->topic, p->id);
-		err = MK_LEADER_NOT_AVAILABLE;
+	mk_err err = unavailable(p, why);
+	if (err)
 		goto out;
-	}
 	mk_replica *l = &p->replicas[p->leader];
 	int64_t start = mk_log_start_offset(l->log), end = mk_log_end_offset(l->log);
 	*visible_end = p->hw;
@@ -573,11 +606,11 @@ void mk_partition_broker_crash(mk_partition *p, int broker, bool torn)
 		r->online = false;
 		if (r->in_isr && isr_size(p) > 1) {
 			r->in_isr = false;
-			p->meta_version++;
+			meta_changed(p);
 		}
 		if (p->leader == i) {
 			p->leader = -1;
-			p->meta_version++;
+			meta_changed(p);
 		}
 		changed(p);
 	}
@@ -608,7 +641,7 @@ void mk_partition_broker_restart(mk_partition *p, int broker)
 			if (p->hw > leo)
 				p->hw = leo;
 		}
-		p->meta_version++;
+		meta_changed(p);
 		changed(p);
 		refresh_isr(p);
 	}
@@ -665,7 +698,7 @@ mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
 	if (p->hw > leo)
 		p->hw = leo;     /* unclean: what B lacks is gone */
 	r->in_isr = true;
-	p->meta_version++;
+	meta_changed(p);
 	changed(p);
 	refresh_isr(p);
 out:

@@ -19,6 +19,7 @@
 #define MK_REPLICA_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,6 +37,7 @@ typedef struct {
 	mk_clock *clock;
 	mk_errlog *errlog;
 	volatile bool *shutting_down;
+	_Atomic uint64_t *meta_dirty;   /* bumped when metadata must be saved */
 } mk_env;
 
 typedef struct {
@@ -64,6 +66,7 @@ typedef struct mk_partition {
 	int leader;             /* index into replicas, -1 = none */
 	int32_t leader_epoch;
 	int64_t hw;
+	bool deleted;           /* topic deleted: every call fails */
 } mk_partition;
 
 /* Persistent assignment and leadership, as metadata stores it. */
@@ -109,7 +112,9 @@ mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 			 const mk_partition_state *st, mk_partition **out);
 /* Close every log (flushing it) and free. */
 void mk_partition_close(mk_partition *p);
-/* Delete the partition's directories after close. */
+/* Topic deletion: drop the logs (no flush); every later call fails. */
+void mk_partition_retire(mk_partition *p);
+/* Delete the partition's directories (after retire). */
 void mk_partition_remove_files(const mk_env *env, const char *topic, int id,
 			       const mk_partition_state *st);
 

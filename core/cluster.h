@@ -1,0 +1,123 @@
+/*
+ * cluster.h — the root of the domain: brokers, topics and their partitions,
+ * the clock, the error ring, metadata persistence and the background
+ * fetchers. The daemon owns exactly one mk_cluster; nothing else is global.
+ *
+ * Locking (always in this order; errlog last):
+ *   c->lock (rwlock)   the topic table, broker states, topic configs;
+ *                      readers: lookups and listings; writers: create,
+ *                      delete, config changes, broker state changes
+ *   p->lock            one partition (replica.h)
+ *   c->meta_lock       serialises metadata writes (taken with no other
+ *                      lock held; it takes c->lock for reading and each
+ *                      p->lock briefly to snapshot)
+ *
+ * Topics are reference counted: the table holds one reference, every
+ * lookup another (mk_topic_put releases). A deleted topic leaves the table
+ * at once; its memory goes with the last reference.
+ */
+#ifndef MK_CLUSTER_H
+#define MK_CLUSTER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "config.h"
+#include "errlog.h"
+#include "error.h"
+#include "replica.h"
+#include "strbuf.h"
+
+typedef struct mk_topic {
+	char *name;
+	int npartitions;
+	int replication_factor;
+	mk_topic_config cfg;     /* guarded by the cluster lock */
+	mk_partition **partitions;
+	_Atomic int refs;
+} mk_topic;
+
+typedef struct {
+	int id;
+	bool online;
+	pthread_t fetcher;       /* auto replication only */
+	bool fetcher_started;
+} mk_broker;
+
+typedef struct mk_cluster {
+	char *data_dir;
+	mk_config cfg;
+	mk_clock clock;
+	mk_errlog errlog;
+	mk_env env;
+	volatile bool shutting_down;
+	bool opened;             /* fully loaded: close may save metadata */
+	_Atomic uint64_t meta_dirty;
+	uint64_t meta_saved;     /* guarded by meta_lock */
+
+	pthread_rwlock_t lock;
+	mk_topic **topics;       /* sorted by name */
+	size_t ntopics, topics_alloc;
+	mk_broker brokers[MK_MAX_BROKERS];
+	int nbrokers;
+
+	pthread_mutex_t meta_lock;
+	pthread_mutex_t stop_lock;   /* with stop_cond: wakes the fetchers */
+	pthread_cond_t stop_cond;
+} mk_cluster;
+
+/* Open (or create) the cluster in data_dir with the given configuration. */
+mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
+		       mk_cluster **out, mk_strbuf *why);
+/* Graceful close: stop fetchers, flush every log, save metadata, free. */
+void mk_cluster_close(mk_cluster *c);
+
+/* Topics. partitions/rf < 0 take the configured defaults. */
+mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
+			       int rf, const char *const *overrides,
+			       size_t noverrides, mk_strbuf *why);
+mk_err mk_cluster_delete_topic(mk_cluster *c, const char *name, mk_strbuf *why);
+/* A referenced topic, or NULL. Release with mk_topic_put. */
+mk_topic *mk_cluster_topic(mk_cluster *c, const char *name);
+void mk_topic_put(mk_topic *t);
+/* The partition of a referenced topic, or NULL when out of range. */
+mk_partition *mk_topic_partition(mk_topic *t, int id);
+/* Names of all topics, sorted; free each and the array. */
+size_t mk_cluster_topic_names(mk_cluster *c, char ***names);
+/* The topic's effective configuration (a copy, taken under the lock). */
+void mk_cluster_topic_config(mk_cluster *c, mk_topic *t, mk_topic_config *out);
+/* Apply KEY=VALUE overrides: all validated first, then all applied. */
+mk_err mk_cluster_topic_configure(mk_cluster *c, mk_topic *t,
+				  const char *const *kv, size_t n,
+				  mk_strbuf *why);
+
+/* Brokers. */
+int mk_cluster_broker_index(mk_cluster *c, int id);   /* -1 unknown */
+bool mk_cluster_broker_online(mk_cluster *c, int id);
+mk_err mk_cluster_broker_crash(mk_cluster *c, int id, bool torn, mk_strbuf *why);
+mk_err mk_cluster_broker_restart(mk_cluster *c, int id, mk_strbuf *why);
+/* One fetch round of every follower replica on broker id. */
+mk_err mk_cluster_broker_fetch(mk_cluster *c, int id, mk_strbuf *why);
+/* One fetch round on every broker. */
+mk_err mk_cluster_replicate(mk_cluster *c, mk_strbuf *why);
+mk_err mk_cluster_promote(mk_cluster *c, int broker, const char *topic,
+			  int partition, bool unclean, mk_strbuf *why);
+
+/* Manual clock. */
+mk_err mk_cluster_clock_advance(mk_cluster *c, int64_t ms, mk_strbuf *why);
+mk_err mk_cluster_clock_set(mk_cluster *c, int64_t ms, mk_strbuf *why);
+
+/* fsync every log and save metadata. */
+mk_err mk_cluster_flush(mk_cluster *c, mk_strbuf *why);
+/* Save metadata if anything changed since the last save. */
+mk_err mk_cluster_sync_metadata(mk_cluster *c);
+
+/* Call fn for every partition of every topic (under the read lock). */
+void mk_cluster_each_partition(mk_cluster *c,
+			       void (*fn)(mk_topic *t, mk_partition *p, void *arg),
+			       void *arg);
+
+#endif
