@@ -1,0 +1,405 @@
+#!/usr/bin/env bash
+# bench/run.sh — MiniKafka FS benchmarks against the baselines of the same run.
+# See bench/README.md. Usage: bash bench/run.sh   (after: ninja -C build)
+#
+# Environment (all optional):
+#   BUILD_DIR          build directory (default: REPO/build)
+#   MKFS_BIN           the daemon (default: REPO/build/minikafkafs); when
+#                      missing, only the baselines run and daemon rows are n/a
+#   BENCH_BYTES        bytes to append and fetch (default 256M; K/M/G accepted)
+#   BENCH_TOPIC_BYTES  bytes per topic-level append row (default 64M)
+#   BENCH_CHUNK        write() size for throughput rows (default 128K)
+#   BENCH_READ_BUF     read() buffer for fetch rows (default 128K)
+#   BENCH_OPS          single-record write() calls (default 20000)
+#   BENCH_REPEAT       runs per figure, the best one counts (default 3)
+#   BENCH_KEYS         distinct keys in the keyed rows (default 1000)
+#   BENCH_INI          minikafka.ini copied into the daemon's DATA_DIR
+#                      (default: none, the daemon's built-in defaults)
+#   BENCH_TMPDIR       parent of the scratch directory (default BUILD_DIR/bench)
+#   BENCH_TIMEOUT      seconds one step may take (default 120)
+#   BENCH_DEADLINE     seconds the whole run may take (default 900); steps
+#                      left when it passes are n/a
+#   BENCH_KEEP=1       keep the scratch directory (data dir, logs)
+# The X_WHY variables are read indirectly, through why().
+# shellcheck disable=SC2034
+set -u
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD_DIR:-$REPO/build}
+MKFS_BIN=${MKFS_BIN:-$REPO/build/minikafkafs}
+NULLFS=$BUILD/bench/nullfs
+BW=$BUILD/bench/bwrite
+BYTES=${BENCH_BYTES:-256M}
+TOPIC_BYTES=${BENCH_TOPIC_BYTES:-64M}
+CHUNK=${BENCH_CHUNK:-128K}
+READ_BUF=${BENCH_READ_BUF:-128K}
+OPS=${BENCH_OPS:-20000}
+NKEYS=${BENCH_KEYS:-1000}
+REPEAT=${BENCH_REPEAT:-3}
+STEP_TIMEOUT=${BENCH_TIMEOUT:-120}
+DEADLINE=$((SECONDS + ${BENCH_DEADLINE:-900}))
+
+die() { echo "run.sh: $*" >&2; exit 1; }
+
+for f in "$NULLFS" "$BW"; do
+    [ -x "$f" ] || die "$f not built: meson setup build && ninja -C build"
+done
+command -v fusermount3 >/dev/null || die "fusermount3 not found"
+
+# "256M" -> bytes, rounded down to whole 100-byte records as bwrite does.
+records_bytes() {
+    local v=${1%[kKmMgG]} shift=0
+    case $1 in
+        *[kK]) shift=10 ;; *[mM]) shift=20 ;; *[gG]) shift=30 ;;
+    esac
+    [[ $v =~ ^[0-9]+$ ]] || die "bad size '$1'"
+    v=$((v << shift))
+    echo $((v - v % 100))
+}
+BYTES_N=$(records_bytes "$BYTES") || exit 1
+TOPIC_BYTES_N=$(records_bytes "$TOPIC_BYTES") || exit 1
+CHUNK_N=$(records_bytes "$CHUNK") || exit 1
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a positive integer"
+if [ "$BYTES_N" -eq 0 ] || [ "$TOPIC_BYTES_N" -eq 0 ] || [ "$CHUNK_N" -eq 0 ]; then
+    die "BENCH_BYTES, BENCH_TOPIC_BYTES and BENCH_CHUNK must hold a 100-byte record"
+fi
+
+parent=${BENCH_TMPDIR:-$BUILD/bench}
+mkdir -p "$parent" || die "cannot create $parent"
+TMP=$(mktemp -d "$parent/run.XXXXXX") || die "mktemp in $parent failed"
+NMNT=$TMP/nullfs   # nullfs mountpoint
+MMNT=$TMP/mkfs     # minikafkafs mountpoint
+
+# ---- mounts, always undone -------------------------------------------------
+UNMOUNT_KILLED=0
+MOUNTS=()   # mountpoints we mounted
+PIDS=()     # their daemons' pids, same order
+
+unmount_one() { # index into MOUNTS/PIDS
+    local mnt=${MOUNTS[$1]} pid=${PIDS[$1]} i
+    [ -n "$mnt" ] || return 0
+    # Not guarded by mountpoint(1): a mount whose daemon died fails stat()
+    # with ENOTCONN, yet must be unmounted. Unmounting nothing just fails.
+    timeout 30 fusermount3 -u "$mnt" 2>/dev/null ||
+        fusermount3 -u -z "$mnt" 2>/dev/null
+    # A graceful unmount flushes and fsyncs; give it a bounded while.
+    for ((i = 0; i < 300; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "run.sh: pid $pid did not exit after unmount; killing it" >&2
+        UNMOUNT_KILLED=1
+        kill -TERM "$pid" 2>/dev/null
+        sleep 2
+        kill -KILL "$pid" 2>/dev/null
+    fi
+    wait "$pid" 2>/dev/null
+    MOUNTS[$1]=
+}
+
+# shellcheck disable=SC2317  # called through the trap
+cleanup() {
+    local i
+    for i in "${!MOUNTS[@]}"; do
+        unmount_one "$i"
+    done
+    if [ "${BENCH_KEEP:-0}" = 1 ]; then
+        echo "scratch directory kept: $TMP"
+    else
+        rm -rf --one-file-system "$TMP"
+    fi
+}
+trap cleanup EXIT
+trap 'echo "run.sh: interrupted" >&2; exit 130' INT TERM HUP
+
+# mount_fs NAME MOUNTPOINT CMD... : start CMD in the background and wait
+# until MOUNTPOINT is mounted. Sets MOUNT_IDX. Fails if it never mounts.
+mount_fs() {
+    local name=$1 mnt=$2 i
+    shift 2
+    mkdir -p "$mnt"
+    "$@" >"$TMP/$name.log" 2>&1 &
+    local pid=$!
+    MOUNTS+=("$mnt")
+    PIDS+=("$pid")
+    MOUNT_IDX=$((${#MOUNTS[@]} - 1))
+    for ((i = 0; i < 100; i++)); do
+        mountpoint -q "$mnt" && return 0
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "run.sh: $name did not mount on $mnt; its log:" >&2
+    sed 's/^/    /' "$TMP/$name.log" >&2
+    unmount_one "$MOUNT_IDX"
+    return 1
+}
+
+# ---- steps, each bounded ---------------------------------------------------
+step_timeout() {
+    local left=$((DEADLINE - SECONDS))
+    [ "$left" -gt 0 ] || return 1
+    [ "$left" -lt "$STEP_TIMEOUT" ] && echo "$left" || echo "$STEP_TIMEOUT"
+}
+
+# bounded CMD... : run CMD under the step timeout; on failure ERR says why.
+bounded() {
+    local t rc
+    if ! t=$(step_timeout); then
+        ERR="out of time (BENCH_DEADLINE)"
+        return 1
+    fi
+    timeout -k 5 "$t" "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    case $rc in
+        0) return 0 ;;
+        124 | 137) ERR="timed out after ${t}s" ;;
+        *) ERR=$(head -n 1 "$TMP/err") ; ERR=${ERR:-"exit status $rc"} ;;
+    esac
+    ERR=${ERR//"$MMNT"/}   # "open /topics/T/append: ..." reads better
+    ERR=${ERR//"$NMNT"/nullfs}
+    return 1
+}
+
+# bw ARGS... : one bwrite run; its result line in RES, or ERR and failure.
+bw() {
+    RES=
+    bounded "$BW" "$@" || return 1
+    RES=$(cat "$TMP/out")
+}
+
+# field KEY LINE : the value of KEY=VALUE in a bwrite result line.
+field() { tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"; }
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+# row LABEL VALUE UNIT BASE_LABEL BASE_VALUE [AIM] : one line of the table.
+# An empty VALUE prints n/a with the reason in NA_WHY.
+row() {
+    local label=$1 value=$2 unit=$3 blabel=$4 bvalue=$5 aim=${6:-} r tail
+    if [ -z "$value" ]; then
+        tail="(${NA_WHY:-skipped})"
+    elif [ -z "$bvalue" ]; then
+        tail="ratio n/a"
+    else
+        r=$(ratio "$value" "$bvalue")
+        tail="ratio $r"
+        if [ -n "$aim" ]; then
+            if awk -v r="$r" -v a="$aim" 'BEGIN { exit !(r >= a) }'; then
+                tail+="  (aim >= $aim: met)"
+            else
+                tail+="  (aim >= $aim: MISSED)"
+            fi
+        fi
+    fi
+    printf '%-15s %19s  %-10s %19s  %s\n' "$label" "${value:-n/a} $unit" \
+        "$blabel" "${bvalue:-n/a} $unit" "$tail"
+}
+
+WARNINGS=()
+warn() { WARNINGS+=("$*"); }
+
+# measure VAR FIELD ARGS... : run bwrite ARGS; VAR becomes the larger of
+# itself and FIELD of the result (mbps or opsps). A failure leaves VAR as it
+# is with the reason in VAR_WHY, and is a warning when an earlier run worked.
+measure() {
+    local var=$1 key=$2 v
+    shift 2
+    if bw "$@"; then
+        v=$(field "$key" "$RES")
+        if [ -z "${!var}" ] ||
+           awk -v a="$v" -v b="${!var}" 'BEGIN { exit !(a > b) }'; then
+            printf -v "$var" '%s' "$v"
+        fi
+        return 0
+    fi
+    printf -v "${var}_WHY" '%s' "$ERR"
+    [ -n "${!var}" ] && warn "$var: run $ROUND failed: $ERR"
+    return 1
+}
+
+# worth VAR : whether to measure VAR in this round. A figure that failed in
+# the first round (a feature not there yet) is not tried again.
+worth() { [ "$ROUND" -eq 1 ] || [ -n "${!1}" ]; }
+
+why() { local v="${1}_WHY"; NA_WHY=${!v:-}; }
+
+echo "MiniKafka FS benchmarks — $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs"
+fstype=$(findmnt -n -o FSTYPE -T "$TMP" 2>/dev/null) || fstype=$(stat -f -c %T "$TMP")
+echo "scratch: $TMP ($fstype); every file of the run lives there"
+echo "records: 100 bytes (99 chars + newline); $BYTES_N bytes per append;" \
+     "writes of $CHUNK_N bytes ($((CHUNK_N / 100)) records); reads of $READ_BUF"
+echo "every figure is the best of $REPEAT runs; baselines and daemon interleaved"
+echo "plain-file writes are not fsynced: page cache to page cache"
+echo
+
+PLAIN_W='' PLAIN_R='' PLAIN_OPS='' NULL_W='' NULL_R='' NULL_OPS='' NULL_REQ=''
+APPEND='' FETCH='' SINGLE=''
+TOPIC_ROWS=(plain1 plain4 plain16 keyed1 keyed4 keyed16)
+for key in "${TOPIC_ROWS[@]}"; do
+    printf -v "TOPIC_$key" '%s' ""
+done
+
+# ---- mounts --------------------------------------------------------------------
+NULL_IDX=''
+if mount_fs nullfs "$NMNT" "$NULLFS" -f -o "source_size=$BYTES_N" "$NMNT"; then
+    NULL_IDX=$MOUNT_IDX
+else
+    NULL_W_WHY="nullfs did not mount"; NULL_R_WHY=$NULL_W_WHY; NULL_OPS_WHY=$NULL_W_WHY
+fi
+
+DAEMON_WHY="daemon not built: $MKFS_BIN"
+DAEMON_IDX=''
+if [ -x "$MKFS_BIN" ]; then
+    DAEMON_WHY="daemon did not mount (log above)"
+    mkdir -p "$TMP/data"
+    if [ -n "${BENCH_INI:-}" ]; then
+        cp "$BENCH_INI" "$TMP/data/minikafka.ini" || die "cannot copy $BENCH_INI"
+    fi
+    if mount_fs minikafkafs "$MMNT" "$MKFS_BIN" -f "$TMP/data" "$MMNT"; then
+        DAEMON_WHY=''
+        DAEMON_IDX=$MOUNT_IDX
+    fi
+fi
+
+# ---- one round of every measurement ----------------------------------------------
+baseline_round() {
+    local plain=$TMP/plain.dat
+    measure PLAIN_W mbps write -c "$plain" "$BYTES_N" "$CHUNK_N"
+    measure PLAIN_R mbps read "$plain" "$READ_BUF"
+    measure PLAIN_OPS opsps ops -c "$TMP/plain-ops.dat" "$OPS"
+    rm -f "$plain" "$TMP/plain-ops.dat"
+    [ -n "$NULL_IDX" ] || return 0
+    measure NULL_W mbps write "$NMNT/sink" "$BYTES_N" "$CHUNK_N"
+    measure NULL_R mbps read "$NMNT/source" "$READ_BUF"
+    measure NULL_OPS opsps ops "$NMNT/sink" "$OPS" 4096
+}
+
+# Fresh topics every round: NAME + round number.
+daemon_round() {
+    local T=$MMNT/topics r=$ROUND key kind p name appended fetched sum
+    if worth APPEND; then
+        if ! bounded mkdir "$T/bench$r"; then
+            APPEND_WHY="mkdir /topics/bench$r: $ERR"; FETCH_WHY=$APPEND_WHY
+        elif measure APPEND mbps write "$T/bench$r/0/append" "$BYTES_N" "$CHUNK_N"; then
+            appended=$(field bytes "$RES")
+            if measure FETCH mbps read "$T/bench$r/0/records" "$READ_BUF"; then
+                fetched=$(field bytes "$RES")
+                [ "$fetched" = "$appended" ] ||
+                    warn "fetch: read $fetched bytes from /topics/bench$r/0/records, appended $appended"
+            fi
+        else
+            FETCH_WHY="no append"
+        fi
+    fi
+    if worth SINGLE; then
+        if bounded mkdir "$T/single$r"; then
+            measure SINGLE opsps ops "$T/single$r/0/append" "$OPS"
+        else
+            SINGLE_WHY="mkdir /topics/single$r: $ERR"
+        fi
+    fi
+    # Topic-level appends: keyless, and keyed through append:tsv.
+    for key in "${TOPIC_ROWS[@]}"; do
+        worth "TOPIC_$key" || continue
+        kind=${key%%[0-9]*} p=${key#"$kind"} name=t${key}r$r
+        # shellcheck disable=SC2016  # $1.. expand in the inner sh
+        if ! bounded sh -c 'echo "create-topic $1 partitions=$2" > "$3"' \
+                sh "$name" "$p" "$MMNT/ctl"; then
+            printf -v "TOPIC_${key}_WHY" '%s' "create-topic: $ERR"
+            continue
+        fi
+        if [ "$kind" = plain ]; then
+            measure "TOPIC_$key" mbps write "$T/$name/append" \
+                "$TOPIC_BYTES_N" "$CHUNK_N" || continue
+        else
+            measure "TOPIC_$key" mbps write -k "$NKEYS" "$T/$name/append:tsv" \
+                "$TOPIC_BYTES_N" "$CHUNK_N" || continue
+        fi
+        # The partitions' log end offsets must add up to the records.
+        # shellcheck disable=SC2016
+        if bounded sh -c 'cat "$1"/*/leo' sh "$T/$name"; then
+            sum=$(awk '{ s += $1 } END { print s + 0 }' "$TMP/out")
+            [ "$sum" = $((TOPIC_BYTES_N / 100)) ] ||
+                warn "$name: partitions' leo add up to $sum, $((TOPIC_BYTES_N / 100)) records written"
+        else
+            warn "$name: cannot read the partitions' leo: $ERR"
+        fi
+    done
+}
+
+for ((ROUND = 1; ROUND <= REPEAT; ROUND++)); do
+    baseline_round
+    [ -n "$DAEMON_IDX" ] && daemon_round
+done
+
+# ---- unmount ---------------------------------------------------------------------
+if [ -n "$NULL_IDX" ]; then
+    # The largest requests the kernel sends (max_write, max_pages).
+    if bounded dd if="$NMNT/source" of=/dev/null bs=4M count=1 &&
+       bw write "$NMNT/sink" 4M 4M && bounded cat "$NMNT/stats"; then
+        NULL_REQ="write $(sed -n 's/^max_write_request //p' "$TMP/out"),"
+        NULL_REQ+=" read $(sed -n 's/^max_read_request //p' "$TMP/out") bytes"
+    fi
+    unmount_one "$NULL_IDX"
+fi
+UNMOUNT_SECS=''
+if [ -n "$DAEMON_IDX" ]; then
+    if ! kill -0 "${PIDS[$DAEMON_IDX]}" 2>/dev/null; then
+        warn "minikafkafs exited during the run (the end of its log is on stderr)"
+        echo "run.sh: minikafkafs exited during the run; the end of its log:" >&2
+        tail -n 20 "$TMP/minikafkafs.log" | sed 's/^/    /' >&2
+    fi
+    t0=$SECONDS UNMOUNT_KILLED=0
+    unmount_one "$DAEMON_IDX"
+    UNMOUNT_SECS=$((SECONDS - t0))
+else
+    APPEND_WHY=$DAEMON_WHY; FETCH_WHY=$DAEMON_WHY; SINGLE_WHY=$DAEMON_WHY
+fi
+
+# ---- the table ---------------------------------------------------------------
+echo "baselines (this run):"
+printf '  plain file   write %s MB/s, read %s MB/s, %s single 100-byte writes/s\n' \
+    "${PLAIN_W:-n/a}" "${PLAIN_R:-n/a}" "${PLAIN_OPS:-n/a}"
+printf '  nullfs       /sink %s MB/s, /source %s MB/s, %s 4 KiB writes/s\n' \
+    "${NULL_W:-n/a}" "${NULL_R:-n/a}" "${NULL_OPS:-n/a}"
+[ -n "$NULL_REQ" ] && echo "  nullfs largest kernel requests: $NULL_REQ"
+status=0
+for v in PLAIN_W PLAIN_R PLAIN_OPS NULL_W NULL_R NULL_OPS; do
+    w=${v}_WHY
+    if [ -z "${!v}" ]; then
+        echo "  $v failed: ${!w:-}"
+        status=1
+    fi
+done
+echo
+
+why APPEND
+row append "$APPEND" MB/s plain "$PLAIN_W" 0.5
+row append "$APPEND" MB/s nullfs "$NULL_W"
+why FETCH
+row fetch "$FETCH" MB/s nullfs "$NULL_R" 0.25
+row fetch "$FETCH" MB/s plain "$PLAIN_R"
+why SINGLE
+row single "$SINGLE" writes/s "nullfs-4K" "$NULL_OPS" 0.5
+row single "$SINGLE" writes/s "plain-100B" "$PLAIN_OPS"
+for key in "${TOPIC_ROWS[@]}"; do
+    kind=${key%%[0-9]*} p=${key#"$kind"}
+    if [ "$kind" = plain ]; then label="topic p=$p"; else label="topic:tsv p=$p"; fi
+    why "TOPIC_$key"
+    [ -n "$DAEMON_WHY" ] && NA_WHY=$DAEMON_WHY
+    v=TOPIC_$key
+    row "$label" "${!v}" MB/s partition "$APPEND"
+done
+echo "(topic rows: $TOPIC_BYTES_N bytes each; :tsv rows write KEY<TAB>VALUE lines with $NKEYS keys)"
+for w in "${WARNINGS[@]}"; do
+    echo "WARNING: $w"
+done
+if [ -n "$UNMOUNT_SECS" ]; then
+    if [ "$UNMOUNT_KILLED" = 1 ]; then
+        echo "daemon unmount: it did not exit within 30s of fusermount3 -u and was killed"
+    else
+        echo "daemon unmount (flush and fsync): ${UNMOUNT_SECS}s"
+    fi
+fi
+exit $status
