@@ -601,20 +601,25 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	c->opened = true;
 	atomic_fetch_add(&c->meta_dirty, 1);
 	mk_cluster_sync_metadata(c);
-	if (cfg->auto_replication) {
-		for (int i = 0; i < c->nbrokers; i++) {
-			fetcher_arg *fa = malloc(sizeof(*fa));
-			fa->c = c;
-			fa->id = c->brokers[i].id;
-			if (pthread_create(&c->brokers[i].fetcher, NULL, fetcher_main, fa) == 0)
-				c->brokers[i].fetcher_started = true;
-			else
-				free(fa);
-		}
-	}
-	c->opened = true;
 	*out = c;
 	return MK_OK;
+}
+
+void mk_cluster_start(mk_cluster *c)
+{
+	if (!c->cfg.auto_replication)
+		return;
+	for (int i = 0; i < c->nbrokers; i++) {
+		if (c->brokers[i].fetcher_started)
+			continue;
+		fetcher_arg *fa = malloc(sizeof(*fa));
+		fa->c = c;
+		fa->id = c->brokers[i].id;
+		if (pthread_create(&c->brokers[i].fetcher, NULL, fetcher_main, fa) == 0)
+			c->brokers[i].fetcher_started = true;
+		else
+			free(fa);
+	}
 }
 
 void mk_cluster_close(mk_cluster *c)

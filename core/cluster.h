@@ -72,6 +72,12 @@ typedef struct mk_cluster {
 /* Open (or create) the cluster in data_dir with the given configuration. */
 mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 		       mk_cluster **out, mk_strbuf *why);
+/*
+ * Start the background fetchers (replication mode auto). Separate from
+ * open so that a daemon can open, report start-up errors, daemonize, and
+ * only then start threads.
+ */
+void mk_cluster_start(mk_cluster *c);
 /* Graceful close: stop fetchers, flush every log, save metadata, free. */
 void mk_cluster_close(mk_cluster *c);
 

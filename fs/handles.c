@@ -1,0 +1,470 @@
+/*
+ * handles.c — open files: value snapshots, record streams, appends.
+ */
+#include "handles.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "format.h"
+
+#define FETCH_BYTES (1u << 20)
+
+static mk_partition *handle_partition(mk_handle *h)
+{
+	return mk_topic_partition(h->ref.topic, h->ref.partition);
+}
+
+/* ---- open ------------------------------------------------------------- */
+
+/* Turn a POS into an offset against the partition's current state. */
+static mk_err resolve_position(mk_partition *p, const mk_read_params *rp,
+			       int64_t *next, mk_strbuf *why)
+{
+	mk_partition_info pi;
+	mk_partition_info_get(p, &pi);
+	if (pi.leader < 0) {
+		mk_strbuf_addstr(why, "the partition has no online leader");
+		return MK_LEADER_NOT_AVAILABLE;
+	}
+	int64_t visible = rp->committed ? pi.lso : pi.hw;
+	switch (rp->pos.kind) {
+	case MK_POS_EARLIEST:
+		*next = pi.log_start;
+		return MK_OK;
+	case MK_POS_LATEST:
+		*next = visible;
+		return MK_OK;
+	case MK_POS_BACK:
+		*next = visible - rp->pos.value;
+		if (*next < pi.log_start)
+			*next = pi.log_start;
+		return MK_OK;
+	case MK_POS_OFFSET:
+		if (rp->pos.value < pi.log_start || rp->pos.value > pi.leo) {
+			mk_strbuf_addf(why, "offset %lld outside [%lld, %lld]",
+				       (long long)rp->pos.value, (long long)pi.log_start,
+				       (long long)pi.leo);
+			return MK_OFFSET_OUT_OF_RANGE;
+		}
+		*next = rp->pos.value;
+		return MK_OK;
+	case MK_POS_TIME:
+		return mk_partition_offset_for_time(p, rp->pos.value, next);
+	}
+	return MK_INVALID_REQUEST;
+}
+
+mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
+		      mk_handle **out, mk_strbuf *why)
+{
+	int acc = flags & O_ACCMODE;
+	const node_def *d = ref->def;
+	bool wants_write = acc != O_RDONLY, wants_read = acc != O_WRONLY;
+	mk_err err = MK_OK;
+	if ((wants_write && !(d->mode & 0222)) ||
+	    (wants_read && !(d->mode & 0444) && d->type != NODE_APPEND) ||
+	    d->type == NODE_DIR) {
+		mk_strbuf_addf(why, "%s cannot be opened %s", path,
+			       acc == O_RDONLY ? "for reading" : acc == O_WRONLY ? "for writing" : "read-write");
+		return MK_INVALID_REQUEST;
+	}
+	mk_handle *h = calloc(1, sizeof(*h));
+	if (!h)
+		return MK_OUT_OF_MEMORY;
+	pthread_mutex_init(&h->lock, NULL);
+	h->ref = *ref;
+	memset(ref, 0, sizeof(*ref));    /* the handle owns the topic reference */
+	h->path = strdup(path);
+	h->fd = -1;
+	h->acks = MK_ACKS_DEFAULT;
+	mk_strbuf_init(&h->text, 0);
+	mk_strbuf_init(&h->fetched, 0);
+	mk_strbuf_init(&h->pending, 0);
+
+	switch (d->type) {
+	case NODE_VALUE:
+	case NODE_CONTROL:
+		if (wants_read && d->read)
+			err = d->read(fs, &h->ref, &h->text, why);
+		break;
+	case NODE_RECORDS:
+		err = mk_name_parse_records(h->ref.name, &h->rp, why);
+		if (!err)
+			err = resolve_position(handle_partition(h), &h->rp, &h->next, why);
+		break;
+	case NODE_APPEND:
+		if (acc == O_RDONLY) {
+			mk_strbuf_addstr(why, "append files are opened for writing (O_RDWR to read receipts)");
+			err = MK_INVALID_REQUEST;
+			break;
+		}
+		err = mk_name_parse_append(h->ref.name, &h->ap, why);
+		if (!err && h->ap.producer[0]) {
+			mk_strbuf_addf(why, "no producer %s", h->ap.producer);
+			err = MK_UNKNOWN_PRODUCER_ID;
+		}
+		if (!err && h->ap.txn[0]) {
+			mk_strbuf_addf(why, "no transaction %s", h->ap.txn);
+			err = MK_TRANSACTIONAL_ID_NOT_FOUND;
+		}
+		h->acks = h->ap.acks == MK_ACKS_DEFAULT ? (int)fs->cluster->cfg.acks
+							: h->ap.acks;
+		h->readable = acc == O_RDWR;
+		break;
+	case NODE_RAW: {
+		mk_strbuf real = MK_STRBUF_INIT;
+		err = mk_node_raw_path(fs, &h->ref, &real);
+		if (!err) {
+			h->fd = open(real.buf, O_RDONLY | O_CLOEXEC);
+			if (h->fd < 0) {
+				mk_strbuf_addf(why, "cannot open %s", real.buf);
+				err = MK_KAFKA_STORAGE_ERROR;
+			}
+		}
+		mk_strbuf_release(&real);
+		break;
+	}
+	case NODE_DIR:
+		break;
+	}
+	if (err) {
+		mk_handle_close(h);
+		return err;
+	}
+	*out = h;
+	return MK_OK;
+}
+
+void mk_handle_close(mk_handle *h)
+{
+	if (!h)
+		return;
+	if (h->fd >= 0)
+		close(h->fd);
+	mk_node_ref_release(&h->ref);
+	mk_strbuf_release(&h->text);
+	mk_strbuf_release(&h->fetched);
+	mk_strbuf_release(&h->pending);
+	pthread_mutex_destroy(&h->lock);
+	free(h->path);
+	free(h);
+}
+
+/* ---- records ---------------------------------------------------------- */
+
+static bool max_reached(const mk_handle *h)
+{
+	return h->rp.max >= 0 && h->returned >= h->rp.max;
+}
+
+/* Format the records of fetched frames at or after h->next, below end. */
+static void format_frames(mk_handle *h, int64_t end)
+{
+	size_t pos = 0;
+	while (pos < h->fetched.len && !max_reached(h)) {
+		mk_batch_view b;
+		if (mk_frame_decode((const uint8_t *)h->fetched.buf + pos,
+				    h->fetched.len - pos, 0, &b, NULL))
+			break;    /* cannot happen: the log validated it */
+		pos += b.frame_len;
+		if (b.meta.base_offset >= end)
+			break;
+		if (!mk_batch_is_control(&b)) {
+			mk_record_iter it;
+			mk_record_view rec;
+			mk_record_iter_init(&it, &b);
+			while (mk_record_next(&it, &rec)) {
+				if (rec.offset < h->next)
+					continue;
+				if (rec.offset >= end || max_reached(h))
+					break;
+				mk_format_record(h->rp.format, &rec, &h->text);
+				h->returned++;
+				h->next = rec.offset + 1;
+			}
+		}
+		if (max_reached(h))
+			break;
+		int64_t after = mk_batch_next_offset(&b);
+		if (after > h->next)
+			h->next = after < end ? after : end;
+	}
+}
+
+static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
+			   mk_strbuf *why)
+{
+	mk_partition *p = handle_partition(h);
+	while (h->text.len - h->text_pos < want && !h->eof) {
+		if (max_reached(h)) {
+			h->eof = true;
+			break;
+		}
+		mk_strbuf_reset(&h->fetched);
+		int64_t visible;
+		size_t budget = want > FETCH_BYTES ? want : FETCH_BYTES;
+		mk_err err = mk_partition_fetch(p, h->next, budget, &h->fetched,
+						&visible, why);
+		if (err)
+			return err;
+		if (h->fetched.len) {
+			format_frames(h, visible);
+			continue;
+		}
+		if (!h->rp.follow) {
+			h->eof = true;
+			break;
+		}
+		if (h->text.len > h->text_pos)
+			break;    /* give the reader what it has first */
+		if (w && w->interrupted && w->interrupted(w->arg)) {
+			mk_strbuf_addstr(why, "interrupted while following");
+			return MK_INTERRUPTED;
+		}
+		mk_partition_wait_change(p, &h->seen, 200);
+	}
+	return MK_OK;
+}
+
+mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
+		      long long off, const mk_waiter *w, size_t *n,
+		      mk_strbuf *why)
+{
+	(void)fs;
+	mk_err err = MK_OK;
+	*n = 0;
+	pthread_mutex_lock(&h->lock);
+	switch (h->ref.def->type) {
+	case NODE_RAW: {
+		ssize_t r = pread(h->fd, buf, size, (off_t)off);
+		if (r < 0) {
+			mk_strbuf_addstr(why, "read failed");
+			err = MK_KAFKA_STORAGE_ERROR;
+		} else {
+			*n = (size_t)r;
+		}
+		goto out;
+	}
+	case NODE_VALUE:
+	case NODE_CONTROL:
+		/* Snapshots honour the offset, so re-reads and seeks work. */
+		if (off < 0 || (size_t)off >= h->text.len)
+			goto out;
+		*n = h->text.len - (size_t)off < size ? h->text.len - (size_t)off : size;
+		memcpy(buf, h->text.buf + off, *n);
+		goto out;
+	case NODE_RECORDS:
+		err = records_fill(h, size, w, why);
+		if (err && h->text.len == h->text_pos)
+			goto out;
+		err = MK_OK;
+		break;
+	case NODE_APPEND:
+		break;    /* receipts are in h->text */
+	case NODE_DIR:
+		goto out;
+	}
+	/* Streams: hand out what is buffered, ignoring the offset. */
+	*n = h->text.len - h->text_pos < size ? h->text.len - h->text_pos : size;
+	memcpy(buf, h->text.buf + h->text_pos, *n);
+	h->text_pos += *n;
+	if (h->text_pos == h->text.len) {
+		mk_strbuf_reset(&h->text);
+		h->text_pos = 0;
+	} else if (h->text_pos > (1u << 20)) {
+		mk_strbuf_consume(&h->text, h->text_pos);
+		h->text_pos = 0;
+	}
+out:
+	pthread_mutex_unlock(&h->lock);
+	return err;
+}
+
+/* ---- append ----------------------------------------------------------- */
+
+static const mk_batch_meta plain_meta = {
+	.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
+	.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
+};
+
+typedef struct {
+	mk_handle *h;
+	mk_batch_builder *builders;   /* one per partition of the target */
+	int nbuilders;
+	int fixed;                    /* partition append: its id, else -1 */
+	int64_t now;
+	int64_t max_bytes;
+	int sticky;
+} append_ctx;
+
+static mk_err route_record(void *arg, mk_bytes key, mk_bytes value,
+			   const mk_header *headers, size_t nheaders)
+{
+	append_ctx *a = arg;
+	int part;
+	if (a->fixed >= 0)
+		part = 0;
+	else if (key.len >= 0)
+		part = (int)(crc32(0L, key.ptr ? key.ptr : (const Bytef *)"", (uInt)key.len) %
+			     (uint32_t)a->nbuilders);
+	else
+		part = a->sticky;
+	mk_batch_builder *b = &a->builders[part];
+	mk_builder_add(b, a->now, key, value, headers, nheaders);
+	if ((int64_t)mk_builder_size(b) > a->max_bytes)
+		return MK_MESSAGE_TOO_LARGE;
+	return MK_OK;
+}
+
+static mk_err produce_all(mkfs *fs, mk_handle *h, append_ctx *a,
+			  const mk_waiter *w, mk_strbuf *why)
+{
+	(void)fs;
+	mk_err first = MK_OK;
+	for (int i = 0; i < a->nbuilders; i++) {
+		mk_batch_builder *b = &a->builders[i];
+		if (!b->count)
+			continue;
+		int part = a->fixed >= 0 ? a->fixed : i;
+		mk_builder_finish(b);
+		int64_t base = -1;
+		mk_err err = mk_partition_produce(mk_topic_partition(h->ref.topic, part),
+						  (uint8_t *)b->frame.buf, b->frame.len,
+						  h->acks, w, &base, why);
+		if (err) {
+			if (!first)
+				first = err;
+			continue;
+		}
+		if (h->readable) {
+			mk_strbuf_addf(&h->text, "%s %d ", h->ref.topic->name, part);
+			if (h->acks == 0)
+				mk_strbuf_addstr(&h->text, "-");
+			else
+				mk_strbuf_addf(&h->text, "%lld", (long long)base);
+			mk_strbuf_addf(&h->text, " %d\n", b->count);
+		}
+	}
+	/* Keyless records stick to one partition until its batch closes. */
+	if (a->fixed < 0 && a->builders[a->sticky].count)
+		h->sticky = (a->sticky + 1) % a->nbuilders;
+	return first;
+}
+
+/* Parse buf (after any carried line) and produce it; keep the new tail. */
+static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
+			   bool final, const mk_waiter *w, mk_strbuf *why)
+{
+	mk_topic_config tc;
+	mk_cluster_topic_config(fs->cluster, h->ref.topic, &tc);
+	bool topic_level = h->ref.partition < 0;
+	append_ctx a = {
+		.h = h,
+		.nbuilders = topic_level ? h->ref.topic->npartitions : 1,
+		.fixed = topic_level ? -1 : h->ref.partition,
+		.now = mk_clock_now(&fs->cluster->clock),
+		.max_bytes = tc.message_max_bytes,
+		.sticky = h->sticky % (topic_level ? h->ref.topic->npartitions : 1),
+	};
+	a.builders = calloc((size_t)a.nbuilders, sizeof(*a.builders));
+	for (int i = 0; i < a.nbuilders; i++)
+		mk_builder_init(&a.builders[i], &plain_meta);
+	mk_parse_opts opts = {
+		.format = h->ap.format,
+		.has_key = h->ap.has_key,
+		.key = mk_bytes_of(h->ap.key, (size_t)h->ap.key_len),
+		.max_line = (size_t)tc.message_max_bytes,
+	};
+	mk_err err = MK_OK;
+	size_t used = 0, consumed;
+	/* The carried line completes with this write's first line. */
+	if (h->pending.len) {
+		const char *nl = memchr(buf, '\n', len);
+		size_t head = nl ? (size_t)(nl - buf) + 1 : len;
+		mk_strbuf first = MK_STRBUF_INIT;
+		mk_strbuf_add(&first, h->pending.buf, h->pending.len);
+		mk_strbuf_add(&first, buf, head);
+		if (nl || final) {
+			err = mk_parse_lines(&opts, first.buf, first.len, true,
+					     route_record, &a, &consumed, why);
+			used = head;
+		} else if ((int64_t)first.len > tc.message_max_bytes) {
+			mk_strbuf_addf(why, "line longer than message.max.bytes=%lld",
+				       (long long)tc.message_max_bytes);
+			err = MK_MESSAGE_TOO_LARGE;
+		}
+		mk_strbuf_release(&first);
+	}
+	if (!err && used < len)
+		err = mk_parse_lines(&opts, buf + used, len - used, final,
+				     route_record, &a, &consumed, why);
+	else
+		consumed = 0;
+	size_t tail = len - used - consumed;
+	if (!err && !final && (int64_t)((used ? 0 : h->pending.len) + tail) > tc.message_max_bytes) {
+		mk_strbuf_addf(why, "line longer than message.max.bytes=%lld",
+			       (long long)tc.message_max_bytes);
+		err = MK_MESSAGE_TOO_LARGE;
+	}
+	if (err == MK_MESSAGE_TOO_LARGE && !why->len)
+		mk_strbuf_addf(why, "batch larger than message.max.bytes=%lld",
+			       (long long)tc.message_max_bytes);
+	if (!err)
+		err = produce_all(fs, h, &a, w, why);
+	/* The write took effect (possibly partly, for acks errors after
+	 * append): the carried line is now this write's tail. */
+	if (!err || err == MK_NOT_ENOUGH_REPLICAS_AFTER_APPEND ||
+	    err == MK_REQUEST_TIMED_OUT || err == MK_FENCED_LEADER_EPOCH ||
+	    err == MK_INTERRUPTED) {
+		if (used || !h->pending.len || final)
+			mk_strbuf_reset(&h->pending);
+		if (!final)
+			mk_strbuf_add(&h->pending, buf + len - tail, tail);
+	}
+	for (int i = 0; i < a.nbuilders; i++)
+		mk_builder_release(&a.builders[i]);
+	free(a.builders);
+	return err;
+}
+
+mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
+		       const mk_waiter *w, mk_strbuf *why)
+{
+	mk_err err;
+	pthread_mutex_lock(&h->lock);
+	if (h->ref.def->type == NODE_APPEND)
+		err = append_bytes(fs, h, buf, size, false, w, why);
+	else
+		err = mk_node_control(fs, &h->ref, buf, size, why);
+	pthread_mutex_unlock(&h->lock);
+	return err;
+}
+
+mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
+		       mk_strbuf *why)
+{
+	mk_err err = MK_OK;
+	pthread_mutex_lock(&h->lock);
+	if (h->ref.def->type == NODE_APPEND && h->pending.len)
+		err = append_bytes(fs, h, "", 0, true, w, why);
+	pthread_mutex_unlock(&h->lock);
+	return err;
+}
+
+mk_err mk_handle_fsync(mkfs *fs, mk_handle *h, const mk_waiter *w,
+		       mk_strbuf *why)
+{
+	mk_err err = mk_handle_flush(fs, h, w, why);
+	if (err || h->ref.def->type != NODE_APPEND)
+		return err;
+	if (h->ref.partition >= 0)
+		return mk_partition_flush(handle_partition(h));
+	for (int i = 0; i < h->ref.topic->npartitions && !err; i++)
+		err = mk_partition_flush(mk_topic_partition(h->ref.topic, i));
+	return err;
+}

@@ -1,0 +1,714 @@
+/*
+ * nodes.c — the node table and what each node shows or does.
+ *
+ * Read functions turn a core snapshot into text; control functions parse
+ * one command line and call core. Resolution walks `nodes` by parent kind.
+ */
+#include "nodes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topic_name.h"
+
+enum {
+	K_ROOT, K_README, K_CONFIG, K_CTL, K_ERRORS, K_CLOCK,
+	K_TOPICS, K_TOPIC, K_TOPIC_CONFIG, K_TOPIC_APPEND,
+	K_PART, K_PART_APPEND, K_PART_RECORDS,
+	K_LEO, K_HW, K_LSO, K_LSTART, K_LEADER, K_EPOCH, K_REPLICAS, K_ISR,
+	K_STATE, K_SEGMENTS, K_SEGFILE,
+	K_BROKERS, K_BROKER, K_BSTATE, K_BREPLICAS, K_BFETCH, K_BCRASH,
+	K_BRESTART, K_BPROMOTE, K_BROKERS_FETCH,
+	K_PRODUCERS, K_GROUPS, K_TRANSACTIONS,
+};
+
+/* ---- small parsing helpers ------------------------------------------- */
+
+static bool parse_i64(const char *s, int64_t *out)
+{
+	if (!*s || *s == '+' || *s == ' ')
+		return false;
+	errno = 0;
+	char *end;
+	long long v = strtoll(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Split a line into at most max words on spaces and tabs, in place. */
+static int split_words(char *line, char **words, int max)
+{
+	int n = 0;
+	char *save = NULL;
+	for (char *w = strtok_r(line, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+		if (n == max)
+			return -1;
+		words[n++] = w;
+	}
+	return n;
+}
+
+/* An empty line or "1" means "no argument" (SPEC 2). */
+static bool no_argument(const char *line)
+{
+	return !*line || !strcmp(line, "1");
+}
+
+static mk_err bad_command(mk_strbuf *why, const char *line, const char *usage)
+{
+	mk_strbuf_addf(why, "bad command '%s'; expected: %s", line, usage);
+	return MK_INVALID_REQUEST;
+}
+
+static mk_partition *ref_partition(const node_ref *ref)
+{
+	return mk_topic_partition(ref->topic, ref->partition);
+}
+
+static void add_broker_ids(mk_strbuf *out, const mk_partition_info *pi, bool isr_only)
+{
+	bool first = true;
+	for (int i = 0; i < pi->nreplicas; i++) {
+		if (isr_only && !pi->replicas[i].in_isr)
+			continue;
+		mk_strbuf_addf(out, "%s%d", first ? "" : " ", pi->replicas[i].broker);
+		first = false;
+	}
+	mk_strbuf_addch(out, '\n');
+}
+
+/* ---- root files ------------------------------------------------------ */
+
+static mk_err read_readme(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	(void)ref;
+	(void)why;
+	mk_strbuf_addstr(out, fs->readme);
+	return MK_OK;
+}
+
+static mk_err read_config(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	(void)ref;
+	(void)why;
+	mk_config_format(&fs->cluster->cfg, out);
+	return MK_OK;
+}
+
+static mk_err read_errors(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	(void)ref;
+	(void)why;
+	mk_errlog_format(&fs->cluster->errlog, out);
+	return MK_OK;
+}
+
+static mk_err read_clock(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	(void)ref;
+	(void)why;
+	mk_strbuf_addf(out, "%lld\n", (long long)mk_clock_now(&fs->cluster->clock));
+	return MK_OK;
+}
+
+static mk_err write_clock(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+{
+	(void)ref;
+	int64_t v;
+	if (line[0] == '+' && parse_i64(line + 1, &v) && v >= 0)
+		return mk_cluster_clock_advance(fs->cluster, v, why);
+	if (parse_i64(line, &v) && v >= 0)
+		return mk_cluster_clock_set(fs->cluster, v, why);
+	return bad_command(why, line, "+MS to advance, or MS to set");
+}
+
+static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+{
+	(void)ref;
+	char copy[1024];
+	snprintf(copy, sizeof(copy), "%s", line);
+	char *w[66];
+	int n = split_words(line, w, 66);
+	if (n <= 0)
+		return bad_command(why, copy, "a command (create-topic, delete-topic, replicate, flush)");
+	if (!strcmp(w[0], "create-topic")) {
+		if (n < 2)
+			return bad_command(why, copy, "create-topic NAME [partitions=N] [replication.factor=R] [KEY=VALUE...]");
+		int64_t parts = -1, rf = -1;
+		const char *kv[64];
+		size_t nkv = 0;
+		for (int i = 2; i < n; i++) {
+			if (!strncmp(w[i], "partitions=", 11)) {
+				if (!parse_i64(w[i] + 11, &parts) || parts < 1 || parts > 1024)
+					return bad_command(why, copy, "partitions=N with N from 1 to 1024");
+			} else if (!strncmp(w[i], "replication.factor=", 19)) {
+				if (!parse_i64(w[i] + 19, &rf) || rf < 1 || rf > MK_MAX_BROKERS)
+					return bad_command(why, copy, "replication.factor=R with R >= 1");
+			} else {
+				kv[nkv++] = w[i];
+			}
+		}
+		return mk_cluster_create_topic(fs->cluster, w[1], (int)parts, (int)rf,
+					       kv, nkv, why);
+	}
+	if (!strcmp(w[0], "delete-topic")) {
+		if (n != 2)
+			return bad_command(why, copy, "delete-topic NAME");
+		return mk_cluster_delete_topic(fs->cluster, w[1], why);
+	}
+	if (n == 1 && !strcmp(w[0], "replicate"))
+		return mk_cluster_replicate(fs->cluster, why);
+	if (n == 1 && !strcmp(w[0], "flush"))
+		return mk_cluster_flush(fs->cluster, why);
+	return bad_command(why, copy, "create-topic, delete-topic, replicate or flush");
+}
+
+/* ---- topics ---------------------------------------------------------- */
+
+static bool match_topic(mkfs *fs, node_ref *ref, const char *name)
+{
+	if (!mk_topic_name_valid(name))
+		return false;
+	ref->topic = mk_cluster_topic(fs->cluster, name);
+	return ref->topic != NULL;
+}
+
+static void list_topics(mkfs *fs, const node_ref *ref,
+			void (*add)(void *, const char *, bool), void *arg)
+{
+	(void)ref;
+	char **names;
+	size_t n = mk_cluster_topic_names(fs->cluster, &names);
+	for (size_t i = 0; i < n; i++) {
+		add(arg, names[i], true);
+		free(names[i]);
+	}
+	free(names);
+}
+
+static bool match_partition(mkfs *fs, node_ref *ref, const char *name)
+{
+	(void)fs;
+	int64_t v;
+	if (!parse_i64(name, &v) || v < 0 || v >= ref->topic->npartitions ||
+	    (name[0] == '0' && name[1]))
+		return false;
+	ref->partition = (int)v;
+	return true;
+}
+
+static void list_partitions(mkfs *fs, const node_ref *ref,
+			    void (*add)(void *, const char *, bool), void *arg)
+{
+	(void)fs;
+	char buf[16];
+	for (int p = 0; p < ref->topic->npartitions; p++) {
+		snprintf(buf, sizeof(buf), "%d", p);
+		add(arg, buf, true);
+	}
+}
+
+static mk_err read_topic_config(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	(void)why;
+	mk_topic_config tc;
+	mk_cluster_topic_config(fs->cluster, ref->topic, &tc);
+	mk_topic_config_format(&tc, out);
+	return MK_OK;
+}
+
+static mk_err write_topic_config(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+{
+	char *w[64];
+	int n = split_words(line, w, 64);
+	if (n <= 0)
+		return bad_command(why, "", "KEY=VALUE");
+	return mk_cluster_topic_configure(fs->cluster, ref->topic,
+					  (const char *const *)w, (size_t)n, why);
+}
+
+/* ---- partition value files ------------------------------------------- */
+
+#define PART_VALUE(fn, expr)                                                 \
+	static mk_err fn(mkfs *fs, const node_ref *ref, mk_strbuf *out,      \
+			 mk_strbuf *why)                                     \
+	{                                                                    \
+		(void)fs;                                                    \
+		(void)why;                                                   \
+		mk_partition_info pi;                                        \
+		mk_partition_info_get(ref_partition(ref), &pi);              \
+		expr;                                                        \
+		return MK_OK;                                                \
+	}
+
+static void add_leader(mk_strbuf *out, int leader)
+{
+	if (leader < 0)
+		mk_strbuf_addstr(out, "none\n");
+	else
+		mk_strbuf_addf(out, "%d\n", leader);
+}
+
+static void add_offset(mk_strbuf *out, int64_t v)
+{
+	if (v < 0)
+		mk_strbuf_addstr(out, "none\n");
+	else
+		mk_strbuf_addf(out, "%lld\n", (long long)v);
+}
+
+PART_VALUE(read_leo, add_offset(out, pi.leo))
+PART_VALUE(read_hw, add_offset(out, pi.hw))
+PART_VALUE(read_lso, add_offset(out, pi.lso))
+PART_VALUE(read_lstart, add_offset(out, pi.log_start))
+PART_VALUE(read_leader, add_leader(out, pi.leader))
+PART_VALUE(read_epoch, mk_strbuf_addf(out, "%d\n", pi.leader_epoch))
+PART_VALUE(read_replicas, add_broker_ids(out, &pi, false))
+PART_VALUE(read_isr, add_broker_ids(out, &pi, true))
+
+/* A bar of `width` cells for offsets [0, max): '#' below the HW, '+' above
+ * it up to the replica's end, ' ' beyond; '|' marks the HW. */
+static void draw_log(mk_strbuf *out, int64_t start, int64_t leo, int64_t hw,
+		     int64_t max, int width)
+{
+	mk_strbuf_addch(out, '[');
+	int hw_cell = max ? (int)(hw * width / max) : 0;
+	for (int cell = 0; cell < width; cell++) {
+		int64_t off = max ? (int64_t)cell * max / width : 0;
+		if (cell == hw_cell && hw < max)
+			mk_strbuf_addch(out, '|');
+		else if (leo < 0 || off >= leo)
+			mk_strbuf_addch(out, ' ');
+		else if (off < start)
+			mk_strbuf_addch(out, '.');
+		else
+			mk_strbuf_addch(out, off < hw ? '#' : '+');
+	}
+	mk_strbuf_addstr(out, hw >= max ? "]|" : "]");
+}
+
+static mk_err read_state(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	(void)fs;
+	(void)why;
+	mk_partition_info pi;
+	mk_partition_info_get(ref_partition(ref), &pi);
+	mk_strbuf_addf(out, "topic %s partition %d\n", ref->topic->name, ref->partition);
+	mk_strbuf_addstr(out, "leader ");
+	add_leader(out, pi.leader);
+	mk_strbuf_addf(out, "leader_epoch %d\n", pi.leader_epoch);
+	mk_strbuf_addstr(out, "leo ");
+	add_offset(out, pi.leo);
+	mk_strbuf_addf(out, "hw %lld\nlso %lld\n", (long long)pi.hw, (long long)pi.lso);
+	mk_strbuf_addstr(out, "log_start_offset ");
+	add_offset(out, pi.log_start);
+	mk_strbuf_addstr(out, "replicas ");
+	add_broker_ids(out, &pi, false);
+	mk_strbuf_addstr(out, "isr ");
+	add_broker_ids(out, &pi, true);
+	int64_t max = pi.hw;
+	for (int i = 0; i < pi.nreplicas; i++)
+		if (pi.replicas[i].leo > max)
+			max = pi.replicas[i].leo;
+	mk_strbuf_addf(out, "\nlogs against the high watermark (| = hw %lld; # committed, + above hw):\n",
+		       (long long)pi.hw);
+	for (int i = 0; i < pi.nreplicas; i++) {
+		const char *role = pi.replicas[i].broker == pi.leader ? "leader"
+				   : !pi.replicas[i].online ? "offline"
+				   : pi.replicas[i].failed ? "failed"
+				   : pi.replicas[i].in_isr ? "in-sync" : "lagging";
+		mk_strbuf_addf(out, "  broker %-3d %-8s ", pi.replicas[i].broker, role);
+		draw_log(out, pi.replicas[i].log_start, pi.replicas[i].leo, pi.hw,
+			 max, 40);
+		if (pi.replicas[i].leo >= 0)
+			mk_strbuf_addf(out, " leo %lld", (long long)pi.replicas[i].leo);
+		mk_strbuf_addch(out, '\n');
+	}
+	return MK_OK;
+}
+
+/* ---- segments/ -------------------------------------------------------- */
+
+static const char *const seg_suffixes[] = { ".log", ".index", ".timeindex" };
+
+static void list_segments(mkfs *fs, const node_ref *ref,
+			  void (*add)(void *, const char *, bool), void *arg)
+{
+	(void)fs;
+	mk_segment_info *segs;
+	size_t n = mk_partition_segments(ref_partition(ref), &segs, NULL);
+	char buf[64];
+	for (size_t i = 0; i < n; i++)
+		for (size_t s = 0; s < 3; s++) {
+			snprintf(buf, sizeof(buf), "%020lld%s",
+				 (long long)segs[i].base_offset, seg_suffixes[s]);
+			add(arg, buf, false);
+		}
+	free(segs);
+}
+
+static bool match_segment(mkfs *fs, node_ref *ref, const char *name)
+{
+	(void)fs;
+	if (strlen(name) < 21)
+		return false;
+	mk_segment_info *segs;
+	size_t n = mk_partition_segments(ref_partition(ref), &segs, NULL);
+	bool found = false;
+	char buf[64];
+	for (size_t i = 0; i < n && !found; i++)
+		for (size_t s = 0; s < 3 && !found; s++) {
+			snprintf(buf, sizeof(buf), "%020lld%s",
+				 (long long)segs[i].base_offset, seg_suffixes[s]);
+			found = !strcmp(buf, name);
+		}
+	free(segs);
+	return found;
+}
+
+mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path)
+{
+	(void)fs;
+	mk_segment_info *segs;
+	mk_strbuf dir = MK_STRBUF_INIT;
+	mk_partition_segments(ref_partition(ref), &segs, &dir);
+	free(segs);
+	if (!dir.len) {
+		mk_strbuf_release(&dir);
+		return MK_LEADER_NOT_AVAILABLE;
+	}
+	mk_strbuf_addf(path, "%s/%s", dir.buf, ref->name);
+	mk_strbuf_release(&dir);
+	return MK_OK;
+}
+
+/* ---- brokers ---------------------------------------------------------- */
+
+static bool match_broker(mkfs *fs, node_ref *ref, const char *name)
+{
+	int64_t v;
+	if (!parse_i64(name, &v) || v < 0 || v > 1000000 || (name[0] == '0' && name[1]))
+		return false;
+	if (mk_cluster_broker_index(fs->cluster, (int)v) < 0)
+		return false;
+	ref->broker = (int)v;
+	return true;
+}
+
+static void list_brokers(mkfs *fs, const node_ref *ref,
+			 void (*add)(void *, const char *, bool), void *arg)
+{
+	(void)ref;
+	char buf[16];
+	for (int i = 0; i < fs->cluster->nbrokers; i++) {
+		snprintf(buf, sizeof(buf), "%d", fs->cluster->brokers[i].id);
+		add(arg, buf, true);
+	}
+}
+
+static mk_err read_broker_state(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	(void)why;
+	mk_strbuf_addstr(out, mk_cluster_broker_online(fs->cluster, ref->broker)
+			 ? "online\n" : "offline\n");
+	return MK_OK;
+}
+
+struct broker_rows {
+	int broker;
+	mk_strbuf *out;
+};
+
+static void broker_row(mk_topic *t, mk_partition *p, void *arg)
+{
+	struct broker_rows *br = arg;
+	mk_partition_info pi;
+	mk_partition_info_get(p, &pi);
+	for (int i = 0; i < pi.nreplicas; i++) {
+		if (pi.replicas[i].broker != br->broker)
+			continue;
+		mk_strbuf_addf(br->out, "%s %d %s %lld %s %lld\n", t->name, p->id,
+			       pi.leader == br->broker ? "leader" : "follower",
+			       (long long)pi.replicas[i].leo,
+			       pi.replicas[i].in_isr ? "true" : "false",
+			       (long long)pi.replicas[i].last_fetch_ms);
+	}
+}
+
+static mk_err read_broker_replicas(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	(void)why;
+	struct broker_rows br = { ref->broker, out };
+	mk_cluster_each_partition(fs->cluster, broker_row, &br);
+	return MK_OK;
+}
+
+static mk_err write_broker_fetch(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+{
+	if (!no_argument(line))
+		return bad_command(why, line, "no argument");
+	return mk_cluster_broker_fetch(fs->cluster, ref->broker, why);
+}
+
+static mk_err write_brokers_fetch(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+{
+	(void)ref;
+	if (!no_argument(line))
+		return bad_command(why, line, "no argument");
+	return mk_cluster_replicate(fs->cluster, why);
+}
+
+static mk_err write_broker_crash(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+{
+	bool torn = !strcmp(line, "torn");
+	if (!torn && !no_argument(line))
+		return bad_command(why, line, "nothing, or 'torn'");
+	return mk_cluster_broker_crash(fs->cluster, ref->broker, torn, why);
+}
+
+static mk_err write_broker_restart(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+{
+	if (!no_argument(line))
+		return bad_command(why, line, "no argument");
+	return mk_cluster_broker_restart(fs->cluster, ref->broker, why);
+}
+
+static mk_err write_broker_promote(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+{
+	char copy[512];
+	snprintf(copy, sizeof(copy), "%s", line);
+	char *w[3];
+	int n = split_words(line, w, 3);
+	bool unclean = n == 2 && !strcmp(w[1], "unclean");
+	char *slash = n >= 1 ? strrchr(w[0], '/') : NULL;
+	int64_t part;
+	if (n < 1 || n > 2 || (n == 2 && !unclean) || !slash ||
+	    !parse_i64(slash + 1, &part) || part < 0 || part > 1023)
+		return bad_command(why, copy, "TOPIC/PARTITION [unclean]");
+	*slash = '\0';
+	return mk_cluster_promote(fs->cluster, ref->broker, w[0], (int)part,
+				  unclean, why);
+}
+
+static void list_none(mkfs *fs, const node_ref *ref,
+		      void (*add)(void *, const char *, bool), void *arg)
+{
+	(void)fs;
+	(void)ref;
+	(void)add;
+	(void)arg;
+}
+
+/* ---- the table -------------------------------------------------------- */
+
+#define DIRMODE 0755
+static const node_def nodes[] = {
+	{ K_ROOT, -1, "", NULL, NODE_DIR, DIRMODE, NULL, NULL, NULL },
+	{ K_README, K_ROOT, "README", NULL, NODE_VALUE, 0444, read_readme, NULL, NULL },
+	{ K_CONFIG, K_ROOT, "config", NULL, NODE_VALUE, 0444, read_config, NULL, NULL },
+	{ K_CTL, K_ROOT, "ctl", NULL, NODE_CONTROL, 0200, NULL, write_ctl, NULL },
+	{ K_ERRORS, K_ROOT, "errors", NULL, NODE_VALUE, 0444, read_errors, NULL, NULL },
+	{ K_CLOCK, K_ROOT, "clock", NULL, NODE_CONTROL, 0644, read_clock, write_clock, NULL },
+	{ K_TOPICS, K_ROOT, "topics", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_topics },
+	{ K_BROKERS, K_ROOT, "brokers", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_brokers },
+	{ K_PRODUCERS, K_ROOT, "producers", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_none },
+	{ K_GROUPS, K_ROOT, "groups", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_none },
+	{ K_TRANSACTIONS, K_ROOT, "transactions", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_none },
+
+	{ K_TOPIC, K_TOPICS, NULL, match_topic, NODE_DIR, DIRMODE, NULL, NULL, list_partitions },
+	{ K_TOPIC_CONFIG, K_TOPIC, "config", NULL, NODE_CONTROL, 0644, read_topic_config, write_topic_config, NULL },
+	{ K_TOPIC_APPEND, K_TOPIC, "append", NULL, NODE_APPEND, 0666, NULL, NULL, NULL },
+
+	{ K_PART, K_TOPIC, NULL, match_partition, NODE_DIR, DIRMODE, NULL, NULL, NULL },
+	{ K_PART_APPEND, K_PART, "append", NULL, NODE_APPEND, 0666, NULL, NULL, NULL },
+	{ K_PART_RECORDS, K_PART, "records", NULL, NODE_RECORDS, 0444, NULL, NULL, NULL },
+	{ K_LEO, K_PART, "leo", NULL, NODE_VALUE, 0444, read_leo, NULL, NULL },
+	{ K_HW, K_PART, "hw", NULL, NODE_VALUE, 0444, read_hw, NULL, NULL },
+	{ K_LSO, K_PART, "lso", NULL, NODE_VALUE, 0444, read_lso, NULL, NULL },
+	{ K_LSTART, K_PART, "log_start_offset", NULL, NODE_VALUE, 0444, read_lstart, NULL, NULL },
+	{ K_LEADER, K_PART, "leader", NULL, NODE_VALUE, 0444, read_leader, NULL, NULL },
+	{ K_EPOCH, K_PART, "leader_epoch", NULL, NODE_VALUE, 0444, read_epoch, NULL, NULL },
+	{ K_REPLICAS, K_PART, "replicas", NULL, NODE_VALUE, 0444, read_replicas, NULL, NULL },
+	{ K_ISR, K_PART, "isr", NULL, NODE_VALUE, 0444, read_isr, NULL, NULL },
+	{ K_STATE, K_PART, "state", NULL, NODE_VALUE, 0444, read_state, NULL, NULL },
+	{ K_SEGMENTS, K_PART, "segments", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_segments },
+	{ K_SEGFILE, K_SEGMENTS, NULL, match_segment, NODE_RAW, 0444, NULL, NULL, NULL },
+
+	{ K_BROKERS_FETCH, K_BROKERS, "fetch", NULL, NODE_CONTROL, 0200, NULL, write_brokers_fetch, NULL },
+	{ K_BROKER, K_BROKERS, NULL, match_broker, NODE_DIR, DIRMODE, NULL, NULL, NULL },
+	{ K_BSTATE, K_BROKER, "state", NULL, NODE_VALUE, 0444, read_broker_state, NULL, NULL },
+	{ K_BREPLICAS, K_BROKER, "replicas", NULL, NODE_VALUE, 0444, read_broker_replicas, NULL, NULL },
+	{ K_BFETCH, K_BROKER, "fetch", NULL, NODE_CONTROL, 0200, NULL, write_broker_fetch, NULL },
+	{ K_BCRASH, K_BROKER, "crash", NULL, NODE_CONTROL, 0200, NULL, write_broker_crash, NULL },
+	{ K_BRESTART, K_BROKER, "restart", NULL, NODE_CONTROL, 0200, NULL, write_broker_restart, NULL },
+	{ K_BPROMOTE, K_BROKER, "promote", NULL, NODE_CONTROL, 0200, NULL, write_broker_promote, NULL },
+};
+#define NNODES (sizeof(nodes) / sizeof(nodes[0]))
+
+/* ---- resolution ------------------------------------------------------- */
+
+static bool component_matches(const node_def *d, const char *comp)
+{
+	if (!d->name)
+		return false;
+	if (!strcmp(d->name, comp))
+		return true;
+	if (d->type == NODE_RECORDS)
+		return mk_name_classify(comp) == MK_NAME_RECORDS;
+	if (d->type == NODE_APPEND)
+		return mk_name_classify(comp) == MK_NAME_APPEND;
+	return false;
+}
+
+mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why)
+{
+	memset(ref, 0, sizeof(*ref));
+	ref->def = &nodes[0];
+	ref->partition = -1;
+	ref->broker = -1;
+	const char *p = path;
+	while (*p == '/')
+		p++;
+	while (*p) {
+		const char *end = strchr(p, '/');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len >= sizeof(ref->name))
+			goto noent;
+		char comp[sizeof(ref->name)];
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		const node_def *next = NULL;
+		for (size_t i = 0; i < NNODES && !next; i++)
+			if (nodes[i].parent == ref->def->kind && component_matches(&nodes[i], comp))
+				next = &nodes[i];
+		for (size_t i = 0; i < NNODES && !next; i++)
+			if (nodes[i].parent == ref->def->kind && nodes[i].match &&
+			    nodes[i].match(fs, ref, comp))
+				next = &nodes[i];
+		if (!next)
+			goto noent;
+		ref->def = next;
+		memcpy(ref->name, comp, len + 1);
+		p += len;
+		while (*p == '/')
+			p++;
+	}
+	return MK_OK;
+noent:
+	if (why)
+		mk_strbuf_addf(why, "no such file: %s", path);
+	mk_node_ref_release(ref);
+	return MK_UNKNOWN_TOPIC_OR_PARTITION;
+}
+
+void mk_node_ref_release(node_ref *ref)
+{
+	mk_topic_put(ref->topic);
+	ref->topic = NULL;
+}
+
+void mk_node_list(mkfs *fs, const node_ref *dir,
+		  void (*add)(void *arg, const char *name, bool dir), void *arg)
+{
+	for (size_t i = 0; i < NNODES; i++)
+		if (nodes[i].parent == dir->def->kind && nodes[i].name)
+			add(arg, nodes[i].name, nodes[i].type == NODE_DIR);
+	if (dir->def->list)
+		dir->def->list(fs, dir, add, arg);
+}
+
+mk_err mk_node_control(mkfs *fs, const node_ref *ref, const char *buf,
+		       size_t len, mk_strbuf *why)
+{
+	if (!ref->def->write) {
+		mk_strbuf_addstr(why, "this file is not writable");
+		return MK_INVALID_REQUEST;
+	}
+	mk_strbuf line = MK_STRBUF_INIT;
+	mk_err err = MK_OK;
+	size_t pos = 0;
+	bool any = false;
+	while (pos < len && !err) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+		mk_strbuf_reset(&line);
+		mk_strbuf_add(&line, buf + pos, n);
+		pos += n + (nl ? 1 : 0);
+		if (memchr(line.buf, '\0', line.len)) {
+			mk_strbuf_addstr(why, "command contains a NUL byte");
+			err = MK_INVALID_REQUEST;
+			break;
+		}
+		/* Trim trailing CR and spaces. */
+		while (line.len && (line.buf[line.len - 1] == '\r' ||
+				    line.buf[line.len - 1] == ' ' ||
+				    line.buf[line.len - 1] == '\t'))
+			mk_strbuf_setlen(&line, line.len - 1);
+		/* Blank lines between commands are skipped, but a write of
+		 * nothing but one empty line is the "no argument" form. */
+		if (!line.len && (any || pos < len))
+			continue;
+		any = true;
+		err = ref->def->write(fs, ref, line.buf, why);
+	}
+	if (!any && !err)
+		err = ref->def->write(fs, ref, (char *)"", why);
+	mk_strbuf_release(&line);
+	return err;
+}
+
+/* ---- mkdir / rmdir ---------------------------------------------------- */
+
+/* Split "/a/b/c" into the parent node and the last name. */
+static mk_err parent_of(mkfs *fs, const char *path, node_ref *parent,
+			const char **name, mk_strbuf *why)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash || !slash[1]) {
+		mk_strbuf_addf(why, "bad path %s", path);
+		return MK_INVALID_REQUEST;
+	}
+	mk_strbuf dir = MK_STRBUF_INIT;
+	mk_strbuf_add(&dir, path, (size_t)(slash - path));
+	mk_err err = mk_resolve(fs, dir.len ? dir.buf : "/", parent, why);
+	mk_strbuf_release(&dir);
+	*name = slash + 1;
+	return err;
+}
+
+mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_strbuf *why)
+{
+	node_ref parent;
+	const char *name;
+	mk_err err = parent_of(fs, path, &parent, &name, why);
+	if (err)
+		return err;
+	if (parent.def->kind == K_TOPICS) {
+		err = mk_cluster_create_topic(fs->cluster, name, -1, -1, NULL, 0, why);
+	} else {
+		mk_strbuf_addf(why, "cannot create a directory here: %s", path);
+		err = MK_INVALID_REQUEST;
+	}
+	mk_node_ref_release(&parent);
+	return err;
+}
+
+mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_strbuf *why)
+{
+	node_ref ref;
+	mk_err err = mk_resolve(fs, path, &ref, why);
+	if (err)
+		return err;
+	if (ref.def->kind == K_TOPIC) {
+		err = mk_cluster_delete_topic(fs->cluster, ref.topic->name, why);
+	} else {
+		mk_strbuf_addf(why, "cannot remove %s", path);
+		err = MK_INVALID_REQUEST;
+	}
+	mk_node_ref_release(&ref);
+	return err;
+}

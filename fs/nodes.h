@@ -1,0 +1,98 @@
+/*
+ * nodes.h — the tree of SPEC section 2, as data.
+ *
+ * Every file and directory is an instance of one node kind, a row of the
+ * table in nodes.c: its parent kind, its name (fixed, or matched by a
+ * function for topic, partition, broker and segment names), its type and
+ * mode, and its operations. mk_resolve() walks a path through that table;
+ * nothing else in fs/ looks at path strings.
+ *
+ * Node types:
+ *   DIR      listed with mk_node_list
+ *   VALUE    read-only text computed at open (one value, a list, a table)
+ *   CONTROL  write-only commands, one per line (some also readable)
+ *   RECORDS  a record stream (records, records@POS...)
+ *   APPEND   produce (append, append:...)
+ *   RAW      a real file of the data directory, read-only (segments/)
+ *
+ * fs/ holds no domain rule: every node operation calls into core and turns
+ * its answer into text.
+ */
+#ifndef MK_NODES_H
+#define MK_NODES_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "cluster.h"
+#include "names.h"
+#include "strbuf.h"
+
+typedef struct mkfs mkfs;
+
+typedef enum {
+	NODE_DIR,
+	NODE_VALUE,
+	NODE_CONTROL,
+	NODE_RECORDS,
+	NODE_APPEND,
+	NODE_RAW,
+} node_type;
+
+typedef struct node_def node_def;
+
+/* A resolved path. Owns a topic reference when topic is set. */
+typedef struct {
+	const node_def *def;
+	mk_topic *topic;
+	int partition;           /* -1 when not under a partition */
+	int broker;              /* -1 when not under a broker */
+	char name[256];          /* the last component as given */
+} node_ref;
+
+typedef mk_err (*node_read_fn)(mkfs *fs, const node_ref *ref, mk_strbuf *out,
+			       mk_strbuf *why);
+typedef mk_err (*node_write_fn)(mkfs *fs, const node_ref *ref, char *line,
+				mk_strbuf *why);
+typedef void (*node_list_fn)(mkfs *fs, const node_ref *ref,
+			     void (*add)(void *arg, const char *name, bool dir),
+			     void *arg);
+
+struct node_def {
+	int kind;
+	int parent;              /* kind of the parent directory; -1 = root */
+	const char *name;        /* fixed name, or NULL for a matched one */
+	bool (*match)(mkfs *fs, node_ref *ref, const char *component);
+	node_type type;
+	mode_t mode;
+	node_read_fn read;       /* VALUE (and readable CONTROL) */
+	node_write_fn write;     /* CONTROL: one command line */
+	node_list_fn list;       /* DIR: dynamic children */
+};
+
+/* The daemon's root object: everything fs/ operations reach. */
+struct mkfs {
+	mk_cluster *cluster;
+	char *readme;            /* /README text */
+};
+
+/* Resolve a path. ENOENT-style errors come back as core codes. */
+mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why);
+void mk_node_ref_release(node_ref *ref);
+
+/* List a directory: fixed children from the table, then dynamic ones. */
+void mk_node_list(mkfs *fs, const node_ref *dir,
+		  void (*add)(void *arg, const char *name, bool dir), void *arg);
+
+/* The real path of a RAW node (a segment file), for reading. */
+mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path);
+
+/* Run every line of a CONTROL write; stops at the first failing line. */
+mk_err mk_node_control(mkfs *fs, const node_ref *ref, const char *buf,
+		       size_t len, mk_strbuf *why);
+
+/* Directory operations. */
+mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_strbuf *why);
+mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_strbuf *why);
+
+#endif
