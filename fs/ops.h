@@ -8,7 +8,7 @@
 #ifndef MK_OPS_H
 #define MK_OPS_H
 
-#define FUSE_USE_VERSION 31
+#define FUSE_USE_VERSION 312
 #include <fuse.h>
 #include <fuse_lowlevel.h>
 

@@ -49,6 +49,17 @@ static int take_data_dir(void *data, const char *arg, int key,
 	return 1;
 }
 
+static const char *argv_joined(int argc, char *argv[])
+{
+	static char buf[4096];
+	buf[0] = '\0';
+	for (int i = 1; i < argc; i++) {
+		strncat(buf, argv[i], sizeof(buf) - strlen(buf) - 2);
+		strcat(buf, " ");
+	}
+	return buf;
+}
+
 static void usage(const char *prog)
 {
 	fprintf(stderr,
@@ -109,6 +120,9 @@ int main(int argc, char *argv[])
 		return 1;
 	}
 	mkfs fs = { .cluster = cluster, .readme = (char *)mk_readme_text };
+	/* libfuse 3.14 complains about its own idle-thread default unless set. */
+	if (!strstr(argv_joined(argc, argv), "max_idle_threads="))
+		fuse_opt_add_arg(&args, "-omax_idle_threads=16");
 	int rc = fuse_main(args.argc, args.argv, &mk_fuse_ops, &fs);
 	mk_cluster_close(cluster);
 	fuse_opt_free_args(&args);
