@@ -1,0 +1,584 @@
+/*
+ * format.c — plain / TSV / JSON record text (SPEC section 4).
+ *
+ * Decisions beyond SPEC section 4 (docs/filesystem.md should say the same):
+ *
+ *   Parsing
+ *   - Lines end at '\n' only. A '\r' before it is data, in plain and TSV
+ *     alike (binary-faithful; in TSV a CR meant as data should be written
+ *     \r anyway).
+ *   - An empty line is a record with an empty (not null) value.
+ *   - TSV escapes: \\ \t \n \r \xHH (exactly two hex digits, any case); a
+ *     field that is exactly \N is null. Any other backslash sequence, or a
+ *     backslash at the end of a field, is INVALID_RECORD.
+ *   - TSV shapes: 1 field = VALUE; 2 = KEY VALUE; more = KEY VALUE then
+ *     NAME=VALUE headers. With key= in the name only the 1-field shape is
+ *     allowed ("key given twice" otherwise).
+ *   - A header field is split at its first raw '=' BEFORE unescaping, then
+ *     name and value are unescaped separately, so a name can contain '='
+ *     written as \x3d. No '=' is INVALID_RECORD; the name may be neither
+ *     empty nor \N; a value exactly \N is a null header value.
+ *   - A header name longer than 32767 bytes (the frame's i16) and more than
+ *     MK_FORMAT_MAX_HEADERS headers are INVALID_RECORD.
+ *   - max_line counts the bytes before the '\n'. A partial last line that
+ *     is already longer than max_line is MESSAGE_TOO_LARGE even when not
+ *     final (it can never become valid). A line of 2 GiB or more is always
+ *     MESSAGE_TOO_LARGE (record lengths are i32).
+ *
+ *   Output
+ *   - TSV escaping writes \\ \t \n \r for those bytes, \xHH (lower-case hex)
+ *     for other bytes below 0x20 and for 0x7f, and passes bytes >= 0x80
+ *     through unchanged, so UTF-8 stays readable. In header names '=' is
+ *     also written \x3d, so that every record round-trips exactly.
+ *   - JSON: {"offset":N,"timestamp":N,"key":K,"value":V,"headers":{...}}.
+ *     A key or value that is not strict UTF-8 (no overlongs, no surrogates,
+ *     nothing above U+10FFFF) is given as "key_b64" / "value_b64" (standard
+ *     base64 with padding) instead. A header whose name and value are both
+ *     UTF-8 goes into "headers" as "name":"value" (null value: null); any
+ *     other header goes into "headers_b64" as "b64(name)":"b64(value)",
+ *     which is present only when non-empty. Duplicate header names are
+ *     emitted as they are (JSON allows it; most parsers keep the last).
+ *     Strings escape '"', '\\' and bytes below 0x20 (\b \f \n \r \t or
+ *     \u00XX); everything else, 0x7f and non-ASCII included, is literal.
+ */
+#include "format.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#define HEADER_NAME_MAX 32767
+
+/* ---- TSV unescaping ----------------------------------------------------- */
+
+static int hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Unescape [p, p+len) onto out. On a bad escape returns INVALID_RECORD with
+ * *bad pointing at the backslash.
+ */
+static mk_err unescape(const char *p, size_t len, mk_strbuf *out,
+		       bool *is_null, const char **bad)
+{
+	if (len == 2 && p[0] == '\\' && p[1] == 'N') {
+		*is_null = true;
+		return MK_OK;
+	}
+	*is_null = false;
+	const char *end = p + len;
+	mk_strbuf_grow(out, len);
+	while (p < end) {
+		const char *bs = memchr(p, '\\', (size_t)(end - p));
+		if (!bs) {
+			mk_strbuf_add(out, p, (size_t)(end - p));
+			break;
+		}
+		mk_strbuf_add(out, p, (size_t)(bs - p));
+		if (bs + 1 >= end) {
+			*bad = bs;
+			return MK_INVALID_RECORD;
+		}
+		char c;
+		switch (bs[1]) {
+		case '\\': c = '\\'; p = bs + 2; break;
+		case 't': c = '\t'; p = bs + 2; break;
+		case 'n': c = '\n'; p = bs + 2; break;
+		case 'r': c = '\r'; p = bs + 2; break;
+		case 'x': {
+			int hi = bs + 2 < end ? hexval((unsigned char)bs[2]) : -1;
+			int lo = bs + 3 < end ? hexval((unsigned char)bs[3]) : -1;
+			if (hi < 0 || lo < 0) {
+				*bad = bs;
+				return MK_INVALID_RECORD;
+			}
+			c = (char)(hi << 4 | lo);
+			p = bs + 4;
+			break;
+		}
+		default:
+			*bad = bs;
+			return MK_INVALID_RECORD;
+		}
+		mk_strbuf_addch(out, c);
+	}
+	return MK_OK;
+}
+
+mk_err mk_tsv_unescape(const char *p, size_t len, mk_strbuf *out, bool *is_null)
+{
+	const char *bad;
+	return unescape(p, len, out, is_null, &bad);
+}
+
+/* ---- TSV escaping ------------------------------------------------------- */
+
+/* 0: literal; else the escape letter, or 'x' for \xHH. */
+static char esc_class(unsigned char c, bool eq)
+{
+	switch (c) {
+	case '\\': return '\\';
+	case '\t': return 't';
+	case '\n': return 'n';
+	case '\r': return 'r';
+	case '=': return eq ? 'x' : 0;
+	default:
+		return (c < 0x20 || c == 0x7f) ? 'x' : 0;
+	}
+}
+
+static void escape(mk_bytes field, mk_strbuf *out, bool eq)
+{
+	static const char hex[] = "0123456789abcdef";
+	if (field.len < 0) {
+		mk_strbuf_add(out, "\\N", 2);
+		return;
+	}
+	const uint8_t *p = field.ptr, *end = field.ptr + field.len;
+	mk_strbuf_grow(out, (size_t)field.len);
+	while (p < end) {
+		const uint8_t *run = p;
+		while (p < end && !esc_class(*p, eq))
+			p++;
+		mk_strbuf_add(out, run, (size_t)(p - run));
+		if (p == end)
+			break;
+		char e = esc_class(*p, eq);
+		if (e == 'x') {
+			char b[4] = { '\\', 'x', hex[*p >> 4], hex[*p & 15] };
+			mk_strbuf_add(out, b, 4);
+		} else {
+			char b[2] = { '\\', e };
+			mk_strbuf_add(out, b, 2);
+		}
+		p++;
+	}
+}
+
+void mk_tsv_escape(mk_bytes field, mk_strbuf *out)
+{
+	escape(field, out, false);
+}
+
+/* ---- parsing lines ------------------------------------------------------ */
+
+static mk_err line_fail(mk_strbuf *why, mk_err err, size_t lineno,
+			const char *msg)
+{
+	if (why)
+		mk_strbuf_addf(why, "line %zu: %s", lineno, msg);
+	return err;
+}
+
+static mk_err bad_escape(mk_strbuf *why, size_t lineno, const char *bad,
+			 const char *fend)
+{
+	if (!why)
+		return MK_INVALID_RECORD;
+	size_t n = (size_t)(fend - bad);
+	if (n < 2) {
+		mk_strbuf_addf(why, "line %zu: backslash at end of field",
+			       lineno);
+		return MK_INVALID_RECORD;
+	}
+	size_t show = bad[1] == 'x' ? 4 : 2;
+	if (n < show)
+		show = n;
+	/* the backslash as is, what follows escaped so the message is text */
+	mk_strbuf_addf(why, "line %zu: bad escape \\", lineno);
+	escape(mk_bytes_of(bad + 1, show - 1), why, false);
+	return MK_INVALID_RECORD;
+}
+
+/* One unescaped field: offset into the scratch buffer, or null. */
+typedef struct {
+	size_t off;
+	int32_t len;      /* -1: null */
+} span;
+
+typedef struct {
+	const mk_parse_opts *opts;
+	mk_strbuf scratch;
+	span fields[2 + 2 * MK_FORMAT_MAX_HEADERS];
+	mk_header headers[MK_FORMAT_MAX_HEADERS];
+} tsv_state;
+
+static mk_err unescape_span(tsv_state *st, const char *p, size_t len,
+			    span *out, size_t lineno, mk_strbuf *why)
+{
+	bool is_null;
+	const char *bad;
+	size_t start = st->scratch.len;
+	if (unescape(p, len, &st->scratch, &is_null, &bad))
+		return bad_escape(why, lineno, bad, p + len);
+	out->off = start;
+	out->len = is_null ? -1 : (int32_t)(st->scratch.len - start);
+	return MK_OK;
+}
+
+static mk_bytes span_bytes(const tsv_state *st, span s)
+{
+	if (s.len < 0)
+		return MK_BYTES_NULL;
+	return mk_bytes_of(st->scratch.buf + s.off, (size_t)s.len);
+}
+
+static mk_err tsv_line(tsv_state *st, const char *line, size_t len,
+		       size_t lineno, mk_record_sink sink, void *arg,
+		       mk_strbuf *why)
+{
+	const char *end = line + len;
+	size_t nfields = 0;   /* key/value fields (at most 2) */
+	size_t nheaders = 0;
+	const char *f = line;
+	mk_err err;
+
+	mk_strbuf_reset(&st->scratch);
+	for (;;) {
+		const char *tab = memchr(f, '\t', (size_t)(end - f));
+		const char *fend = tab ? tab : end;
+		if (nfields < 2) {
+			err = unescape_span(st, f, (size_t)(fend - f),
+					    &st->fields[nfields], lineno, why);
+			if (err)
+				return err;
+			nfields++;
+		} else {
+			if (nheaders == MK_FORMAT_MAX_HEADERS)
+				return line_fail(why, MK_INVALID_RECORD, lineno,
+						 "too many headers");
+			const char *eq = memchr(f, '=', (size_t)(fend - f));
+			if (!eq)
+				return line_fail(why, MK_INVALID_RECORD, lineno,
+						 "header without '='");
+			span *name = &st->fields[2 + 2 * nheaders];
+			span *val = name + 1;
+			err = unescape_span(st, f, (size_t)(eq - f), name,
+					    lineno, why);
+			if (err)
+				return err;
+			if (name->len < 0)
+				return line_fail(why, MK_INVALID_RECORD, lineno,
+						 "null header name");
+			if (name->len == 0)
+				return line_fail(why, MK_INVALID_RECORD, lineno,
+						 "empty header name");
+			if (name->len > HEADER_NAME_MAX)
+				return line_fail(why, MK_INVALID_RECORD, lineno,
+						 "header name too long");
+			err = unescape_span(st, eq + 1, (size_t)(fend - eq - 1),
+					    val, lineno, why);
+			if (err)
+				return err;
+			nheaders++;
+		}
+		if (!tab)
+			break;
+		f = tab + 1;
+	}
+
+	mk_bytes key, value;
+	if (nfields == 1) {
+		key = st->opts->has_key ? st->opts->key : MK_BYTES_NULL;
+		value = span_bytes(st, st->fields[0]);
+	} else {
+		if (st->opts->has_key)
+			return line_fail(why, MK_INVALID_RECORD, lineno,
+					 "key given twice (key= and a TSV key)");
+		key = span_bytes(st, st->fields[0]);
+		value = span_bytes(st, st->fields[1]);
+	}
+	/* scratch is complete now: pointers into it stay valid */
+	for (size_t i = 0; i < nheaders; i++) {
+		st->headers[i].name = span_bytes(st, st->fields[2 + 2 * i]);
+		st->headers[i].value = span_bytes(st, st->fields[3 + 2 * i]);
+	}
+	return sink(arg, key, value, st->headers, nheaders);
+}
+
+mk_err mk_parse_lines(const mk_parse_opts *opts, const char *buf, size_t len,
+		      bool final, mk_record_sink sink, void *arg,
+		      size_t *consumed, mk_strbuf *why)
+{
+	const char *p = buf, *end = buf + len;
+	size_t lineno = 0;
+	size_t max = opts->max_line ? opts->max_line : (size_t)INT32_MAX;
+	mk_err err = MK_OK;
+
+	if (max > (size_t)INT32_MAX)
+		max = INT32_MAX;
+	*consumed = 0;
+
+	if (opts->format != MK_FORMAT_TSV) {
+		/* plain: no copying, values point into buf */
+		mk_bytes key = opts->has_key ? opts->key : MK_BYTES_NULL;
+		while (p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			const char *lend = nl ? nl : end;
+			lineno++;
+			if ((size_t)(lend - p) > max)
+				return line_fail(why, MK_MESSAGE_TOO_LARGE,
+						 lineno, "line too long");
+			if (!nl && !final)
+				break;
+			err = sink(arg, key, mk_bytes_of(p, (size_t)(lend - p)),
+				   NULL, 0);
+			if (err)
+				return err;
+			p = nl ? nl + 1 : end;
+			*consumed = (size_t)(p - buf);
+		}
+		return MK_OK;
+	}
+
+	tsv_state local;
+	tsv_state *st = &local;
+	st->opts = opts;
+	mk_strbuf_init(&st->scratch, 0);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *lend = nl ? nl : end;
+		lineno++;
+		if ((size_t)(lend - p) > max) {
+			err = line_fail(why, MK_MESSAGE_TOO_LARGE, lineno,
+					"line too long");
+			break;
+		}
+		if (!nl && !final)
+			break;
+		err = tsv_line(st, p, (size_t)(lend - p), lineno, sink, arg,
+			       why);
+		if (err)
+			break;
+		p = nl ? nl + 1 : end;
+		*consumed = (size_t)(p - buf);
+	}
+	mk_strbuf_release(&st->scratch);
+	return err;
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+/* Strict UTF-8: shortest forms only, no surrogates, at most U+10FFFF. */
+static bool utf8_valid(const uint8_t *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		uint8_t c = s[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		size_t need;
+		uint8_t lo = 0x80, hi = 0xbf;   /* bounds of the 2nd byte */
+		if (c >= 0xc2 && c <= 0xdf) {
+			need = 1;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			need = 2;
+			if (c == 0xe0)
+				lo = 0xa0;      /* no overlongs */
+			else if (c == 0xed)
+				hi = 0x9f;      /* no surrogates */
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			need = 3;
+			if (c == 0xf0)
+				lo = 0x90;      /* no overlongs */
+			else if (c == 0xf4)
+				hi = 0x8f;      /* <= U+10FFFF */
+		} else {
+			return false;
+		}
+		if (n - i <= need)
+			return false;
+		if (s[i + 1] < lo || s[i + 1] > hi)
+			return false;
+		for (size_t k = 2; k <= need; k++)
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+		i += need + 1;
+	}
+	return true;
+}
+
+static void base64(const uint8_t *s, size_t n, mk_strbuf *out)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	mk_strbuf_grow(out, (n + 2) / 3 * 4);
+	size_t i = 0;
+	for (; i + 3 <= n; i += 3) {
+		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+		char b[4] = { tab[v >> 18], tab[(v >> 12) & 63],
+			      tab[(v >> 6) & 63], tab[v & 63] };
+		mk_strbuf_add(out, b, 4);
+	}
+	if (n - i == 1) {
+		uint32_t v = (uint32_t)s[i] << 16;
+		char b[4] = { tab[v >> 18], tab[(v >> 12) & 63], '=', '=' };
+		mk_strbuf_add(out, b, 4);
+	} else if (n - i == 2) {
+		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
+		char b[4] = { tab[v >> 18], tab[(v >> 12) & 63],
+			      tab[(v >> 6) & 63], '=' };
+		mk_strbuf_add(out, b, 4);
+	}
+}
+
+/* A JSON string of bytes known to be UTF-8. */
+static void json_string(const uint8_t *s, size_t n, mk_strbuf *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	const uint8_t *end = s + n;
+	mk_strbuf_grow(out, n + 2);
+	mk_strbuf_addch(out, '"');
+	while (s < end) {
+		const uint8_t *run = s;
+		while (s < end && *s >= 0x20 && *s != '"' && *s != '\\')
+			s++;
+		mk_strbuf_add(out, run, (size_t)(s - run));
+		if (s == end)
+			break;
+		switch (*s) {
+		case '"': mk_strbuf_add(out, "\\\"", 2); break;
+		case '\\': mk_strbuf_add(out, "\\\\", 2); break;
+		case '\b': mk_strbuf_add(out, "\\b", 2); break;
+		case '\f': mk_strbuf_add(out, "\\f", 2); break;
+		case '\n': mk_strbuf_add(out, "\\n", 2); break;
+		case '\r': mk_strbuf_add(out, "\\r", 2); break;
+		case '\t': mk_strbuf_add(out, "\\t", 2); break;
+		default: {
+			char b[6] = { '\\', 'u', '0', '0', hex[*s >> 4],
+				      hex[*s & 15] };
+			mk_strbuf_add(out, b, 6);
+		}
+		}
+		s++;
+	}
+	mk_strbuf_addch(out, '"');
+}
+
+static bool bytes_utf8(mk_bytes b)
+{
+	return b.len < 0 || utf8_valid(b.ptr, (size_t)b.len);
+}
+
+/* "name":value or "name_b64":value */
+static void json_bytes_member(const char *name, mk_bytes b, mk_strbuf *out)
+{
+	if (b.len < 0) {
+		mk_strbuf_addf(out, "\"%s\":null", name);
+	} else if (utf8_valid(b.ptr, (size_t)b.len)) {
+		mk_strbuf_addf(out, "\"%s\":", name);
+		json_string(b.ptr, (size_t)b.len, out);
+	} else {
+		mk_strbuf_addf(out, "\"%s_b64\":\"", name);
+		base64(b.ptr, (size_t)b.len, out);
+		mk_strbuf_addch(out, '"');
+	}
+}
+
+static void json_headers(const mk_record_view *rec, bool want_utf8,
+			 mk_strbuf *out)
+{
+	size_t pos = 0;
+	mk_header h;
+	bool first = true;
+	while (mk_header_next(rec, &pos, &h)) {
+		bool utf8 = bytes_utf8(h.name) && bytes_utf8(h.value);
+		if (utf8 != want_utf8)
+			continue;
+		if (!first)
+			mk_strbuf_addch(out, ',');
+		first = false;
+		if (want_utf8) {
+			json_string(h.name.ptr, (size_t)h.name.len, out);
+			mk_strbuf_addch(out, ':');
+			if (h.value.len < 0)
+				mk_strbuf_addstr(out, "null");
+			else
+				json_string(h.value.ptr, (size_t)h.value.len,
+					    out);
+		} else {
+			mk_strbuf_addch(out, '"');
+			base64(h.name.ptr, (size_t)h.name.len, out);
+			mk_strbuf_add(out, "\":", 2);
+			if (h.value.len < 0) {
+				mk_strbuf_addstr(out, "null");
+			} else {
+				mk_strbuf_addch(out, '"');
+				base64(h.value.ptr, (size_t)h.value.len, out);
+				mk_strbuf_addch(out, '"');
+			}
+		}
+	}
+}
+
+static bool any_non_utf8_header(const mk_record_view *rec)
+{
+	size_t pos = 0;
+	mk_header h;
+	while (mk_header_next(rec, &pos, &h))
+		if (!bytes_utf8(h.name) || !bytes_utf8(h.value))
+			return true;
+	return false;
+}
+
+static void format_json(const mk_record_view *rec, mk_strbuf *out)
+{
+	mk_strbuf_addf(out, "{\"offset\":%" PRId64 ",\"timestamp\":%" PRId64 ",",
+		       rec->offset, rec->timestamp);
+	json_bytes_member("key", rec->key, out);
+	mk_strbuf_addch(out, ',');
+	json_bytes_member("value", rec->value, out);
+	mk_strbuf_addstr(out, ",\"headers\":{");
+	json_headers(rec, true, out);
+	mk_strbuf_addch(out, '}');
+	if (any_non_utf8_header(rec)) {
+		mk_strbuf_addstr(out, ",\"headers_b64\":{");
+		json_headers(rec, false, out);
+		mk_strbuf_addch(out, '}');
+	}
+	mk_strbuf_add(out, "}\n", 2);
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+void mk_format_record(mk_format format, const mk_record_view *rec,
+		      mk_strbuf *out)
+{
+	switch (format) {
+	case MK_FORMAT_TSV: {
+		mk_strbuf_addf(out, "%" PRId64 "\t%" PRId64 "\t", rec->offset,
+			       rec->timestamp);
+		escape(rec->key, out, false);
+		mk_strbuf_addch(out, '\t');
+		escape(rec->value, out, false);
+		size_t pos = 0;
+		mk_header h;
+		while (mk_header_next(rec, &pos, &h)) {
+			mk_strbuf_addch(out, '\t');
+			escape(h.name, out, true);
+			mk_strbuf_addch(out, '=');
+			escape(h.value, out, false);
+		}
+		mk_strbuf_addch(out, '\n');
+		break;
+	}
+	case MK_FORMAT_JSON:
+		format_json(rec, out);
+		break;
+	case MK_FORMAT_PLAIN:
+	default:
+		if (rec->value.len > 0)
+			mk_strbuf_add(out, rec->value.ptr, (size_t)rec->value.len);
+		mk_strbuf_addch(out, '\n');
+		break;
+	}
+}

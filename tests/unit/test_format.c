@@ -1,0 +1,881 @@
+/* Unit tests of fs/format.c: the record formats of SPEC section 4. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "format.h"
+
+/* ---- a sink that keeps copies of what it is given ------------------------ */
+
+#define MAXREC 64
+
+typedef struct {
+	bool null;
+	mk_strbuf b;
+} owned;
+
+typedef struct {
+	owned key, value;
+	size_t nheaders;
+	owned hname[MK_FORMAT_MAX_HEADERS];
+	owned hvalue[MK_FORMAT_MAX_HEADERS];
+} rec;
+
+typedef struct {
+	size_t n;
+	rec r[MAXREC];
+	/* pointers given for values, to check the plain path does not copy */
+	const uint8_t *vptr[MAXREC];
+	int fail_at;       /* return an error on this record (1-based), 0: never */
+} collector;
+
+static void own(owned *o, mk_bytes b)
+{
+	mk_strbuf_init(&o->b, 0);
+	o->null = b.len < 0;
+	if (b.len > 0)
+		mk_strbuf_add(&o->b, b.ptr, (size_t)b.len);
+}
+
+static mk_err collect(void *arg, mk_bytes key, mk_bytes value,
+		      const mk_header *headers, size_t nheaders)
+{
+	collector *c = arg;
+	assert_true(c->n < MAXREC);
+	if (c->fail_at && (int)c->n + 1 == c->fail_at)
+		return MK_OUT_OF_MEMORY;
+	rec *r = &c->r[c->n];
+	own(&r->key, key);
+	own(&r->value, value);
+	assert_true(nheaders <= MK_FORMAT_MAX_HEADERS);
+	r->nheaders = nheaders;
+	for (size_t i = 0; i < nheaders; i++) {
+		assert_true(headers[i].name.len >= 0);
+		own(&r->hname[i], headers[i].name);
+		own(&r->hvalue[i], headers[i].value);
+	}
+	c->vptr[c->n] = value.ptr;
+	c->n++;
+	return MK_OK;
+}
+
+static void collector_free(collector *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		mk_strbuf_release(&c->r[i].key.b);
+		mk_strbuf_release(&c->r[i].value.b);
+		for (size_t h = 0; h < c->r[i].nheaders; h++) {
+			mk_strbuf_release(&c->r[i].hname[h].b);
+			mk_strbuf_release(&c->r[i].hvalue[h].b);
+		}
+	}
+	memset(c, 0, sizeof(*c));
+}
+
+static void assert_owned(const owned *o, const char *s, size_t n)
+{
+	if (!s) {
+		assert_true(o->null);
+		return;
+	}
+	assert_false(o->null);
+	assert_int_equal(o->b.len, n);
+	assert_memory_equal(o->b.buf, s, n);
+}
+#define ASSERT_STR(o, lit) assert_owned((o), (lit), sizeof(lit) - 1)
+#define ASSERT_NULL(o) assert_owned((o), NULL, 0)
+
+static const mk_parse_opts plain_opts = { MK_FORMAT_PLAIN, false, { NULL, -1 }, 0 };
+static const mk_parse_opts tsv_opts = { MK_FORMAT_TSV, false, { NULL, -1 }, 0 };
+
+static mk_err parse(const mk_parse_opts *o, const char *buf, size_t len,
+		    bool final, collector *c, size_t *consumed, mk_strbuf *why)
+{
+	return mk_parse_lines(o, buf, len, final, collect, c, consumed, why);
+}
+#define PARSE(o, lit, final, c, consumed, why) \
+	parse((o), (lit), sizeof(lit) - 1, (final), (c), (consumed), (why))
+
+/* ---- plain parsing ------------------------------------------------------ */
+
+static void test_plain_lines(void **state)
+{
+	(void)state;
+	collector c = { 0 };
+	size_t used = 99;
+	static const char in[] = "one\ntwo\n\nfour\r\n";
+	assert_int_equal(PARSE(&plain_opts, in, false, &c, &used, NULL), MK_OK);
+	assert_int_equal(used, sizeof(in) - 1);
+	assert_int_equal(c.n, 4);
+	ASSERT_NULL(&c.r[0].key);
+	ASSERT_STR(&c.r[0].value, "one");
+	ASSERT_STR(&c.r[1].value, "two");
+	ASSERT_STR(&c.r[2].value, "");          /* empty, not null */
+	ASSERT_STR(&c.r[3].value, "four\r");    /* CR is data */
+	assert_int_equal(c.r[0].nheaders, 0);
+	/* no copying: values point into the input */
+	assert_ptr_equal(c.vptr[0], (const uint8_t *)in);
+	assert_ptr_equal(c.vptr[1], (const uint8_t *)in + 4);
+	assert_ptr_equal(c.vptr[3], (const uint8_t *)in + 9);
+	collector_free(&c);
+}
+
+static void test_plain_partial(void **state)
+{
+	(void)state;
+	collector c = { 0 };
+	size_t used = 99;
+
+	/* not final: the unterminated tail stays */
+	assert_int_equal(PARSE(&plain_opts, "a\nbc\npart", false, &c, &used,
+			       NULL), MK_OK);
+	assert_int_equal(used, 5);
+	assert_int_equal(c.n, 2);
+	ASSERT_STR(&c.r[1].value, "bc");
+	collector_free(&c);
+
+	/* final: the unterminated tail is a record */
+	assert_int_equal(PARSE(&plain_opts, "a\nbc\npart", true, &c, &used,
+			       NULL), MK_OK);
+	assert_int_equal(used, 9);
+	assert_int_equal(c.n, 3);
+	ASSERT_STR(&c.r[2].value, "part");
+	collector_free(&c);
+
+	/* only a partial line */
+	assert_int_equal(PARSE(&plain_opts, "xyz", false, &c, &used, NULL),
+			 MK_OK);
+	assert_int_equal(used, 0);
+	assert_int_equal(c.n, 0);
+
+	/* nothing at all, final or not: no record */
+	assert_int_equal(parse(&plain_opts, "", 0, true, &c, &used, NULL), MK_OK);
+	assert_int_equal(used, 0);
+	assert_int_equal(c.n, 0);
+
+	/* a single newline is one empty record */
+	assert_int_equal(PARSE(&plain_opts, "\n", false, &c, &used, NULL), MK_OK);
+	assert_int_equal(used, 1);
+	assert_int_equal(c.n, 1);
+	ASSERT_STR(&c.r[0].value, "");
+	collector_free(&c);
+
+	/* terminated input with final: no extra empty record at the end */
+	assert_int_equal(PARSE(&plain_opts, "a\n\n", true, &c, &used, NULL),
+			 MK_OK);
+	assert_int_equal(used, 3);
+	assert_int_equal(c.n, 2);
+	collector_free(&c);
+}
+
+static void test_plain_key_and_binary(void **state)
+{
+	(void)state;
+	collector c = { 0 };
+	size_t used;
+	mk_parse_opts o = plain_opts;
+	o.has_key = true;
+	o.key = mk_bytes_of("k1", 2);
+	static const char in[] = "x\0y\t\\N\n\\q\n";
+	assert_int_equal(PARSE(&o, in, true, &c, &used, NULL), MK_OK);
+	assert_int_equal(c.n, 2);
+	ASSERT_STR(&c.r[0].key, "k1");
+	/* plain is not unescaped: NUL, TAB and backslashes are data */
+	ASSERT_STR(&c.r[0].value, "x\0y\t\\N");
+	ASSERT_STR(&c.r[1].value, "\\q");
+	ASSERT_STR(&c.r[1].key, "k1");
+	collector_free(&c);
+
+	/* the empty key */
+	o.key = mk_bytes_of("", 0);
+	assert_int_equal(PARSE(&o, "v\n", true, &c, &used, NULL), MK_OK);
+	ASSERT_STR(&c.r[0].key, "");
+	collector_free(&c);
+}
+
+static void test_max_line(void **state)
+{
+	(void)state;
+	collector c = { 0 };
+	size_t used;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_parse_opts o = plain_opts;
+	o.max_line = 3;
+
+	assert_int_equal(PARSE(&o, "abc\nde\n", false, &c, &used, &why), MK_OK);
+	assert_int_equal(c.n, 2);
+	collector_free(&c);
+
+	assert_int_equal(PARSE(&o, "abc\nabcd\n", false, &c, &used, &why),
+			 MK_MESSAGE_TOO_LARGE);
+	assert_non_null(strstr(why.buf, "line 2"));
+	collector_free(&c);
+	mk_strbuf_reset(&why);
+
+	/* a partial line already over the bound fails early */
+	assert_int_equal(PARSE(&o, "ab\nabcd", false, &c, &used, &why),
+			 MK_MESSAGE_TOO_LARGE);
+	collector_free(&c);
+	/* a partial line within the bound waits */
+	assert_int_equal(PARSE(&o, "ab\nabc", false, &c, &used, &why), MK_OK);
+	assert_int_equal(used, 3);
+	collector_free(&c);
+
+	o.format = MK_FORMAT_TSV;
+	assert_int_equal(PARSE(&o, "a\tb\n", false, &c, &used, &why), MK_OK);
+	collector_free(&c);
+	mk_strbuf_reset(&why);
+	assert_int_equal(PARSE(&o, "a\tbc\n", false, &c, &used, &why),
+			 MK_MESSAGE_TOO_LARGE);
+	assert_non_null(strstr(why.buf, "line 1"));
+	collector_free(&c);
+	mk_strbuf_release(&why);
+}
+
+static void test_sink_error_stops(void **state)
+{
+	(void)state;
+	collector c = { 0 };
+	size_t used;
+	c.fail_at = 2;
+	assert_int_equal(PARSE(&plain_opts, "a\nb\nc\n", true, &c, &used, NULL),
+			 MK_OUT_OF_MEMORY);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(used, 2);
+	collector_free(&c);
+
+	c.fail_at = 1;
+	assert_int_equal(PARSE(&tsv_opts, "a\nb\n", true, &c, &used, NULL),
+			 MK_OUT_OF_MEMORY);
+	assert_int_equal(c.n, 0);
+	collector_free(&c);
+}
+
+/* ---- TSV escaping ------------------------------------------------------- */
+
+static void unesc_ok(const char *in, const char *want, size_t wantlen)
+{
+	mk_strbuf out = MK_STRBUF_INIT;
+	bool is_null = true;
+	mk_strbuf_addstr(&out, "pre");   /* unescape appends */
+	assert_int_equal(mk_tsv_unescape(in, strlen(in), &out, &is_null), MK_OK);
+	assert_false(is_null);
+	assert_int_equal(out.len, 3 + wantlen);
+	assert_memory_equal(out.buf, "pre", 3);
+	assert_memory_equal(out.buf + 3, want, wantlen);
+	mk_strbuf_release(&out);
+}
+
+static void unesc_bad(const char *in)
+{
+	mk_strbuf out = MK_STRBUF_INIT;
+	bool is_null = false;
+	assert_int_equal(mk_tsv_unescape(in, strlen(in), &out, &is_null),
+			 MK_INVALID_RECORD);
+	mk_strbuf_release(&out);
+}
+
+static void test_tsv_unescape(void **state)
+{
+	(void)state;
+	unesc_ok("", "", 0);
+	unesc_ok("plain", "plain", 5);
+	unesc_ok("a\\\\b", "a\\b", 3);
+	unesc_ok("\\t\\n\\r", "\t\n\r", 3);
+	unesc_ok("\\x00\\x7f\\xFF\\xaB", "\0\x7f\xff\xab", 4);
+	unesc_ok("\\x41BC", "ABC", 3);
+	unesc_ok("\\\\N", "\\N", 2);       /* escaped backslash: not null */
+	unesc_ok("\xc3\xa9", "\xc3\xa9", 2);
+	unesc_ok("a=b", "a=b", 3);
+
+	mk_strbuf out = MK_STRBUF_INIT;
+	bool is_null = false;
+	assert_int_equal(mk_tsv_unescape("\\N", 2, &out, &is_null), MK_OK);
+	assert_true(is_null);
+	assert_int_equal(out.len, 0);
+	mk_strbuf_release(&out);
+
+	unesc_bad("\\");
+	unesc_bad("a\\");
+	unesc_bad("\\q");
+	unesc_bad("\\N\\N");
+	unesc_bad("a\\N");
+	unesc_bad("\\Na");
+	unesc_bad("\\T");
+	unesc_bad("\\0");
+	unesc_bad("\\x");
+	unesc_bad("\\x4");
+	unesc_bad("\\x4g");
+	unesc_bad("\\xg4");
+	unesc_bad("\\X41");
+	unesc_bad("\\ ");
+}
+
+static void esc_is(mk_bytes in, const char *want)
+{
+	mk_strbuf out = MK_STRBUF_INIT;
+	mk_tsv_escape(in, &out);
+	assert_string_equal(out.buf, want);
+	mk_strbuf_release(&out);
+}
+
+static void test_tsv_escape(void **state)
+{
+	(void)state;
+	esc_is(MK_BYTES_NULL, "\\N");
+	esc_is(mk_bytes_of("", 0), "");
+	esc_is(mk_bytes_of("abc", 3), "abc");
+	esc_is(mk_bytes_of("\\N", 2), "\\\\N");
+	esc_is(mk_bytes_of("a\tb\nc\rd\\e", 9), "a\\tb\\nc\\rd\\\\e");
+	esc_is(mk_bytes_of("\0\x01\x1f\x7f", 4), "\\x00\\x01\\x1f\\x7f");
+	esc_is(mk_bytes_of(" ~=", 3), " ~=");
+	/* bytes >= 0x80 pass through: UTF-8 stays readable */
+	esc_is(mk_bytes_of("\xc3\xa9\xff\x80", 4), "\xc3\xa9\xff\x80");
+}
+
+/* ---- TSV parsing -------------------------------------------------------- */
+
+static void test_tsv_shapes(void **state)
+{
+	(void)state;
+	collector c = { 0 };
+	size_t used;
+	static const char in[] =
+		"v1\n"
+		"k2\tv2\n"
+		"k3\tv3\th1=a\th2=\tn\\x3dq=b=c\th4=\\N\n"
+		"\n"
+		"\\N\n"
+		"\\N\t\\N\n"
+		"\t\n"
+		"k\\tx\tv\\\\y\\n\n";
+	assert_int_equal(PARSE(&tsv_opts, in, false, &c, &used, NULL), MK_OK);
+	assert_int_equal(used, sizeof(in) - 1);
+	assert_int_equal(c.n, 8);
+
+	ASSERT_NULL(&c.r[0].key);
+	ASSERT_STR(&c.r[0].value, "v1");
+
+	ASSERT_STR(&c.r[1].key, "k2");
+	ASSERT_STR(&c.r[1].value, "v2");
+	assert_int_equal(c.r[1].nheaders, 0);
+
+	ASSERT_STR(&c.r[2].key, "k3");
+	ASSERT_STR(&c.r[2].value, "v3");
+	assert_int_equal(c.r[2].nheaders, 4);
+	ASSERT_STR(&c.r[2].hname[0], "h1");
+	ASSERT_STR(&c.r[2].hvalue[0], "a");
+	ASSERT_STR(&c.r[2].hname[1], "h2");
+	ASSERT_STR(&c.r[2].hvalue[1], "");        /* empty header value */
+	ASSERT_STR(&c.r[2].hname[2], "n=q");      /* split at the raw '=' */
+	ASSERT_STR(&c.r[2].hvalue[2], "b=c");
+	ASSERT_STR(&c.r[2].hname[3], "h4");
+	ASSERT_NULL(&c.r[2].hvalue[3]);           /* NAME=\N: null value */
+
+	ASSERT_NULL(&c.r[3].key);                 /* empty line */
+	ASSERT_STR(&c.r[3].value, "");
+
+	ASSERT_NULL(&c.r[4].key);                 /* tombstone */
+	ASSERT_NULL(&c.r[4].value);
+
+	ASSERT_NULL(&c.r[5].key);
+	ASSERT_NULL(&c.r[5].value);
+
+	ASSERT_STR(&c.r[6].key, "");              /* empty key, empty value */
+	ASSERT_STR(&c.r[6].value, "");
+
+	ASSERT_STR(&c.r[7].key, "k\tx");
+	ASSERT_STR(&c.r[7].value, "v\\y\n");
+	collector_free(&c);
+
+	/* a partial TSV line waits for more unless final */
+	assert_int_equal(PARSE(&tsv_opts, "a\tb\nc\td", false, &c, &used, NULL),
+			 MK_OK);
+	assert_int_equal(used, 4);
+	assert_int_equal(c.n, 1);
+	collector_free(&c);
+	assert_int_equal(PARSE(&tsv_opts, "a\tb\nc\td", true, &c, &used, NULL),
+			 MK_OK);
+	assert_int_equal(used, 7);
+	assert_int_equal(c.n, 2);
+	ASSERT_STR(&c.r[1].key, "c");
+	ASSERT_STR(&c.r[1].value, "d");
+	collector_free(&c);
+
+	/* CR at the end of a TSV line is data too */
+	assert_int_equal(PARSE(&tsv_opts, "k\tv\r\n", true, &c, &used, NULL),
+			 MK_OK);
+	ASSERT_STR(&c.r[0].value, "v\r");
+	collector_free(&c);
+}
+
+static void test_tsv_with_key_param(void **state)
+{
+	(void)state;
+	collector c = { 0 };
+	size_t used;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_parse_opts o = tsv_opts;
+	o.has_key = true;
+	o.key = mk_bytes_of("K", 1);
+
+	assert_int_equal(PARSE(&o, "v\\t1\n\\N\n", true, &c, &used, &why), MK_OK);
+	assert_int_equal(c.n, 2);
+	ASSERT_STR(&c.r[0].key, "K");
+	ASSERT_STR(&c.r[0].value, "v\t1");
+	ASSERT_STR(&c.r[1].key, "K");
+	ASSERT_NULL(&c.r[1].value);
+	collector_free(&c);
+
+	assert_int_equal(PARSE(&o, "v\nk\tv\n", true, &c, &used, &why),
+			 MK_INVALID_RECORD);
+	assert_non_null(strstr(why.buf, "line 2"));
+	assert_non_null(strstr(why.buf, "key given twice"));
+	collector_free(&c);
+	mk_strbuf_reset(&why);
+
+	assert_int_equal(PARSE(&o, "k\tv\th=1\n", true, &c, &used, &why),
+			 MK_INVALID_RECORD);
+	assert_non_null(strstr(why.buf, "key given twice"));
+	collector_free(&c);
+	mk_strbuf_release(&why);
+}
+
+static void tsv_bad(const char *in, size_t len, const char *why_part)
+{
+	collector c = { 0 };
+	size_t used;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = parse(&tsv_opts, in, len, true, &c, &used, &why);
+	if (err != MK_INVALID_RECORD || !strstr(why.buf, why_part))
+		print_error("input '%.*s': %s, why '%s', want '%s'\n", (int)len,
+			    in, mk_err_name(err), why.buf, why_part);
+	assert_int_equal(err, MK_INVALID_RECORD);
+	assert_non_null(strstr(why.buf, why_part));
+	collector_free(&c);
+	mk_strbuf_release(&why);
+}
+#define TSV_BAD(lit, part) tsv_bad((lit), sizeof(lit) - 1, (part))
+
+static void test_tsv_rejections(void **state)
+{
+	(void)state;
+	TSV_BAD("ok\nok\nbad\\q\n", "line 3: bad escape \\q");
+	TSV_BAD("a\\", "line 1: backslash at end of field");
+	TSV_BAD("a\\\tb", "line 1: backslash at end of field");
+	TSV_BAD("k\tv\\x4", "line 1: bad escape \\x4");
+	TSV_BAD("k\tv\\x4g\n", "line 1: bad escape \\x4g");
+	TSV_BAD("k\tv\\x\tz\n", "bad escape");
+	TSV_BAD("\\x", "bad escape \\x");
+	TSV_BAD("a\\Nb", "bad escape \\N");
+	TSV_BAD("\\N\\N", "bad escape \\N");
+	TSV_BAD("k\tv\\\x01", "bad escape \\\\x01");   /* shown escaped */
+	TSV_BAD("k\tv\th\n", "line 1: header without '='");
+	TSV_BAD("k\tv\ta=1\t\n", "header without '='");
+	TSV_BAD("k\tv\t=1\n", "empty header name");
+	TSV_BAD("k\tv\t\\N=1\n", "null header name");
+	TSV_BAD("k\tv\th=\\q\n", "bad escape \\q");
+	TSV_BAD("k\tv\th\\q=1\n", "bad escape \\q");
+	TSV_BAD("k\tv\th=\\N\\N\n", "bad escape");
+
+	/* exactly MK_FORMAT_MAX_HEADERS headers are fine, one more is not */
+	mk_strbuf in = MK_STRBUF_INIT;
+	mk_strbuf_addstr(&in, "k\tv");
+	for (int i = 0; i < MK_FORMAT_MAX_HEADERS; i++)
+		mk_strbuf_addf(&in, "\th%d=%d", i, i);
+	mk_strbuf_addch(&in, '\n');
+	collector c = { 0 };
+	size_t used;
+	assert_int_equal(parse(&tsv_opts, in.buf, in.len, true, &c, &used, NULL),
+			 MK_OK);
+	assert_int_equal(c.r[0].nheaders, MK_FORMAT_MAX_HEADERS);
+	ASSERT_STR(&c.r[0].hname[MK_FORMAT_MAX_HEADERS - 1], "h63");
+	ASSERT_STR(&c.r[0].hvalue[MK_FORMAT_MAX_HEADERS - 1], "63");
+	collector_free(&c);
+	mk_strbuf_setlen(&in, in.len - 1);
+	mk_strbuf_addstr(&in, "\tone=more\n");
+	tsv_bad(in.buf, in.len, "too many headers");
+
+	/* a header name over the frame's i16 */
+	mk_strbuf_reset(&in);
+	mk_strbuf_addstr(&in, "k\tv\t");
+	for (int i = 0; i < 32768; i++)
+		mk_strbuf_addch(&in, 'n');
+	mk_strbuf_addstr(&in, "=v\n");
+	tsv_bad(in.buf, in.len, "header name too long");
+	/* 32767 is fine */
+	mk_strbuf_reset(&in);
+	mk_strbuf_addstr(&in, "k\tv\t");
+	for (int i = 0; i < 32767; i++)
+		mk_strbuf_addch(&in, 'n');
+	mk_strbuf_addstr(&in, "=v\n");
+	assert_int_equal(parse(&tsv_opts, in.buf, in.len, true, &c, &used, NULL),
+			 MK_OK);
+	assert_int_equal(c.r[0].hname[0].b.len, 32767);
+	collector_free(&c);
+	mk_strbuf_release(&in);
+
+	/* errors without why */
+	assert_int_equal(PARSE(&tsv_opts, "\\q\n", true, &c, &used, NULL),
+			 MK_INVALID_RECORD);
+	collector_free(&c);
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+typedef struct {
+	mk_bytes name, value;
+} hdr;
+
+/* A record view with raw headers encoded as the codec stores them. */
+static mk_record_view make_view(int64_t off, int64_t ts, mk_bytes key,
+				mk_bytes value, const hdr *h, size_t nh,
+				mk_strbuf *raw)
+{
+	mk_strbuf_reset(raw);
+	for (size_t i = 0; i < nh; i++) {
+		mk_strbuf_add_be16(raw, (uint16_t)h[i].name.len);
+		mk_strbuf_add(raw, h[i].name.ptr, (size_t)h[i].name.len);
+		mk_strbuf_add_be32(raw, (uint32_t)h[i].value.len);
+		if (h[i].value.len > 0)
+			mk_strbuf_add(raw, h[i].value.ptr, (size_t)h[i].value.len);
+	}
+	mk_record_view v = {
+		.offset = off,
+		.timestamp = ts,
+		.key = key,
+		.value = value,
+		.header_count = (int32_t)nh,
+		.headers = (const uint8_t *)raw->buf,
+		.headers_len = raw->len,
+	};
+	return v;
+}
+
+static void test_plain_output(void **state)
+{
+	(void)state;
+	mk_strbuf raw = MK_STRBUF_INIT, out = MK_STRBUF_INIT;
+	hdr h[] = { { mk_bytes_of("h", 1), mk_bytes_of("x", 1) } };
+	mk_record_view v = make_view(5, 7, mk_bytes_of("k", 1),
+				     mk_bytes_of("a\0b", 3), h, 1, &raw);
+	mk_format_record(MK_FORMAT_PLAIN, &v, &out);
+	assert_int_equal(out.len, 4);
+	assert_memory_equal(out.buf, "a\0b\n", 4);
+
+	v.value = MK_BYTES_NULL;
+	mk_format_record(MK_FORMAT_PLAIN, &v, &out);   /* appends */
+	assert_int_equal(out.len, 5);
+	assert_int_equal(out.buf[4], '\n');
+
+	mk_strbuf_reset(&out);
+	v.value = mk_bytes_of("", 0);
+	mk_format_record(MK_FORMAT_PLAIN, &v, &out);
+	assert_string_equal(out.buf, "\n");
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&raw);
+}
+
+static void test_tsv_output(void **state)
+{
+	(void)state;
+	mk_strbuf raw = MK_STRBUF_INIT, out = MK_STRBUF_INIT;
+	hdr h[] = {
+		{ mk_bytes_of("trace", 5), mk_bytes_of("a\tb", 3) },
+		{ mk_bytes_of("a=b", 3), mk_bytes_of("c=d", 3) },
+		{ mk_bytes_of("gone", 4), MK_BYTES_NULL },
+	};
+	mk_record_view v = make_view(12, -3, mk_bytes_of("k\\", 2),
+				     mk_bytes_of("v\n\xc3\xa9", 4), h, 3, &raw);
+	mk_format_record(MK_FORMAT_TSV, &v, &out);
+	assert_string_equal(out.buf,
+		"12\t-3\tk\\\\\tv\\n\xc3\xa9\ttrace=a\\tb\ta\\x3db=c=d\tgone=\\N\n");
+
+	mk_strbuf_reset(&out);
+	v = make_view(0, 1700000000000LL, MK_BYTES_NULL, MK_BYTES_NULL, NULL, 0,
+		      &raw);
+	mk_format_record(MK_FORMAT_TSV, &v, &out);
+	assert_string_equal(out.buf, "0\t1700000000000\t\\N\t\\N\n");
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&raw);
+}
+
+/*
+ * Round trip: format as TSV, drop OFFSET and TIMESTAMP, parse as TSV,
+ * compare every byte.
+ */
+static void round_trip(mk_bytes key, mk_bytes value, const hdr *h, size_t nh)
+{
+	mk_strbuf raw = MK_STRBUF_INIT, out = MK_STRBUF_INIT;
+	mk_record_view v = make_view(987654321, 123, key, value, h, nh, &raw);
+	mk_format_record(MK_FORMAT_TSV, &v, &out);
+	/* exactly one line, with only escaped tabs/newlines inside fields */
+	assert_int_equal(out.buf[out.len - 1], '\n');
+	assert_ptr_equal(memchr(out.buf, '\n', out.len), out.buf + out.len - 1);
+	assert_int_equal(memcmp(out.buf, "987654321\t123\t", 14), 0);
+
+	collector c = { 0 };
+	size_t used;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = parse(&tsv_opts, out.buf + 14, out.len - 14, false, &c,
+			   &used, &why);
+	if (err)
+		print_error("round trip: %s\n", why.buf);
+	assert_int_equal(err, MK_OK);
+	assert_int_equal(used, out.len - 14);
+	assert_int_equal(c.n, 1);
+	assert_owned(&c.r[0].key, (const char *)key.ptr,
+		     key.len < 0 ? 0 : (size_t)key.len);
+	assert_owned(&c.r[0].value, (const char *)value.ptr,
+		     value.len < 0 ? 0 : (size_t)value.len);
+	assert_int_equal(c.r[0].nheaders, nh);
+	for (size_t i = 0; i < nh; i++) {
+		assert_owned(&c.r[0].hname[i], (const char *)h[i].name.ptr,
+			     (size_t)h[i].name.len);
+		assert_owned(&c.r[0].hvalue[i], (const char *)h[i].value.ptr,
+			     h[i].value.len < 0 ? 0 : (size_t)h[i].value.len);
+	}
+	collector_free(&c);
+	mk_strbuf_release(&why);
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&raw);
+}
+
+static void test_tsv_round_trip(void **state)
+{
+	(void)state;
+	uint8_t all[256];
+	for (int i = 0; i < 256; i++)
+		all[i] = (uint8_t)i;
+	uint8_t rev[256];
+	for (int i = 0; i < 256; i++)
+		rev[i] = (uint8_t)(255 - i);
+
+	mk_bytes A = mk_bytes_of(all, 256), R = mk_bytes_of(rev, 256);
+	mk_bytes E = mk_bytes_of("", 0), N = MK_BYTES_NULL;
+	mk_bytes lit_null = mk_bytes_of("\\N", 2);   /* the text \N, not null */
+	mk_bytes tabs = mk_bytes_of("\t\t\n\r\n\\", 6);
+	mk_bytes nul = mk_bytes_of("\0", 1);
+	mk_bytes eqs = mk_bytes_of("==a=", 4);
+
+	round_trip(A, R, NULL, 0);
+	round_trip(N, A, NULL, 0);
+	round_trip(A, N, NULL, 0);
+	round_trip(N, N, NULL, 0);
+	round_trip(E, E, NULL, 0);
+	round_trip(E, N, NULL, 0);
+	round_trip(lit_null, lit_null, NULL, 0);
+	round_trip(tabs, nul, NULL, 0);
+	round_trip(nul, tabs, NULL, 0);
+
+	hdr h[] = {
+		{ A, R },
+		{ eqs, eqs },
+		{ lit_null, N },
+		{ tabs, E },
+		{ nul, lit_null },
+		{ mk_bytes_of("x", 1), A },
+	};
+	round_trip(A, A, h, sizeof(h) / sizeof(h[0]));
+	round_trip(N, N, h, sizeof(h) / sizeof(h[0]));
+	round_trip(E, tabs, h + 2, 1);
+
+	/* every single byte, alone and between others, as key and value */
+	for (int i = 0; i < 256; i++) {
+		uint8_t one[1] = { (uint8_t)i };
+		uint8_t three[3] = { 'a', (uint8_t)i, '\\' };
+		hdr hh[] = { { mk_bytes_of(one, 1), mk_bytes_of(three, 3) } };
+		round_trip(mk_bytes_of(one, 1), mk_bytes_of(three, 3), hh, 1);
+	}
+
+	/* pseudo-random binary */
+	uint32_t x = 12345;
+	for (int iter = 0; iter < 200; iter++) {
+		uint8_t k[40], val[300], hn[20], hv[50];
+		size_t kl = (size_t)(iter % 40), vl = (size_t)(iter * 7 % 300);
+		for (size_t i = 0; i < sizeof(val); i++) {
+			x = x * 1103515245u + 12345u;
+			val[i] = (uint8_t)(x >> 16);
+		}
+		memcpy(k, val + 100, sizeof(k));
+		memcpy(hn, val + 150, sizeof(hn));
+		memcpy(hv, val + 200, sizeof(hv));
+		hdr hh[] = { { mk_bytes_of(hn, 1 + iter % 19),
+			       mk_bytes_of(hv, (size_t)(iter % 50)) } };
+		round_trip(mk_bytes_of(k, kl), mk_bytes_of(val, vl), hh,
+			   (size_t)(iter % 2));
+	}
+}
+
+/* Several formatted records parse back as several records. */
+static void test_tsv_multi_line(void **state)
+{
+	(void)state;
+	mk_strbuf raw = MK_STRBUF_INIT, out = MK_STRBUF_INIT, in = MK_STRBUF_INIT;
+	for (int i = 0; i < 10; i++) {
+		char val[16];
+		snprintf(val, sizeof(val), "v\n%d", i);
+		mk_record_view v = make_view(i, i, MK_BYTES_NULL,
+					     mk_bytes_of(val, strlen(val)),
+					     NULL, 0, &raw);
+		mk_strbuf_reset(&out);
+		mk_format_record(MK_FORMAT_TSV, &v, &out);
+		/* drop OFFSET TAB TIMESTAMP TAB */
+		char *p = memchr(out.buf, '\t', out.len);
+		p = memchr(p + 1, '\t', out.len - (size_t)(p + 1 - out.buf));
+		mk_strbuf_add(&in, p + 1, out.len - (size_t)(p + 1 - out.buf));
+	}
+	collector c = { 0 };
+	size_t used;
+	assert_int_equal(parse(&tsv_opts, in.buf, in.len, false, &c, &used, NULL),
+			 MK_OK);
+	assert_int_equal(c.n, 10);
+	ASSERT_NULL(&c.r[9].key);
+	ASSERT_STR(&c.r[9].value, "v\n9");
+	ASSERT_STR(&c.r[0].value, "v\n0");
+	collector_free(&c);
+	mk_strbuf_release(&in);
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&raw);
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static void json_is(mk_bytes key, mk_bytes value, const hdr *h, size_t nh,
+		    const char *want)
+{
+	mk_strbuf raw = MK_STRBUF_INIT, out = MK_STRBUF_INIT;
+	mk_record_view v = make_view(3, 1000, key, value, h, nh, &raw);
+	mk_format_record(MK_FORMAT_JSON, &v, &out);
+	assert_int_equal(strlen(out.buf), out.len);
+	assert_string_equal(out.buf, want);
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&raw);
+}
+
+static void test_json_utf8(void **state)
+{
+	(void)state;
+	json_is(mk_bytes_of("k", 1), mk_bytes_of("hello", 5), NULL, 0,
+		"{\"offset\":3,\"timestamp\":1000,\"key\":\"k\","
+		"\"value\":\"hello\",\"headers\":{}}\n");
+	json_is(MK_BYTES_NULL, MK_BYTES_NULL, NULL, 0,
+		"{\"offset\":3,\"timestamp\":1000,\"key\":null,"
+		"\"value\":null,\"headers\":{}}\n");
+	json_is(mk_bytes_of("", 0), mk_bytes_of("", 0), NULL, 0,
+		"{\"offset\":3,\"timestamp\":1000,\"key\":\"\","
+		"\"value\":\"\",\"headers\":{}}\n");
+	/* escaping; UTF-8 of 2, 3 and 4 bytes and DEL pass through */
+	json_is(mk_bytes_of("\"q\\", 3),
+		mk_bytes_of("\b\f\n\r\t\x01\x1f\0\x7f \xc3\xa9\xe2\x82\xac"
+			    "\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf", 23),
+		NULL, 0,
+		"{\"offset\":3,\"timestamp\":1000,\"key\":\"\\\"q\\\\\","
+		"\"value\":\"\\b\\f\\n\\r\\t\\u0001\\u001f\\u0000\x7f "
+		"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf\","
+		"\"headers\":{}}\n");
+	hdr h[] = {
+		{ mk_bytes_of("h1", 2), mk_bytes_of("v\"1", 3) },
+		{ mk_bytes_of("h2", 2), MK_BYTES_NULL },
+	};
+	json_is(mk_bytes_of("k", 1), mk_bytes_of("v", 1), h, 2,
+		"{\"offset\":3,\"timestamp\":1000,\"key\":\"k\",\"value\":\"v\","
+		"\"headers\":{\"h1\":\"v\\\"1\",\"h2\":null}}\n");
+}
+
+static void test_json_non_utf8(void **state)
+{
+	(void)state;
+	const char *pre = "{\"offset\":3,\"timestamp\":1000,";
+	char want[512];
+
+	/* invalid byte sequences of every kind go to value_b64 */
+	static const struct {
+		const char *bytes;
+		int len;
+		const char *b64;
+	} bad[] = {
+		{ "\xff", 1, "/w==" },
+		{ "\x80", 1, "gA==" },                  /* lone continuation */
+		{ "\xc3", 1, "ww==" },                  /* truncated */
+		{ "\xc3\x28", 2, "wyg=" },              /* bad continuation */
+		{ "\xc0\x80", 2, "wIA=" },              /* overlong NUL */
+		{ "\xc1\xbf", 2, "wb8=" },              /* overlong */
+		{ "\xe0\x80\x80", 3, "4ICA" },          /* overlong 3-byte */
+		{ "\xe0\x9f\xbf", 3, "4J+/" },          /* overlong 3-byte */
+		{ "\xed\xa0\x80", 3, "7aCA" },          /* surrogate D800 */
+		{ "\xed\xbf\xbf", 3, "7b+/" },          /* surrogate DFFF */
+		{ "\xf0\x80\x80\x80", 4, "8ICAgA==" },  /* overlong 4-byte */
+		{ "\xf0\x8f\xbf\xbf", 4, "8I+/vw==" },  /* overlong 4-byte */
+		{ "\xf4\x90\x80\x80", 4, "9JCAgA==" },  /* > U+10FFFF */
+		{ "\xf5\x80\x80\x80", 4, "9YCAgA==" },
+		{ "\xe2\x82", 2, "4oI=" },              /* truncated 3-byte */
+		{ "ok\xf0\x9f\x98", 5, "b2vwn5g=" },    /* truncated 4-byte */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(want, sizeof(want),
+			 "%s\"key\":\"k\",\"value_b64\":\"%s\",\"headers\":{}}\n",
+			 pre, bad[i].b64);
+		json_is(mk_bytes_of("k", 1),
+			mk_bytes_of(bad[i].bytes, (size_t)bad[i].len), NULL, 0,
+			want);
+	}
+
+	/* the boundaries that are valid stay strings */
+	snprintf(want, sizeof(want),
+		 "%s\"key\":\"\xed\x9f\xbf\",\"value\":\"\xee\x80\x80\","
+		 "\"headers\":{}}\n", pre);
+	json_is(mk_bytes_of("\xed\x9f\xbf", 3), mk_bytes_of("\xee\x80\x80", 3),
+		NULL, 0, want);
+
+	/* key_b64, base64 padding of 0, 1 and 2 */
+	snprintf(want, sizeof(want),
+		 "%s\"key_b64\":\"/wAB\",\"value\":\"v\",\"headers\":{}}\n", pre);
+	json_is(mk_bytes_of("\xff\x00\x01", 3), mk_bytes_of("v", 1), NULL, 0,
+		want);
+	snprintf(want, sizeof(want),
+		 "%s\"key_b64\":\"/wABAg==\",\"value_b64\":\"/wABAgM=\","
+		 "\"headers\":{}}\n", pre);
+	json_is(mk_bytes_of("\xff\x00\x01\x02", 4),
+		mk_bytes_of("\xff\x00\x01\x02\x03", 5), NULL, 0, want);
+
+	/* headers that are not UTF-8 go to headers_b64 */
+	hdr h[] = {
+		{ mk_bytes_of("ok", 2), mk_bytes_of("fine", 4) },
+		{ mk_bytes_of("bin", 3), mk_bytes_of("\xff", 1) },
+		{ mk_bytes_of("\xfe", 1), MK_BYTES_NULL },
+	};
+	snprintf(want, sizeof(want),
+		 "%s\"key\":null,\"value\":\"v\",\"headers\":{\"ok\":\"fine\"},"
+		 "\"headers_b64\":{\"Ymlu\":\"/w==\",\"/g==\":null}}\n", pre);
+	json_is(MK_BYTES_NULL, mk_bytes_of("v", 1), h, 3, want);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plain_lines),
+		cmocka_unit_test(test_plain_partial),
+		cmocka_unit_test(test_plain_key_and_binary),
+		cmocka_unit_test(test_max_line),
+		cmocka_unit_test(test_sink_error_stops),
+		cmocka_unit_test(test_tsv_unescape),
+		cmocka_unit_test(test_tsv_escape),
+		cmocka_unit_test(test_tsv_shapes),
+		cmocka_unit_test(test_tsv_with_key_param),
+		cmocka_unit_test(test_tsv_rejections),
+		cmocka_unit_test(test_plain_output),
+		cmocka_unit_test(test_tsv_output),
+		cmocka_unit_test(test_tsv_round_trip),
+		cmocka_unit_test(test_tsv_multi_line),
+		cmocka_unit_test(test_json_utf8),
+		cmocka_unit_test(test_json_non_utf8),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
