@@ -29,8 +29,9 @@
  * trailing bytes — and never reads outside [buf, buf+len). Once a frame has
  * decoded, iterating its records cannot fail.
  *
- * Control batches (commit/abort markers) carry one record with a null key
- * and value; they occupy an offset but are never shown to readers.
+ * Control batches (commit/abort markers) are transactional and carry one
+ * record with a null key and value and no headers; they occupy an offset
+ * but are never shown to readers. A batch holds at least one record.
  */
 #ifndef MK_CODEC_H
 #define MK_CODEC_H
@@ -173,7 +174,8 @@ void mk_builder_add(mk_batch_builder *b, int64_t timestamp, mk_bytes key,
 		    mk_bytes value, const mk_header *headers, size_t nheaders);
 /* Size the frame will have once finished (exact). */
 size_t mk_builder_size(const mk_batch_builder *b);
-/* Write the frame header and CRC; the frame is b->frame.buf/len. */
+/* Write the frame header and CRC; the frame is b->frame.buf/len.
+ * At least one record must have been added. */
 void mk_builder_finish(mk_batch_builder *b);
 
 /*
@@ -187,7 +189,8 @@ void mk_frame_assign(uint8_t *frame, size_t frame_len, int64_t base_offset,
 /*
  * Encode a batch from a decoded view while keeping only the records for
  * which keep(rec, arg) is true (compaction). Offsets, meta and
- * last_offset_delta are preserved. Appends the new frame to out.
+ * last_offset_delta are preserved. Appends the new frame to out, or
+ * nothing when no record is kept.
  */
 void mk_frame_filter(const mk_batch_view *b,
 		     bool (*keep)(const mk_record_view *rec, void *arg),

@@ -1,0 +1,547 @@
+/*
+ * codec.c — the batch frame of codec.h.
+ *
+ * Organisation:
+ *   - a bounded reader (struct reader: a pointer and the bytes left after
+ *     it). Every read first compares the size it wants with the bytes left,
+ *     so no pointer past the end of the input is ever formed;
+ *   - parse_record() and parse_header(), shared by the validating decoder
+ *     and by the iterators. On a decoded frame they cannot fail, so the
+ *     iterators only assert;
+ *   - mk_frame_decode(): frame header, CRC, fixed payload fields, then one
+ *     pass over the records and their headers, without allocating;
+ *   - encoding: begin_frame() reserves the frame header and the payload
+ *     header (meta written at once), add_record() appends one record with a
+ *     single grow of the buffer, and seal_frame() fills in the fields known
+ *     only at the end (last offset delta, timestamps, record count, payload
+ *     length, CRC). The builder, mk_frame_filter() and mk_frame_marker() are
+ *     built from these three.
+ */
+#include "codec.h"
+
+#include <assert.h>
+#include <string.h>
+#include <zlib.h>
+
+/* Byte offsets of the fixed fields inside the payload. */
+enum {
+	P_VERSION = 0,
+	P_FLAGS = 1,
+	P_BASE_OFFSET = 3,
+	P_LEADER_EPOCH = 11,
+	P_PRODUCER_ID = 15,
+	P_PRODUCER_EPOCH = 23,
+	P_BASE_SEQUENCE = 25,
+	P_LAST_OFFSET_DELTA = 29,
+	P_FIRST_TIMESTAMP = 33,
+	P_MAX_TIMESTAMP = 41,
+	P_TXN_ID_LEN = 49,
+};
+
+/* offset_delta + timestamp + key_len + value_len + header_count */
+#define RECORD_MIN (4 + 8 + 4 + 4 + 4)
+/* name_len + hvalue_len */
+#define HEADER_MIN (2 + 4)
+
+_Static_assert(P_TXN_ID_LEN == MK_BATCH_FIXED, "fixed payload layout");
+_Static_assert(MK_FRAME_OFF_BASE_OFFSET == MK_FRAME_HEADER + P_BASE_OFFSET,
+	       "base offset position");
+_Static_assert(MK_FRAME_OFF_LEADER_EPOCH == MK_FRAME_HEADER + P_LEADER_EPOCH,
+	       "leader epoch position");
+
+static uint32_t payload_crc(const uint8_t *p, uint32_t n)
+{
+	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n);
+}
+
+static int16_t load_i16(const uint8_t *p) { return (int16_t)mk_load_be16(p); }
+static int32_t load_i32(const uint8_t *p) { return (int32_t)mk_load_be32(p); }
+static int64_t load_i64(const uint8_t *p) { return (int64_t)mk_load_be64(p); }
+
+/* ---- bounded reader ------------------------------------------------------ */
+
+typedef struct {
+	const uint8_t *p;
+	size_t left;        /* bytes readable at p */
+} reader;
+
+static bool rd_take(reader *r, size_t n, const uint8_t **out)
+{
+	if (r->left < n)
+		return false;
+	*out = r->p;
+	r->p += n;
+	r->left -= n;
+	return true;
+}
+
+static bool rd_i16(reader *r, int16_t *v)
+{
+	const uint8_t *p;
+	if (!rd_take(r, 2, &p))
+		return false;
+	*v = load_i16(p);
+	return true;
+}
+
+static bool rd_i32(reader *r, int32_t *v)
+{
+	const uint8_t *p;
+	if (!rd_take(r, 4, &p))
+		return false;
+	*v = load_i32(p);
+	return true;
+}
+
+static bool rd_i64(reader *r, int64_t *v)
+{
+	const uint8_t *p;
+	if (!rd_take(r, 8, &p))
+		return false;
+	*v = load_i64(p);
+	return true;
+}
+
+/* A length-prefixed field whose length was already read: -1 is null. */
+static bool rd_blob(reader *r, int32_t len, mk_bytes *out)
+{
+	if (len < -1)
+		return false;
+	if (len == -1) {
+		*out = MK_BYTES_NULL;
+		return true;
+	}
+	const uint8_t *p;
+	if (!rd_take(r, (size_t)len, &p))
+		return false;
+	*out = (mk_bytes){ p, len };
+	return true;
+}
+
+static bool fail(const char **why, const char *reason)
+{
+	if (why)
+		*why = reason;
+	return false;
+}
+
+/* ---- records and headers ------------------------------------------------- */
+
+static bool parse_header(reader *r, mk_header *h, const char **why)
+{
+	int16_t nlen;
+	int32_t vlen;
+	if (!rd_i16(r, &nlen) || nlen < 0 || !rd_blob(r, nlen, &h->name) ||
+	    !rd_i32(r, &vlen) || !rd_blob(r, vlen, &h->value))
+		return fail(why, "bad header");
+	return true;
+}
+
+/*
+ * Parse one record at r, walking (and so checking) its headers. rec->offset
+ * is left to the caller, which knows the base offset.
+ */
+static bool parse_record(reader *r, mk_record_view *rec, int32_t *delta,
+			 const char **why)
+{
+	int32_t klen, vlen;
+	if (r->left < RECORD_MIN)
+		return fail(why, "bad record");
+	if (!rd_i32(r, delta) || !rd_i64(r, &rec->timestamp) ||
+	    !rd_i32(r, &klen))
+		return fail(why, "bad record");
+	if (!rd_blob(r, klen, &rec->key))
+		return fail(why, "bad key");
+	if (!rd_i32(r, &vlen))
+		return fail(why, "bad record");
+	if (!rd_blob(r, vlen, &rec->value))
+		return fail(why, "bad value");
+	if (!rd_i32(r, &rec->header_count))
+		return fail(why, "bad record");
+	if (rec->header_count < 0)
+		return fail(why, "bad header count");
+
+	rec->headers = r->p;
+	size_t before = r->left;
+	for (int32_t i = 0; i < rec->header_count; i++) {
+		mk_header h;
+		if (!parse_header(r, &h, why))
+			return false;
+	}
+	rec->headers_len = before - r->left;
+	return true;
+}
+
+/* ---- decoding ------------------------------------------------------------ */
+
+static mk_err reject(const char **why, const char *reason)
+{
+	fail(why, reason);
+	return MK_CORRUPT_MESSAGE;
+}
+
+mk_err mk_frame_decode(const uint8_t *buf, size_t len, size_t max_payload,
+		       mk_batch_view *out, const char **why)
+{
+	/* A short buffer whose bytes disagree with the magic is not a torn
+	 * frame but garbage: say so. */
+	size_t m = len < 4 ? len : 4;
+	if (m && memcmp(buf, MK_FRAME_MAGIC, m) != 0)
+		return reject(why, "bad magic");
+	if (len < MK_FRAME_HEADER)
+		return reject(why, "truncated frame");
+
+	uint32_t plen = mk_load_be32(buf + 4);
+	if (max_payload == 0)
+		max_payload = MK_FRAME_MAX_PAYLOAD;
+	if (plen > max_payload)
+		return reject(why, "payload too large");
+	if (len - MK_FRAME_HEADER < plen)
+		return reject(why, "truncated frame");
+
+	const uint8_t *pl = buf + MK_FRAME_HEADER;
+	if (payload_crc(pl, plen) != mk_load_be32(buf + 8))
+		return reject(why, "bad crc");
+	if (plen < MK_BATCH_FIXED)
+		return reject(why, "short payload");
+
+	mk_batch_view v;
+	memset(&v, 0, sizeof(v));
+	if (pl[P_VERSION] != MK_BATCH_VERSION)
+		return reject(why, "bad version");
+	v.meta.flags = mk_load_be16(pl + P_FLAGS);
+	if (v.meta.flags & ~(unsigned)MK_BATCH_FLAGS_KNOWN)
+		return reject(why, "unknown flags");
+	bool control = mk_batch_is_control(&v);
+	if ((v.meta.flags & MK_BATCH_COMMIT_MARKER) &&
+	    (v.meta.flags & MK_BATCH_ABORT_MARKER))
+		return reject(why, "bad marker");
+	if (control && !(v.meta.flags & MK_BATCH_TRANSACTIONAL))
+		return reject(why, "bad marker");
+
+	v.meta.base_offset = load_i64(pl + P_BASE_OFFSET);
+	v.meta.leader_epoch = load_i32(pl + P_LEADER_EPOCH);
+	v.meta.producer_id = load_i64(pl + P_PRODUCER_ID);
+	v.meta.producer_epoch = load_i16(pl + P_PRODUCER_EPOCH);
+	v.meta.base_sequence = load_i32(pl + P_BASE_SEQUENCE);
+	v.last_offset_delta = load_i32(pl + P_LAST_OFFSET_DELTA);
+	v.first_timestamp = load_i64(pl + P_FIRST_TIMESTAMP);
+	v.max_timestamp = load_i64(pl + P_MAX_TIMESTAMP);
+	if (v.last_offset_delta < 0)
+		return reject(why, "bad last offset delta");
+	/* base_offset + last_offset_delta + 1 (the next offset) must exist. */
+	if (v.meta.base_offset > INT64_MAX - 1 - v.last_offset_delta)
+		return reject(why, "bad base offset");
+
+	reader r = { pl + MK_BATCH_FIXED, plen - MK_BATCH_FIXED };
+	int16_t tlen;
+	if (!rd_i16(&r, &tlen))
+		return reject(why, "short payload");
+	if (tlen != -1 && !(v.meta.flags & MK_BATCH_TRANSACTIONAL))
+		return reject(why, "bad txn id");
+	if (!rd_blob(&r, tlen, &v.meta.txn_id))
+		return reject(why, "bad txn id");
+	if (!rd_i32(&r, &v.record_count))
+		return reject(why, "short payload");
+	if (v.record_count <= 0)
+		return reject(why, "bad record count");
+	if (control && v.record_count != 1)
+		return reject(why, "bad marker");
+
+	v.records = r.p;
+	v.records_len = r.left;
+	int32_t prev = -1;
+	for (int32_t i = 0; i < v.record_count; i++) {
+		mk_record_view rec;
+		int32_t delta;
+		if (!parse_record(&r, &rec, &delta, why))
+			return MK_CORRUPT_MESSAGE;
+		if (delta <= prev || delta > v.last_offset_delta)
+			return reject(why, "bad offset delta");
+		prev = delta;
+		if (control && (rec.key.len != -1 || rec.value.len != -1 ||
+				rec.header_count != 0))
+			return reject(why, "bad marker");
+	}
+	if (r.left)
+		return reject(why, "trailing bytes");
+
+	v.frame_len = MK_FRAME_HEADER + (size_t)plen;
+	*out = v;
+	return MK_OK;
+}
+
+/* ---- iteration ----------------------------------------------------------- */
+
+void mk_record_iter_init(mk_record_iter *it, const mk_batch_view *b)
+{
+	it->batch = b;
+	it->p = b->records;
+	it->end = b->records ? b->records + b->records_len : NULL;
+	it->left = b->record_count;
+}
+
+bool mk_record_next(mk_record_iter *it, mk_record_view *rec)
+{
+	if (it->left <= 0)
+		return false;
+	reader r = { it->p, (size_t)(it->end - it->p) };
+	int32_t delta;
+	bool ok = parse_record(&r, rec, &delta, NULL);
+	assert(ok && "iterating a batch that did not decode");
+	if (!ok) {
+		it->left = 0;
+		return false;
+	}
+	rec->offset = it->batch->meta.base_offset + delta;
+	it->p = r.p;
+	it->left--;
+	return true;
+}
+
+bool mk_header_next(const mk_record_view *rec, size_t *pos, mk_header *h)
+{
+	if (*pos >= rec->headers_len)
+		return false;
+	reader r = { rec->headers + *pos, rec->headers_len - *pos };
+	bool ok = parse_header(&r, h, NULL);
+	assert(ok && "iterating headers of a record that did not decode");
+	if (!ok) {
+		*pos = rec->headers_len;
+		return false;
+	}
+	*pos = rec->headers_len - r.left;
+	return true;
+}
+
+/* ---- encoding ------------------------------------------------------------ */
+
+/* Bytes a field takes after its length prefix. */
+static size_t blob_size(mk_bytes b)
+{
+	assert(b.len >= -1);
+	return b.len > 0 ? (size_t)b.len : 0;
+}
+
+static uint8_t *put_bytes(uint8_t *p, mk_bytes b)
+{
+	if (b.len > 0) {
+		memcpy(p, b.ptr, (size_t)b.len);
+		p += b.len;
+	}
+	return p;
+}
+
+static void check_meta(const mk_batch_meta *meta, uint16_t flags)
+{
+	(void)meta;
+	(void)flags;
+	assert(!(flags & ~(unsigned)MK_BATCH_FLAGS_KNOWN));
+	assert((flags & (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER)) !=
+	       (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER));
+	assert(meta->txn_id.len >= -1 && meta->txn_id.len <= INT16_MAX);
+	assert(meta->txn_id.len == -1 || (flags & MK_BATCH_TRANSACTIONAL));
+}
+
+/*
+ * Append the frame header and payload header of a new frame to sb, with the
+ * meta fields filled in (flags overriding meta->flags); returns where the
+ * frame starts. Length, CRC, last offset delta, timestamps and record count
+ * are written by seal_frame().
+ */
+static size_t begin_frame(mk_strbuf *sb, const mk_batch_meta *meta,
+			  uint16_t flags)
+{
+	check_meta(meta, flags);
+	size_t start = sb->len;
+	size_t n = MK_FRAME_HEADER + MK_BATCH_FIXED + 2 +
+		   blob_size(meta->txn_id) + 4;
+	mk_strbuf_grow(sb, n);
+	uint8_t *f = (uint8_t *)sb->buf + start;
+	memset(f, 0, n);
+	memcpy(f, MK_FRAME_MAGIC, 4);
+	uint8_t *pl = f + MK_FRAME_HEADER;
+	pl[P_VERSION] = MK_BATCH_VERSION;
+	mk_store_be16(pl + P_FLAGS, flags);
+	mk_store_be64(pl + P_BASE_OFFSET, (uint64_t)meta->base_offset);
+	mk_store_be32(pl + P_LEADER_EPOCH, (uint32_t)meta->leader_epoch);
+	mk_store_be64(pl + P_PRODUCER_ID, (uint64_t)meta->producer_id);
+	mk_store_be16(pl + P_PRODUCER_EPOCH, (uint16_t)meta->producer_epoch);
+	mk_store_be32(pl + P_BASE_SEQUENCE, (uint32_t)meta->base_sequence);
+	mk_store_be16(pl + P_TXN_ID_LEN, (uint16_t)meta->txn_id.len);
+	uint8_t *end = put_bytes(pl + P_TXN_ID_LEN + 2, meta->txn_id);
+	assert(end + 4 == f + n);
+	(void)end;
+	mk_strbuf_setlen(sb, start + n);
+	return start;
+}
+
+/* Append one record; a single grow of the buffer. */
+static void add_record(mk_strbuf *sb, int32_t delta, int64_t timestamp,
+		       mk_bytes key, mk_bytes value, const mk_header *headers,
+		       size_t nheaders)
+{
+	assert(nheaders <= INT32_MAX);
+	assert(nheaders == 0 || headers);
+	size_t n = RECORD_MIN + blob_size(key) + blob_size(value);
+	for (size_t i = 0; i < nheaders; i++) {
+		assert(headers[i].name.len >= 0 &&
+		       headers[i].name.len <= INT16_MAX);
+		n += HEADER_MIN + blob_size(headers[i].name) +
+		     blob_size(headers[i].value);
+	}
+
+	mk_strbuf_grow(sb, n);
+	uint8_t *start = (uint8_t *)sb->buf + sb->len, *p = start;
+	mk_store_be32(p, (uint32_t)delta);
+	mk_store_be64(p + 4, (uint64_t)timestamp);
+	mk_store_be32(p + 12, (uint32_t)key.len);
+	p = put_bytes(p + 16, key);
+	mk_store_be32(p, (uint32_t)value.len);
+	p = put_bytes(p + 4, value);
+	mk_store_be32(p, (uint32_t)nheaders);
+	p += 4;
+	for (size_t i = 0; i < nheaders; i++) {
+		mk_store_be16(p, (uint16_t)headers[i].name.len);
+		p = put_bytes(p + 2, headers[i].name);
+		mk_store_be32(p, (uint32_t)headers[i].value.len);
+		p = put_bytes(p + 4, headers[i].value);
+	}
+	assert((size_t)(p - start) == n);
+	mk_strbuf_setlen(sb, sb->len + n);
+}
+
+/* Complete the frame begun at start, whose records end at sb->len. */
+static void seal_frame(mk_strbuf *sb, size_t start, int32_t last_offset_delta,
+		       int64_t first_timestamp, int64_t max_timestamp,
+		       int32_t count)
+{
+	assert(count > 0 && last_offset_delta >= count - 1);
+	uint8_t *f = (uint8_t *)sb->buf + start;
+	size_t plen = sb->len - start - MK_FRAME_HEADER;
+	assert(plen <= UINT32_MAX);
+	uint8_t *pl = f + MK_FRAME_HEADER;
+	mk_store_be32(pl + P_LAST_OFFSET_DELTA, (uint32_t)last_offset_delta);
+	mk_store_be64(pl + P_FIRST_TIMESTAMP, (uint64_t)first_timestamp);
+	mk_store_be64(pl + P_MAX_TIMESTAMP, (uint64_t)max_timestamp);
+	int16_t tlen = load_i16(pl + P_TXN_ID_LEN);
+	size_t count_at = P_TXN_ID_LEN + 2 + (tlen > 0 ? (size_t)tlen : 0);
+	assert(count_at + 4 <= plen);
+	mk_store_be32(pl + count_at, (uint32_t)count);
+	mk_store_be32(f + 4, (uint32_t)plen);
+	mk_store_be32(f + 8, payload_crc(pl, (uint32_t)plen));
+}
+
+void mk_builder_init(mk_batch_builder *b, const mk_batch_meta *meta)
+{
+	mk_strbuf_init(&b->frame, 0);
+	mk_builder_reset(b, meta);
+}
+
+void mk_builder_release(mk_batch_builder *b)
+{
+	mk_strbuf_release(&b->frame);
+}
+
+void mk_builder_reset(mk_batch_builder *b, const mk_batch_meta *meta)
+{
+	mk_strbuf_reset(&b->frame);
+	b->meta = *meta;
+	b->count = 0;
+	b->next_delta = 0;
+	b->first_timestamp = 0;
+	b->max_timestamp = 0;
+	b->finished = false;
+	size_t start = begin_frame(&b->frame, meta, meta->flags);
+	assert(start == 0);
+	(void)start;
+}
+
+void mk_builder_add(mk_batch_builder *b, int64_t timestamp, mk_bytes key,
+		    mk_bytes value, const mk_header *headers, size_t nheaders)
+{
+	assert(!b->finished);
+	assert(b->next_delta < INT32_MAX);
+	add_record(&b->frame, b->next_delta, timestamp, key, value, headers,
+		   nheaders);
+	if (b->count == 0 || timestamp > b->max_timestamp)
+		b->max_timestamp = timestamp;
+	if (b->count == 0)
+		b->first_timestamp = timestamp;
+	b->count++;
+	b->next_delta++;
+}
+
+size_t mk_builder_size(const mk_batch_builder *b)
+{
+	/* Everything but the values patched in by finish is already there. */
+	return b->frame.len;
+}
+
+void mk_builder_finish(mk_batch_builder *b)
+{
+	assert(!b->finished);
+	assert(b->count > 0 && "a batch holds at least one record");
+	seal_frame(&b->frame, 0, b->next_delta - 1, b->first_timestamp,
+		   b->max_timestamp, b->count);
+	b->finished = true;
+}
+
+void mk_frame_assign(uint8_t *frame, size_t frame_len, int64_t base_offset,
+		     int32_t leader_epoch)
+{
+	assert(frame_len >= MK_FRAME_HEADER + MK_BATCH_FIXED);
+	assert(memcmp(frame, MK_FRAME_MAGIC, 4) == 0);
+	assert(mk_load_be32(frame + 4) == frame_len - MK_FRAME_HEADER);
+	int32_t lod = load_i32(frame + MK_FRAME_HEADER + P_LAST_OFFSET_DELTA);
+	assert(lod >= 0 && base_offset <= INT64_MAX - 1 - lod);
+	(void)lod;
+	mk_store_be64(frame + MK_FRAME_OFF_BASE_OFFSET, (uint64_t)base_offset);
+	mk_store_be32(frame + MK_FRAME_OFF_LEADER_EPOCH, (uint32_t)leader_epoch);
+	mk_store_be32(frame + 8, payload_crc(frame + MK_FRAME_HEADER,
+					     (uint32_t)(frame_len - MK_FRAME_HEADER)));
+}
+
+void mk_frame_filter(const mk_batch_view *b,
+		     bool (*keep)(const mk_record_view *rec, void *arg),
+		     void *arg, mk_strbuf *out)
+{
+	size_t start = begin_frame(out, &b->meta, b->meta.flags);
+	int32_t kept = 0;
+	int64_t first = 0, max = 0;
+	mk_record_iter it;
+	mk_record_view rec;
+	mk_record_iter_init(&it, b);
+	const uint8_t *raw = it.p;
+	while (mk_record_next(&it, &rec)) {
+		if (keep(&rec, arg)) {
+			/* The record's bytes are copied as they are: its
+			 * offset delta is what keeps its offset. */
+			mk_strbuf_add(out, raw, (size_t)(it.p - raw));
+			if (kept == 0 || rec.timestamp > max)
+				max = rec.timestamp;
+			if (kept == 0)
+				first = rec.timestamp;
+			kept++;
+		}
+		raw = it.p;
+	}
+	if (kept == 0) {
+		mk_strbuf_setlen(out, start);
+		return;
+	}
+	seal_frame(out, start, b->last_offset_delta, first, max, kept);
+}
+
+void mk_frame_marker(mk_strbuf *out, const mk_batch_meta *meta,
+		     int64_t timestamp)
+{
+	uint16_t flags = meta->flags | MK_BATCH_TRANSACTIONAL;
+	assert((flags & (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER)) ==
+		       MK_BATCH_COMMIT_MARKER ||
+	       (flags & (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER)) ==
+		       MK_BATCH_ABORT_MARKER);
+	size_t start = begin_frame(out, meta, flags);
+	add_record(out, 0, timestamp, MK_BYTES_NULL, MK_BYTES_NULL, NULL, 0);
+	seal_frame(out, start, 0, timestamp, timestamp, 1);
+}
