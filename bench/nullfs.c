@@ -16,7 +16,8 @@
  * conn->max_read would also require the -o max_read mount option). /stats
  * shows the request sizes the kernel really sent.
  *
- * High-level libfuse3 API, multithreaded default loop (no -s).
+ * High-level libfuse3 API, multithreaded default loop (no -s), 16 idle
+ * worker threads unless -o max_idle_threads= says otherwise (as the daemon).
  */
 #define FUSE_USE_VERSION 31
 
@@ -253,6 +254,13 @@ int main(int argc, char *argv[])
         pattern[i] = col == LINE - 1 ? '\n' : (char)('a' + col % 26);
     }
 
+    /* As the daemon does: 16 idle worker threads, which also keeps libfuse
+     * 3.14 from warning about its own default. */
+    int have_idle = 0;
+    for (int i = 0; i < args.argc; i++)
+        have_idle |= strstr(args.argv[i], "max_idle_threads=") != NULL;
+    if (!have_idle && fuse_opt_add_arg(&args, "-omax_idle_threads=16") != 0)
+        return 1;
     int rc = fuse_main(args.argc, args.argv, &nf_ops, NULL);
     fuse_opt_free_args(&args);
     free(pattern);
