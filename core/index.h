@@ -1,0 +1,82 @@
+/*
+ * index.h — the sparse offset index of one segment (NNN.index).
+ *
+ * Owns the in-memory array of entries and the open .index file descriptor.
+ * An entry maps a relative offset (absolute offset - segment base) to the
+ * byte position in the .log of the batch that starts there. On disk each
+ * entry is 8 bytes, big-endian: u32 relative offset | u32 position, appended
+ * in order; the file holds nothing else.
+ *
+ * Invariants:
+ *   - entries strictly increase in offset and in position;
+ *   - when a file is attached (fd >= 0) it holds exactly the n entries
+ *     (8 * n bytes), except during a rebuild: between mk_index_clear() /
+ *     mk_index_push() and mk_index_write_all();
+ *   - entries [0, synced) are known to be durable (fsynced).
+ *
+ * The index is only an accelerator: whoever owns it (the segment) rebuilds it
+ * from the log when mk_index_load() reports it invalid.
+ */
+#ifndef MK_INDEX_H
+#define MK_INDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define MK_INDEX_ENTRY_SIZE 8
+
+typedef struct {
+	uint32_t rel;   /* offset - segment base */
+	uint32_t pos;   /* byte position of the batch in the .log */
+} mk_index_entry;
+
+typedef struct {
+	int fd;                 /* -1: no file attached */
+	mk_index_entry *e;
+	size_t n, cap;
+	size_t synced;          /* entries known durable */
+	bool dirty;             /* written since the last sync */
+} mk_index;
+
+void mk_index_init(mk_index *ix);
+/* Attach the file at path, creating it when missing. Entries untouched. */
+mk_err mk_index_open(mk_index *ix, const char *path);
+/*
+ * Read the attached file into memory and validate it against the segment:
+ * length a multiple of 8, offsets strictly increasing and below rel_limit,
+ * positions strictly increasing and below seg_size, and — for a segment
+ * holding data — a first entry at position 0. *valid false (entries then
+ * cleared) means: rebuild. Only I/O failure is an error.
+ */
+mk_err mk_index_load(mk_index *ix, uint64_t seg_size, uint64_t rel_limit,
+		     bool *valid);
+/* Drop every entry, in memory only (the start of a rebuild). */
+void mk_index_clear(mk_index *ix);
+/* Add an entry in memory only; it must keep the order invariant. */
+void mk_index_push(mk_index *ix, uint32_t rel, uint32_t pos);
+/* Add an entry and write it to the end of the file. */
+mk_err mk_index_append(mk_index *ix, uint32_t rel, uint32_t pos);
+/* Make the file hold exactly the in-memory entries (after a rebuild). */
+mk_err mk_index_write_all(mk_index *ix);
+/* The largest entry with rel <= target; false when there is none. */
+bool mk_index_floor(const mk_index *ix, uint32_t rel, mk_index_entry *out);
+/* The last entry; false when empty. */
+bool mk_index_last(const mk_index *ix, mk_index_entry *out);
+/* Drop entries with rel >= the given offset, in memory and file. */
+mk_err mk_index_truncate_rel(mk_index *ix, uint32_t rel);
+/* Drop entries with pos >= the given position, in memory and file. */
+mk_err mk_index_truncate_pos(mk_index *ix, uint32_t pos);
+/* fsync the file when anything was written since the last sync. */
+mk_err mk_index_sync(mk_index *ix);
+/* Simulated crash: cut the file back to the synced entries. */
+void mk_index_crash(mk_index *ix);
+/* Close the file but keep the entries (a closed segment's index is only
+ * read); mk_index_open() attaches it again. */
+void mk_index_detach(mk_index *ix);
+/* Close the file and free the entries; the index is re-initialised. */
+void mk_index_close(mk_index *ix);
+
+#endif

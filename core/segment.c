@@ -1,0 +1,763 @@
+/*
+ * segment.c — one .log file with its offset and time indexes (segment.h).
+ *
+ * Organisation:
+ *   - the frame reader: a window of file bytes in a strbuf, refilled by
+ *     pread in chunks, decoded in place with mk_frame_decode();
+ *   - scan(): the one loop that walks a segment from byte 0 checking every
+ *     frame and the order of offsets. Recovery of the active segment, index
+ *     rebuilds and the boundary check of a truncation are all scans;
+ *   - index_batch(): the one place deciding when a batch gets index
+ *     entries, shared by appends (written at once) and rebuilds (in memory,
+ *     then written whole);
+ *   - lifecycle: create, open closed/active, append, truncate, seal, flush,
+ *     crash, close, remove.
+ */
+#include "segment.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+
+#define FIRST_CHUNK (16u * 1024)
+#define SCAN_CHUNK (1024u * 1024)
+
+/* ---- messages ------------------------------------------------------------ */
+
+static void say_at(mk_strbuf *why, const char *path, uint64_t pos,
+		   const char *reason)
+{
+	if (why)
+		mk_strbuf_addf(why, "%s at byte %llu: %s", path,
+			       (unsigned long long)pos, reason);
+}
+
+static mk_err io_error(mk_strbuf *why, const char *path, const char *what)
+{
+	if (why)
+		mk_strbuf_addf(why, "%s: %s: %s", path, what, strerror(errno));
+	return MK_KAFKA_STORAGE_ERROR;
+}
+
+/* ---- the frame reader ---------------------------------------------------- */
+
+void mk_segment_reader_init(mk_segment_reader *r, const mk_segment *s,
+			    uint64_t pos, uint64_t limit, mk_strbuf *buf,
+			    size_t max_chunk)
+{
+	assert(pos <= limit);
+	r->seg = s;
+	r->buf = buf;
+	r->tail = buf->len;
+	r->wpos = pos;
+	r->cur = 0;
+	r->frame_len = 0;
+	r->keeping = false;
+	r->limit = limit;
+	r->max_chunk = max_chunk ? max_chunk : SCAN_CHUNK;
+	r->chunk = r->max_chunk < FIRST_CHUNK ? r->max_chunk : FIRST_CHUNK;
+	r->reason = NULL;
+}
+
+static size_t window_len(const mk_segment_reader *r)
+{
+	return r->buf->len - r->tail;
+}
+
+static uint8_t *window(const mk_segment_reader *r)
+{
+	return (uint8_t *)r->buf->buf + r->tail;
+}
+
+/* Drop the window bytes before the cursor (nothing kept yet). */
+static void compact(mk_segment_reader *r)
+{
+	assert(!r->keeping);
+	if (!r->cur)
+		return;
+	size_t rest = window_len(r) - r->cur;
+	memmove(window(r), window(r) + r->cur, rest);
+	r->wpos += r->cur;
+	r->cur = 0;
+	mk_strbuf_setlen(r->buf, r->tail + rest);
+}
+
+/* Make [cur, cur + n) of the window hold file bytes; n fits the limit. */
+static mk_err fill(mk_segment_reader *r, size_t n)
+{
+	size_t have = window_len(r) - r->cur;
+	if (have >= n)
+		return MK_OK;
+	if (!r->keeping)
+		compact(r);
+	uint64_t at = r->wpos + window_len(r);
+	assert(at <= r->limit && r->limit - at >= n - have);
+	size_t want = n - have;
+	if (want < r->chunk)
+		want = r->chunk;
+	if (want > r->limit - at)
+		want = (size_t)(r->limit - at);
+	mk_strbuf_grow(r->buf, want);
+	mk_err err = mk_pread_all(r->seg->fd, r->buf->buf + r->buf->len, want,
+				  (long long)at);
+	if (err == MK_CORRUPT_MESSAGE) {
+		r->reason = "file shorter than expected";
+		return MK_CORRUPT_MESSAGE;
+	}
+	if (err) {
+		r->reason = "read failed";
+		return MK_KAFKA_STORAGE_ERROR;
+	}
+	mk_strbuf_setlen(r->buf, r->buf->len + want);
+	/* Small first reads; larger ones as the walk goes on. */
+	if (r->chunk < r->max_chunk)
+		r->chunk = r->chunk * 2 < r->max_chunk ? r->chunk * 2
+						       : r->max_chunk;
+	return MK_OK;
+}
+
+/* The bytes at the cursor are known bad: let the decoder say why. */
+static mk_err reject(mk_segment_reader *r, size_t n)
+{
+	mk_batch_view b;
+	const char *why = NULL;
+	if (mk_frame_decode(window(r) + r->cur, n, 0, &b, &why) == MK_OK ||
+	    !why)
+		why = "bad frame";
+	r->reason = why;
+	return MK_CORRUPT_MESSAGE;
+}
+
+mk_err mk_segment_reader_next(mk_segment_reader *r, mk_batch_view *b,
+			      bool *done)
+{
+	*done = false;
+	uint64_t pos = mk_segment_reader_pos(r);
+	if (pos >= r->limit) {
+		*done = true;
+		return MK_OK;
+	}
+	uint64_t left = r->limit - pos;
+	size_t hdr = left < MK_FRAME_HEADER ? (size_t)left : MK_FRAME_HEADER;
+	mk_err err = fill(r, hdr);
+	if (err)
+		return err;
+	if (hdr < MK_FRAME_HEADER)
+		return reject(r, hdr);
+	const uint8_t *p = window(r) + r->cur;
+	uint32_t plen = mk_load_be32(p + 4);
+	if (memcmp(p, MK_FRAME_MAGIC, 4) != 0 || plen > MK_FRAME_MAX_PAYLOAD)
+		return reject(r, hdr);
+	size_t need = MK_FRAME_HEADER + (size_t)plen;
+	size_t take = need <= left ? need : (size_t)left;
+	err = fill(r, take);
+	if (err)
+		return err;
+	const char *why = NULL;
+	if (mk_frame_decode(window(r) + r->cur, take, 0, b, &why)) {
+		r->reason = why ? why : "bad frame";
+		return MK_CORRUPT_MESSAGE;
+	}
+	assert(b->frame_len == need);
+	r->frame_len = need;
+	return MK_OK;
+}
+
+void mk_segment_reader_skip(mk_segment_reader *r)
+{
+	assert(!r->keeping && r->frame_len);
+	r->cur += r->frame_len;
+	r->frame_len = 0;
+}
+
+void mk_segment_reader_keep(mk_segment_reader *r)
+{
+	assert(r->frame_len);
+	if (!r->keeping) {
+		compact(r);
+		r->keeping = true;
+	}
+	r->cur += r->frame_len;
+	r->frame_len = 0;
+}
+
+uint64_t mk_segment_reader_pos(const mk_segment_reader *r)
+{
+	return r->wpos + r->cur;
+}
+
+size_t mk_segment_reader_finish(mk_segment_reader *r)
+{
+	size_t kept = r->keeping ? r->cur : 0;
+	mk_strbuf_setlen(r->buf, r->tail + kept);
+	return kept;
+}
+
+/* ---- indexing ------------------------------------------------------------ */
+
+/*
+ * Index entries for the batch at pos: an offset entry for the first batch
+ * and then whenever interval bytes have passed since the last entry; with
+ * it, a time entry when the max timestamp so far (max_ts, this batch
+ * included) grew past the last time entry.
+ */
+static mk_err index_batch(mk_segment *s, const mk_batch_view *b, uint64_t pos,
+			  int64_t max_ts, int64_t interval, bool write,
+			  mk_strbuf *why)
+{
+	assert(b->meta.base_offset >= s->base &&
+	       b->meta.base_offset - s->base <= UINT32_MAX && pos <= UINT32_MAX);
+	uint32_t rel = (uint32_t)(b->meta.base_offset - s->base);
+	mk_index_entry last;
+	if (mk_index_last(&s->index, &last) &&
+	    (int64_t)(pos - last.pos) < interval)
+		return MK_OK;
+	if (!write)
+		mk_index_push(&s->index, rel, (uint32_t)pos);
+	else if (mk_index_append(&s->index, rel, (uint32_t)pos))
+		return io_error(why, s->index_path, "write failed");
+	mk_time_entry t;
+	if (mk_timeindex_last(&s->tindex, &t) && max_ts <= t.ts)
+		return MK_OK;
+	if (!write)
+		mk_timeindex_push(&s->tindex, max_ts, rel);
+	else if (mk_timeindex_append(&s->tindex, max_ts, rel))
+		return io_error(why, s->time_path, "write failed");
+	return MK_OK;
+}
+
+/*
+ * A closed segment's time index ends with its max timestamp, so that a time
+ * lookup past it starts at the last batch instead of an earlier entry.
+ */
+static mk_err final_time_entry(mk_segment *s, int64_t max_ts,
+			       int64_t last_base, bool write, mk_strbuf *why)
+{
+	if (last_base < 0)
+		return MK_OK;
+	uint32_t rel = (uint32_t)(last_base - s->base);
+	mk_time_entry t;
+	if (mk_timeindex_last(&s->tindex, &t) &&
+	    (max_ts <= t.ts || rel <= t.rel))
+		return MK_OK;
+	if (!write)
+		mk_timeindex_push(&s->tindex, max_ts, rel);
+	else if (mk_timeindex_append(&s->tindex, max_ts, rel))
+		return io_error(why, s->time_path, "write failed");
+	return MK_OK;
+}
+
+/* ---- the scan ------------------------------------------------------------ */
+
+typedef struct {
+	uint64_t valid;         /* end of the last accepted batch */
+	const char *reason;     /* set when a bad frame or order stopped it */
+	uint64_t bad_pos;
+	bool stopped;           /* stopped before a batch with base >= stop */
+	int64_t stopped_base;
+	int64_t next_offset;
+	int64_t max_ts;
+	int64_t last_base;
+} scan_result;
+
+/*
+ * Walk [0, limit) frame by frame. Each batch must decode, start at or after
+ * the previous one's end (and the segment base), end below end_limit and fit
+ * the u32 index fields; the first that does not ends the scan with a
+ * reason. The scan also ends before a batch whose base is >= stop. With
+ * build, the indexes are rebuilt in memory. Only I/O failure is an error.
+ */
+static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
+		   int64_t stop, int64_t interval, bool build,
+		   mk_segment_batch_fn fn, void *arg, scan_result *res,
+		   mk_strbuf *why)
+{
+	memset(res, 0, sizeof(*res));
+	res->next_offset = s->base;
+	res->max_ts = INT64_MIN;
+	res->last_base = -1;
+	if (build) {
+		mk_index_clear(&s->index);
+		mk_timeindex_clear(&s->tindex);
+	}
+	mk_strbuf buf = MK_STRBUF_INIT;
+	mk_segment_reader r;
+	mk_segment_reader_init(&r, s, 0, limit, &buf, SCAN_CHUNK);
+	mk_err err = MK_OK;
+	for (;;) {
+		mk_batch_view b;
+		bool done;
+		uint64_t pos = mk_segment_reader_pos(&r);
+		err = mk_segment_reader_next(&r, &b, &done);
+		if (err == MK_CORRUPT_MESSAGE) {
+			res->reason = r.reason;
+			res->bad_pos = pos;
+			err = MK_OK;
+			break;
+		}
+		if (err) {
+			say_at(why, s->log_path, pos, r.reason);
+			break;
+		}
+		if (done)
+			break;
+		int64_t base = b.meta.base_offset, last = mk_batch_last_offset(&b);
+		const char *bad = NULL;
+		if (base < res->next_offset)
+			bad = base < s->base ? "offset below the segment base"
+					     : "offsets out of order";
+		else if (last >= end_limit)
+			bad = "offset at or past the next segment's base";
+		else if (last - s->base > (int64_t)UINT32_MAX)
+			bad = "offset too far from the segment base";
+		else if (pos + b.frame_len > UINT32_MAX)
+			bad = "segment larger than 4 GiB";
+		if (bad) {
+			res->reason = bad;
+			res->bad_pos = pos;
+			break;
+		}
+		if (base >= stop) {
+			res->stopped = true;
+			res->stopped_base = base;
+			break;
+		}
+		if (b.max_timestamp > res->max_ts)
+			res->max_ts = b.max_timestamp;
+		if (build)
+			index_batch(s, &b, pos, res->max_ts, interval, false,
+				    NULL);
+		if (fn)
+			fn(arg, &b, pos);
+		res->next_offset = mk_batch_next_offset(&b);
+		res->last_base = base;
+		res->valid = pos + b.frame_len;
+		mk_segment_reader_skip(&r);
+	}
+	mk_strbuf_release(&buf);
+	return err;
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+static mk_segment *seg_new(const char *dir, int64_t base)
+{
+	mk_segment *s = calloc(1, sizeof(*s));
+	if (!s)
+		abort();
+	s->base = base;
+	mk_strbuf p = MK_STRBUF_INIT;
+	mk_strbuf_addf(&p, "%s/%020lld.log", dir, (long long)base);
+	s->log_path = mk_strbuf_detach(&p, NULL);
+	mk_strbuf_addf(&p, "%s/%020lld.index", dir, (long long)base);
+	s->index_path = mk_strbuf_detach(&p, NULL);
+	mk_strbuf_addf(&p, "%s/%020lld.timeindex", dir, (long long)base);
+	s->time_path = mk_strbuf_detach(&p, NULL);
+	s->fd = -1;
+	mk_index_init(&s->index);
+	mk_timeindex_init(&s->tindex);
+	s->next_offset = -1;
+	s->max_ts = INT64_MIN;
+	s->last_base = -1;
+	return s;
+}
+
+void mk_segment_close(mk_segment *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	mk_index_close(&s->index);
+	mk_timeindex_close(&s->tindex);
+	free(s->log_path);
+	free(s->index_path);
+	free(s->time_path);
+	free(s);
+}
+
+static mk_err open_indexes(mk_segment *s, mk_strbuf *why)
+{
+	if (s->index.fd < 0 && mk_index_open(&s->index, s->index_path))
+		return io_error(why, s->index_path, "cannot open");
+	if (s->tindex.fd < 0 && mk_timeindex_open(&s->tindex, s->time_path))
+		return io_error(why, s->time_path, "cannot open");
+	return MK_OK;
+}
+
+/* A closed segment's indexes are only read: their files need no fd. */
+static void detach_indexes(mk_segment *s)
+{
+	if (!s->active) {
+		mk_index_detach(&s->index);
+		mk_timeindex_detach(&s->tindex);
+	}
+}
+
+static mk_err write_indexes(mk_segment *s, mk_strbuf *why)
+{
+	if (mk_index_write_all(&s->index))
+		return io_error(why, s->index_path, "write failed");
+	if (mk_timeindex_write_all(&s->tindex))
+		return io_error(why, s->time_path, "write failed");
+	return MK_OK;
+}
+
+static mk_err sync_indexes(mk_segment *s, mk_strbuf *why)
+{
+	if (mk_index_sync(&s->index))
+		return io_error(why, s->index_path, "fsync failed");
+	if (mk_timeindex_sync(&s->tindex))
+		return io_error(why, s->time_path, "fsync failed");
+	return MK_OK;
+}
+
+mk_err mk_segment_create(const char *dir, int64_t base, mk_segment **out,
+			 mk_strbuf *why)
+{
+	*out = NULL;
+	mk_segment *s = seg_new(dir, base);
+	mk_err err = MK_OK;
+	s->fd = open(s->log_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (s->fd < 0) {
+		err = io_error(why, s->log_path, "cannot create");
+		goto fail;
+	}
+	/* Stale index files of an earlier segment at this base go. */
+	if ((err = open_indexes(s, why)) || (err = write_indexes(s, why)))
+		goto fail;
+	s->active = true;
+	s->indexes_loaded = true;
+	s->next_offset = base;
+	*out = s;
+	return MK_OK;
+fail:
+	mk_segment_close(s);
+	return err;
+}
+
+mk_err mk_segment_open_closed(const char *dir, int64_t base,
+			      mk_segment **out, mk_strbuf *why)
+{
+	*out = NULL;
+	mk_segment *s = seg_new(dir, base);
+	struct stat st;
+	s->fd = open(s->log_path, O_RDWR | O_CLOEXEC);
+	if (s->fd < 0 || fstat(s->fd, &st)) {
+		mk_err err = io_error(why, s->log_path, "cannot open");
+		mk_segment_close(s);
+		return err;
+	}
+	s->size = s->flushed = (uint64_t)st.st_size;
+	*out = s;
+	return MK_OK;
+}
+
+mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t interval,
+			      mk_segment_batch_fn fn, void *arg,
+			      mk_segment **out, uint64_t *cut, mk_strbuf *why)
+{
+	*out = NULL;
+	*cut = 0;
+	mk_segment *s = seg_new(dir, base);
+	mk_err err = MK_OK;
+	struct stat st;
+	s->fd = open(s->log_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (s->fd < 0 || fstat(s->fd, &st)) {
+		err = io_error(why, s->log_path, "cannot open");
+		goto fail;
+	}
+	if ((err = open_indexes(s, why)))
+		goto fail;
+	uint64_t phys = (uint64_t)st.st_size;
+	scan_result res;
+	err = scan(s, phys, INT64_MAX, INT64_MAX, interval, true, fn, arg,
+		   &res, why);
+	if (err)
+		goto fail;
+	if (res.valid < phys) {
+		*cut = phys - res.valid;
+		say_at(why, s->log_path, res.valid,
+		       res.reason ? res.reason : "invalid tail");
+		if (ftruncate(s->fd, (off_t)res.valid)) {
+			err = io_error(why, s->log_path, "truncate failed");
+			goto fail;
+		}
+	}
+	s->size = res.valid;
+	s->active = true;
+	s->indexes_loaded = true;
+	s->next_offset = res.next_offset;
+	s->max_ts = res.max_ts;
+	s->last_base = res.last_base;
+	if ((err = write_indexes(s, why)))
+		goto fail;
+	/* What survived is made durable, so that `flushed` tells the truth. */
+	if (fsync(s->fd)) {
+		err = io_error(why, s->log_path, "fsync failed");
+		goto fail;
+	}
+	s->flushed = s->size;
+	*out = s;
+	return MK_OK;
+fail:
+	mk_segment_close(s);
+	return err;
+}
+
+mk_err mk_segment_rebuild_indexes(mk_segment *s, int64_t end_limit,
+				  int64_t interval, mk_strbuf *why)
+{
+	mk_err err = open_indexes(s, why);
+	if (err)
+		return err;
+	s->indexes_loaded = false;
+	scan_result res;
+	err = scan(s, s->size, end_limit, INT64_MAX, interval, true, NULL, NULL,
+		   &res, why);
+	if (!err && res.reason) {
+		say_at(why, s->log_path, res.bad_pos, res.reason);
+		err = MK_KAFKA_STORAGE_ERROR;
+	}
+	if (err) {
+		mk_index_clear(&s->index);
+		mk_timeindex_clear(&s->tindex);
+		return err;
+	}
+	assert(res.valid == s->size);
+	if (s->active) {
+		s->next_offset = res.next_offset;
+		s->max_ts = res.max_ts;
+		s->last_base = res.last_base;
+	} else {
+		final_time_entry(s, res.max_ts, res.last_base, false, NULL);
+	}
+	if ((err = write_indexes(s, why)) || (err = sync_indexes(s, why)))
+		return err;
+	s->indexes_loaded = true;
+	detach_indexes(s);
+	return MK_OK;
+}
+
+mk_err mk_segment_load_indexes(mk_segment *s, int64_t end_limit,
+			       int64_t interval, mk_strbuf *why)
+{
+	if (s->indexes_loaded)
+		return MK_OK;
+	mk_err err = open_indexes(s, why);
+	if (err)
+		return err;
+	uint64_t rel_limit = end_limit == INT64_MAX
+				     ? UINT64_MAX
+				     : (uint64_t)(end_limit - s->base);
+	bool ok_index, ok_time;
+	if (mk_index_load(&s->index, s->size, rel_limit, &ok_index))
+		return io_error(why, s->index_path, "read failed");
+	if (mk_timeindex_load(&s->tindex, s->size, rel_limit, &ok_time))
+		return io_error(why, s->time_path, "read failed");
+	if (!ok_index || !ok_time)
+		return mk_segment_rebuild_indexes(s, end_limit, interval, why);
+	s->indexes_loaded = true;
+	detach_indexes(s);
+	return MK_OK;
+}
+
+mk_err mk_segment_scan(mk_segment *s, int64_t end_limit,
+		       mk_segment_batch_fn fn, void *arg, mk_strbuf *why)
+{
+	/* build is false: the indexes are not touched. */
+	scan_result res;
+	mk_err err = scan(s, s->size, end_limit, INT64_MAX, 0, false, fn, arg,
+			  &res, why);
+	if (!err && res.reason) {
+		say_at(why, s->log_path, res.bad_pos, res.reason);
+		err = MK_KAFKA_STORAGE_ERROR;
+	}
+	return err;
+}
+
+/* ---- appending and reading positions ------------------------------------- */
+
+bool mk_segment_can_hold(const mk_segment *s, size_t len, int64_t last_offset)
+{
+	return last_offset >= s->base &&
+	       last_offset - s->base <= (int64_t)UINT32_MAX &&
+	       s->size + len <= UINT32_MAX;
+}
+
+mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
+			 const mk_batch_view *b, int64_t interval,
+			 mk_strbuf *why)
+{
+	assert(s->active && s->indexes_loaded);
+	assert(b->meta.base_offset >= s->next_offset);
+	assert(mk_segment_can_hold(s, b->frame_len, mk_batch_last_offset(b)));
+	uint64_t pos = s->size;
+	if (mk_pwrite_all(s->fd, frame, b->frame_len, (long long)pos)) {
+		if (why)
+			mk_strbuf_addf(why, "%s at byte %llu: write failed: %s",
+				       s->log_path, (unsigned long long)pos,
+				       strerror(errno));
+		return MK_KAFKA_STORAGE_ERROR;
+	}
+	s->size += b->frame_len;
+	s->dirty = true;
+	if (b->max_timestamp > s->max_ts)
+		s->max_ts = b->max_timestamp;
+	s->next_offset = mk_batch_next_offset(b);
+	s->last_base = b->meta.base_offset;
+	return index_batch(s, b, pos, s->max_ts, interval, true, why);
+}
+
+uint64_t mk_segment_lookup(const mk_segment *s, int64_t offset)
+{
+	assert(s->indexes_loaded);
+	if (offset <= s->base)
+		return 0;
+	int64_t rel = offset - s->base;
+	if (rel > (int64_t)UINT32_MAX)
+		rel = UINT32_MAX;
+	mk_index_entry e;
+	return mk_index_floor(&s->index, (uint32_t)rel, &e) ? e.pos : 0;
+}
+
+uint64_t mk_segment_lookup_time(const mk_segment *s, int64_t ts)
+{
+	assert(s->indexes_loaded);
+	mk_time_entry t;
+	if (!mk_timeindex_before(&s->tindex, ts, &t))
+		return 0;
+	return mk_segment_lookup(s, s->base + (int64_t)t.rel);
+}
+
+/* ---- truncation ---------------------------------------------------------- */
+
+mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
+			    mk_strbuf *why)
+{
+	assert(offset >= s->base);
+	scan_result res;
+	mk_err err = scan(s, s->size, INT64_MAX, offset, 0, false, NULL, NULL,
+			  &res, why);
+	if (err)
+		return err;
+	if (res.reason) {
+		say_at(why, s->log_path, res.bad_pos, res.reason);
+		return MK_KAFKA_STORAGE_ERROR;
+	}
+	if (res.next_offset != offset &&
+	    !(res.stopped && res.stopped_base == offset)) {
+		if (why)
+			mk_strbuf_addf(why, "offset %lld is not a batch boundary "
+				       "in %s", (long long)offset, s->log_path);
+		return MK_INVALID_REQUEST;
+	}
+	c->offset = offset;
+	c->pos = res.valid;
+	c->max_ts = res.max_ts;
+	c->last_base = res.last_base;
+	return MK_OK;
+}
+
+mk_err mk_segment_cut_at(mk_segment *s, const mk_segment_cut *c,
+			 int64_t interval, mk_strbuf *why)
+{
+	assert(c->pos <= s->size && c->offset >= s->base);
+	mk_err err = open_indexes(s, why);
+	if (err)
+		return err;
+	if (c->pos < s->size && ftruncate(s->fd, (off_t)c->pos))
+		return io_error(why, s->log_path, "truncate failed");
+	s->size = c->pos;
+	if (s->flushed > s->size)
+		s->flushed = s->size;
+	s->dirty = true;
+	s->active = true;
+	if (s->indexes_loaded) {
+		if (mk_index_truncate_pos(&s->index, (uint32_t)c->pos))
+			return io_error(why, s->index_path, "truncate failed");
+		int64_t rel = c->offset - s->base;
+		if (rel <= (int64_t)UINT32_MAX &&
+		    mk_timeindex_truncate_rel(&s->tindex, (uint32_t)rel))
+			return io_error(why, s->time_path, "truncate failed");
+		/* The files were detached while closed: make sure they hold
+		 * exactly what memory does. */
+		if ((err = write_indexes(s, why)))
+			return err;
+	} else if ((err = mk_segment_rebuild_indexes(s, INT64_MAX, interval,
+						     why))) {
+		return err;
+	}
+	s->next_offset = c->offset;
+	s->max_ts = c->max_ts;
+	s->last_base = c->last_base;
+	return mk_segment_flush(s, why);
+}
+
+/* ---- flushing, sealing, crashing, removing ------------------------------- */
+
+mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why)
+{
+	if (s->dirty) {
+		if (fsync(s->fd))
+			return io_error(why, s->log_path, "fsync failed");
+		s->flushed = s->size;
+		s->dirty = false;
+	}
+	return sync_indexes(s, why);
+}
+
+mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why)
+{
+	assert(s->active && s->indexes_loaded);
+	mk_err err = final_time_entry(s, s->max_ts, s->last_base, true, why);
+	if (!err)
+		err = mk_segment_flush(s, why);
+	if (!err) {
+		s->active = false;
+		detach_indexes(s);
+	}
+	return err;
+}
+
+void mk_segment_crash(mk_segment *s, bool torn)
+{
+	if (s->size > s->flushed &&
+	    ftruncate(s->fd, (off_t)s->flushed)) {
+		/* best effort: this only simulates a lost page cache */
+	}
+	mk_index_crash(&s->index);
+	mk_timeindex_crash(&s->tindex);
+	if (torn && s->active) {
+		/* A frame header promising 200 payload bytes, then 3 of them. */
+		uint8_t part[MK_FRAME_HEADER + 3];
+		memcpy(part, MK_FRAME_MAGIC, 4);
+		mk_store_be32(part + 4, 200);
+		mk_store_be32(part + 8, 0xdeadbeef);
+		memcpy(part + MK_FRAME_HEADER, "\x01\x00\x00", 3);
+		if (mk_pwrite_all(s->fd, part, sizeof(part),
+				  (long long)s->flushed)) {
+		}
+	}
+	mk_segment_close(s);
+}
+
+mk_err mk_segment_remove(mk_segment *s, mk_strbuf *why)
+{
+	mk_err err = MK_OK;
+	/* The .log goes first: without it the segment no longer exists. */
+	if (unlink(s->log_path) && errno != ENOENT)
+		err = io_error(why, s->log_path, "cannot delete");
+	if (!err) {
+		unlink(s->index_path);
+		unlink(s->time_path);
+	}
+	mk_segment_close(s);
+	return err;
+}

@@ -1,0 +1,182 @@
+/*
+ * segment.h — one segment of a partition log: NNN.log with its two sparse
+ * indexes (index.h, timeindex.h). Internal to the log (log.c).
+ *
+ * A segment owns its three open file descriptors and the in-memory index
+ * arrays. It is either active (the last one of the log: appended to, its
+ * state fully known from the recovery scan and the appends since) or closed
+ * (trusted, never scanned at open; its indexes are read lazily on the first
+ * lookup and rebuilt from the .log when missing or invalid).
+ *
+ * Invariants:
+ *   - [0, size) of the .log holds whole, valid frames whose offsets strictly
+ *     increase, all >= base and, relative to base, within u32; size fits in
+ *     u32 too (positions in the index are u32);
+ *   - flushed <= size: [0, flushed) is known durable; a closed segment is
+ *     entirely durable (flushed == size);
+ *   - when indexes_loaded, every index entry points at a batch start in
+ *     [0, size), and the first batch always has an entry in both indexes;
+ *   - an active segment has indexes_loaded, and next_offset, max_ts and
+ *     last_base describe its batches.
+ *
+ * Errors name the file and position: "PATH at byte POS: REASON".
+ */
+#ifndef MK_SEGMENT_H
+#define MK_SEGMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+#include "error.h"
+#include "index.h"
+#include "strbuf.h"
+#include "timeindex.h"
+
+typedef struct {
+	int64_t base;
+	char *log_path, *index_path, *time_path;
+	int fd;                 /* the .log, read-write */
+	uint64_t size;          /* bytes of whole valid frames */
+	uint64_t flushed;       /* bytes known durable */
+	bool active;
+	bool dirty;             /* .log changed since its last fsync */
+	bool indexes_loaded;    /* index and tindex hold this segment's entries */
+	mk_index index;
+	mk_timeindex tindex;
+	/* Known for the active segment (-1 / INT64_MIN otherwise): */
+	int64_t next_offset;    /* after the last batch; base when empty */
+	int64_t max_ts;         /* largest batch max timestamp; INT64_MIN: none */
+	int64_t last_base;      /* base offset of the last batch; -1: none */
+} mk_segment;
+
+/* Called for each batch a scan accepts, in order, with its position. */
+typedef void (*mk_segment_batch_fn)(void *arg, const mk_batch_view *b,
+				    uint64_t pos);
+
+/* Create an empty active segment at base (fails if the .log exists). */
+mk_err mk_segment_create(const char *dir, int64_t base, mk_segment **out,
+			 mk_strbuf *why);
+/* Open an existing segment as closed: no scan, indexes not read. */
+mk_err mk_segment_open_closed(const char *dir, int64_t base,
+			      mk_segment **out, mk_strbuf *why);
+/*
+ * Open an existing segment as active with recovery: scan every frame from
+ * byte 0, truncate the file at the first invalid or truncated frame (or
+ * batch whose offsets do not follow), rebuild both indexes, fsync. *cut gets
+ * the bytes removed; when non-zero, why (if given) says where and why.
+ * fn (may be NULL) sees every batch kept.
+ */
+mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t interval,
+			      mk_segment_batch_fn fn, void *arg,
+			      mk_segment **out, uint64_t *cut, mk_strbuf *why);
+
+/*
+ * Make the indexes of a closed segment usable: read and validate them,
+ * rebuilding both from a strict scan of the .log when either is missing or
+ * invalid. end_limit is the next segment's base offset (INT64_MAX if none):
+ * every offset in this segment is below it. A frame failing in the scan is
+ * KAFKA_STORAGE_ERROR. Nothing to do once loaded.
+ */
+mk_err mk_segment_load_indexes(mk_segment *s, int64_t end_limit,
+			       int64_t interval, mk_strbuf *why);
+/* Rebuild both indexes from a strict scan, even if they looked valid. */
+mk_err mk_segment_rebuild_indexes(mk_segment *s, int64_t end_limit,
+				  int64_t interval, mk_strbuf *why);
+/* Strict scan of [0, size) calling fn for every batch; no state changes. */
+mk_err mk_segment_scan(mk_segment *s, int64_t end_limit,
+		       mk_segment_batch_fn fn, void *arg, mk_strbuf *why);
+
+/*
+ * Append a frame (already validated, b its view) at the end of the active
+ * segment, adding index entries per interval. One pwrite to the .log.
+ */
+mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
+			 const mk_batch_view *b, int64_t interval,
+			 mk_strbuf *why);
+/* Would a batch of len bytes ending at last_offset still fit the formats? */
+bool mk_segment_can_hold(const mk_segment *s, size_t len, int64_t last_offset);
+
+/* Byte position to start scanning for offset (floor index lookup). */
+uint64_t mk_segment_lookup(const mk_segment *s, int64_t offset);
+/* Byte position to start scanning for the first timestamp >= ts. */
+uint64_t mk_segment_lookup_time(const mk_segment *s, int64_t ts);
+
+/*
+ * Truncation in place, in two steps so that the log can delete the later
+ * segments in between. check_cut() scans the segment strictly (a bad frame
+ * is KAFKA_STORAGE_ERROR) and accepts offset only when it is the base of a
+ * batch in it or the end of one (INVALID_REQUEST otherwise); it changes
+ * nothing. cut_at() then drops every batch at or after the offset:
+ * ftruncate of the .log, truncation of both indexes, fsync; the segment
+ * becomes active.
+ */
+typedef struct {
+	int64_t offset;         /* the new end offset */
+	uint64_t pos;           /* the new size */
+	int64_t max_ts;         /* of the batches kept */
+	int64_t last_base;
+} mk_segment_cut;
+
+mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
+			    mk_strbuf *why);
+mk_err mk_segment_cut_at(mk_segment *s, const mk_segment_cut *c,
+			 int64_t interval, mk_strbuf *why);
+/* At roll: add the final time index entry, flush, and mark closed. */
+mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why);
+/* fsync the .log and both indexes when anything is unflushed. */
+mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why);
+/*
+ * Simulated crash: cut the .log and indexes back to what was fsynced; with
+ * torn (active segment only), leave a partial frame after it. Then free.
+ */
+void mk_segment_crash(mk_segment *s, bool torn);
+/* Close the files and free (no flush). NULL is fine. */
+void mk_segment_close(mk_segment *s);
+/* Delete the three files and free. */
+mk_err mk_segment_remove(mk_segment *s, mk_strbuf *why);
+
+/*
+ * Reading frames of a segment into a strbuf, decoding them in place.
+ *
+ * The reader fills buf from position `tail` onwards with file bytes read by
+ * pread in chunks (16 KiB first, doubling up to max_chunk; 0 means 1 MiB),
+ * and walks frame by frame. Each frame returned by next()
+ * is then either skipped (dropped from buf) or kept (left in buf); once one
+ * is kept, every later one must be kept or the walk ended. finish() cuts buf
+ * to tail + the kept frames. Views point into buf and are valid until the
+ * next call.
+ */
+typedef struct {
+	const mk_segment *seg;
+	mk_strbuf *buf;
+	size_t tail;            /* the window starts at buf->buf + tail */
+	uint64_t wpos;          /* file position of the window start */
+	size_t cur;             /* window offset of the next frame */
+	size_t frame_len;       /* of the frame next() last returned */
+	bool keeping;           /* window [0, cur) holds kept frames */
+	uint64_t limit;         /* file bytes that may be read */
+	size_t chunk;           /* next read size, at least */
+	size_t max_chunk;       /* the read size grows up to this */
+	const char *reason;     /* why next() failed */
+} mk_segment_reader;
+
+void mk_segment_reader_init(mk_segment_reader *r, const mk_segment *s,
+			    uint64_t pos, uint64_t limit, mk_strbuf *buf,
+			    size_t max_chunk);
+/*
+ * MK_OK: *b is the frame at the cursor, or *done at the limit.
+ * CORRUPT_MESSAGE: the bytes there are not a valid frame (r->reason).
+ * KAFKA_STORAGE_ERROR: I/O failure (r->reason).
+ */
+mk_err mk_segment_reader_next(mk_segment_reader *r, mk_batch_view *b,
+			      bool *done);
+void mk_segment_reader_skip(mk_segment_reader *r);
+void mk_segment_reader_keep(mk_segment_reader *r);
+/* File position of the cursor. */
+uint64_t mk_segment_reader_pos(const mk_segment_reader *r);
+/* Cut buf to tail + kept frames; returns the kept bytes. */
+size_t mk_segment_reader_finish(mk_segment_reader *r);
+
+#endif

@@ -1,0 +1,1306 @@
+/*
+ * Unit tests of the partition log (core/log.c) and its internal pieces
+ * (index.c, timeindex.c, segment.c), run in a temporary directory.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "fileio.h"
+#include "index.h"
+#include "log.h"
+#include "timeindex.h"
+
+/* ---- fixture ------------------------------------------------------------- */
+
+typedef struct {
+	char root[64];
+	char dir[128];
+	int nfds;
+} fixture;
+
+/* Open file descriptors of this process: a closed log leaves none. */
+static int count_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	strcpy(f->root, "/tmp/mk-test-log-XXXXXX");
+	if (!mkdtemp(f->root)) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->dir, sizeof(f->dir), "%s/t-0", f->root);
+	f->nfds = count_fds();
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	int leaked = count_fds() - f->nfds;
+	mk_remove_tree(f->root);
+	free(f);
+	if (leaked)
+		print_error("%d file descriptors leaked\n", leaked);
+	return leaked ? -1 : 0;
+}
+
+static mk_log *open_log(const fixture *f, int64_t seg_bytes, int64_t interval,
+			int64_t flush)
+{
+	mk_log_config cfg = { seg_bytes, interval, flush };
+	mk_log *log = NULL;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_log_open(f->dir, &cfg, &log, &why);
+	if (err)
+		print_error("open: %s: %s\n", mk_err_name(err), why.buf);
+	assert_int_equal(err, MK_OK);
+	assert_non_null(log);
+	mk_strbuf_release(&why);
+	return log;
+}
+
+static void seg_path(const fixture *f, int64_t base, const char *ext,
+		     char *out, size_t n)
+{
+	snprintf(out, n, "%s/%020lld.%s", f->dir, (long long)base, ext);
+}
+
+static off_t file_size(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st))
+		return -1;
+	return st.st_size;
+}
+
+static bool exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* ---- building batches ---------------------------------------------------- */
+
+/*
+ * A batch of n records whose values are "value-OFFSET" (padded with '.' to
+ * pad bytes), for records at offsets base..base+n-1, timestamps ts[i] (or
+ * 1000 + offset when ts is NULL).
+ */
+static void build(mk_strbuf *out, int64_t base, int32_t epoch, int n,
+		  const int64_t *ts, size_t pad)
+{
+	mk_batch_meta meta = { 0, base, epoch, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	for (int i = 0; i < n; i++) {
+		char v[512];
+		int len = snprintf(v, sizeof(v), "value-%lld",
+				   (long long)(base + i));
+		while ((size_t)len < pad && (size_t)len < sizeof(v) - 1)
+			v[len++] = '.';
+		mk_builder_add(&b, ts ? ts[i] : 1000 + base + i, MK_BYTES_NULL,
+			       mk_bytes_of(v, (size_t)len), NULL, 0);
+	}
+	mk_builder_finish(&b);
+	mk_strbuf_reset(out);
+	mk_strbuf_add(out, b.frame.buf, b.frame.len);
+	mk_builder_release(&b);
+}
+
+/* Leader append of n records; returns the base offset. */
+static int64_t append_n(mk_log *log, int32_t epoch, int n, const int64_t *ts,
+			size_t pad)
+{
+	mk_strbuf fr = MK_STRBUF_INIT;
+	int64_t leo = mk_log_end_offset(log);
+	/* Values name the offsets the records will get; the frame is then
+	 * moved to a wrong offset and epoch on purpose: the leader assigns. */
+	build(&fr, leo, 77, n, ts, pad);
+	mk_frame_assign((uint8_t *)fr.buf, fr.len, 12345, 77);
+	int64_t base = -1;
+	mk_err err = mk_log_append_leader(log, (uint8_t *)fr.buf, fr.len,
+					  epoch, &base);
+	assert_int_equal(err, MK_OK);
+	assert_int_equal(base, leo);
+	assert_int_equal(mk_log_end_offset(log), leo + n);
+	mk_strbuf_release(&fr);
+	return base;
+}
+
+/*
+ * Check that buf holds whole frames covering exactly the offsets
+ * [first, last], every record's value naming its offset. Returns the frame
+ * count.
+ */
+static int check_frames(const mk_strbuf *buf, int64_t first, int64_t last)
+{
+	size_t pos = 0;
+	int64_t expect = first;
+	int frames = 0;
+	while (pos < buf->len) {
+		mk_batch_view b;
+		const char *why = NULL;
+		mk_err err = mk_frame_decode((const uint8_t *)buf->buf + pos,
+					     buf->len - pos, 0, &b, &why);
+		if (err)
+			print_error("frame at %zu: %s\n", pos, why);
+		assert_int_equal(err, MK_OK);
+		mk_record_iter it;
+		mk_record_view rec;
+		mk_record_iter_init(&it, &b);
+		while (mk_record_next(&it, &rec)) {
+			assert_int_equal(rec.offset, expect);
+			char v[64];
+			int len = snprintf(v, sizeof(v), "value-%lld",
+					   (long long)rec.offset);
+			assert_true(rec.value.len >= len);
+			assert_memory_equal(rec.value.ptr, v, (size_t)len);
+			expect++;
+		}
+		pos += b.frame_len;
+		frames++;
+	}
+	assert_int_equal(expect, last + 1);
+	return frames;
+}
+
+static void flip_byte(const char *path, off_t at)
+{
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t c;
+	assert_int_equal(pread(fd, &c, 1, at), 1);
+	c ^= 0x5a;
+	assert_int_equal(pwrite(fd, &c, 1, at), 1);
+	close(fd);
+}
+
+static void append_bytes(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_APPEND);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+/* ---- the index and time index on their own ------------------------------- */
+
+static void test_index_unit(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/x.index", f->dir);
+	mk_index ix;
+	mk_index_init(&ix);
+	assert_int_equal(mk_index_open(&ix, path), MK_OK);
+	mk_index_entry e;
+	assert_false(mk_index_floor(&ix, 5, &e));
+	assert_int_equal(mk_index_append(&ix, 0, 0), MK_OK);
+	assert_int_equal(mk_index_append(&ix, 10, 400), MK_OK);
+	assert_int_equal(mk_index_append(&ix, 25, 900), MK_OK);
+	assert_int_equal(file_size(path), 24);
+	assert_true(mk_index_floor(&ix, 0, &e));
+	assert_int_equal(e.pos, 0);
+	assert_true(mk_index_floor(&ix, 9, &e));
+	assert_int_equal(e.pos, 0);
+	assert_true(mk_index_floor(&ix, 10, &e));
+	assert_int_equal(e.pos, 400);
+	assert_true(mk_index_floor(&ix, 24, &e));
+	assert_int_equal(e.rel, 10);
+	assert_true(mk_index_floor(&ix, 1000, &e));
+	assert_int_equal(e.rel, 25);
+	mk_index_close(&ix);
+
+	/* Reload: valid against a big enough segment, invalid otherwise. */
+	bool valid;
+	mk_index_init(&ix);
+	assert_int_equal(mk_index_open(&ix, path), MK_OK);
+	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
+	assert_true(valid);
+	assert_int_equal(ix.n, 3);
+	assert_int_equal(mk_index_load(&ix, 900, UINT64_MAX, &valid), MK_OK);
+	assert_false(valid);   /* position 900 is not inside 900 bytes */
+	assert_int_equal(mk_index_load(&ix, 1000, 20, &valid), MK_OK);
+	assert_false(valid);   /* offset 25 is past the next segment */
+	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
+	assert_true(valid);
+	/* Truncation by offset and by position, in the file too. */
+	assert_int_equal(mk_index_truncate_rel(&ix, 25), MK_OK);
+	assert_int_equal(ix.n, 2);
+	assert_int_equal(file_size(path), 16);
+	assert_int_equal(mk_index_truncate_pos(&ix, 1), MK_OK);
+	assert_int_equal(ix.n, 1);
+	assert_int_equal(file_size(path), 8);
+	mk_index_close(&ix);
+
+	/* A length that is not a multiple of 8, then decreasing entries. */
+	append_bytes(path, "abc", 3);
+	mk_index_init(&ix);
+	assert_int_equal(mk_index_open(&ix, path), MK_OK);
+	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
+	assert_false(valid);
+	assert_int_equal(ix.n, 0);
+	mk_index_close(&ix);
+	uint8_t bad[16];
+	mk_store_be32(bad, 0);
+	mk_store_be32(bad + 4, 0);
+	mk_store_be32(bad + 8, 0);   /* offset does not increase */
+	mk_store_be32(bad + 12, 100);
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, bad, sizeof(bad)), 16);
+	close(fd);
+	mk_index_init(&ix);
+	assert_int_equal(mk_index_open(&ix, path), MK_OK);
+	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
+	assert_false(valid);
+	mk_index_close(&ix);
+
+	/* Time index: last entry with ts < target. */
+	snprintf(path, sizeof(path), "%s/x.timeindex", f->dir);
+	mk_timeindex ti;
+	mk_timeindex_init(&ti);
+	assert_int_equal(mk_timeindex_open(&ti, path), MK_OK);
+	assert_int_equal(mk_timeindex_append(&ti, 100, 0), MK_OK);
+	assert_int_equal(mk_timeindex_append(&ti, 200, 5), MK_OK);
+	assert_int_equal(mk_timeindex_append(&ti, 300, 9), MK_OK);
+	assert_int_equal(file_size(path), 36);
+	mk_time_entry t;
+	assert_false(mk_timeindex_before(&ti, 100, &t));
+	assert_true(mk_timeindex_before(&ti, 101, &t));
+	assert_int_equal(t.rel, 0);
+	assert_true(mk_timeindex_before(&ti, 300, &t));
+	assert_int_equal(t.rel, 5);
+	assert_true(mk_timeindex_before(&ti, 301, &t));
+	assert_int_equal(t.rel, 9);
+	mk_timeindex_close(&ti);
+	mk_timeindex_init(&ti);
+	assert_int_equal(mk_timeindex_open(&ti, path), MK_OK);
+	assert_int_equal(mk_timeindex_load(&ti, 50, UINT64_MAX, &valid), MK_OK);
+	assert_true(valid);
+	assert_int_equal(ti.n, 3);
+	assert_int_equal(mk_timeindex_load(&ti, 50, 9, &valid), MK_OK);
+	assert_false(valid);
+	mk_timeindex_close(&ti);
+	append_bytes(path, "x", 1);
+	mk_timeindex_init(&ti);
+	assert_int_equal(mk_timeindex_open(&ti, path), MK_OK);
+	assert_int_equal(mk_timeindex_load(&ti, 50, UINT64_MAX, &valid), MK_OK);
+	assert_false(valid);
+	mk_timeindex_close(&ti);
+}
+
+/* ---- append and read ----------------------------------------------------- */
+
+static void test_append_read(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_end_offset(log), 0);
+	assert_int_equal(mk_log_start_offset(log), 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(append_n(log, 0, 3, NULL, 0), 3 * i);
+	assert_int_equal(mk_log_end_offset(log), 30);
+
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 30, SIZE_MAX, &out), MK_OK);
+	assert_int_equal(check_frames(&out, 0, 29), 10);
+	assert_int_equal(out.len, mk_log_size_bytes(log));
+
+	/* From the middle of a batch: that whole batch comes first. */
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 4, 30, SIZE_MAX, &out), MK_OK);
+	assert_int_equal(check_frames(&out, 3, 29), 9);
+
+	/* end: stop before a batch starting at or past it. */
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 4, 9, SIZE_MAX, &out), MK_OK);
+	assert_int_equal(check_frames(&out, 3, 8), 2);
+
+	/* max_bytes: at least one batch, then only what fits. */
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 30, 1, &out), MK_OK);
+	assert_int_equal(check_frames(&out, 0, 2), 1);
+	size_t one = out.len;
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 30, 3 * one + one / 2, &out), MK_OK);
+	assert_int_equal(check_frames(&out, 0, 8), 3);
+
+	/* Reads append to what out holds. */
+	mk_strbuf_reset(&out);
+	mk_strbuf_addstr(&out, "hdr");
+	assert_int_equal(mk_log_read(log, 0, 3, SIZE_MAX, &out), MK_OK);
+	assert_int_equal(out.len, 3 + one);
+	assert_memory_equal(out.buf, "hdr", 3);
+
+	/* At the end: nothing; past it: out of range. */
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 30, 100, SIZE_MAX, &out), MK_OK);
+	assert_int_equal(out.len, 0);
+	assert_int_equal(mk_log_read(log, 31, 100, SIZE_MAX, &out),
+			 MK_OFFSET_OUT_OF_RANGE);
+	assert_int_equal(mk_log_read(log, -1, 100, SIZE_MAX, &out),
+			 MK_OFFSET_OUT_OF_RANGE);
+
+	/* Everything survives a close and reopen. */
+	mk_log_close(log);
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_end_offset(log), 30);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 30, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 29);
+	assert_string_equal(mk_log_error(log), "");
+	mk_log_close(log);
+	mk_strbuf_release(&out);
+}
+
+static void test_leader_append(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1 << 20, 4096, 0);
+	append_n(log, 2, 5, NULL, 0);
+	append_n(log, 2, 1, NULL, 0);
+	int64_t b = append_n(log, 4, 2, NULL, 0);
+	assert_int_equal(b, 6);
+
+	/* The stored frames carry the assigned offsets and epochs. */
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 100, SIZE_MAX, &out), MK_OK);
+	size_t pos = 0;
+	int64_t bases[3];
+	int32_t epochs[3];
+	for (int i = 0; i < 3; i++) {
+		mk_batch_view v;
+		assert_int_equal(mk_frame_decode((uint8_t *)out.buf + pos,
+						 out.len - pos, 0, &v, NULL),
+				 MK_OK);
+		bases[i] = v.meta.base_offset;
+		epochs[i] = v.meta.leader_epoch;
+		pos += v.frame_len;
+	}
+	assert_int_equal(pos, out.len);
+	assert_int_equal(bases[0], 0);
+	assert_int_equal(bases[1], 5);
+	assert_int_equal(bases[2], 6);
+	assert_int_equal(epochs[0], 2);
+	assert_int_equal(epochs[2], 4);
+	assert_int_equal(mk_log_latest_epoch(log), 4);
+
+	/* A lower epoch is fenced; a damaged frame is refused. */
+	mk_strbuf fr = MK_STRBUF_INIT;
+	build(&fr, 0, 0, 1, NULL, 0);
+	assert_int_equal(mk_log_append_leader(log, (uint8_t *)fr.buf, fr.len, 3,
+					      NULL), MK_FENCED_LEADER_EPOCH);
+	fr.buf[fr.len - 1] ^= 1;
+	assert_int_equal(mk_log_append_leader(log, (uint8_t *)fr.buf, fr.len, 4,
+					      NULL), MK_CORRUPT_MESSAGE);
+	fr.buf[fr.len - 1] ^= 1;
+	assert_int_equal(mk_log_append_leader(log, (uint8_t *)fr.buf,
+					      fr.len - 1, 4, NULL),
+			 MK_CORRUPT_MESSAGE);
+	assert_int_equal(mk_log_end_offset(log), 8);
+	mk_strbuf_release(&fr);
+	mk_strbuf_release(&out);
+	mk_log_close(log);
+}
+
+static void test_replica_append(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1 << 20, 4096, 0);
+	mk_strbuf fr = MK_STRBUF_INIT;
+	build(&fr, 1, 3, 2, NULL, 0);
+	assert_int_equal(mk_log_append_replica(log, (uint8_t *)fr.buf, fr.len),
+			 MK_INVALID_REQUEST);   /* not at the log end */
+	build(&fr, 0, 3, 2, NULL, 0);
+	assert_int_equal(mk_log_append_replica(log, (uint8_t *)fr.buf, fr.len),
+			 MK_OK);
+	assert_int_equal(mk_log_end_offset(log), 2);
+	assert_int_equal(mk_log_latest_epoch(log), 3);
+	/* The same batch again no longer starts at the end. */
+	assert_int_equal(mk_log_append_replica(log, (uint8_t *)fr.buf, fr.len),
+			 MK_INVALID_REQUEST);
+	build(&fr, 2, 3, 1, NULL, 0);
+	fr.buf[20] ^= 0x40;
+	assert_int_equal(mk_log_append_replica(log, (uint8_t *)fr.buf, fr.len),
+			 MK_CORRUPT_MESSAGE);
+	build(&fr, 2, 1, 1, NULL, 0);   /* epochs do not go back */
+	assert_int_equal(mk_log_append_replica(log, (uint8_t *)fr.buf, fr.len),
+			 MK_INVALID_REQUEST);
+	build(&fr, 2, 5, 4, NULL, 0);
+	assert_int_equal(mk_log_append_replica(log, (uint8_t *)fr.buf, fr.len),
+			 MK_OK);
+	assert_int_equal(mk_log_end_offset(log), 6);
+
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 6, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 5);
+	/* Stored as is: byte for byte the frame given. */
+	assert_memory_equal(out.buf + out.len - fr.len, fr.buf, fr.len);
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&fr);
+	mk_log_close(log);
+}
+
+/* ---- the sparse index ---------------------------------------------------- */
+
+static void test_index_lookup(void **state)
+{
+	fixture *f = *state;
+	/* ~100-byte batches, an index entry every ~300 bytes. */
+	mk_log *log = open_log(f, 1 << 20, 400, 0);
+	for (int i = 0; i < 60; i++)
+		append_n(log, 0, 2, NULL, 20);
+	assert_int_equal(mk_log_segment_count(log), 1);
+	char path[256];
+	seg_path(f, 0, "index", path, sizeof(path));
+	off_t isz = file_size(path);
+	/* Sparse: several entries, far fewer than batches. */
+	assert_true(isz % 8 == 0);
+	assert_true(isz / 8 > 5);
+	assert_true(isz / 8 < 30);
+
+	/* Every starting offset finds the batch that holds it. */
+	mk_strbuf out = MK_STRBUF_INIT;
+	for (int64_t from = 0; from < 120; from++) {
+		mk_strbuf_reset(&out);
+		assert_int_equal(mk_log_read(log, from, from + 1, SIZE_MAX, &out),
+				 MK_OK);
+		assert_int_equal(check_frames(&out, from & ~1LL, (from & ~1LL) + 1),
+				 1);
+	}
+	mk_log_close(log);
+
+	/* The same after a reopen (the index rebuilt from the scan). */
+	log = open_log(f, 1 << 20, 400, 0);
+	assert_int_equal(file_size(path), isz);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 77, 80, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 76, 79);
+	mk_log_close(log);
+	mk_strbuf_release(&out);
+}
+
+/* ---- rolling ------------------------------------------------------------- */
+
+static void test_roll(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1000, 4096, 0);
+	mk_strbuf fr = MK_STRBUF_INIT;
+	build(&fr, 0, 0, 2, NULL, 100);
+	size_t flen = fr.len;
+	mk_strbuf_release(&fr);
+	for (int i = 0; i < 20; i++)
+		append_n(log, 0, 2, NULL, 100);
+	size_t per = 1000 / flen;   /* batches per segment */
+	size_t n = mk_log_segment_count(log);
+	assert_int_equal(n, (20 + per - 1) / per);
+	int64_t prev = -1;
+	for (size_t i = 0; i < n; i++) {
+		mk_segment_info info;
+		mk_log_segment_info(log, i, &info);
+		assert_true(info.base_offset > prev);
+		assert_int_equal(info.base_offset, (int64_t)(i * per * 2));
+		assert_true(info.size <= 1000);
+		assert_int_equal(info.active, i + 1 == n);
+		char path[256];
+		seg_path(f, info.base_offset, "log", path, sizeof(path));
+		assert_true(exists(path));
+		assert_int_equal(file_size(path), (off_t)info.size);
+		seg_path(f, info.base_offset, "index", path, sizeof(path));
+		assert_true(exists(path));
+		seg_path(f, info.base_offset, "timeindex", path, sizeof(path));
+		assert_true(exists(path));
+		prev = info.base_offset;
+	}
+	/* The 20-digit names, literally. */
+	char path[256];
+	snprintf(path, sizeof(path), "%s/00000000000000000000.log", f->dir);
+	assert_true(exists(path));
+	snprintf(path, sizeof(path), "%s/%020zu.log", f->dir, per * 2);
+	assert_true(exists(path));
+	assert_int_equal(strlen(strrchr(path, '/') + 1), 24);
+
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 40, SIZE_MAX, &out), MK_OK);
+	assert_int_equal(check_frames(&out, 0, 39), 20);
+	/* Reads start in the right segment too. */
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 31, 40, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 30, 39);
+	mk_log_close(log);
+
+	/* Reopened: closed segments as they were, same end. */
+	log = open_log(f, 1000, 4096, 0);
+	assert_int_equal(mk_log_segment_count(log), n);
+	assert_int_equal(mk_log_end_offset(log), 40);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 40, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 39);
+	mk_log_close(log);
+	mk_strbuf_release(&out);
+}
+
+static void test_oversized_batch(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 100, 4096, 0);
+	append_n(log, 0, 1, NULL, 400);   /* far above segment_bytes */
+	assert_int_equal(mk_log_segment_count(log), 1);
+	mk_segment_info info;
+	mk_log_segment_info(log, 0, &info);
+	assert_true(info.size > 100);
+	append_n(log, 0, 1, NULL, 400);   /* rolls, and the new one takes it */
+	assert_int_equal(mk_log_segment_count(log), 2);
+	mk_log_segment_info(log, 1, &info);
+	assert_int_equal(info.base_offset, 1);
+	assert_true(info.size > 100);
+	assert_true(info.active);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 2, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 1);
+	mk_strbuf_release(&out);
+	mk_log_close(log);
+}
+
+/* ---- time lookups -------------------------------------------------------- */
+
+static int64_t brute_time(const int64_t *ts, int64_t n, int64_t target)
+{
+	for (int64_t i = 0; i < n; i++)
+		if (ts[i] >= target)
+			return i;
+	return n;
+}
+
+static void check_times(mk_log *log, const int64_t *ts, int64_t n)
+{
+	for (int64_t target = 900; target <= 1200 + 3 * n; target += 7) {
+		int64_t off = -2;
+		assert_int_equal(mk_log_offset_for_time(log, target, &off), MK_OK);
+		if (off != brute_time(ts, n, target))
+			print_error("target %lld\n", (long long)target);
+		assert_int_equal(off, brute_time(ts, n, target));
+	}
+}
+
+static void test_offset_for_time(void **state)
+{
+	fixture *f = *state;
+	/* Mostly increasing timestamps with jitter, some going back. */
+	enum { N = 300 };
+	int64_t ts[N];
+	uint32_t x = 12345;
+	for (int i = 0; i < N; i++) {
+		x = x * 1103515245u + 12345u;
+		ts[i] = 1000 + 2 * i + (int64_t)((x >> 16) % 40) - 20;
+	}
+	mk_log *log = open_log(f, 2000, 200, 0);
+	for (int i = 0; i < N; i += 3)
+		append_n(log, 0, 3, ts + i, 0);
+	assert_true(mk_log_segment_count(log) > 3);
+	check_times(log, ts, N);
+	int64_t off;
+	assert_int_equal(mk_log_offset_for_time(log, INT64_MIN, &off), MK_OK);
+	assert_int_equal(off, 0);
+	assert_int_equal(mk_log_offset_for_time(log, INT64_MAX, &off), MK_OK);
+	assert_int_equal(off, N);
+	mk_log_close(log);
+
+	/* Closed segments' time indexes are read lazily; then rebuilt. */
+	log = open_log(f, 2000, 200, 0);
+	check_times(log, ts, N);
+	mk_log_close(log);
+	char path[256];
+	seg_path(f, 0, "timeindex", path, sizeof(path));
+	assert_int_equal(unlink(path), 0);
+	log = open_log(f, 2000, 200, 0);
+	check_times(log, ts, N);
+	assert_true(exists(path));
+	mk_log_close(log);
+}
+
+/*
+ * The time index keeps the max timestamp *so far*: a spike in a batch that
+ * got no index entry must still stop a lookup from starting after it.
+ */
+static void test_time_index_max_so_far(void **state)
+{
+	fixture *f = *state;
+	mk_strbuf fr = MK_STRBUF_INIT;
+	int64_t one = 100;
+	build(&fr, 0, 0, 1, &one, 0);
+	/* An index entry every other batch. */
+	int64_t interval = (int64_t)fr.len + 1;
+	mk_strbuf_release(&fr);
+	mk_log *log = open_log(f, 1 << 20, interval, 0);
+	int64_t ts[8] = { 100, 5000, 200, 300, 400, 500, 600, 700 };
+	for (int i = 0; i < 8; i++)
+		append_n(log, 0, 1, ts + i, 0);
+	int64_t off;
+	assert_int_equal(mk_log_offset_for_time(log, 4000, &off), MK_OK);
+	assert_int_equal(off, 1);
+	assert_int_equal(mk_log_offset_for_time(log, 5000, &off), MK_OK);
+	assert_int_equal(off, 1);
+	assert_int_equal(mk_log_offset_for_time(log, 5001, &off), MK_OK);
+	assert_int_equal(off, 8);
+	assert_int_equal(mk_log_offset_for_time(log, 250, &off), MK_OK);
+	assert_int_equal(off, 1);
+	assert_int_equal(mk_log_offset_for_time(log, 100, &off), MK_OK);
+	assert_int_equal(off, 0);
+	mk_log_close(log);
+	/* The same from the rebuilt index after a reopen. */
+	log = open_log(f, 1 << 20, interval, 0);
+	assert_int_equal(mk_log_offset_for_time(log, 4000, &off), MK_OK);
+	assert_int_equal(off, 1);
+	mk_log_close(log);
+}
+
+/* The log start offset comes from the checkpoint and bounds reads. */
+static void test_log_start_from_checkpoint(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1 << 20, 4096, 0);
+	for (int i = 0; i < 5; i++)
+		append_n(log, 0, 2, NULL, 0);
+	mk_log_close(log);
+	char ck[256];
+	snprintf(ck, sizeof(ck), "%s/checkpoint", f->dir);
+	const char *text = "version 1\nlog_start_offset 4\nrecovery_point 10\n"
+			   "epoch 0 0\n";
+	assert_int_equal(mk_file_replace(ck, text, strlen(text)), MK_OK);
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_start_offset(log), 4);
+	assert_int_equal(mk_log_end_offset(log), 10);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 3, 10, SIZE_MAX, &out),
+			 MK_OFFSET_OUT_OF_RANGE);
+	assert_int_equal(mk_log_read(log, 4, 10, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 4, 9);
+	int64_t off;
+	assert_int_equal(mk_log_offset_for_time(log, 0, &off), MK_OK);
+	assert_int_equal(off, 4);
+	mk_log_close(log);
+	/* Kept across a reopen. */
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_start_offset(log), 4);
+	mk_log_close(log);
+	mk_strbuf_release(&out);
+}
+
+/* ---- truncation ---------------------------------------------------------- */
+
+static void test_truncate(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1000, 100, 0);
+	for (int i = 0; i < 12; i++)
+		append_n(log, i < 6 ? 1 : 2, 2, NULL, 100);   /* 24 records */
+	size_t nseg = mk_log_segment_count(log);
+	assert_true(nseg >= 3);
+	mk_segment_info mid, last;
+	mk_log_segment_info(log, 1, &mid);
+	mk_log_segment_info(log, nseg - 1, &last);
+	const mk_epoch_entry *ep;
+	assert_int_equal(mk_log_epochs(log, &ep), 2);
+
+	/* Not a boundary: refused, nothing changed. */
+	int64_t cut = mid.base_offset + 2;
+	assert_int_equal(mk_log_truncate_to(log, cut + 1), MK_INVALID_REQUEST);
+	assert_int_equal(mk_log_truncate_to(log, -1), MK_INVALID_REQUEST);
+	assert_int_equal(mk_log_end_offset(log), 24);
+	assert_int_equal(mk_log_segment_count(log), nseg);
+	/* At or past the end: nothing happens. */
+	assert_int_equal(mk_log_truncate_to(log, 24), MK_OK);
+	assert_int_equal(mk_log_truncate_to(log, 1000), MK_OK);
+	assert_int_equal(mk_log_end_offset(log), 24);
+
+	/* A boundary inside the second segment, before epoch 2 began (12). */
+	assert_true(cut < 12);
+	char path[256], lpath[256];
+	seg_path(f, mid.base_offset, "log", path, sizeof(path));
+	seg_path(f, last.base_offset, "log", lpath, sizeof(lpath));
+	struct stat before, after;
+	assert_int_equal(stat(path, &before), 0);
+	assert_int_equal(mk_log_truncate_to(log, cut), MK_OK);
+	assert_int_equal(mk_log_end_offset(log), cut);
+	assert_int_equal(mk_log_segment_count(log), 2);
+	assert_int_equal(stat(path, &after), 0);
+	assert_int_equal(after.st_ino, before.st_ino);   /* in place */
+	assert_true(after.st_size < before.st_size);
+	assert_false(exists(lpath));
+	mk_log_segment_info(log, 1, &mid);
+	assert_true(mid.active);
+	assert_int_equal(mid.size, (uint64_t)after.st_size);
+	/* Epoch 2 started at 12, past the cut: trimmed. */
+	assert_int_equal(mk_log_epochs(log, &ep), 1);
+	assert_int_equal(ep[0].epoch, 1);
+	assert_int_equal(mk_log_latest_epoch(log), 1);
+
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 100, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, cut - 1);
+	/* Appends continue at the cut, with a new epoch. */
+	assert_int_equal(append_n(log, 3, 2, NULL, 100), cut);
+	assert_int_equal(mk_log_epochs(log, &ep), 2);
+	assert_int_equal(ep[1].epoch, 3);
+	assert_int_equal(ep[1].start_offset, cut);
+
+	/* Time lookups see the truncated and the new batches right. */
+	for (int64_t k = 0; k <= cut + 2; k++) {
+		int64_t off;
+		assert_int_equal(mk_log_offset_for_time(log, 1000 + k, &off),
+				 MK_OK);
+		assert_int_equal(off, k);
+	}
+	mk_log_close(log);
+
+	/* Persisted: end, epochs, data. */
+	log = open_log(f, 1000, 100, 0);
+	assert_int_equal(mk_log_end_offset(log), cut + 2);
+	assert_int_equal(mk_log_epochs(log, &ep), 2);
+	assert_int_equal(ep[1].epoch, 3);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 100, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, cut + 1);
+
+	/* Truncating at a segment base empties that segment in place. */
+	mk_log_segment_info(log, 1, &mid);
+	assert_int_equal(mk_log_truncate_to(log, mid.base_offset), MK_OK);
+	assert_int_equal(mk_log_end_offset(log), mid.base_offset);
+	assert_int_equal(mk_log_segment_count(log), 2);
+	mk_log_segment_info(log, 1, &mid);
+	assert_int_equal(mid.size, 0);
+	/* And to 0: everything goes. */
+	assert_int_equal(mk_log_truncate_to(log, 0), MK_OK);
+	assert_int_equal(mk_log_end_offset(log), 0);
+	assert_int_equal(mk_log_segment_count(log), 1);
+	assert_int_equal(mk_log_epochs(log, &ep), 0);
+	assert_int_equal(mk_log_size_bytes(log), 0);
+	mk_log_close(log);
+	log = open_log(f, 1000, 100, 0);
+	assert_int_equal(mk_log_end_offset(log), 0);
+	assert_int_equal(mk_log_latest_epoch(log), -1);
+	mk_log_close(log);
+	mk_strbuf_release(&out);
+}
+
+/* ---- recovery ------------------------------------------------------------ */
+
+static void test_tail_repair(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1 << 20, 4096, 0);
+	for (int i = 0; i < 5; i++)
+		append_n(log, 0, 2, NULL, 0);
+	uint64_t valid = mk_log_size_bytes(log);
+	mk_log_close(log);
+	char path[256];
+	seg_path(f, 0, "log", path, sizeof(path));
+
+	/* A partial frame: magic, a length, a few bytes. */
+	append_bytes(path, "MKF1\x00\x00\x00\x20partial", 15);
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_end_offset(log), 10);
+	assert_int_equal(file_size(path), (off_t)valid);
+	mk_log_close(log);
+
+	/* Garbage that is not a frame at all. */
+	append_bytes(path, "garbage garbage garbage garbage", 31);
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_end_offset(log), 10);
+	assert_int_equal(file_size(path), (off_t)valid);
+
+	/* A whole frame with a bad CRC, then valid data after it: cut at
+	 * the bad one. */
+	mk_log_close(log);
+	mk_strbuf fr = MK_STRBUF_INIT;
+	build(&fr, 10, 0, 1, NULL, 0);
+	fr.buf[fr.len - 2] ^= 1;
+	append_bytes(path, fr.buf, fr.len);
+	fr.buf[fr.len - 2] ^= 1;
+	append_bytes(path, fr.buf, fr.len);
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_end_offset(log), 10);
+	assert_int_equal(file_size(path), (off_t)valid);
+
+	/* A valid frame whose offsets go back: also cut. */
+	mk_log_close(log);
+	build(&fr, 4, 0, 1, NULL, 0);
+	append_bytes(path, fr.buf, fr.len);
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_end_offset(log), 10);
+	assert_int_equal(file_size(path), (off_t)valid);
+
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 10, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 9);
+	/* And appends go on from there. */
+	append_n(log, 0, 1, NULL, 0);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 11, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 10);
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&fr);
+	mk_log_close(log);
+}
+
+static void read_file_bytes(const char *path, mk_strbuf *out)
+{
+	bool missing;
+	mk_strbuf_reset(out);
+	assert_int_equal(mk_file_read(path, out, &missing), MK_OK);
+	assert_false(missing);
+}
+
+static void test_index_rebuild(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1500, 400, 0);
+	for (int i = 0; i < 30; i++)
+		append_n(log, 0, 2, NULL, 30);
+	size_t n = mk_log_segment_count(log);
+	assert_true(n >= 3);
+	mk_segment_info closed, act;
+	mk_log_segment_info(log, 1, &closed);
+	mk_log_segment_info(log, n - 1, &act);
+	mk_log_close(log);
+
+	char cidx[256], ctime[256], aidx[256];
+	seg_path(f, closed.base_offset, "index", cidx, sizeof(cidx));
+	seg_path(f, closed.base_offset, "timeindex", ctime, sizeof(ctime));
+	seg_path(f, act.base_offset, "index", aidx, sizeof(aidx));
+	mk_strbuf orig_c = MK_STRBUF_INIT, orig_a = MK_STRBUF_INIT,
+		  now = MK_STRBUF_INIT;
+	read_file_bytes(cidx, &orig_c);
+	read_file_bytes(aidx, &orig_a);
+	assert_true(orig_c.len >= 16);   /* sparse but several entries */
+	assert_int_equal(unlink(cidx), 0);
+	assert_int_equal(unlink(ctime), 0);
+	assert_int_equal(unlink(aidx), 0);
+
+	log = open_log(f, 1500, 400, 0);
+	/* The active index is rebuilt at open, the closed one on use. */
+	assert_true(exists(aidx));
+	read_file_bytes(aidx, &now);
+	assert_int_equal(now.len, orig_a.len);
+	assert_memory_equal(now.buf, orig_a.buf, now.len);
+	assert_false(exists(cidx));
+	mk_strbuf out = MK_STRBUF_INIT;
+	int64_t from = closed.base_offset + 5;
+	assert_int_equal(mk_log_read(log, from, from + 1, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, from - 1, from);
+	assert_true(exists(cidx));
+	assert_true(exists(ctime));
+	read_file_bytes(cidx, &now);
+	assert_int_equal(now.len, orig_c.len);
+	assert_memory_equal(now.buf, orig_c.buf, now.len);
+	mk_log_close(log);
+
+	/* An invalid index (entries out of order) is rebuilt as well. */
+	uint8_t junk[16] = { 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 50 };
+	int fd = open(cidx, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, junk, sizeof(junk)), 16);
+	close(fd);
+	log = open_log(f, 1500, 400, 0);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 60, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 59);
+	read_file_bytes(cidx, &now);
+	assert_int_equal(now.len, orig_c.len);
+	assert_memory_equal(now.buf, orig_c.buf, now.len);
+	mk_log_close(log);
+
+	/* An index that validates but points into the middle of a batch:
+	 * the read rebuilds it instead of blaming the log. */
+	mk_store_be32((uint8_t *)orig_c.buf + 12,
+		      mk_load_be32((uint8_t *)orig_c.buf + 12) + 3);
+	fd = open(cidx, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, orig_c.buf, orig_c.len), (ssize_t)orig_c.len);
+	close(fd);
+	log = open_log(f, 1500, 400, 0);
+	from = closed.base_offset + (int64_t)mk_load_be32((uint8_t *)orig_c.buf + 8);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, from, from + 2, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, from, from + 1);
+	mk_log_close(log);
+
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&orig_c);
+	mk_strbuf_release(&orig_a);
+	mk_strbuf_release(&now);
+}
+
+static void test_closed_damage(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1000, 100, 0);
+	for (int i = 0; i < 20; i++)
+		append_n(log, 0, 2, NULL, 100);
+	size_t n = mk_log_segment_count(log);
+	assert_true(n >= 3);
+	mk_segment_info first, second;
+	mk_log_segment_info(log, 0, &first);
+	mk_log_segment_info(log, 1, &second);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 2, SIZE_MAX, &out), MK_OK);
+	size_t flen = out.len;   /* every batch has this size */
+	mk_log_close(log);
+
+	/* A byte in the payload of the second batch of the first segment. */
+	char path[256];
+	seg_path(f, 0, "log", path, sizeof(path));
+	flip_byte(path, (off_t)(flen + 40));
+
+	log = open_log(f, 1000, 100, 0);
+	assert_int_equal(mk_log_end_offset(log), 40);
+	/* Batch 0 is fine; reading across batch 1 fails, naming the file
+	 * and the batch's position. */
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 2, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 1);
+	mk_strbuf_reset(&out);
+	mk_strbuf_addstr(&out, "keep");
+	assert_int_equal(mk_log_read(log, 2, 40, SIZE_MAX, &out),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_int_equal(out.len, 4);   /* out left as it was */
+	char expect[512];
+	snprintf(expect, sizeof(expect), "%s at byte %zu: ", path, flen);
+	const char *err = mk_log_error(log);
+	if (strncmp(err, expect, strlen(expect)) != 0)
+		print_error("error: %s\n", err);
+	assert_int_equal(strncmp(err, expect, strlen(expect)), 0);
+	assert_non_null(strstr(err, "crc"));
+	assert_int_equal(mk_log_read(log, 0, 40, SIZE_MAX, &out),
+			 MK_KAFKA_STORAGE_ERROR);
+	/* The other segments read fine. */
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, second.base_offset, 40, SIZE_MAX,
+				     &out), MK_OK);
+	check_frames(&out, second.base_offset, 39);
+	/* The time lookup scanning the damaged batch fails the same way. */
+	int64_t off;
+	assert_int_equal(mk_log_offset_for_time(log, 1003, &off),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_int_equal(mk_log_offset_for_time(log, 1000 + second.base_offset,
+						&off), MK_OK);
+	assert_int_equal(off, second.base_offset);
+	/* Truncating into the damage is refused as a storage error too. */
+	assert_int_equal(mk_log_truncate_to(log, 4), MK_KAFKA_STORAGE_ERROR);
+	assert_int_equal(mk_log_end_offset(log), 40);
+	mk_log_close(log);
+	mk_strbuf_release(&out);
+}
+
+static void test_startup_skips_closed(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1000, 100, 0);
+	for (int i = 0; i < 20; i++)
+		append_n(log, 0, 2, NULL, 100);
+	size_t n = mk_log_segment_count(log);
+	mk_segment_info first;
+	mk_log_segment_info(log, 0, &first);
+	mk_log_close(log);
+
+	/* Overwrite the middle of the first (closed) segment entirely. */
+	char path[256];
+	seg_path(f, 0, "log", path, sizeof(path));
+	int fd = open(path, O_WRONLY);
+	char junk[300];
+	memset(junk, 'Z', sizeof(junk));
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), (off_t)first.size / 3),
+			 (ssize_t)sizeof(junk));
+	close(fd);
+
+	log = open_log(f, 1000, 100, 0);
+	assert_int_equal(mk_log_segment_count(log), n);
+	assert_int_equal(mk_log_end_offset(log), 40);
+	assert_int_equal(mk_log_latest_epoch(log), 0);
+	assert_string_equal(mk_log_error(log), "");
+	/* Only a read finds it. */
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 40, SIZE_MAX, &out),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_non_null(strstr(mk_log_error(log), path));
+	mk_strbuf_release(&out);
+	mk_log_close(log);
+}
+
+static void test_ignores_other_files(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1 << 20, 4096, 0);
+	append_n(log, 0, 2, NULL, 0);
+	mk_log_close(log);
+	const char *names[] = { "foo.log", "123.log", "0000000000000000000x.log",
+				"99999999999999999999.log",
+				"000000000000000000001.log", "notes.txt" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char path[256];
+		snprintf(path, sizeof(path), "%s/%s", f->dir, names[i]);
+		int fd = open(path, O_WRONLY | O_CREAT, 0644);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "junk", 4), 4);
+		close(fd);
+	}
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_segment_count(log), 1);
+	assert_int_equal(mk_log_end_offset(log), 2);
+	mk_log_close(log);
+}
+
+/* ---- the epoch cache and the checkpoint ---------------------------------- */
+
+static void write_text(const char *path, const char *text)
+{
+	assert_int_equal(mk_file_replace(path, text, strlen(text)), MK_OK);
+}
+
+static void test_epoch_cache(void **state)
+{
+	fixture *f = *state;
+	/* Three batches per segment: 6..9 (epoch 3) in the active one. */
+	mk_strbuf fr = MK_STRBUF_INIT;
+	build(&fr, 0, 0, 2, NULL, 0);
+	int64_t sb = 3 * (int64_t)fr.len + 10;
+	mk_strbuf_release(&fr);
+	mk_log *log = open_log(f, sb, 4096, 0);
+	append_n(log, 0, 2, NULL, 0);    /* 0..1 epoch 0 */
+	append_n(log, 0, 2, NULL, 0);    /* 2..3 */
+	append_n(log, 1, 2, NULL, 0);    /* 4..5 epoch 1 */
+	append_n(log, 3, 2, NULL, 0);    /* 6..7 epoch 3 */
+	append_n(log, 3, 2, NULL, 0);    /* 8..9 */
+	const mk_epoch_entry *ep;
+	assert_int_equal(mk_log_epochs(log, &ep), 3);
+	assert_int_equal(ep[0].epoch, 0);
+	assert_int_equal(ep[0].start_offset, 0);
+	assert_int_equal(ep[1].epoch, 1);
+	assert_int_equal(ep[1].start_offset, 4);
+	assert_int_equal(ep[2].epoch, 3);
+	assert_int_equal(ep[2].start_offset, 6);
+
+	int32_t e;
+	int64_t end;
+	mk_log_end_offset_for_epoch(log, 0, &e, &end);
+	assert_int_equal(e, 0);
+	assert_int_equal(end, 4);
+	mk_log_end_offset_for_epoch(log, 1, &e, &end);
+	assert_int_equal(e, 1);
+	assert_int_equal(end, 6);
+	mk_log_end_offset_for_epoch(log, 2, &e, &end);   /* largest <= 2 */
+	assert_int_equal(e, 1);
+	assert_int_equal(end, 6);
+	mk_log_end_offset_for_epoch(log, 3, &e, &end);   /* latest: the end */
+	assert_int_equal(e, 3);
+	assert_int_equal(end, 10);
+	mk_log_end_offset_for_epoch(log, 9, &e, &end);
+	assert_int_equal(e, 3);
+	assert_int_equal(end, 10);
+	mk_log_end_offset_for_epoch(log, -1, &e, &end);
+	assert_int_equal(e, -1);
+
+	/* Written to the checkpoint as soon as seen. */
+	char ck[256];
+	snprintf(ck, sizeof(ck), "%s/checkpoint", f->dir);
+	mk_strbuf text = MK_STRBUF_INIT;
+	read_file_bytes(ck, &text);
+	assert_non_null(strstr(text.buf, "epoch 3 6\n"));
+	size_t nseg = mk_log_segment_count(log);
+	assert_true(nseg >= 2);
+	mk_log_close(log);
+
+	/* Persisted across a reopen. */
+	log = open_log(f, sb, 4096, 0);
+	assert_int_equal(mk_log_epochs(log, &ep), 3);
+	assert_int_equal(ep[2].epoch, 3);
+	assert_int_equal(ep[2].start_offset, 6);
+	mk_segment_info act;
+	mk_log_segment_info(log, mk_log_segment_count(log) - 1, &act);
+	mk_log_close(log);
+
+	/* A checkpoint that lagged (lost the last epoch) and one that ran
+	 * ahead (an epoch past the end) are both corrected from the active
+	 * segment. */
+	assert_true(act.base_offset <= 6);
+	write_text(ck, "version 1\nlog_start_offset 0\nrecovery_point 0\n"
+		       "epoch 0 0\nepoch 1 4\n");
+	log = open_log(f, sb, 4096, 0);
+	assert_int_equal(mk_log_epochs(log, &ep), 3);
+	assert_int_equal(ep[2].epoch, 3);
+	assert_int_equal(ep[2].start_offset, 6);
+	mk_log_close(log);
+	write_text(ck, "version 1\nlog_start_offset 0\nrecovery_point 0\n"
+		       "epoch 0 0\nepoch 1 4\nepoch 3 6\nepoch 7 15\n");
+	log = open_log(f, sb, 4096, 0);
+	assert_int_equal(mk_log_epochs(log, &ep), 3);
+	assert_int_equal(mk_log_latest_epoch(log), 3);
+	mk_log_close(log);
+	read_file_bytes(ck, &text);
+	assert_null(strstr(text.buf, "epoch 7"));
+
+	/* Truncation (here inside a closed segment whose indexes were never
+	 * loaded) trims it, persistently. */
+	log = open_log(f, sb, 4096, 0);
+	assert_int_equal(mk_log_truncate_to(log, 4), MK_OK);
+	assert_int_equal(mk_log_segment_count(log), 1);
+	assert_int_equal(mk_log_epochs(log, &ep), 1);
+	mk_log_end_offset_for_epoch(log, 3, &e, &end);
+	assert_int_equal(e, 0);
+	assert_int_equal(end, 4);
+	append_n(log, 4, 2, NULL, 0);
+	mk_log_close(log);
+	log = open_log(f, sb, 4096, 0);
+	assert_int_equal(mk_log_epochs(log, &ep), 2);
+	assert_int_equal(ep[1].epoch, 4);
+	assert_int_equal(ep[1].start_offset, 4);
+	assert_int_equal(mk_log_end_offset(log), 6);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 6, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 5);
+	mk_strbuf_release(&out);
+	mk_log_close(log);
+	mk_strbuf_release(&text);
+}
+
+static void test_checkpoint_damage(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 600, 4096, 0);
+	for (int i = 0; i < 6; i++)
+		append_n(log, i / 2, 2, NULL, 0);
+	assert_true(mk_log_segment_count(log) >= 2);
+	mk_log_close(log);
+	char ck[256];
+	snprintf(ck, sizeof(ck), "%s/checkpoint", f->dir);
+
+	/* Damaged: refused, naming the file. */
+	write_text(ck, "version 1\nlog_start_offset zero\n");
+	mk_log_config cfg = { 600, 4096, 0 };
+	mk_strbuf why = MK_STRBUF_INIT;
+	log = (mk_log *)1;
+	assert_int_equal(mk_log_open(f->dir, &cfg, &log, &why),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_null(log);
+	assert_non_null(strstr(why.buf, ck));
+
+	/* Missing: the epoch cache is rebuilt from every segment. */
+	assert_int_equal(unlink(ck), 0);
+	log = open_log(f, 600, 4096, 0);
+	const mk_epoch_entry *ep;
+	assert_int_equal(mk_log_epochs(log, &ep), 3);
+	assert_int_equal(ep[1].epoch, 1);
+	assert_int_equal(ep[1].start_offset, 4);
+	assert_int_equal(ep[2].start_offset, 8);
+	assert_true(exists(ck));
+	mk_log_close(log);
+	mk_strbuf_release(&why);
+}
+
+/* ---- crashes ------------------------------------------------------------- */
+
+static void test_crash(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1 << 20, 4096, 0);
+	for (int i = 0; i < 4; i++)
+		append_n(log, 0, 2, NULL, 0);
+	assert_int_equal(mk_log_flush(log), MK_OK);
+	uint64_t flushed = mk_log_size_bytes(log);
+	for (int i = 0; i < 3; i++)
+		append_n(log, 1, 2, NULL, 0);
+	assert_int_equal(mk_log_end_offset(log), 14);
+	assert_int_equal(mk_log_latest_epoch(log), 1);
+	mk_log_crash(log, false);
+
+	/* The unflushed batches are gone, and the epoch seen only in them. */
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_end_offset(log), 8);
+	assert_int_equal(mk_log_size_bytes(log), flushed);
+	assert_int_equal(mk_log_latest_epoch(log), 0);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 100, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 7);
+
+	/* Torn: a partial frame after the flushed data, repaired at open. */
+	append_n(log, 0, 2, NULL, 0);
+	mk_log_crash(log, true);
+	char path[256];
+	seg_path(f, 0, "log", path, sizeof(path));
+	assert_true(file_size(path) > (off_t)flushed);
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_end_offset(log), 8);
+	assert_int_equal(file_size(path), (off_t)flushed);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 100, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 7);
+	mk_log_close(log);
+
+	/* Rolled segments were flushed at the roll; flush.messages = 2
+	 * makes every two records durable. */
+	log = open_log(f, 300, 4096, 2);
+	for (int i = 0; i < 6; i++)
+		append_n(log, 0, 1, NULL, 100);
+	assert_true(mk_log_segment_count(log) > 2);
+	append_n(log, 0, 1, NULL, 100);  /* 15th record: not yet durable */
+	mk_log_crash(log, true);
+	log = open_log(f, 300, 4096, 0);
+	assert_int_equal(mk_log_end_offset(log), 14);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 100, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 13);
+	mk_log_close(log);
+	mk_strbuf_release(&out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+		T(test_index_unit),
+		T(test_append_read),
+		T(test_leader_append),
+		T(test_replica_append),
+		T(test_index_lookup),
+		T(test_roll),
+		T(test_oversized_batch),
+		T(test_offset_for_time),
+		T(test_time_index_max_so_far),
+		T(test_log_start_from_checkpoint),
+		T(test_truncate),
+		T(test_tail_repair),
+		T(test_index_rebuild),
+		T(test_closed_damage),
+		T(test_startup_skips_closed),
+		T(test_ignores_other_files),
+		T(test_epoch_cache),
+		T(test_checkpoint_damage),
+		T(test_crash),
+#undef T
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
