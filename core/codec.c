@@ -545,3 +545,13 @@ void mk_frame_marker(mk_strbuf *out, const mk_batch_meta *meta,
 	add_record(out, 0, timestamp, MK_BYTES_NULL, MK_BYTES_NULL, NULL, 0);
 	seal_frame(out, start, 0, timestamp, timestamp, 1);
 }
+
+void mk_frame_set_producer(uint8_t *frame, size_t frame_len, int64_t pid,
+			   int16_t epoch, int32_t base_sequence)
+{
+	assert(frame_len >= MK_FRAME_HEADER + MK_BATCH_FIXED);
+	(void)frame_len;
+	mk_store_be64(frame + MK_FRAME_OFF_PRODUCER_ID, (uint64_t)pid);
+	mk_store_be16(frame + MK_FRAME_OFF_PRODUCER_EPOCH, (uint16_t)epoch);
+	mk_store_be32(frame + MK_FRAME_OFF_BASE_SEQUENCE, (uint32_t)base_sequence);
+}

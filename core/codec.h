@@ -59,6 +59,9 @@ enum {
 /* Byte offsets inside the frame (from the magic) of fields that get patched. */
 #define MK_FRAME_OFF_BASE_OFFSET (MK_FRAME_HEADER + 3)
 #define MK_FRAME_OFF_LEADER_EPOCH (MK_FRAME_HEADER + 11)
+#define MK_FRAME_OFF_PRODUCER_ID (MK_FRAME_HEADER + 15)
+#define MK_FRAME_OFF_PRODUCER_EPOCH (MK_FRAME_HEADER + 23)
+#define MK_FRAME_OFF_BASE_SEQUENCE (MK_FRAME_HEADER + 25)
 
 /* A slice of bytes; len -1 means null (ptr is then NULL). */
 typedef struct {
@@ -185,6 +188,14 @@ void mk_builder_finish(mk_batch_builder *b);
  */
 void mk_frame_assign(uint8_t *frame, size_t frame_len, int64_t base_offset,
 		     int32_t leader_epoch);
+
+/*
+ * Stamp an encoded frame with an idempotent producer's id, epoch and base
+ * sequence, in place. The CRC is NOT recomputed: call mk_frame_assign
+ * afterwards (the leader always does).
+ */
+void mk_frame_set_producer(uint8_t *frame, size_t frame_len, int64_t pid,
+			   int16_t epoch, int32_t base_sequence);
 
 /*
  * Encode a batch from a decoded view while keeping only the records for
