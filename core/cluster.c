@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "accumulator.h"
 #include "fileio.h"
 #include "metadata.h"
 #include "topic_name.h"
@@ -440,6 +441,139 @@ mk_err mk_cluster_promote(mk_cluster *c, int broker, const char *topic,
 	return err;
 }
 
+/* ---- producer identities ---------------------------------------------- */
+
+static mk_producer_id *find_producer(mk_cluster *c, const char *name, size_t *pos)
+{
+	size_t lo = 0, hi = c->nproducers;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int cmp = strcmp(c->producers[mid].name, name);
+		if (!cmp) {
+			if (pos)
+				*pos = mid;
+			return &c->producers[mid];
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (pos)
+		*pos = lo;
+	return NULL;
+}
+
+/* Insert or replace; under the write lock (or during open). */
+static void put_producer(mk_cluster *c, const char *name, int64_t id, int16_t epoch)
+{
+	size_t pos;
+	mk_producer_id *p = find_producer(c, name, &pos);
+	if (!p) {
+		mk_producer_id *v = realloc(c->producers, (c->nproducers + 1) * sizeof(*v));
+		if (!v)
+			abort();
+		c->producers = v;
+		memmove(v + pos + 1, v + pos, (c->nproducers - pos) * sizeof(*v));
+		c->nproducers++;
+		p = &v[pos];
+		p->name = strdup(name);
+	}
+	p->id = id;
+	p->epoch = epoch;
+	if (id >= c->next_producer_id)
+		c->next_producer_id = id + 1;
+}
+
+static mk_err producer_saved(mk_cluster *c)
+{
+	atomic_fetch_add(&c->meta_dirty, 1);
+	return mk_cluster_sync_metadata(c);
+}
+
+mk_err mk_cluster_producer_create(mk_cluster *c, const char *name, mk_strbuf *why)
+{
+	if (!mk_topic_name_valid(name)) {
+		if (why)
+			mk_strbuf_addf(why, "invalid producer name '%s': 1 to %d of [A-Za-z0-9._-]",
+				       name, MK_TOPIC_NAME_MAX);
+		return MK_INVALID_REQUEST;
+	}
+	pthread_rwlock_wrlock(&c->lock);
+	if (find_producer(c, name, NULL)) {
+		pthread_rwlock_unlock(&c->lock);
+		if (why)
+			mk_strbuf_addf(why, "producer %s already exists", name);
+		return MK_PRODUCER_ALREADY_EXISTS;
+	}
+	put_producer(c, name, c->next_producer_id, 0);
+	pthread_rwlock_unlock(&c->lock);
+	return producer_saved(c);
+}
+
+mk_err mk_cluster_producer_init(mk_cluster *c, const char *name, mk_strbuf *why)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	mk_producer_id *p = find_producer(c, name, NULL);
+	if (!p) {
+		pthread_rwlock_unlock(&c->lock);
+		if (why)
+			mk_strbuf_addf(why, "no producer %s", name);
+		return MK_UNKNOWN_PRODUCER_ID;
+	}
+	if (p->epoch == INT16_MAX) {
+		/* Kafka gives the producer a new id when its epoch runs out. */
+		p->id = c->next_producer_id++;
+		p->epoch = 0;
+	} else {
+		p->epoch++;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return producer_saved(c);
+}
+
+mk_err mk_cluster_producer_delete(mk_cluster *c, const char *name, mk_strbuf *why)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	size_t pos;
+	mk_producer_id *p = find_producer(c, name, &pos);
+	if (!p) {
+		pthread_rwlock_unlock(&c->lock);
+		if (why)
+			mk_strbuf_addf(why, "no producer %s", name);
+		return MK_UNKNOWN_PRODUCER_ID;
+	}
+	free(p->name);
+	memmove(p, p + 1, (c->nproducers - pos - 1) * sizeof(*p));
+	c->nproducers--;
+	pthread_rwlock_unlock(&c->lock);
+	return producer_saved(c);
+}
+
+mk_err mk_cluster_producer_get(mk_cluster *c, const char *name, int64_t *id,
+			       int16_t *epoch)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	mk_producer_id *p = find_producer(c, name, NULL);
+	if (p) {
+		*id = p->id;
+		*epoch = p->epoch;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return p ? MK_OK : MK_UNKNOWN_PRODUCER_ID;
+}
+
+size_t mk_cluster_producer_names(mk_cluster *c, char ***names)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	size_t n = c->nproducers;
+	*names = calloc(n ? n : 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++)
+		(*names)[i] = strdup(c->producers[i].name);
+	pthread_rwlock_unlock(&c->lock);
+	return n;
+}
+
 /* ---- clock, flush, metadata ------------------------------------------- */
 
 static void wake_one(mk_topic *t, mk_partition *p, void *arg)
@@ -447,6 +581,74 @@ static void wake_one(mk_topic *t, mk_partition *p, void *arg)
 	(void)t;
 	(void)arg;
 	mk_partition_wake(p);
+}
+
+/* ---- accumulators and the sender -------------------------------------- */
+
+void mk_cluster_add_accumulator(mk_cluster *c, struct mk_accumulator *acc)
+{
+	pthread_mutex_lock(&c->acc_lock);
+	if (c->naccs == c->accs_alloc) {
+		c->accs_alloc = c->accs_alloc ? c->accs_alloc * 2 : 16;
+		c->accs = realloc(c->accs, c->accs_alloc * sizeof(*c->accs));
+		if (!c->accs)
+			abort();
+	}
+	c->accs[c->naccs++] = acc;
+	pthread_mutex_unlock(&c->acc_lock);
+}
+
+void mk_cluster_remove_accumulator(mk_cluster *c, struct mk_accumulator *acc)
+{
+	pthread_mutex_lock(&c->acc_lock);
+	for (size_t i = 0; i < c->naccs; i++)
+		if (c->accs[i] == acc) {
+			c->accs[i] = c->accs[--c->naccs];
+			break;
+		}
+	pthread_mutex_unlock(&c->acc_lock);
+}
+
+void mk_cluster_wake_sender(mk_cluster *c)
+{
+	pthread_mutex_lock(&c->acc_lock);
+	pthread_cond_broadcast(&c->acc_cond);
+	pthread_mutex_unlock(&c->acc_lock);
+}
+
+/* Send every lingering batch that is due. Under acc_lock. */
+static int64_t tick_accumulators(mk_cluster *c)
+{
+	int64_t now = mk_clock_now(&c->clock), next = INT64_MAX;
+	for (size_t i = 0; i < c->naccs; i++) {
+		mk_accumulator_tick(c->accs[i], now);
+		int64_t d = mk_accumulator_deadline(c->accs[i]);
+		if (d < next)
+			next = d;
+	}
+	return next;
+}
+
+static void *sender_main(void *arg)
+{
+	mk_cluster *c = arg;
+	pthread_mutex_lock(&c->acc_lock);
+	while (!c->shutting_down) {
+		int64_t next = tick_accumulators(c);
+		int64_t wait = next == INT64_MAX ? 1000 : next - mk_clock_now(&c->clock);
+		if (wait > 1000)
+			wait = 1000;
+		if (wait < 1)
+			wait = 1;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int64_t ns = ts.tv_nsec + wait * 1000000LL;
+		ts.tv_sec += ns / 1000000000LL;
+		ts.tv_nsec = ns % 1000000000LL;
+		pthread_cond_timedwait(&c->acc_cond, &c->acc_lock, &ts);
+	}
+	pthread_mutex_unlock(&c->acc_lock);
+	return NULL;
 }
 
 static mk_err clock_moved(mk_cluster *c, bool ok, mk_strbuf *why)
@@ -459,6 +661,9 @@ static mk_err clock_moved(mk_cluster *c, bool ok, mk_strbuf *why)
 		return MK_INVALID_REQUEST;
 	}
 	mk_cluster_each_partition(c, wake_one, NULL);
+	pthread_mutex_lock(&c->acc_lock);
+	tick_accumulators(c);
+	pthread_mutex_unlock(&c->acc_lock);
 	return MK_OK;
 }
 
@@ -567,6 +772,8 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	pthread_mutex_init(&c->meta_lock, NULL);
 	pthread_mutex_init(&c->stop_lock, NULL);
 	pthread_cond_init(&c->stop_cond, NULL);
+	pthread_mutex_init(&c->acc_lock, NULL);
+	pthread_cond_init(&c->acc_cond, NULL);
 	c->nbrokers = cfg->nbrokers;
 	for (int i = 0; i < cfg->nbrokers; i++) {
 		c->brokers[i].id = cfg->broker_ids[i];
@@ -576,6 +783,10 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 				c->brokers[i].online = md.broker_online[j];
 	}
 	pthread_rwlock_wrlock(&c->lock);
+	c->next_producer_id = md.next_producer_id;
+	for (size_t i = 0; i < md.nproducers; i++)
+		put_producer(c, md.producers[i].name, md.producers[i].id,
+			     md.producers[i].epoch);
 	for (size_t i = 0; i < md.ntopics && !err; i++) {
 		mk_metadata_topic *mt = &md.topics[i];
 		mk_topic_config tc;
@@ -607,6 +818,9 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 
 void mk_cluster_start(mk_cluster *c)
 {
+	if (!c->clock.manual && !c->sender_started &&
+	    pthread_create(&c->sender, NULL, sender_main, c) == 0)
+		c->sender_started = true;
 	if (!c->cfg.auto_replication)
 		return;
 	for (int i = 0; i < c->nbrokers; i++) {
@@ -633,16 +847,26 @@ void mk_cluster_close(mk_cluster *c)
 	for (int i = 0; i < c->nbrokers; i++)
 		if (c->brokers[i].fetcher_started)
 			pthread_join(c->brokers[i].fetcher, NULL);
+	if (c->sender_started) {
+		mk_cluster_wake_sender(c);
+		pthread_join(c->sender, NULL);
+	}
 	mk_cluster_each_partition(c, wake_one, NULL);
 	if (c->opened)   /* never overwrite metadata we failed to load */
 		mk_cluster_flush(c, NULL);
 	for (size_t i = 0; i < c->ntopics; i++)
 		mk_topic_put(c->topics[i]);
 	free(c->topics);
+	for (size_t i = 0; i < c->nproducers; i++)
+		free(c->producers[i].name);
+	free(c->producers);
 	pthread_rwlock_destroy(&c->lock);
 	pthread_mutex_destroy(&c->meta_lock);
 	pthread_mutex_destroy(&c->stop_lock);
 	pthread_cond_destroy(&c->stop_cond);
+	pthread_mutex_destroy(&c->acc_lock);
+	pthread_cond_destroy(&c->acc_cond);
+	free(c->accs);
 	mk_errlog_destroy(&c->errlog);
 	free(c->data_dir);
 	free(c);

@@ -4,7 +4,10 @@
  * fetchers. The daemon owns exactly one mk_cluster; nothing else is global.
  *
  * Locking (always in this order; errlog last):
- *   c->lock (rwlock)   the topic table, broker states, topic configs;
+ *   c->acc_lock        the accumulator registry (taken before any
+ *                      accumulator's own lock, which is only try-locked)
+ *   c->lock (rwlock)   the topic table, broker states, topic configs,
+ *                      producer identities;
  *                      readers: lookups and listings; writers: create,
  *                      delete, config changes, broker state changes
  *   p->lock            one partition (replica.h)
@@ -40,6 +43,13 @@ typedef struct mk_topic {
 	_Atomic int refs;
 } mk_topic;
 
+/* An idempotent producer identity (/producers/NAME). */
+typedef struct {
+	char *name;
+	int64_t id;
+	int16_t epoch;
+} mk_producer_id;
+
 typedef struct {
 	int id;
 	bool online;
@@ -63,6 +73,18 @@ typedef struct mk_cluster {
 	size_t ntopics, topics_alloc;
 	mk_broker brokers[MK_MAX_BROKERS];
 	int nbrokers;
+	mk_producer_id *producers;   /* sorted by name */
+	size_t nproducers;
+	int64_t next_producer_id;
+
+	/* Topic producers with open batches (accumulator.h), and the
+	 * sender thread that sends lingering batches on the system clock. */
+	pthread_mutex_t acc_lock;
+	pthread_cond_t acc_cond;
+	struct mk_accumulator **accs;
+	size_t naccs, accs_alloc;
+	pthread_t sender;
+	bool sender_started;
 
 	pthread_mutex_t meta_lock;
 	pthread_mutex_t stop_lock;   /* with stop_cond: wakes the fetchers */
@@ -112,7 +134,26 @@ mk_err mk_cluster_replicate(mk_cluster *c, mk_strbuf *why);
 mk_err mk_cluster_promote(mk_cluster *c, int broker, const char *topic,
 			  int partition, bool unclean, mk_strbuf *why);
 
-/* Manual clock. */
+/*
+ * Idempotent producer identities. create allocates the next producer id
+ * with epoch 0; init bumps the epoch, fencing writers of the old one.
+ * Both are persisted in the metadata before they return.
+ */
+mk_err mk_cluster_producer_create(mk_cluster *c, const char *name, mk_strbuf *why);
+mk_err mk_cluster_producer_init(mk_cluster *c, const char *name, mk_strbuf *why);
+mk_err mk_cluster_producer_delete(mk_cluster *c, const char *name, mk_strbuf *why);
+mk_err mk_cluster_producer_get(mk_cluster *c, const char *name, int64_t *id,
+			       int16_t *epoch);
+size_t mk_cluster_producer_names(mk_cluster *c, char ***names);
+
+/* The accumulator registry (accumulator.h uses these). */
+struct mk_accumulator;
+void mk_cluster_add_accumulator(mk_cluster *c, struct mk_accumulator *acc);
+void mk_cluster_remove_accumulator(mk_cluster *c, struct mk_accumulator *acc);
+/* A batch started lingering: the sender may need to wake earlier. */
+void mk_cluster_wake_sender(mk_cluster *c);
+
+/* Manual clock: advancing it also sends batches whose linger passed. */
 mk_err mk_cluster_clock_advance(mk_cluster *c, int64_t ms, mk_strbuf *why);
 mk_err mk_cluster_clock_set(mk_cluster *c, int64_t ms, mk_strbuf *why);
 

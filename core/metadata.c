@@ -46,6 +46,10 @@ mk_err mk_metadata_save(mk_cluster *c)
 			mk_strbuf_addch(&out, '\n');
 		}
 	}
+	mk_strbuf_addf(&out, "next_producer_id %lld\n", (long long)c->next_producer_id);
+	for (size_t i = 0; i < c->nproducers; i++)
+		mk_strbuf_addf(&out, "producer %s %lld %d\n", c->producers[i].name,
+			       (long long)c->producers[i].id, c->producers[i].epoch);
 	pthread_rwlock_unlock(&c->lock);
 	mk_strbuf_addf(&path, "%s/metadata", c->data_dir);
 	mk_err err = mk_file_replace(path.buf, out.buf, out.len);
@@ -105,6 +109,29 @@ static mk_err parse_line(mk_metadata *md, char *line, mk_strbuf *why)
 			goto bad;
 		md->broker_ids[md->nbrokers] = atoi(id);
 		md->broker_online[md->nbrokers++] = !strcmp(st, "online");
+		return MK_OK;
+	}
+	if (!strcmp(kind, "next_producer_id")) {
+		char *v = strtok_r(NULL, " ", &save);
+		if (!v || atoll(v) < 0)
+			goto bad;
+		md->next_producer_id = atoll(v);
+		return MK_OK;
+	}
+	if (!strcmp(kind, "producer")) {
+		char *name = strtok_r(NULL, " ", &save);
+		char *id = strtok_r(NULL, " ", &save), *ep = strtok_r(NULL, " ", &save);
+		if (!name || !id || !ep || !mk_topic_name_valid(name) || atoll(id) < 0 ||
+		    atoi(ep) < 0 || atoi(ep) > INT16_MAX)
+			goto bad;
+		mk_producer_id *v = realloc(md->producers, (md->nproducers + 1) * sizeof(*v));
+		if (!v)
+			return MK_OUT_OF_MEMORY;
+		md->producers = v;
+		v[md->nproducers].name = strdup(name);
+		v[md->nproducers].id = atoll(id);
+		v[md->nproducers].epoch = (int16_t)atoi(ep);
+		md->nproducers++;
 		return MK_OK;
 	}
 	if (!strcmp(kind, "topic")) {
@@ -213,5 +240,8 @@ void mk_metadata_free(mk_metadata *md)
 		free(t->parts);
 	}
 	free(md->topics);
+	for (size_t i = 0; i < md->nproducers; i++)
+		free(md->producers[i].name);
+	free(md->producers);
 	memset(md, 0, sizeof(*md));
 }

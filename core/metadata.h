@@ -8,6 +8,8 @@
  *     broker ID online|offline
  *     topic NAME PARTITIONS RF [KEY=VALUE]...
  *     partition NAME P leader=ID|none epoch=E replicas=ID,... isr=ID,...
+ *     next_producer_id N
+ *     producer NAME ID EPOCH
  *
  * Internal to the cluster: called with c->meta_lock held.
  */
@@ -35,6 +37,9 @@ typedef struct {
 	bool broker_online[MK_MAX_BROKERS];
 	mk_metadata_topic *topics;
 	size_t ntopics;
+	int64_t next_producer_id;
+	mk_producer_id *producers;
+	size_t nproducers;
 } mk_metadata;
 
 mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why);

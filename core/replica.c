@@ -106,6 +106,86 @@ static void replica_failed(mk_partition *p, int i, const char *what)
 	changed(p);
 }
 
+/* ---- idempotent producer state ------------------------------------- */
+
+static void pstate_path(const mk_replica *r, mk_strbuf *out)
+{
+	mk_strbuf_reset(out);
+	mk_strbuf_addf(out, "%s/producer-snapshot", mk_log_dir(r->log));
+}
+
+/* Persist replica i's producer state (flush and close). */
+static void save_pstate(mk_replica *r)
+{
+	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	pstate_path(r, &path);
+	mk_pstate_format(&r->pstate, &text);
+	mk_file_replace(path.buf, text.buf, text.len);
+	mk_strbuf_release(&path);
+	mk_strbuf_release(&text);
+}
+
+/*
+ * Rebuild replica i's producer state: the snapshot when it is still a
+ * prefix of the log, then every batch past it. After a truncation below
+ * the snapshot, the scan starts at the log start.
+ */
+static void rebuild_pstate(mk_partition *p, int i)
+{
+	mk_replica *r = &p->replicas[i];
+	mk_strbuf path = MK_STRBUF_INIT, buf = MK_STRBUF_INIT;
+	int64_t start = mk_log_start_offset(r->log), end = mk_log_end_offset(r->log);
+	bool missing = true;
+	pstate_path(r, &path);
+	mk_pstate_reset(&r->pstate);
+	if (!mk_file_read(path.buf, &buf, &missing) && !missing &&
+	    (mk_pstate_parse(&r->pstate, buf.buf) ||
+	     r->pstate.covered_to > end || r->pstate.covered_to < start))
+		mk_pstate_reset(&r->pstate);
+	if (r->pstate.covered_to < start)
+		r->pstate.covered_to = start;
+	int64_t from = r->pstate.covered_to;
+	while (from < end) {
+		mk_strbuf_reset(&buf);
+		if (mk_log_read(r->log, from, end, 1u << 20, &buf) || !buf.len)
+			break;
+		size_t pos = 0;
+		mk_batch_view b;
+		while (pos < buf.len &&
+		       !mk_frame_decode((const uint8_t *)buf.buf + pos, buf.len - pos, 0, &b, NULL)) {
+			if (mk_batch_next_offset(&b) > from) {
+				mk_pstate_apply(&r->pstate, &b);
+				from = mk_batch_next_offset(&b);
+			}
+			pos += b.frame_len;
+		}
+		if (pos < buf.len)
+			break;
+	}
+	mk_strbuf_release(&path);
+	mk_strbuf_release(&buf);
+}
+
+/* After an append of frame to replica r's log: keep the state current. */
+static void note_append(mk_replica *r, const uint8_t *frame, size_t len)
+{
+	if ((int64_t)mk_load_be64(frame + MK_FRAME_OFF_PRODUCER_ID) >= 0) {
+		mk_batch_view b;
+		if (!mk_frame_decode(frame, len, 0, &b, NULL))
+			mk_pstate_apply(&r->pstate, &b);
+	}
+	r->pstate.covered_to = mk_log_end_offset(r->log);
+}
+
+/* Truncate replica i, keeping its producer state in step. */
+static mk_err truncate_replica(mk_partition *p, int i, int64_t offset)
+{
+	mk_err err = mk_log_truncate_to(p->replicas[i].log, offset);
+	if (!err)
+		rebuild_pstate(p, i);
+	return err;
+}
+
 static void open_replica(mk_partition *p, int i)
 {
 	mk_replica *r = &p->replicas[i];
@@ -121,6 +201,7 @@ static void open_replica(mk_partition *p, int i)
 			      p->topic, p->id, why.buf);
 	} else {
 		r->failed = false;
+		rebuild_pstate(p, i);
 	}
 	mk_strbuf_release(&dir);
 	mk_strbuf_release(&why);
@@ -192,8 +273,12 @@ void mk_partition_close(mk_partition *p)
 {
 	if (!p)
 		return;
-	for (int i = 0; i < p->nreplicas; i++)
+	for (int i = 0; i < p->nreplicas; i++) {
+		if (p->replicas[i].log)
+			save_pstate(&p->replicas[i]);
 		mk_log_close(p->replicas[i].log);
+		mk_pstate_free(&p->replicas[i].pstate);
+	}
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->changed);
 	free(p->topic);
@@ -341,12 +426,12 @@ static void timed_wait(mk_partition *p, int ms)
 }
 
 /* The acks=all wait, under the lock. */
-static mk_err await_replicas(mk_partition *p, const bool *captured,
-			     int64_t target, int32_t epoch, const mk_waiter *w,
-			     mk_strbuf *why)
+static mk_err await_replicas(mk_partition *p, const mk_ack_ticket *t,
+			     const mk_waiter *w, mk_strbuf *why)
 {
-	int64_t deadline = mk_clock_now(p->env->clock) +
-			   p->env->cfg->request_timeout_ms;
+	const bool *captured = t->captured;
+	int64_t target = t->target, deadline = t->deadline_ms;
+	int32_t epoch = t->leader_epoch;
 	for (;;) {
 		refresh_isr(p);
 		if (p->leader < 0 || p->leader_epoch != epoch) {
@@ -403,53 +488,129 @@ static mk_err unavailable(mk_partition *p, mk_strbuf *why)
 	return MK_OK;
 }
 
-mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
-			    int acks, const mk_waiter *w, int64_t *base,
-			    mk_strbuf *why)
+/* Under p->lock: check, append, and for acks=all wait (or ticket). */
+static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
+			     const mk_produce_args *a, const mk_waiter *w,
+			     mk_produce_result *res, mk_strbuf *why)
 {
-	pthread_mutex_lock(&p->lock);
+	memset(res, 0, sizeof(*res));
+	res->base = -1;
+	res->count = a->count;
 	mk_err err = unavailable(p, why);
 	if (err)
-		goto out;
+		return err;
 	if ((int64_t)len > p->cfg.message_max_bytes) {
 		if (why)
 			mk_strbuf_addf(why, "batch of %zu bytes exceeds message.max.bytes=%lld",
 				       len, (long long)p->cfg.message_max_bytes);
-		err = MK_MESSAGE_TOO_LARGE;
-		goto out;
+		return MK_MESSAGE_TOO_LARGE;
 	}
-	if (acks == -1) {
+	if (a->acks == -1) {
 		refresh_isr(p);
 		if (isr_size(p) < p->cfg.min_insync_replicas) {
 			if (why)
 				mk_strbuf_addf(why, "ISR has %d replica(s), min.insync.replicas=%lld; nothing appended",
 					       isr_size(p), (long long)p->cfg.min_insync_replicas);
-			err = MK_NOT_ENOUGH_REPLICAS;
-			goto out;
+			return MK_NOT_ENOUGH_REPLICAS;
 		}
 	}
 	mk_replica *l = &p->replicas[p->leader];
-	err = mk_log_append_leader(l->log, frame, len, p->leader_epoch, base);
+	if (a->idempotent) {
+		int32_t seq = a->seq >= 0 ? a->seq
+				: mk_pstate_next_seq(&l->pstate, a->pid, a->epoch);
+		const mk_seq_entry *dup;
+		err = mk_pstate_check(&l->pstate, a->pid, a->epoch, seq, a->count,
+				      &dup, why);
+		if (err)
+			return err;
+		if (dup) {
+			res->base = dup->base_offset;
+			res->count = dup->last_offset_delta + 1;
+			res->duplicate = true;
+			return MK_OK;
+		}
+		mk_frame_set_producer(frame, len, a->pid, a->epoch, seq);
+	}
+	err = mk_log_append_leader(l->log, frame, len, p->leader_epoch, &res->base);
 	if (err) {
 		if (err == MK_KAFKA_STORAGE_ERROR) {
 			if (why)
 				mk_strbuf_addf(why, "append failed: %s", mk_log_error(l->log));
 			replica_failed(p, p->leader, "append");
 		}
-		goto out;
+		return err;
 	}
+	note_append(l, frame, len);
 	changed(p);
 	refresh_isr(p);
-	if (acks == -1) {
-		bool captured[MK_MAX_BROKERS];
-		for (int i = 0; i < p->nreplicas; i++)
-			captured[i] = p->replicas[i].in_isr;
-		err = await_replicas(p, captured, mk_log_end_offset(l->log),
-				     p->leader_epoch, w, why);
+	if (a->acks != -1)
+		return MK_OK;
+	mk_ack_ticket *t = &res->ticket;
+	t->target = mk_log_end_offset(l->log);
+	t->leader_epoch = p->leader_epoch;
+	t->deadline_ms = mk_clock_now(p->env->clock) + p->env->cfg->request_timeout_ms;
+	for (int i = 0; i < p->nreplicas; i++)
+		t->captured[i] = p->replicas[i].in_isr;
+	if (a->defer_ack) {
+		res->pending = true;
+		return MK_OK;
 	}
-out:
+	return await_replicas(p, t, w, why);
+}
+
+mk_err mk_partition_produce_ex(mk_partition *p, uint8_t *frame, size_t len,
+			       const mk_produce_args *args, const mk_waiter *w,
+			       mk_produce_result *res, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = produce_locked(p, frame, len, args, w, res, why);
 	pthread_mutex_unlock(&p->lock);
 	return err;
+}
+
+mk_err mk_partition_await(mk_partition *p, const mk_ack_ticket *t,
+			  const mk_waiter *w, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = await_replicas(p, t, w, why);
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
+			    int acks, const mk_waiter *w, int64_t *base,
+			    mk_strbuf *why)
+{
+	mk_produce_args a = { .acks = acks, .seq = -1 };
+	mk_produce_result res;
+	mk_err err = mk_partition_produce_ex(p, frame, len, &a, w, &res, why);
+	*base = res.base;
+	return err;
+}
+
+mk_err mk_partition_produce_idempotent(mk_partition *p, uint8_t *frame,
+				       size_t len, int64_t pid, int16_t epoch,
+				       int32_t seq, const mk_waiter *w,
+				       int64_t *base, int32_t *count,
+				       bool *duplicate, mk_strbuf *why)
+{
+	mk_produce_args a = { .acks = -1, .idempotent = true, .pid = pid,
+			      .epoch = epoch, .seq = seq, .count = *count };
+	mk_produce_result res;
+	mk_err err = mk_partition_produce_ex(p, frame, len, &a, w, &res, why);
+	*base = res.base;
+	*count = res.count;
+	*duplicate = res.duplicate;
+	return err;
+}
+
+int32_t mk_partition_next_sequence(mk_partition *p, int64_t pid, int16_t epoch)
+{
+	pthread_mutex_lock(&p->lock);
+	int32_t seq = p->leader < 0 ? -1
+		: mk_pstate_next_seq(&p->replicas[p->leader].pstate, pid, epoch);
+	pthread_mutex_unlock(&p->lock);
+	return seq;
 }
 
 mk_err mk_partition_fetch(mk_partition *p, int64_t from, size_t max_bytes,
@@ -545,7 +706,7 @@ static mk_err reconcile(mk_partition *p, mk_replica *f, mk_replica *l)
 	}
 	if (cut >= fleo)
 		return MK_OK;
-	return mk_log_truncate_to(f->log, cut);
+	return truncate_replica(p, (int)(f - p->replicas), cut);
 }
 
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
@@ -627,7 +788,7 @@ void mk_partition_broker_restart(mk_partition *p, int broker)
 		open_replica(p, i);
 		if (r->log && p->env->cfg->truncation == MK_TRUNCATE_HW &&
 		    mk_log_end_offset(r->log) > r->hw_view)
-			mk_log_truncate_to(r->log, r->hw_view);
+			truncate_replica(p, i, r->hw_view);
 		r->last_fetch_ms = mk_clock_now(p->env->clock);
 		/*
 		 * Kafka's controller elects the last ISR member when it comes
@@ -688,7 +849,7 @@ mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
 	p->leader_epoch++;
 	int64_t leo = mk_log_end_offset(r->log);
 	if (p->env->cfg->truncation == MK_TRUNCATE_HW && leo > p->hw) {
-		err = mk_log_truncate_to(r->log, p->hw);
+		err = truncate_replica(p, i, p->hw);
 		if (err) {
 			replica_failed(p, i, "truncation on promotion");
 			goto out;
@@ -716,6 +877,8 @@ mk_err mk_partition_flush(mk_partition *p)
 			err = MK_KAFKA_STORAGE_ERROR;
 			replica_failed(p, i, "flush");
 		}
+		if (r->log)
+			save_pstate(r);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return err;

@@ -28,6 +28,7 @@
 #include "errlog.h"
 #include "error.h"
 #include "log.h"
+#include "producer_state.h"
 #include "strbuf.h"
 
 /* What a partition needs from its cluster; owned by the cluster. */
@@ -48,6 +49,7 @@ typedef struct {
 	bool in_isr;
 	int64_t last_fetch_ms;  /* cluster clock */
 	int64_t hw_view;        /* the HW this replica last learned */
+	mk_producer_state pstate;   /* idempotent producers seen in this log */
 } mk_replica;
 
 typedef struct mk_partition {
@@ -134,6 +136,61 @@ void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg);
 mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
 			    int acks, const mk_waiter *w, int64_t *base,
 			    mk_strbuf *why);
+
+/*
+ * Produce a batch of an idempotent producer (always acks=all): stamps
+ * (pid, epoch) and the base sequence — `seq`, or the next one the leader
+ * expects when seq < 0 — then checks it against the leader's producer
+ * state. An exact retry of one of the producer's last five batches appends
+ * nothing and returns the original offsets (*duplicate set); a gap or
+ * reorder is OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch PRODUCER_FENCED.
+ * *base and *count describe the batch (the original one for a retry).
+ */
+mk_err mk_partition_produce_idempotent(mk_partition *p, uint8_t *frame,
+				       size_t len, int64_t pid, int16_t epoch,
+				       int32_t seq, const mk_waiter *w,
+				       int64_t *base, int32_t *count,
+				       bool *duplicate, mk_strbuf *why);
+/*
+ * The general produce, for callers that batch on their own (the topic
+ * accumulator): with defer_ack, an acks=all produce returns right after
+ * the append with a ticket, and mk_partition_await later waits for it with
+ * the same rules (the captured ISR, the minimum, the leader epoch, the
+ * timeout counted from the append).
+ */
+typedef struct {
+	int64_t target;             /* the batch's next offset */
+	int32_t leader_epoch;
+	int64_t deadline_ms;        /* cluster clock */
+	bool captured[MK_MAX_BROKERS];
+} mk_ack_ticket;
+
+typedef struct {
+	int acks;                   /* 0, 1 or -1 (all) */
+	bool idempotent;
+	int64_t pid;
+	int16_t epoch;
+	int32_t seq;                /* < 0: the next the leader expects */
+	int32_t count;              /* records in the batch */
+	bool defer_ack;
+} mk_produce_args;
+
+typedef struct {
+	int64_t base;
+	int32_t count;
+	bool duplicate;
+	bool pending;               /* a deferred acks=all: await the ticket */
+	mk_ack_ticket ticket;
+} mk_produce_result;
+
+mk_err mk_partition_produce_ex(mk_partition *p, uint8_t *frame, size_t len,
+			       const mk_produce_args *args, const mk_waiter *w,
+			       mk_produce_result *res, mk_strbuf *why);
+mk_err mk_partition_await(mk_partition *p, const mk_ack_ticket *t,
+			  const mk_waiter *w, mk_strbuf *why);
+
+/* The next sequence the leader expects from (pid, epoch); -1 no leader. */
+int32_t mk_partition_next_sequence(mk_partition *p, int64_t pid, int16_t epoch);
 
 /*
  * Consumer fetch from the leader: whole frames from `from` below the

@@ -1,0 +1,207 @@
+#include "producer_state.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mk_pstate_init(mk_producer_state *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+}
+
+void mk_pstate_free(mk_producer_state *ps)
+{
+	free(ps->v);
+	mk_pstate_init(ps);
+}
+
+void mk_pstate_reset(mk_producer_state *ps)
+{
+	ps->n = 0;
+	ps->covered_to = 0;
+}
+
+/* Binary search; *pos is where pid is or would go. */
+static mk_producer_entry *lookup(const mk_producer_state *ps, int64_t pid,
+				 size_t *pos)
+{
+	size_t lo = 0, hi = ps->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ps->v[mid].pid == pid) {
+			if (pos)
+				*pos = mid;
+			return &ps->v[mid];
+		}
+		if (ps->v[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (pos)
+		*pos = lo;
+	return NULL;
+}
+
+const mk_producer_entry *mk_pstate_find(const mk_producer_state *ps, int64_t pid)
+{
+	return lookup(ps, pid, NULL);
+}
+
+mk_err mk_pstate_check(const mk_producer_state *ps, int64_t pid, int16_t epoch,
+		       int32_t base_seq, int32_t count,
+		       const mk_seq_entry **dup, mk_strbuf *why)
+{
+	*dup = NULL;
+	const mk_producer_entry *e = lookup(ps, pid, NULL);
+	int32_t last_seq = base_seq + count - 1;
+	if (!e || epoch > e->epoch) {
+		if (base_seq == 0)
+			return MK_OK;
+		if (why)
+			mk_strbuf_addf(why, "producer %lld epoch %d must start at sequence 0, got %d",
+				       (long long)pid, epoch, base_seq);
+		return MK_OUT_OF_ORDER_SEQUENCE_NUMBER;
+	}
+	if (epoch < e->epoch) {
+		if (why)
+			mk_strbuf_addf(why, "producer %lld epoch %d is fenced by epoch %d",
+				       (long long)pid, epoch, e->epoch);
+		return MK_PRODUCER_FENCED;
+	}
+	for (int i = 0; i < e->n; i++)
+		if (e->recent[i].first_seq == base_seq &&
+		    e->recent[i].last_seq == last_seq) {
+			*dup = &e->recent[i];
+			return MK_OK;
+		}
+	int32_t expected = e->n ? e->recent[e->n - 1].last_seq + 1 : 0;
+	if (base_seq == expected)
+		return MK_OK;
+	if (why)
+		mk_strbuf_addf(why, "producer %lld epoch %d: sequence %d, expected %d%s",
+			       (long long)pid, epoch, base_seq, expected,
+			       base_seq < expected ? " (a retry older than the last 5 batches, or not an exact retry)" : " (a gap)");
+	return MK_OUT_OF_ORDER_SEQUENCE_NUMBER;
+}
+
+int32_t mk_pstate_next_seq(const mk_producer_state *ps, int64_t pid,
+			   int16_t epoch)
+{
+	const mk_producer_entry *e = lookup(ps, pid, NULL);
+	if (!e || epoch != e->epoch || !e->n)
+		return 0;
+	return e->recent[e->n - 1].last_seq + 1;
+}
+
+static mk_producer_entry *entry_for(mk_producer_state *ps, int64_t pid)
+{
+	size_t pos;
+	mk_producer_entry *e = lookup(ps, pid, &pos);
+	if (e)
+		return e;
+	if (ps->n == ps->alloc) {
+		size_t n = ps->alloc ? ps->alloc * 2 : 8;
+		mk_producer_entry *v = realloc(ps->v, n * sizeof(*v));
+		if (!v)
+			abort();
+		ps->v = v;
+		ps->alloc = n;
+	}
+	memmove(ps->v + pos + 1, ps->v + pos, (ps->n - pos) * sizeof(*ps->v));
+	ps->n++;
+	e = &ps->v[pos];
+	memset(e, 0, sizeof(*e));
+	e->pid = pid;
+	e->epoch = -1;
+	return e;
+}
+
+static void push(mk_producer_entry *e, const mk_seq_entry *s)
+{
+	if (e->n == MK_PRODUCER_WINDOW) {
+		memmove(e->recent, e->recent + 1, (MK_PRODUCER_WINDOW - 1) * sizeof(*e->recent));
+		e->n--;
+	}
+	e->recent[e->n++] = *s;
+}
+
+void mk_pstate_apply(mk_producer_state *ps, const mk_batch_view *b)
+{
+	int64_t next = mk_batch_next_offset(b);
+	if (next > ps->covered_to)
+		ps->covered_to = next;
+	if (b->meta.producer_id < 0 || b->meta.base_sequence < 0 ||
+	    mk_batch_is_control(b))
+		return;
+	mk_producer_entry *e = entry_for(ps, b->meta.producer_id);
+	if (b->meta.producer_epoch != e->epoch) {
+		e->epoch = b->meta.producer_epoch;
+		e->n = 0;
+	}
+	mk_seq_entry s = {
+		.first_seq = b->meta.base_sequence,
+		.last_seq = b->meta.base_sequence + b->last_offset_delta,
+		.base_offset = b->meta.base_offset,
+		.last_offset_delta = b->last_offset_delta,
+	};
+	push(e, &s);
+}
+
+void mk_pstate_format(const mk_producer_state *ps, mk_strbuf *out)
+{
+	mk_strbuf_addf(out, "producer-snapshot 1\ncovered_to %lld\n",
+		       (long long)ps->covered_to);
+	for (size_t i = 0; i < ps->n; i++) {
+		const mk_producer_entry *e = &ps->v[i];
+		mk_strbuf_addf(out, "producer %lld %d", (long long)e->pid, e->epoch);
+		for (int j = 0; j < e->n; j++)
+			mk_strbuf_addf(out, " %d:%d:%lld:%d", e->recent[j].first_seq,
+				       e->recent[j].last_seq,
+				       (long long)e->recent[j].base_offset,
+				       e->recent[j].last_offset_delta);
+		mk_strbuf_addch(out, '\n');
+	}
+}
+
+mk_err mk_pstate_parse(mk_producer_state *ps, const char *text)
+{
+	mk_pstate_reset(ps);
+	const char *p = text;
+	int ver;
+	long long cov;
+	int n;
+	if (sscanf(p, "producer-snapshot %d\ncovered_to %lld\n%n", &ver, &cov, &n) != 2 ||
+	    ver != 1 || cov < 0)
+		return MK_CORRUPT_MESSAGE;
+	ps->covered_to = cov;
+	p += n;
+	while (*p) {
+		long long pid;
+		int epoch;
+		if (sscanf(p, "producer %lld %d%n", &pid, &epoch, &n) != 2 || pid < 0)
+			goto bad;
+		p += n;
+		mk_producer_entry *e = entry_for(ps, pid);
+		e->epoch = (int16_t)epoch;
+		while (*p == ' ') {
+			mk_seq_entry s;
+			long long base;
+			if (sscanf(p, " %d:%d:%lld:%d%n", &s.first_seq, &s.last_seq,
+				   &base, &s.last_offset_delta, &n) != 4)
+				goto bad;
+			s.base_offset = base;
+			push(e, &s);
+			p += n;
+		}
+		if (*p != '\n')
+			goto bad;
+		p++;
+	}
+	return MK_OK;
+bad:
+	mk_pstate_reset(ps);
+	return MK_CORRUPT_MESSAGE;
+}

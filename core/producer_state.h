@@ -1,0 +1,81 @@
+/*
+ * producer_state.h — a replica's memory of idempotent producers: for each
+ * producer id, its epoch and the last MK_PRODUCER_WINDOW batches it wrote
+ * (first and last sequence, base offset, last offset delta). This is what
+ * lets the leader answer a retried batch with its original offsets and
+ * refuse gaps, reorders and fenced epochs.
+ *
+ * Every replica keeps one (leader and followers apply the batches they
+ * append), so a promoted follower deduplicates as the old leader did. The
+ * state is rebuilt at open from a snapshot (`producer-snapshot` in the log
+ * directory, replaced atomically at flush and close) plus the batches the
+ * log holds past the snapshot's offset.
+ *
+ * Invariants: entries sorted by producer id; within an entry `recent` is
+ * oldest first, sequences increasing, at most MK_PRODUCER_WINDOW long.
+ * Not thread-safe: the owning partition's lock guards it.
+ */
+#ifndef MK_PRODUCER_STATE_H
+#define MK_PRODUCER_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+#include "error.h"
+#include "strbuf.h"
+
+#define MK_PRODUCER_WINDOW 5
+
+typedef struct {
+	int32_t first_seq;
+	int32_t last_seq;
+	int64_t base_offset;
+	int32_t last_offset_delta;
+} mk_seq_entry;
+
+typedef struct {
+	int64_t pid;
+	int16_t epoch;
+	int n;
+	mk_seq_entry recent[MK_PRODUCER_WINDOW];
+} mk_producer_entry;
+
+typedef struct {
+	mk_producer_entry *v;
+	size_t n, alloc;
+	int64_t covered_to;      /* every batch below this offset is applied */
+} mk_producer_state;
+
+void mk_pstate_init(mk_producer_state *ps);
+void mk_pstate_free(mk_producer_state *ps);
+void mk_pstate_reset(mk_producer_state *ps);
+
+/* The producer's entry, or NULL. */
+const mk_producer_entry *mk_pstate_find(const mk_producer_state *ps, int64_t pid);
+
+/*
+ * Check a batch of `count` records from (pid, epoch) starting at base_seq:
+ *   MK_OK, *dup NULL          new and in order: append it
+ *   MK_OK, *dup set           an exact retry of a batch in the window
+ *   PRODUCER_FENCED           epoch older than the producer's current one
+ *   OUT_OF_ORDER_SEQUENCE_NUMBER  a gap, a reorder, or a retry older than
+ *                             the window
+ */
+mk_err mk_pstate_check(const mk_producer_state *ps, int64_t pid, int16_t epoch,
+		       int32_t base_seq, int32_t count,
+		       const mk_seq_entry **dup, mk_strbuf *why);
+
+/* The sequence the next batch of (pid, epoch) should start at. */
+int32_t mk_pstate_next_seq(const mk_producer_state *ps, int64_t pid,
+			   int16_t epoch);
+
+/* Record an appended batch (no-op for batches without a producer id). */
+void mk_pstate_apply(mk_producer_state *ps, const mk_batch_view *b);
+
+/* Snapshot as text, and back. */
+void mk_pstate_format(const mk_producer_state *ps, mk_strbuf *out);
+mk_err mk_pstate_parse(mk_producer_state *ps, const char *text);
+
+#endif
