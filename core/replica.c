@@ -130,20 +130,11 @@ static void save_pstate(mk_replica *r)
  * prefix of the log, then every batch past it. After a truncation below
  * the snapshot, the scan starts at the log start.
  */
-static void rebuild_pstate(mk_partition *p, int i)
+/* Apply every batch of replica r's log past what its state covers. */
+static void pstate_catch_up(mk_replica *r)
 {
-	mk_replica *r = &p->replicas[i];
-	mk_strbuf path = MK_STRBUF_INIT, buf = MK_STRBUF_INIT;
-	int64_t start = mk_log_start_offset(r->log), end = mk_log_end_offset(r->log);
-	bool missing = true;
-	pstate_path(r, &path);
-	mk_pstate_reset(&r->pstate);
-	if (!mk_file_read(path.buf, &buf, &missing) && !missing &&
-	    (mk_pstate_parse(&r->pstate, buf.buf) ||
-	     r->pstate.covered_to > end || r->pstate.covered_to < start))
-		mk_pstate_reset(&r->pstate);
-	if (r->pstate.covered_to < start)
-		r->pstate.covered_to = start;
+	mk_strbuf buf = MK_STRBUF_INIT;
+	int64_t end = mk_log_end_offset(r->log);
 	int64_t from = r->pstate.covered_to;
 	while (from < end) {
 		mk_strbuf_reset(&buf);
@@ -162,6 +153,29 @@ static void rebuild_pstate(mk_partition *p, int i)
 		if (pos < buf.len)
 			break;
 	}
+	mk_strbuf_release(&buf);
+}
+
+/*
+ * Rebuild replica i's producer state: the snapshot when it is still a
+ * prefix of the log, then every batch past it. After a truncation below
+ * the snapshot, the scan starts at the log start.
+ */
+static void rebuild_pstate(mk_partition *p, int i)
+{
+	mk_replica *r = &p->replicas[i];
+	mk_strbuf path = MK_STRBUF_INIT, buf = MK_STRBUF_INIT;
+	int64_t start = mk_log_start_offset(r->log), end = mk_log_end_offset(r->log);
+	bool missing = true;
+	pstate_path(r, &path);
+	mk_pstate_reset(&r->pstate);
+	if (!mk_file_read(path.buf, &buf, &missing) && !missing &&
+	    (mk_pstate_parse(&r->pstate, buf.buf) ||
+	     r->pstate.covered_to > end || r->pstate.covered_to < start))
+		mk_pstate_reset(&r->pstate);
+	if (r->pstate.covered_to < start)
+		r->pstate.covered_to = start;
+	pstate_catch_up(r);
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&buf);
 }
@@ -181,8 +195,11 @@ static void note_append(mk_replica *r, const uint8_t *frame, size_t len)
 static mk_err truncate_replica(mk_partition *p, int i, int64_t offset)
 {
 	mk_err err = mk_log_truncate_to(p->replicas[i].log, offset);
-	if (!err)
+	if (!err) {
+		/* The snapshot may describe the tail just cut: replace it. */
 		rebuild_pstate(p, i);
+		save_pstate(&p->replicas[i]);
+	}
 	return err;
 }
 
@@ -742,6 +759,7 @@ mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 		if (err == MK_KAFKA_STORAGE_ERROR)
 			replica_failed(p, i, "follower append");
 		if (f->log) {
+			pstate_catch_up(f);
 			f->last_fetch_ms = mk_clock_now(p->env->clock);
 			int64_t fleo = mk_log_end_offset(f->log);
 			f->hw_view = hw_before < fleo ? hw_before : fleo;
