@@ -8,14 +8,18 @@
  *   - parse_record() and parse_header(), shared by the validating decoder
  *     and by the iterators. On a decoded frame they cannot fail, so the
  *     iterators only assert;
- *   - mk_frame_decode(): frame header, CRC, fixed payload fields, then one
- *     pass over the records and their headers, without allocating;
+ *   - mk_frame_decode_header(): frame header, CRC (optional), fixed
+ *     payload fields; mk_frame_decode() is that plus one pass over the
+ *     records and their headers, without allocating;
  *   - encoding: begin_frame() reserves the frame header and the payload
  *     header (meta written at once), add_record() appends one record with a
  *     single grow of the buffer, and seal_frame() fills in the fields known
  *     only at the end (last offset delta, timestamps, record count, payload
  *     length, CRC). The builder, mk_frame_filter() and mk_frame_marker() are
- *     built from these three.
+ *     built from these three;
+ *   - mk_frame_assign() patches base offset and epoch and updates the CRC
+ *     for those 12 bytes only (crc_patch()), so that a batch costs one CRC
+ *     pass over its payload, its builder's, on the way to the log.
  */
 #include "codec.h"
 
@@ -180,8 +184,10 @@ static mk_err reject(const char **why, const char *reason)
 	return MK_CORRUPT_MESSAGE;
 }
 
-mk_err mk_frame_decode(const uint8_t *buf, size_t len, size_t max_payload,
-		       mk_batch_view *out, const char **why)
+/* The frame header and the fixed payload fields: everything but records. */
+mk_err mk_frame_decode_header(const uint8_t *buf, size_t len,
+			      size_t max_payload, bool check_crc,
+			      mk_batch_view *out, const char **why)
 {
 	/* A short buffer whose bytes disagree with the magic is not a torn
 	 * frame but garbage: say so. */
@@ -200,7 +206,7 @@ mk_err mk_frame_decode(const uint8_t *buf, size_t len, size_t max_payload,
 		return reject(why, "truncated frame");
 
 	const uint8_t *pl = buf + MK_FRAME_HEADER;
-	if (payload_crc(pl, plen) != mk_load_be32(buf + 8))
+	if (check_crc && payload_crc(pl, plen) != mk_load_be32(buf + 8))
 		return reject(why, "bad crc");
 	if (plen < MK_BATCH_FIXED)
 		return reject(why, "short payload");
@@ -250,6 +256,22 @@ mk_err mk_frame_decode(const uint8_t *buf, size_t len, size_t max_payload,
 
 	v.records = r.p;
 	v.records_len = r.left;
+	v.frame_len = MK_FRAME_HEADER + (size_t)plen;
+	*out = v;
+	return MK_OK;
+}
+
+mk_err mk_frame_decode(const uint8_t *buf, size_t len, size_t max_payload,
+		       mk_batch_view *out, const char **why)
+{
+	mk_batch_view v;
+	mk_err err = mk_frame_decode_header(buf, len, max_payload, true, &v,
+					    why);
+	if (err)
+		return err;
+
+	bool control = mk_batch_is_control(&v);
+	reader r = { v.records, v.records_len };
 	int32_t prev = -1;
 	for (int32_t i = 0; i < v.record_count; i++) {
 		mk_record_view rec;
@@ -266,7 +288,6 @@ mk_err mk_frame_decode(const uint8_t *buf, size_t len, size_t max_payload,
 	if (r.left)
 		return reject(why, "trailing bytes");
 
-	v.frame_len = MK_FRAME_HEADER + (size_t)plen;
 	*out = v;
 	return MK_OK;
 }
@@ -487,19 +508,47 @@ void mk_builder_finish(mk_batch_builder *b)
 	b->finished = true;
 }
 
+/*
+ * The CRC of payload after its bytes [at, at + n) changed from old to what
+ * they are now, given its CRC before: CRC-32 is affine, so the difference
+ * between the two CRCs is the linear part of the CRC of the XOR of the two
+ * payloads, which is zero but for those n bytes. That is crc(d) ^ crc(0^n)
+ * for the n changed bytes d, carried over the plen - at - n bytes after them
+ * (crc32_combine with an empty second part). Bytes before `at` do not
+ * matter: leading zeros leave the linear part at zero.
+ */
+static uint32_t crc_patch(uint32_t crc, const uint8_t *payload, size_t plen,
+			  size_t at, const uint8_t *old, size_t n)
+{
+	uint8_t d[16];
+	static const uint8_t zero[16];
+	assert(n <= sizeof(d) && at + n <= plen);
+	for (size_t i = 0; i < n; i++)
+		d[i] = old[i] ^ payload[at + i];
+	uLong lin = crc32(crc32(0L, Z_NULL, 0), d, (uInt)n) ^
+		    crc32(crc32(0L, Z_NULL, 0), zero, (uInt)n);
+	return crc ^ (uint32_t)crc32_combine(lin, 0, (z_off_t)(plen - at - n));
+}
+
 void mk_frame_assign(uint8_t *frame, size_t frame_len, int64_t base_offset,
 		     int32_t leader_epoch)
 {
 	assert(frame_len >= MK_FRAME_HEADER + MK_BATCH_FIXED);
 	assert(memcmp(frame, MK_FRAME_MAGIC, 4) == 0);
 	assert(mk_load_be32(frame + 4) == frame_len - MK_FRAME_HEADER);
-	int32_t lod = load_i32(frame + MK_FRAME_HEADER + P_LAST_OFFSET_DELTA);
+	uint8_t *pl = frame + MK_FRAME_HEADER;
+	int32_t lod = load_i32(pl + P_LAST_OFFSET_DELTA);
 	assert(lod >= 0 && base_offset <= INT64_MAX - 1 - lod);
 	(void)lod;
-	mk_store_be64(frame + MK_FRAME_OFF_BASE_OFFSET, (uint64_t)base_offset);
-	mk_store_be32(frame + MK_FRAME_OFF_LEADER_EPOCH, (uint32_t)leader_epoch);
-	mk_store_be32(frame + 8, payload_crc(frame + MK_FRAME_HEADER,
-					     (uint32_t)(frame_len - MK_FRAME_HEADER)));
+	/* Base offset and leader epoch are adjacent: 12 bytes change. */
+	_Static_assert(P_LEADER_EPOCH == P_BASE_OFFSET + 8, "adjacent fields");
+	uint8_t old[12];
+	memcpy(old, pl + P_BASE_OFFSET, sizeof(old));
+	mk_store_be64(pl + P_BASE_OFFSET, (uint64_t)base_offset);
+	mk_store_be32(pl + P_LEADER_EPOCH, (uint32_t)leader_epoch);
+	mk_store_be32(frame + 8, crc_patch(mk_load_be32(frame + 8), pl,
+					   frame_len - MK_FRAME_HEADER,
+					   P_BASE_OFFSET, old, sizeof(old)));
 }
 
 void mk_frame_filter(const mk_batch_view *b,

@@ -27,7 +27,11 @@
  * mk_frame_decode() checks everything — magic, length bound, whole frame,
  * CRC, version, flags, every field, counts against the bytes present,
  * trailing bytes — and never reads outside [buf, buf+len). Once a frame has
- * decoded, iterating its records cannot fail.
+ * decoded, iterating its records cannot fail. It is the decoder for bytes
+ * from outside: replica appends, recovery scans, reads from disk.
+ * mk_frame_decode_header() checks all but the records (and, if asked, not
+ * the CRC either), for frames already trusted: built by the builder, or
+ * fully decoded once on their way in.
  *
  * Control batches (commit/abort markers) are transactional and carry one
  * record with a null key and value and no headers; they occupy an offset
@@ -140,6 +144,21 @@ typedef struct {
 mk_err mk_frame_decode(const uint8_t *buf, size_t len, size_t max_payload,
 		       mk_batch_view *out, const char **why);
 
+/*
+ * Decode the frame header and the batch fields of a frame at the start of
+ * buf without walking its records: magic, length bound, whole frame, the
+ * CRC when check_crc, version, flags, marker flags, last offset delta, base
+ * offset range, txn id, record count — each rejected as mk_frame_decode()
+ * would, with the same reason. *out is filled as by mk_frame_decode().
+ * Records are NOT checked: iterate them only when the frame is known to be
+ * valid (built by mk_builder_finish(), or passed mk_frame_decode() before);
+ * otherwise the iterator's assertions are all that stands between a bad
+ * frame and a wrong read.
+ */
+mk_err mk_frame_decode_header(const uint8_t *buf, size_t len,
+			      size_t max_payload, bool check_crc,
+			      mk_batch_view *out, const char **why);
+
 /* Iterate the records of a decoded batch. */
 typedef struct {
 	const mk_batch_view *batch;
@@ -183,8 +202,11 @@ void mk_builder_finish(mk_batch_builder *b);
 
 /*
  * Rewrite base offset and leader epoch of an encoded, valid frame in place
- * and recompute its CRC. This is how the leader assigns offsets to a batch
- * built before it knew them.
+ * and update its CRC. This is how the leader assigns offsets to a batch
+ * built before it knew them. The CRC is patched for the 12 bytes that
+ * change, not recomputed (O(log n), no pass over the payload): a CRC that
+ * was right stays right, and one that was wrong — the frame damaged after
+ * it was built — stays wrong, so the damage is still caught when read.
  */
 void mk_frame_assign(uint8_t *frame, size_t frame_len, int64_t base_offset,
 		     int32_t leader_epoch);

@@ -256,8 +256,49 @@ static void expect_ok(const raw_batch *b)
 		fail_msg("expected a valid frame, rejected: %s", why);
 }
 
+/* Reasons that only the record walk of mk_frame_decode() gives. */
+static bool record_reason(const char *why)
+{
+	static const char *const reasons[] = {
+		"bad record", "bad key", "bad value", "bad header count",
+		"bad header", "bad offset delta", "trailing bytes",
+		"bad marker",   /* also a header reason: flags, count */
+	};
+	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		if (strcmp(why, reasons[i]) == 0)
+			return true;
+	return false;
+}
+
 /*
- * `base` must decode; `bad` must be rejected with exactly `reason`.
+ * The header-only decoder (CRC checked) on bytes mk_frame_decode() rejected
+ * with `reason`: it rejects them for the same reason, or accepts them when
+ * the reason lies in the records it does not walk.
+ */
+static void cross_check_header(const void *p, size_t len, size_t max_payload,
+			       const char *reason)
+{
+	owned o = own(p, len);
+	mk_batch_view v;
+	const char *why = NULL;
+	mk_err err = mk_frame_decode_header(o.buf, o.len, max_payload, true, &v,
+					    &why);
+	if (err == MK_OK) {
+		if (!record_reason(reason))
+			fail_msg("header decode accepted a frame with %s",
+				 reason);
+		assert_true(v.frame_len <= len);
+	} else {
+		assert_int_equal(err, MK_CORRUPT_MESSAGE);
+		assert_non_null(why);
+		assert_string_equal(why, reason);
+	}
+	free(o.buf);
+}
+
+/*
+ * `base` must decode; `bad` must be rejected with exactly `reason` (and by
+ * the header-only decoder as cross_check_header() says).
  */
 static void expect_reject(const raw_batch *base, const raw_batch *bad,
 			  const char *reason)
@@ -267,6 +308,10 @@ static void expect_reject(const raw_batch *base, const raw_batch *bad,
 	assert_int_equal(raw_decode(bad, &why), MK_CORRUPT_MESSAGE);
 	assert_non_null(why);
 	assert_string_equal(why, reason);
+	mk_strbuf sb = MK_STRBUF_INIT;
+	raw_encode(bad, &sb);
+	cross_check_header(sb.buf, sb.len, 0, reason);
+	mk_strbuf_release(&sb);
 }
 
 /* Decode raw bytes (copied exactly) and expect a rejection. */
@@ -281,6 +326,7 @@ static void expect_bytes_reject(const void *p, size_t len, size_t max_payload,
 	assert_non_null(why);
 	assert_string_equal(why, reason);
 	free(o.buf);
+	cross_check_header(p, len, max_payload, reason);
 }
 
 /* ---- decoding valid frames ------------------------------------------------ */
@@ -781,6 +827,249 @@ static void test_frame_assign(void **state)
 	assert_int_equal(mk_batch_next_offset(&v), INT64_MAX);
 	free(orig);
 	mk_builder_release(&b);
+}
+
+/*
+ * The patched CRC is the CRC recomputed over the whole payload, whatever the
+ * frame size, the old and the new values.
+ */
+static void test_frame_assign_crc_patch(void **state)
+{
+	(void)state;
+	mk_batch_meta m = plain_meta();
+	mk_batch_builder b;
+	mk_builder_init(&b, &m);
+	uint32_t x = 99;
+	char value[3000];
+	memset(value, 'v', sizeof(value));
+	for (int round = 0; round < 60; round++) {
+		mk_builder_reset(&b, &m);
+		int n = 1 + round % 7;
+		for (int i = 0; i < n; i++) {
+			x = x * 1103515245u + 12345u;
+			size_t vlen = (x >> 8) % (round < 50 ? 40 : sizeof(value));
+			mk_builder_add(&b, i, MK_BYTES_NULL,
+				       mk_bytes_of(value, vlen), NULL, 0);
+		}
+		mk_builder_finish(&b);
+		uint8_t *f = (uint8_t *)b.frame.buf;
+		size_t len = b.frame.len;
+		for (int k = 0; k < 4; k++) {
+			x = x * 1103515245u + 12345u;
+			int64_t base = k == 3 ? INT64_MAX - 1 - (n - 1)
+					      : (int64_t)x * (k + 1);
+			int32_t epoch = k == 2 ? -1 : (int32_t)(x >> 4);
+			mk_frame_assign(f, len, base, epoch);
+			assert_int_equal(mk_load_be32(f + 8),
+					 crc_of(f + MK_FRAME_HEADER,
+						len - MK_FRAME_HEADER));
+			mk_batch_view v;
+			const char *why = NULL;
+			assert_int_equal(mk_frame_decode(f, len, 0, &v, &why),
+					 MK_OK);
+			assert_int_equal(v.meta.base_offset, base);
+			assert_int_equal(v.meta.leader_epoch, epoch);
+		}
+	}
+	mk_builder_release(&b);
+}
+
+/* A frame damaged after it was built keeps a CRC that does not match. */
+static void test_frame_assign_keeps_damage(void **state)
+{
+	(void)state;
+	mk_batch_meta m = plain_meta();
+	mk_batch_builder b;
+	mk_builder_init(&b, &m);
+	mk_builder_add(&b, 1, S("key"), S("value"), NULL, 0);
+	mk_builder_finish(&b);
+	uint8_t *f = (uint8_t *)b.frame.buf;
+	size_t len = b.frame.len;
+	f[len - 2] ^= 0x10;   /* in the value */
+	mk_frame_assign(f, len, 500, 2);
+	mk_batch_view v;
+	const char *why = NULL;
+	assert_int_equal(mk_frame_decode(f, len, 0, &v, &why),
+			 MK_CORRUPT_MESSAGE);
+	assert_string_equal(why, "bad crc");
+	f[len - 2] ^= 0x10;
+	assert_int_equal(mk_frame_decode(f, len, 0, &v, &why), MK_OK);
+	assert_int_equal(v.meta.base_offset, 500);
+	mk_builder_release(&b);
+}
+
+/* ---- header-only decoding -------------------------------------------------- */
+
+static void assert_views_equal(const mk_batch_view *a, const mk_batch_view *b)
+{
+	assert_int_equal(a->meta.flags, b->meta.flags);
+	assert_int_equal(a->meta.base_offset, b->meta.base_offset);
+	assert_int_equal(a->meta.leader_epoch, b->meta.leader_epoch);
+	assert_int_equal(a->meta.producer_id, b->meta.producer_id);
+	assert_int_equal(a->meta.producer_epoch, b->meta.producer_epoch);
+	assert_int_equal(a->meta.base_sequence, b->meta.base_sequence);
+	assert_true(eq_bytes(a->meta.txn_id, b->meta.txn_id));
+	assert_int_equal(a->last_offset_delta, b->last_offset_delta);
+	assert_int_equal(a->first_timestamp, b->first_timestamp);
+	assert_int_equal(a->max_timestamp, b->max_timestamp);
+	assert_int_equal(a->record_count, b->record_count);
+	assert_ptr_equal(a->records, b->records);
+	assert_int_equal(a->records_len, b->records_len);
+	assert_int_equal(a->frame_len, b->frame_len);
+}
+
+static void test_decode_header_valid(void **state)
+{
+	(void)state;
+	raw_batch rb[2] = { valid_batch(), valid_marker() };
+	mk_strbuf sb = MK_STRBUF_INIT;
+	for (int i = 0; i < 2; i++) {
+		raw_encode(&rb[i], &sb);
+		/* Followed by more bytes: only the first frame is taken. */
+		size_t flen = sb.len;
+		mk_strbuf_addstr(&sb, "MKF1more");
+		owned o = own(sb.buf, sb.len);
+		mk_batch_view full, head;
+		const char *why = NULL;
+		assert_int_equal(mk_frame_decode(o.buf, o.len, 0, &full, &why),
+				 MK_OK);
+		for (int crc = 0; crc < 2; crc++) {
+			assert_int_equal(mk_frame_decode_header(o.buf, o.len, 0,
+								crc, &head,
+								&why),
+					 MK_OK);
+			assert_views_equal(&head, &full);
+			assert_int_equal(head.frame_len, flen);
+		}
+		/* Its records iterate as those of the full decode. */
+		mk_record_iter a, b;
+		mk_record_view ra, rbv;
+		mk_record_iter_init(&a, &full);
+		mk_record_iter_init(&b, &head);
+		while (mk_record_next(&a, &ra)) {
+			assert_true(mk_record_next(&b, &rbv));
+			assert_int_equal(ra.offset, rbv.offset);
+			assert_true(eq_bytes(ra.value, rbv.value));
+		}
+		assert_false(mk_record_next(&b, &rbv));
+		free(o.buf);
+	}
+	/* A builder's frame, as the leader's append and the readers see it. */
+	mk_batch_meta m = plain_meta();
+	mk_batch_builder bl;
+	mk_builder_init(&bl, &m);
+	mk_builder_add(&bl, 7, S("k"), S("v"), NULL, 0);
+	mk_builder_add(&bl, 9, MK_BYTES_NULL, S("w"), NULL, 0);
+	mk_builder_finish(&bl);
+	mk_batch_view v;
+	assert_int_equal(mk_frame_decode_header((uint8_t *)bl.frame.buf,
+						bl.frame.len, 0, false, &v,
+						NULL), MK_OK);
+	assert_int_equal(v.frame_len, bl.frame.len);
+	assert_int_equal(v.last_offset_delta, 1);
+	assert_int_equal(v.first_timestamp, 7);
+	assert_int_equal(v.max_timestamp, 9);
+	assert_int_equal(v.record_count, 2);
+	mk_builder_release(&bl);
+	mk_strbuf_release(&sb);
+}
+
+static void expect_header_reject(const void *p, size_t len, bool check_crc,
+				 const char *reason)
+{
+	owned o = own(p, len);
+	mk_batch_view v;
+	const char *why = NULL;
+	assert_int_equal(mk_frame_decode_header(o.buf, o.len, 0, check_crc, &v,
+						&why), MK_CORRUPT_MESSAGE);
+	assert_non_null(why);
+	assert_string_equal(why, reason);
+	free(o.buf);
+}
+
+static void expect_header_ok(const void *p, size_t len, bool check_crc)
+{
+	owned o = own(p, len);
+	mk_batch_view v;
+	const char *why = NULL;
+	mk_err err = mk_frame_decode_header(o.buf, o.len, 0, check_crc, &v,
+					    &why);
+	if (err)
+		fail_msg("header decode rejected: %s", why);
+	free(o.buf);
+}
+
+static void test_decode_header_rejects(void **state)
+{
+	(void)state;
+	raw_batch b = valid_batch();
+	mk_strbuf sb = MK_STRBUF_INIT;
+	raw_encode(&b, &sb);
+	/* Magic, with or without the CRC check. */
+	for (int crc = 0; crc < 2; crc++) {
+		sb.buf[1] ^= 0x20;
+		expect_header_reject(sb.buf, sb.len, crc, "bad magic");
+		sb.buf[1] ^= 0x20;
+		/* Every proper prefix is a truncated frame. */
+		for (size_t n = 4; n < sb.len; n++)
+			expect_header_reject(sb.buf, n, crc, "truncated frame");
+		/* A declared length past the bound, or past the bytes. */
+		uint32_t plen = mk_load_be32((uint8_t *)sb.buf + 4);
+		mk_store_be32((uint8_t *)sb.buf + 4, MK_FRAME_MAX_PAYLOAD + 1);
+		expect_header_reject(sb.buf, sb.len, crc, "payload too large");
+		mk_store_be32((uint8_t *)sb.buf + 4, plen + 1);
+		expect_header_reject(sb.buf, sb.len, crc, "truncated frame");
+		mk_store_be32((uint8_t *)sb.buf + 4, plen);
+	}
+	/* The CRC only when asked: a flipped payload bit anywhere. */
+	for (size_t i = MK_FRAME_HEADER + MK_BATCH_FIXED + 2; i < sb.len; i++) {
+		sb.buf[i] ^= 0x01;
+		expect_header_reject(sb.buf, sb.len, true, "bad crc");
+		sb.buf[i] ^= 0x01;
+	}
+	sb.buf[sb.len - 1] ^= 0x01;   /* in a header value: records unwalked */
+	expect_header_ok(sb.buf, sb.len, false);
+	sb.buf[sb.len - 1] ^= 0x01;
+	sb.buf[8] ^= 0x01;            /* the CRC field itself */
+	expect_header_reject(sb.buf, sb.len, true, "bad crc");
+	expect_header_ok(sb.buf, sb.len, false);
+	sb.buf[8] ^= 0x01;
+
+	/* Header fields, with a valid CRC so that they are what fires. */
+	raw_batch bad = valid_batch();
+	bad.version = 2;
+	raw_encode(&bad, &sb);
+	expect_header_reject(sb.buf, sb.len, false, "bad version");
+	bad = valid_batch();
+	bad.flags = 0x8;
+	raw_encode(&bad, &sb);
+	expect_header_reject(sb.buf, sb.len, false, "unknown flags");
+	bad = valid_marker();
+	bad.record_count = 2;
+	raw_encode(&bad, &sb);
+	expect_header_reject(sb.buf, sb.len, false, "bad marker");
+	bad = valid_batch();
+	bad.record_count = 0;
+	raw_encode(&bad, &sb);
+	expect_header_reject(sb.buf, sb.len, false, "bad record count");
+	bad = valid_batch();
+	bad.last_offset_delta = -1;
+	raw_encode(&bad, &sb);
+	expect_header_reject(sb.buf, sb.len, false, "bad last offset delta");
+	bad = valid_batch();
+	bad.txn_len = 2;
+	bad.txn = "tx";
+	raw_encode(&bad, &sb);
+	expect_header_reject(sb.buf, sb.len, false, "bad txn id");
+
+	/* Damage inside the records (CRC fixed) passes the header decode
+	 * and is left to mk_frame_decode. */
+	bad = valid_batch();
+	bad.r[1].key_len = 1000;
+	raw_encode(&bad, &sb);
+	expect_header_ok(sb.buf, sb.len, true);
+	expect_bytes_reject(sb.buf, sb.len, 0, "bad key");
+	mk_strbuf_release(&sb);
 }
 
 /* ---- filter --------------------------------------------------------------- */
@@ -1459,6 +1748,10 @@ int main(void)
 		cmocka_unit_test(test_builder_timestamps),
 		cmocka_unit_test(test_builder_reset_reuses),
 		cmocka_unit_test(test_frame_assign),
+		cmocka_unit_test(test_frame_assign_crc_patch),
+		cmocka_unit_test(test_frame_assign_keeps_damage),
+		cmocka_unit_test(test_decode_header_valid),
+		cmocka_unit_test(test_decode_header_rejects),
 		cmocka_unit_test(test_frame_filter),
 		cmocka_unit_test(test_marker_commit),
 		cmocka_unit_test(test_marker_abort),
