@@ -224,6 +224,35 @@ static void open_replica(mk_partition *p, int i)
 	mk_strbuf_release(&why);
 }
 
+/*
+ * How far replica r's log agrees with the leader's (KIP-101/279): the end
+ * of the largest leader epoch both logs know, on whichever log ends it
+ * first, and never past r's own end. A demoted or restarted replica may
+ * hold a divergent tail, as long as the leader's log, until its next fetch
+ * truncates it: only the agreed prefix counts for ISR membership, the HW
+ * and acks=all.
+ */
+static int64_t agreed_end(const mk_replica *r, const mk_replica *l)
+{
+	int64_t end = mk_log_end_offset(r->log);
+	if (r == l)
+		return end;
+	int32_t re = mk_log_latest_epoch(r->log);
+	if (re < 0)
+		return end;
+	int32_t le, re2;
+	int64_t lend, rend;
+	mk_log_end_offset_for_epoch(l->log, re, &le, &lend);
+	if (le < 0) {
+		lend = mk_log_start_offset(l->log);
+	} else {
+		mk_log_end_offset_for_epoch(r->log, le, &re2, &rend);
+		if (rend < lend)
+			lend = rend;
+	}
+	return lend < end ? lend : end;
+}
+
 mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 			 const mk_topic_config *cfg,
 			 const mk_partition_state *st, mk_partition **out)
@@ -265,13 +294,16 @@ mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 		meta_changed(p);    /* the leader could not be opened */
 	/*
 	 * The HW after a restart: the smallest log end among the ISR members
-	 * whose logs are open — everything below it is on every ISR replica.
+	 * whose logs are open (what agrees with the leader's, when there is
+	 * one) — everything below it is on every ISR replica.
 	 */
 	int64_t hw = -1;
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
 		if (r->in_isr && r->log) {
-			int64_t leo = mk_log_end_offset(r->log);
+			int64_t leo = p->leader >= 0
+				? agreed_end(r, &p->replicas[p->leader])
+				: mk_log_end_offset(r->log);
 			if (hw < 0 || leo < hw)
 				hw = leo;
 		}
@@ -364,10 +396,11 @@ static void refresh_isr(mk_partition *p)
 		mk_replica *r = &p->replicas[i];
 		if (i == p->leader)
 			continue;
+		int64_t end = r->log ? agreed_end(r, leader) : -1;
 		bool in = r->log != NULL &&
-			  leo - mk_log_end_offset(r->log) <= cfg->replica_lag_max_messages &&
+			  leo - end <= cfg->replica_lag_max_messages &&
 			  now - r->last_fetch_ms <= cfg->replica_lag_time_max_ms &&
-			  mk_log_end_offset(r->log) >= p->hw;
+			  end >= p->hw;
 		if (in != r->in_isr) {
 			r->in_isr = in;
 			meta_changed(p);
@@ -377,8 +410,8 @@ static void refresh_isr(mk_partition *p)
 	int64_t hw = leo;
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
-		if (r->in_isr && r->log && mk_log_end_offset(r->log) < hw)
-			hw = mk_log_end_offset(r->log);
+		if (r->in_isr && r->log && agreed_end(r, leader) < hw)
+			hw = agreed_end(r, leader);
 	}
 	if (hw > p->hw) {
 		p->hw = hw;
@@ -467,7 +500,7 @@ static mk_err await_replicas(mk_partition *p, const mk_ack_ticket *t,
 		for (int i = 0; i < p->nreplicas; i++) {
 			mk_replica *r = &p->replicas[i];
 			if (captured[i] && r->in_isr &&
-			    (!r->log || mk_log_end_offset(r->log) < target))
+			    (!r->log || agreed_end(r, &p->replicas[p->leader]) < target))
 				done = false;
 		}
 		if (done)
@@ -624,8 +657,13 @@ mk_err mk_partition_produce_idempotent(mk_partition *p, uint8_t *frame,
 int32_t mk_partition_next_sequence(mk_partition *p, int64_t pid, int16_t epoch)
 {
 	pthread_mutex_lock(&p->lock);
-	int32_t seq = p->leader < 0 ? -1
-		: mk_pstate_next_seq(&p->replicas[p->leader].pstate, pid, epoch);
+	int32_t seq = -1;
+	if (p->leader >= 0) {
+		const mk_producer_entry *e =
+			mk_pstate_find(&p->replicas[p->leader].pstate, pid);
+		if (e && e->epoch == epoch)
+			seq = mk_pstate_next_seq(&p->replicas[p->leader].pstate, pid, epoch);
+	}
 	pthread_mutex_unlock(&p->lock);
 	return seq;
 }

@@ -189,7 +189,8 @@ mk_err mk_partition_produce_ex(mk_partition *p, uint8_t *frame, size_t len,
 mk_err mk_partition_await(mk_partition *p, const mk_ack_ticket *t,
 			  const mk_waiter *w, mk_strbuf *why);
 
-/* The next sequence the leader expects from (pid, epoch); -1 no leader. */
+/* The next sequence the leader expects from (pid, epoch); -1 when there
+ * is no leader or the leader has no batch of that producer and epoch. */
 int32_t mk_partition_next_sequence(mk_partition *p, int64_t pid, int16_t epoch);
 
 /*

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "format.h"
 
@@ -20,6 +19,8 @@ static mk_partition *handle_partition(mk_handle *h)
 }
 
 /* ---- open ------------------------------------------------------------- */
+
+static mk_err open_append(mkfs *fs, mk_handle *h, bool readable, mk_strbuf *why);
 
 /* Turn a POS into an offset against the partition's current state. */
 static mk_err resolve_position(mk_partition *p, const mk_read_params *rp,
@@ -82,6 +83,8 @@ mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 	h->path = strdup(path);
 	h->fd = -1;
 	h->acks = MK_ACKS_DEFAULT;
+	pthread_mutex_init(&h->receipts_lock, NULL);
+	mk_strbuf_init(&h->receipts, 0);
 	mk_strbuf_init(&h->text, 0);
 	mk_strbuf_init(&h->fetched, 0);
 	mk_strbuf_init(&h->pending, 0);
@@ -104,17 +107,8 @@ mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 			break;
 		}
 		err = mk_name_parse_append(h->ref.name, &h->ap, why);
-		if (!err && h->ap.producer[0]) {
-			mk_strbuf_addf(why, "no producer %s", h->ap.producer);
-			err = MK_UNKNOWN_PRODUCER_ID;
-		}
-		if (!err && h->ap.txn[0]) {
-			mk_strbuf_addf(why, "no transaction %s", h->ap.txn);
-			err = MK_TRANSACTIONAL_ID_NOT_FOUND;
-		}
-		h->acks = h->ap.acks == MK_ACKS_DEFAULT ? (int)fs->cluster->cfg.acks
-							: h->ap.acks;
-		h->readable = acc == O_RDWR;
+		if (!err)
+			err = open_append(fs, h, acc == O_RDWR, why);
 		break;
 	case NODE_RAW: {
 		mk_strbuf real = MK_STRBUF_INIT;
@@ -146,7 +140,10 @@ void mk_handle_close(mk_handle *h)
 		return;
 	if (h->fd >= 0)
 		close(h->fd);
+	mk_accumulator_free(h->acc, NULL);
 	mk_node_ref_release(&h->ref);
+	mk_strbuf_release(&h->receipts);
+	pthread_mutex_destroy(&h->receipts_lock);
 	mk_strbuf_release(&h->text);
 	mk_strbuf_release(&h->fetched);
 	mk_strbuf_release(&h->pending);
@@ -265,7 +262,11 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		err = MK_OK;
 		break;
 	case NODE_APPEND:
-		break;    /* receipts are in h->text */
+		pthread_mutex_lock(&h->receipts_lock);
+		mk_strbuf_add(&h->text, h->receipts.buf, h->receipts.len);
+		mk_strbuf_reset(&h->receipts);
+		pthread_mutex_unlock(&h->receipts_lock);
+		break;
 	case NODE_DIR:
 		goto out;
 	}
@@ -292,68 +293,131 @@ static const mk_batch_meta plain_meta = {
 	.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
 };
 
+static void add_receipt(void *arg, const char *topic, int partition,
+			int64_t base, int32_t count, int acks)
+{
+	mk_handle *h = arg;
+	if (!h->readable)
+		return;
+	pthread_mutex_lock(&h->receipts_lock);
+	mk_strbuf_addf(&h->receipts, "%s %d ", topic, partition);
+	if (acks == 0)
+		mk_strbuf_addstr(&h->receipts, "-");
+	else
+		mk_strbuf_addf(&h->receipts, "%lld", (long long)base);
+	mk_strbuf_addf(&h->receipts, " %d\n", count);
+	pthread_mutex_unlock(&h->receipts_lock);
+}
+
+static mk_err open_append(mkfs *fs, mk_handle *h, bool readable, mk_strbuf *why)
+{
+	mk_cluster *c = fs->cluster;
+	h->readable = readable;
+	h->acks = h->ap.acks == MK_ACKS_DEFAULT ? (int)c->cfg.acks : h->ap.acks;
+	if (h->ap.txn[0]) {
+		mk_strbuf_addf(why, "no transaction %s", h->ap.txn);
+		return MK_TRANSACTIONAL_ID_NOT_FOUND;
+	}
+	if (h->ap.producer[0]) {
+		if (mk_cluster_producer_get(c, h->ap.producer, &h->pid, &h->epoch)) {
+			mk_strbuf_addf(why, "no producer %s (mkdir /producers/%s first)",
+				       h->ap.producer, h->ap.producer);
+			return MK_UNKNOWN_PRODUCER_ID;
+		}
+		if (h->ap.acks != MK_ACKS_DEFAULT && h->ap.acks != MK_ACKS_ALL) {
+			mk_strbuf_addstr(why, "an idempotent producer writes with acks=all");
+			return MK_INVALID_REQUEST;
+		}
+		if (h->ap.seq >= 0 && h->ref.partition < 0) {
+			mk_strbuf_addstr(why, "seq= is for partition append files (a topic append spreads over partitions)");
+			return MK_INVALID_REQUEST;
+		}
+		h->idempotent = true;
+		h->acks = MK_ACKS_ALL;
+		h->next_seq = (int32_t)h->ap.seq;
+	}
+	if (h->ref.partition < 0) {
+		mk_accumulator_opts o = {
+			.acks = h->acks,
+			.batch_size = c->cfg.batch_size,
+			.linger_ms = c->cfg.linger_ms,
+			.idempotent = h->idempotent,
+			.pid = h->pid,
+			.epoch = h->epoch,
+			.receipt = add_receipt,
+			.receipt_arg = h,
+		};
+		h->acc = mk_accumulator_new(c, h->ref.topic, &o);
+	}
+	return MK_OK;
+}
+
+/* Where parsed records go: one batch (partition append) or a staging
+ * batch that is handed to the accumulator once the whole write parsed. */
 typedef struct {
-	mk_handle *h;
-	mk_batch_builder *builders;   /* one per partition of the target */
-	int nbuilders;
-	int fixed;                    /* partition append: its id, else -1 */
+	mk_batch_builder b;
 	int64_t now;
 	int64_t max_bytes;
-	int sticky;
-} append_ctx;
+} parse_ctx;
 
-static mk_err route_record(void *arg, mk_bytes key, mk_bytes value,
-			   const mk_header *headers, size_t nheaders)
+static mk_err collect_record(void *arg, mk_bytes key, mk_bytes value,
+			     const mk_header *headers, size_t nheaders)
 {
-	append_ctx *a = arg;
-	int part;
-	if (a->fixed >= 0)
-		part = 0;
-	else if (key.len >= 0)
-		part = (int)(crc32(0L, key.ptr ? key.ptr : (const Bytef *)"", (uInt)key.len) %
-			     (uint32_t)a->nbuilders);
-	else
-		part = a->sticky;
-	mk_batch_builder *b = &a->builders[part];
-	mk_builder_add(b, a->now, key, value, headers, nheaders);
-	if ((int64_t)mk_builder_size(b) > a->max_bytes)
+	parse_ctx *pc = arg;
+	mk_builder_add(&pc->b, pc->now, key, value, headers, nheaders);
+	if ((int64_t)mk_builder_size(&pc->b) > pc->max_bytes)
 		return MK_MESSAGE_TOO_LARGE;
 	return MK_OK;
 }
 
-static mk_err produce_all(mkfs *fs, mk_handle *h, append_ctx *a,
-			  const mk_waiter *w, mk_strbuf *why)
+/* Partition append: the whole write is one batch. */
+static mk_err produce_batch(mk_handle *h, parse_ctx *pc, const mk_waiter *w,
+			    mk_strbuf *why)
 {
-	(void)fs;
-	mk_err first = MK_OK;
-	for (int i = 0; i < a->nbuilders; i++) {
-		mk_batch_builder *b = &a->builders[i];
-		if (!b->count)
-			continue;
-		int part = a->fixed >= 0 ? a->fixed : i;
-		mk_builder_finish(b);
-		int64_t base = -1;
-		mk_err err = mk_partition_produce(mk_topic_partition(h->ref.topic, part),
-						  (uint8_t *)b->frame.buf, b->frame.len,
-						  h->acks, w, &base, why);
-		if (err) {
-			if (!first)
-				first = err;
-			continue;
-		}
-		if (h->readable) {
-			mk_strbuf_addf(&h->text, "%s %d ", h->ref.topic->name, part);
-			if (h->acks == 0)
-				mk_strbuf_addstr(&h->text, "-");
-			else
-				mk_strbuf_addf(&h->text, "%lld", (long long)base);
-			mk_strbuf_addf(&h->text, " %d\n", b->count);
-		}
+	mk_builder_finish(&pc->b);
+	mk_produce_args a = {
+		.acks = h->acks,
+		.idempotent = h->idempotent,
+		.pid = h->pid,
+		.epoch = h->epoch,
+		.seq = h->next_seq,
+		.count = pc->b.count,
+	};
+	mk_produce_result res;
+	mk_err err = mk_partition_produce_ex(handle_partition(h),
+					     (uint8_t *)pc->b.frame.buf, pc->b.frame.len,
+					     &a, w, &res, why);
+	if (res.base >= 0 && (!err || err == MK_NOT_ENOUGH_REPLICAS_AFTER_APPEND ||
+			      err == MK_REQUEST_TIMED_OUT || err == MK_FENCED_LEADER_EPOCH))
+		add_receipt(h, h->ref.topic->name, h->ref.partition, res.base,
+			    res.count, h->acks);
+	if (!err && h->next_seq >= 0)
+		h->next_seq += res.count;
+	return err;
+}
+
+/* Topic append: replay the staged records through the accumulator. */
+static mk_err accumulate(mk_handle *h, parse_ctx *pc, const mk_waiter *w,
+			 mk_strbuf *why)
+{
+	mk_builder_finish(&pc->b);
+	mk_batch_view b;
+	mk_err err = mk_frame_decode((const uint8_t *)pc->b.frame.buf,
+				     pc->b.frame.len, 0, &b, NULL);
+	mk_record_iter it;
+	mk_record_view rec;
+	mk_header hdrs[MK_FORMAT_MAX_HEADERS];
+	if (!err)
+		mk_record_iter_init(&it, &b);
+	while (!err && mk_record_next(&it, &rec)) {
+		size_t nh = 0, pos = 0;
+		while (nh < MK_FORMAT_MAX_HEADERS && mk_header_next(&rec, &pos, &hdrs[nh]))
+			nh++;
+		err = mk_accumulator_add(h->acc, rec.key, rec.value, hdrs, nh,
+					 rec.timestamp, w, why);
 	}
-	/* Keyless records stick to one partition until its batch closes. */
-	if (a->fixed < 0 && a->builders[a->sticky].count)
-		h->sticky = (a->sticky + 1) % a->nbuilders;
-	return first;
+	mk_err end = mk_accumulator_end_write(h->acc, w, why);
+	return err ? err : end;
 }
 
 /* Parse buf (after any carried line) and produce it; keep the new tail. */
@@ -362,18 +426,11 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 {
 	mk_topic_config tc;
 	mk_cluster_topic_config(fs->cluster, h->ref.topic, &tc);
-	bool topic_level = h->ref.partition < 0;
-	append_ctx a = {
-		.h = h,
-		.nbuilders = topic_level ? h->ref.topic->npartitions : 1,
-		.fixed = topic_level ? -1 : h->ref.partition,
+	parse_ctx pc = {
 		.now = mk_clock_now(&fs->cluster->clock),
-		.max_bytes = tc.message_max_bytes,
-		.sticky = h->sticky % (topic_level ? h->ref.topic->npartitions : 1),
+		.max_bytes = h->acc ? INT64_MAX : tc.message_max_bytes,
 	};
-	a.builders = calloc((size_t)a.nbuilders, sizeof(*a.builders));
-	for (int i = 0; i < a.nbuilders; i++)
-		mk_builder_init(&a.builders[i], &plain_meta);
+	mk_builder_init(&pc.b, &plain_meta);
 	mk_parse_opts opts = {
 		.format = h->ap.format,
 		.has_key = h->ap.has_key,
@@ -381,7 +438,7 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 		.max_line = (size_t)tc.message_max_bytes,
 	};
 	mk_err err = MK_OK;
-	size_t used = 0, consumed;
+	size_t used = 0, consumed = 0;
 	/* The carried line completes with this write's first line. */
 	if (h->pending.len) {
 		const char *nl = memchr(buf, '\n', len);
@@ -391,8 +448,9 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 		mk_strbuf_add(&first, buf, head);
 		if (nl || final) {
 			err = mk_parse_lines(&opts, first.buf, first.len, true,
-					     route_record, &a, &consumed, why);
+					     collect_record, &pc, &consumed, why);
 			used = head;
+			consumed = 0;
 		} else if ((int64_t)first.len > tc.message_max_bytes) {
 			mk_strbuf_addf(why, "line longer than message.max.bytes=%lld",
 				       (long long)tc.message_max_bytes);
@@ -402,9 +460,7 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 	}
 	if (!err && used < len)
 		err = mk_parse_lines(&opts, buf + used, len - used, final,
-				     route_record, &a, &consumed, why);
-	else
-		consumed = 0;
+				     collect_record, &pc, &consumed, why);
 	size_t tail = len - used - consumed;
 	if (!err && !final && (int64_t)((used ? 0 : h->pending.len) + tail) > tc.message_max_bytes) {
 		mk_strbuf_addf(why, "line longer than message.max.bytes=%lld",
@@ -414,21 +470,22 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 	if (err == MK_MESSAGE_TOO_LARGE && !why->len)
 		mk_strbuf_addf(why, "batch larger than message.max.bytes=%lld",
 			       (long long)tc.message_max_bytes);
-	if (!err)
-		err = produce_all(fs, h, &a, w, why);
-	/* The write took effect (possibly partly, for acks errors after
-	 * append): the carried line is now this write's tail. */
-	if (!err || err == MK_NOT_ENOUGH_REPLICAS_AFTER_APPEND ||
-	    err == MK_REQUEST_TIMED_OUT || err == MK_FENCED_LEADER_EPOCH ||
-	    err == MK_INTERRUPTED) {
+	if (!err && pc.b.count)
+		err = h->acc ? accumulate(h, &pc, w, why) : produce_batch(h, &pc, w, why);
+	/* Unless the write was refused before anything was appended, the
+	 * carried line is now this write's tail. */
+	bool refused = err == MK_INVALID_RECORD || err == MK_MESSAGE_TOO_LARGE ||
+		       err == MK_NOT_ENOUGH_REPLICAS || err == MK_LEADER_NOT_AVAILABLE ||
+		       err == MK_UNKNOWN_TOPIC_OR_PARTITION ||
+		       err == MK_OUT_OF_ORDER_SEQUENCE_NUMBER || err == MK_PRODUCER_FENCED ||
+		       err == MK_KAFKA_STORAGE_ERROR;
+	if (!refused || h->acc) {
 		if (used || !h->pending.len || final)
 			mk_strbuf_reset(&h->pending);
 		if (!final)
 			mk_strbuf_add(&h->pending, buf + len - tail, tail);
 	}
-	for (int i = 0; i < a.nbuilders; i++)
-		mk_builder_release(&a.builders[i]);
-	free(a.builders);
+	mk_builder_release(&pc.b);
 	return err;
 }
 
@@ -452,6 +509,11 @@ mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
 	pthread_mutex_lock(&h->lock);
 	if (h->ref.def->type == NODE_APPEND && h->pending.len)
 		err = append_bytes(fs, h, "", 0, true, w, why);
+	if (h->acc) {
+		mk_err ferr = mk_accumulator_flush(h->acc, w, why);
+		if (!err)
+			err = ferr;
+	}
 	pthread_mutex_unlock(&h->lock);
 	return err;
 }

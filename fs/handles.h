@@ -7,7 +7,9 @@
  *             returned, the read parameters; reads stream to the visible
  *             end (or block there with :follow)
  *   append    the write parameters, the unterminated last line carried to
- *             the next write or to close, and the receipts not yet read
+ *             the next write or to close, the receipts not yet read (under
+ *             their own lock: a lingering batch's receipt comes from the
+ *             cluster's sender), and for a topic append its accumulator
  *   raw       a read-only descriptor on a real segment or index file
  *
  * A handle's own mutex serialises operations on one descriptor; no other
@@ -18,6 +20,7 @@
 
 #include <pthread.h>
 
+#include "accumulator.h"
 #include "codec.h"
 #include "names.h"
 #include "nodes.h"
@@ -42,7 +45,13 @@ typedef struct {
 	int acks;
 	bool readable;           /* opened O_RDWR: receipts are kept */
 	mk_strbuf pending;       /* unterminated last line */
-	int sticky;              /* keyless records' partition (topic append) */
+	bool idempotent;         /* producer=: its id and epoch at open */
+	int64_t pid;
+	int16_t epoch;
+	int32_t next_seq;        /* with seq=: the next explicit sequence */
+	struct mk_accumulator *acc;   /* topic-level append */
+	pthread_mutex_t receipts_lock;   /* receipts may come from the sender */
+	mk_strbuf receipts;
 
 	/* raw */
 	int fd;

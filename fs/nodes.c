@@ -22,6 +22,7 @@ enum {
 	K_BROKERS, K_BROKER, K_BSTATE, K_BREPLICAS, K_BFETCH, K_BCRASH,
 	K_BRESTART, K_BPROMOTE, K_BROKERS_FETCH,
 	K_PRODUCERS, K_GROUPS, K_TRANSACTIONS,
+	K_PRODUCER, K_PID, K_PEPOCH, K_PSEQUENCES, K_PINIT,
 };
 
 /* ---- small parsing helpers ------------------------------------------- */
@@ -494,6 +495,89 @@ static mk_err write_broker_promote(mkfs *fs, const node_ref *ref, char *line, mk
 				  unclean, why);
 }
 
+/* ---- producers -------------------------------------------------------- */
+
+static bool match_producer(mkfs *fs, node_ref *ref, const char *name)
+{
+	int64_t id;
+	int16_t epoch;
+	(void)ref;
+	return mk_topic_name_valid(name) &&
+	       !mk_cluster_producer_get(fs->cluster, name, &id, &epoch);
+}
+
+static void list_producers(mkfs *fs, const node_ref *ref,
+			   void (*add)(void *, const char *, bool), void *arg)
+{
+	(void)ref;
+	char **names;
+	size_t n = mk_cluster_producer_names(fs->cluster, &names);
+	for (size_t i = 0; i < n; i++) {
+		add(arg, names[i], true);
+		free(names[i]);
+	}
+	free(names);
+}
+
+static mk_err producer_of(mkfs *fs, const node_ref *ref, int64_t *id,
+			  int16_t *epoch, mk_strbuf *why)
+{
+	/* The producer is the parent directory's name. */
+	mk_err err = mk_cluster_producer_get(fs->cluster, ref->parent_name, id, epoch);
+	if (err)
+		mk_strbuf_addf(why, "no producer %s", ref->parent_name);
+	return err;
+}
+
+static mk_err read_producer_id(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	int64_t id;
+	int16_t epoch;
+	mk_err err = producer_of(fs, ref, &id, &epoch, why);
+	if (!err)
+		mk_strbuf_addf(out, "%lld\n", (long long)id);
+	return err;
+}
+
+static mk_err read_producer_epoch(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	int64_t id;
+	int16_t epoch;
+	mk_err err = producer_of(fs, ref, &id, &epoch, why);
+	if (!err)
+		mk_strbuf_addf(out, "%d\n", epoch);
+	return err;
+}
+
+struct seq_rows {
+	int64_t id;
+	int16_t epoch;
+	mk_strbuf *out;
+};
+
+static void sequence_row(mk_topic *t, mk_partition *p, void *arg)
+{
+	struct seq_rows *sr = arg;
+	int32_t next = mk_partition_next_sequence(p, sr->id, sr->epoch);
+	if (next >= 0)
+		mk_strbuf_addf(sr->out, "%s %d %d\n", t->name, p->id, next);
+}
+
+static mk_err read_producer_sequences(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	struct seq_rows sr = { .out = out };
+	mk_err err = producer_of(fs, ref, &sr.id, &sr.epoch, why);
+	if (!err)
+		mk_cluster_each_partition(fs->cluster, sequence_row, &sr);
+	return err;
+}
+
+static mk_err write_producer_init(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+{
+	(void)line;    /* "writing anything" bumps the epoch */
+	return mk_cluster_producer_init(fs->cluster, ref->parent_name, why);
+}
+
 static void list_none(mkfs *fs, const node_ref *ref,
 		      void (*add)(void *, const char *, bool), void *arg)
 {
@@ -515,7 +599,7 @@ static const node_def nodes[] = {
 	{ K_CLOCK, K_ROOT, "clock", NULL, NODE_CONTROL, 0644, read_clock, write_clock, NULL },
 	{ K_TOPICS, K_ROOT, "topics", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_topics },
 	{ K_BROKERS, K_ROOT, "brokers", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_brokers },
-	{ K_PRODUCERS, K_ROOT, "producers", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_none },
+	{ K_PRODUCERS, K_ROOT, "producers", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_producers },
 	{ K_GROUPS, K_ROOT, "groups", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_none },
 	{ K_TRANSACTIONS, K_ROOT, "transactions", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_none },
 
@@ -537,6 +621,12 @@ static const node_def nodes[] = {
 	{ K_STATE, K_PART, "state", NULL, NODE_VALUE, 0444, read_state, NULL, NULL },
 	{ K_SEGMENTS, K_PART, "segments", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_segments },
 	{ K_SEGFILE, K_SEGMENTS, NULL, match_segment, NODE_RAW, 0444, NULL, NULL, NULL },
+
+	{ K_PRODUCER, K_PRODUCERS, NULL, match_producer, NODE_DIR, DIRMODE, NULL, NULL, NULL },
+	{ K_PID, K_PRODUCER, "id", NULL, NODE_VALUE, 0444, read_producer_id, NULL, NULL },
+	{ K_PEPOCH, K_PRODUCER, "epoch", NULL, NODE_VALUE, 0444, read_producer_epoch, NULL, NULL },
+	{ K_PSEQUENCES, K_PRODUCER, "sequences", NULL, NODE_VALUE, 0444, read_producer_sequences, NULL, NULL },
+	{ K_PINIT, K_PRODUCER, "init", NULL, NODE_CONTROL, 0200, NULL, write_producer_init, NULL },
 
 	{ K_BROKERS_FETCH, K_BROKERS, "fetch", NULL, NODE_CONTROL, 0200, NULL, write_brokers_fetch, NULL },
 	{ K_BROKER, K_BROKERS, NULL, match_broker, NODE_DIR, DIRMODE, NULL, NULL, NULL },
@@ -592,6 +682,7 @@ mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why)
 		if (!next)
 			goto noent;
 		ref->def = next;
+		memcpy(ref->parent_name, ref->name, sizeof(ref->name));
 		memcpy(ref->name, comp, len + 1);
 		p += len;
 		while (*p == '/')
@@ -689,6 +780,8 @@ mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_strbuf *why)
 		return err;
 	if (parent.def->kind == K_TOPICS) {
 		err = mk_cluster_create_topic(fs->cluster, name, -1, -1, NULL, 0, why);
+	} else if (parent.def->kind == K_PRODUCERS) {
+		err = mk_cluster_producer_create(fs->cluster, name, why);
 	} else {
 		mk_strbuf_addf(why, "cannot create a directory here: %s", path);
 		err = MK_INVALID_REQUEST;
@@ -705,6 +798,8 @@ mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_strbuf *why)
 		return err;
 	if (ref.def->kind == K_TOPIC) {
 		err = mk_cluster_delete_topic(fs->cluster, ref.topic->name, why);
+	} else if (ref.def->kind == K_PRODUCER) {
+		err = mk_cluster_producer_delete(fs->cluster, ref.name, why);
 	} else {
 		mk_strbuf_addf(why, "cannot remove %s", path);
 		err = MK_INVALID_REQUEST;

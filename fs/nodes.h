@@ -48,6 +48,7 @@ typedef struct {
 	int partition;           /* -1 when not under a partition */
 	int broker;              /* -1 when not under a broker */
 	char name[256];          /* the last component as given */
+	char parent_name[256];   /* the component before it */
 } node_ref;
 
 typedef mk_err (*node_read_fn)(mkfs *fs, const node_ref *ref, mk_strbuf *out,
