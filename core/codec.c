@@ -17,9 +17,10 @@
  *     only at the end (last offset delta, timestamps, record count, payload
  *     length, CRC). The builder, mk_frame_filter() and mk_frame_marker() are
  *     built from these three;
- *   - mk_frame_assign() patches base offset and epoch and updates the CRC
- *     for those 12 bytes only (crc_patch()), so that a batch costs one CRC
- *     pass over its payload, its builder's, on the way to the log.
+ *   - mk_frame_assign() and mk_frame_set_producer() rewrite fields in place
+ *     and update the CRC for those bytes only (crc_patch()), so that a
+ *     batch costs one CRC pass over its payload, its builder's, on the way
+ *     to the log.
  */
 #include "codec.h"
 
@@ -599,8 +600,18 @@ void mk_frame_set_producer(uint8_t *frame, size_t frame_len, int64_t pid,
 			   int16_t epoch, int32_t base_sequence)
 {
 	assert(frame_len >= MK_FRAME_HEADER + MK_BATCH_FIXED);
-	(void)frame_len;
+	assert(mk_load_be32(frame + 4) == frame_len - MK_FRAME_HEADER);
+	/* Id, epoch and sequence are adjacent: 14 bytes change. */
+	_Static_assert(P_PRODUCER_EPOCH == P_PRODUCER_ID + 8 &&
+		       P_BASE_SEQUENCE == P_PRODUCER_EPOCH + 2,
+		       "adjacent fields");
+	uint8_t *pl = frame + MK_FRAME_HEADER;
+	uint8_t old[14];
+	memcpy(old, pl + P_PRODUCER_ID, sizeof(old));
 	mk_store_be64(frame + MK_FRAME_OFF_PRODUCER_ID, (uint64_t)pid);
 	mk_store_be16(frame + MK_FRAME_OFF_PRODUCER_EPOCH, (uint16_t)epoch);
 	mk_store_be32(frame + MK_FRAME_OFF_BASE_SEQUENCE, (uint32_t)base_sequence);
+	mk_store_be32(frame + 8, crc_patch(mk_load_be32(frame + 8), pl,
+					   frame_len - MK_FRAME_HEADER,
+					   P_PRODUCER_ID, old, sizeof(old)));
 }

@@ -213,8 +213,8 @@ void mk_frame_assign(uint8_t *frame, size_t frame_len, int64_t base_offset,
 
 /*
  * Stamp an encoded frame with an idempotent producer's id, epoch and base
- * sequence, in place. The CRC is NOT recomputed: call mk_frame_assign
- * afterwards (the leader always does).
+ * sequence, in place, patching the CRC as mk_frame_assign does (so either
+ * may come first, and a frame damaged since it was built stays detectable).
  */
 void mk_frame_set_producer(uint8_t *frame, size_t frame_len, int64_t pid,
 			   int16_t epoch, int32_t base_sequence);

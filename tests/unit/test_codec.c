@@ -898,6 +898,37 @@ static void test_frame_assign_keeps_damage(void **state)
 	mk_builder_release(&b);
 }
 
+/* Producer stamping patches the CRC too, before or after the assignment. */
+static void test_frame_set_producer(void **state)
+{
+	(void)state;
+	mk_batch_meta m = plain_meta();
+	mk_batch_builder b;
+	mk_builder_init(&b, &m);
+	mk_builder_add(&b, 1, S("a"), S("1"), NULL, 0);
+	mk_builder_add(&b, 2, S("b"), S("2"), NULL, 0);
+	mk_builder_finish(&b);
+	uint8_t *f = (uint8_t *)b.frame.buf;
+	size_t len = b.frame.len;
+	mk_batch_view v;
+	const char *why = NULL;
+	mk_frame_set_producer(f, len, 42, 3, 17);
+	assert_int_equal(mk_load_be32(f + 8),
+			 crc_of(f + MK_FRAME_HEADER, len - MK_FRAME_HEADER));
+	mk_frame_assign(f, len, 900, 4);
+	assert_int_equal(mk_frame_decode(f, len, 0, &v, &why), MK_OK);
+	assert_int_equal(v.meta.producer_id, 42);
+	assert_int_equal(v.meta.producer_epoch, 3);
+	assert_int_equal(v.meta.base_sequence, 17);
+	assert_int_equal(v.meta.base_offset, 900);
+	mk_frame_set_producer(f, len, INT64_MAX, -1, INT32_MAX);
+	assert_int_equal(mk_frame_decode(f, len, 0, &v, &why), MK_OK);
+	assert_int_equal(v.meta.producer_id, INT64_MAX);
+	assert_int_equal(v.meta.producer_epoch, -1);
+	assert_int_equal(v.meta.leader_epoch, 4);
+	mk_builder_release(&b);
+}
+
 /* ---- header-only decoding -------------------------------------------------- */
 
 static void assert_views_equal(const mk_batch_view *a, const mk_batch_view *b)
@@ -1750,6 +1781,7 @@ int main(void)
 		cmocka_unit_test(test_frame_assign),
 		cmocka_unit_test(test_frame_assign_crc_patch),
 		cmocka_unit_test(test_frame_assign_keeps_damage),
+		cmocka_unit_test(test_frame_set_producer),
 		cmocka_unit_test(test_decode_header_valid),
 		cmocka_unit_test(test_decode_header_rejects),
 		cmocka_unit_test(test_frame_filter),
