@@ -852,6 +852,14 @@ void mk_cluster_close(mk_cluster *c)
 		pthread_join(c->sender, NULL);
 	}
 	mk_cluster_each_partition(c, wake_one, NULL);
+	/* Producers still open (SIGTERM with files open): send their batches. */
+	pthread_mutex_lock(&c->acc_lock);
+	for (size_t i = 0; i < c->naccs; i++) {
+		mk_strbuf why = MK_STRBUF_INIT;
+		mk_accumulator_flush(c->accs[i], NULL, &why);
+		mk_strbuf_release(&why);
+	}
+	pthread_mutex_unlock(&c->acc_lock);
 	if (c->opened)   /* never overwrite metadata we failed to load */
 		mk_cluster_flush(c, NULL);
 	for (size_t i = 0; i < c->ntopics; i++)
