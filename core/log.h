@@ -85,9 +85,11 @@ int64_t mk_log_end_offset(const mk_log *log);     /* LEO */
 uint64_t mk_log_size_bytes(const mk_log *log);
 
 /*
- * Leader append: frame is a finished, valid frame whose base offset is
- * rewritten to the log end and whose leader epoch is set to epoch
- * (mk_frame_assign). *base_out gets the assigned base offset.
+ * Leader append: frame is a finished, valid frame (mk_builder_finish)
+ * whose base offset is rewritten to the log end and whose leader epoch is
+ * set to epoch (mk_frame_assign). Only its header is checked
+ * (CORRUPT_MESSAGE): its records and CRC are trusted, not validated again.
+ * *base_out gets the assigned base offset.
  */
 mk_err mk_log_append_leader(mk_log *log, uint8_t *frame, size_t len,
 			    int32_t epoch, int64_t *base_out);
