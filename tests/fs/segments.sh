@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# segments.sh — with a small segment.bytes appends roll segments; segments/
+# shows the leader's files raw under their 20-digit names; a deleted .index
+# is rebuilt and loses nothing.
+. "$(dirname "$0")/lib.sh"
+
+mk_mount '[cluster]
+clock = manual'
+assert_ok "create-topic s segment.bytes=200" mk_ctl "create-topic s segment.bytes=200"
+P=$MNT/topics/s/0
+D=$DATA/broker-1/s-0
+
+for i in $(seq 0 9); do
+	mk_write "$P/append" "value-$i" || fail "append value-$i"
+done
+# A multi-record batch larger than segment.bytes still goes in whole.
+big=$(for i in $(seq 10 19); do echo "value-$i"; done)
+assert_ok "a 10-record batch larger than segment.bytes" mk_write "$P/append" "$big"$'\n'
+mk_write "$P/append" "value-20" || fail "append value-20"
+assert_eq "21" "$(mk_read "$P/leo")" "21 records"
+
+names=$(ls "$P/segments")
+bad=$(printf '%s\n' "$names" | grep -vE '^[0-9]{20}\.(log|index|timeindex)$')
+assert_eq "" "$bad" "every name in segments/ is 20 digits and .log, .index or .timeindex"
+nlog=$(printf '%s\n' "$names" | grep -c '\.log$')
+assert_true "several segments ($nlog)" test "$nlog" -ge 3
+for ext in index timeindex; do
+	assert_eq "$nlog" "$(printf '%s\n' "$names" | grep -c "\.$ext\$")" "one .$ext per .log"
+done
+assert_eq "$(ls "$D" | grep -E '^[0-9]{20}\.log$' | sort)" "$(printf '%s\n' "$names" | grep '\.log$' | sort)" \
+	"segments/ lists the .log files of DATA_DIR/broker-1/s-0"
+assert_eq "00000000000000000000.log" "$(printf '%s\n' "$names" | grep '\.log$' | sort | head -n 1)" \
+	"the first segment's base offset is 0"
+
+# Each segment holds whole batches, its name is the offset of its first record.
+prev_end=-1
+all_ok=1
+for f in $(printf '%s\n' "$names" | grep '\.log$' | sort); do
+	base=$((10#${f%.log}))
+	magic=$(head -c 4 "$P/segments/$f")
+	[ "$magic" = "MKF1" ] || { all_ok=0; note "$f starts with '$magic'"; }
+	size=$(stat -c %s "$P/segments/$f")
+	[ "$size" = "$(mk_size "$D/$f")" ] || { all_ok=0; note "$f: st_size $size differs from DATA_DIR"; }
+	cmp -s "$P/segments/$f" "$D/$f" || { all_ok=0; note "$f: raw read differs from DATA_DIR"; }
+	[ "$(mk_valid_size "$P/segments/$f")" = "$size" ] || { all_ok=0; note "$f: not whole frames"; }
+	first=$(mk_read "$P/records@$base:tsv:max=1" | cut -f1)
+	[ "$first" = "$base" ] || { all_ok=0; note "$f: first record offset $first"; }
+	[ "$base" -gt "$prev_end" ] || { all_ok=0; note "$f: base not increasing"; }
+	prev_end=$base
+	# Below segment.bytes unless a single batch is larger (a new segment
+	# accepts one batch of any size).
+	if [ "$size" -gt 200 ] && [ "$(mk_frame_count "$D/$f")" != 1 ]; then
+		all_ok=0
+		note "$f: $size bytes over segment.bytes=200 with more than one batch"
+	fi
+done
+assert_eq 1 "$all_ok" "each segment: magic MKF1, raw bytes = DATA_DIR, whole frames, named by its first offset, within segment.bytes"
+idx=$(printf '%s\n' "$names" | grep '\.index$' | sort | tail -n 1)
+assert_true "the active .index is a multiple of 8 bytes" test $(($(stat -c %s "$P/segments/$idx") % 8)) = 0
+assert_fails_with ENOENT mk_read "$P/segments/00000000000000000999.log"
+assert_fails_with EINVAL mk_write "$P/segments/00000000000000000000.log" "x"
+
+# Records read the same across segment boundaries.
+want=$(for i in $(seq 0 20); do echo "value-$i"; done)
+assert_eq "$want" "$(mk_read "$P/records")" "all records across segments"
+for off in 0 5 10 15 20; do
+	assert_eq "value-$off" "$(mk_read "$P/records@$off:max=1")" "records@$off"
+done
+mk_read "$P/records:tsv" >"$MK_TMP/before.tsv"
+
+# ---- delete index files while unmounted: they are rebuilt ---------------------------
+mk_unmount
+first_idx=$D/00000000000000000000.index
+active_idx=$(ls "$D"/*.index | sort | tail -n 1)
+mid_idx=$(ls "$D"/*.index | sort | sed -n 2p)
+cp "$first_idx" "$MK_TMP/first.index"
+cp "$active_idx" "$MK_TMP/active.index"
+rm -f "$first_idx" "$active_idx" "$mid_idx"
+note "deleted $(basename "$first_idx") $(basename "$mid_idx") $(basename "$active_idx")"
+mk_mount
+mk_read "$P/records:tsv" >"$MK_TMP/after.tsv"
+assert_files_eq "$MK_TMP/before.tsv" "$MK_TMP/after.tsv" "every record reads back with the indexes deleted"
+for off in 0 3 10 17 20; do
+	assert_eq "value-$off" "$(mk_read "$P/records@$off:max=1")" "records@$off without its index"
+done
+assert_eq "$names" "$(ls "$P/segments")" "segments/ lists the same names"
+assert_true "the active segment's index reappeared" test -f "$active_idx"
+assert_true "the first segment's index reappeared (after reading it)" test -f "$first_idx"
+assert_true "the middle segment's index reappeared (after reading it)" test -f "$mid_idx"
+[ -f "$first_idx" ] && assert_files_eq "$MK_TMP/first.index" "$first_idx" "the rebuilt first index equals the original"
+[ -f "$active_idx" ] && assert_files_eq "$MK_TMP/active.index" "$active_idx" "the rebuilt active index equals the original"
+
+# Appends go on after the rebuild, into the right segment.
+assert_ok "append after the rebuild" mk_write "$P/append" "value-21"
+assert_eq "value-21" "$(mk_read "$P/records@21")" "records@21"
+mk_unmount
+mk_mount
+assert_eq "$want"$'\nvalue-21' "$(mk_read "$P/records")" "all 22 records after another remount"
+
+# ---- a damaged closed segment is never repaired silently ---------------------------
+mk_ctl "create-topic other" || fail "create-topic other"
+mk_write "$MNT/topics/other/0/append" "fine" || fail "append to other"
+mk_unmount
+closed=$D/00000000000000000000.log
+closed_size=$(mk_size "$closed")
+cp "$closed" "$MK_TMP/closed.orig"
+# Flip one byte inside the first frame's payload: its CRC no longer matches.
+"$MK_PYTHON" -c '
+import sys
+p = sys.argv[1]
+d = bytearray(open(p, "rb").read())
+d[20] ^= 0xff
+open(p, "wb").write(bytes(d))' "$closed"
+mk_mount
+assert_eq "fine" "$(mk_read "$MNT/topics/other/0/records")" "the rest of the cluster works"
+mark=$(mk_errors_mark)
+assert_fails_with EIO mk_read "$P/records@0"
+errs=$(mk_read "$MNT/errors" | tail -n +$((mark + 1)))
+assert_match "KAFKA_STORAGE_ERROR [^"$'\n'"]*00000000000000000000\.log[^"$'\n'"]* at byte [0-9]+" "$errs" \
+	"/errors names the damaged file and the position"
+assert_eq "none" "$(mk_read "$P/leader")" "the damaged replica went offline: no leader"
+assert_fails_with EHOSTDOWN mk_read "$P/records@15"
+assert_eq "$closed_size" "$(mk_size "$closed")" "the closed segment was not truncated"
+assert_eq "$("$MK_PYTHON" -c 'import sys; d=bytearray(open(sys.argv[1],"rb").read()); d[20]^=0xff; sys.stdout.write(d.hex())' "$closed")" \
+	"$(od -An -v -tx1 "$MK_TMP/closed.orig" | tr -d ' \n')" "the closed segment was not rewritten"
+assert_ok "the healthy topic still takes appends" mk_write "$MNT/topics/other/0/append" "still fine"
+
+# One failed append is one /errors line, terminated line or not.
+mark=$(mk_errors_mark)
+assert_fails_with EHOSTDOWN mk_write "$P/append" $'refused\n'
+assert_eq "$((mark + 1))" "$(mk_errors_mark)" "a refused one-line write adds one /errors line"
+mark=$(mk_errors_mark)
+assert_fails_with EHOSTDOWN mk_write "$P/append" "refused-unterminated"
+assert_eq "$((mark + 1))" "$(mk_errors_mark)" "a refused unterminated write adds one /errors line"
+mk_unmount
