@@ -1,27 +1,59 @@
 /*
  * log.c — one partition replica's log (log.h): the ordered segments, the
- * checkpoint and the leader-epoch cache.
+ * checkpoint, the leader-epoch cache and the background flusher.
  *
  * Organisation:
  *   - the epoch cache (a small array) and the checkpoint (a text file:
  *     "version 1", "log_start_offset N", "recovery_point N", then one
  *     "epoch E START" line per cache entry), replaced atomically;
- *   - open: list the NNN.log files, open all but the last as closed (no
- *     I/O beyond open+fstat), recover the last one, reconcile the epoch
- *     cache with what the active segment holds;
+ *   - the flusher: a thread per log, started at the first roll, that
+ *     fsyncs rolled segments in roll order and moves the recovery point;
+ *   - open: list the NNN.log files, open those below the recovery point as
+ *     closed (no I/O beyond open+fstat), recover the rest in order,
+ *     reconcile the epoch cache with what the recovered segments hold;
  *   - append: roll when needed, one pwrite, index entries, the epoch cache;
  *   - read and offset_for_time: binary search of the segment, index lookup,
  *     forward scan with the segment reader;
  *   - truncate_to, flush, close, crash.
  *
+ * The roll fsync. A roll used to fsync the old segment and its indexes, the
+ * directory and the checkpoint before the append that caused it could go
+ * on: four fsyncs per segment.bytes appended, on the append path. As in
+ * Kafka (whose roll schedules the old segment's flush), the old segment is
+ * now handed to the flusher, which fsyncs it with its indexes and then
+ * writes the checkpoint with the recovery point past it (the checkpoint's
+ * own directory fsync also makes the new segments' creation durable). The
+ * guarantees stay those of log.h: the recovery point only moves past data
+ * that was fsynced, flushes happen in roll order, and open recovers every
+ * segment from the one holding the recovery point on — normally only the
+ * active one, and never more than MAX_PENDING + 1, because a roll waits
+ * when that many segments are queued. The alternative, starting writeback
+ * early with sync_file_range(SYNC_FILE_RANGE_WRITE) so that the roll's
+ * fsync finds little to write, keeps every fsync (and the directory and
+ * checkpoint ones) on the append path; the flusher takes all of them off
+ * it, so it is the one kept.
+ *
+ * Threads. Everything but the flusher runs on the owner's thread, under the
+ * owner's lock (log.h). The flusher touches: its queue (fl.lock); the
+ * segments queued, through mk_segment_flush() only (see segment.h for why
+ * reads of them may go on meanwhile); and, under state_lock, the recovery
+ * point, the epoch cache (read) and the checkpoint file. So the owner's
+ * thread takes state_lock to change the epoch cache or the recovery point
+ * and to write the checkpoint, and waits for the flusher to be idle
+ * (flusher_wait) before it changes or removes anything but the active
+ * segment: truncation, index rebuilds, flush, close.
+ *
  * Storage errors leave "FILE at byte POS: REASON" (or "FILE: what: errno")
- * in log->err, which mk_log_error() returns.
+ * in log->err, which mk_log_error() returns. A flusher failure is kept and
+ * returned by every later append, roll, flush and truncation: the recovery
+ * point can no longer move, and the owner takes the replica offline.
  */
 #include "log.h"
 
 #include <assert.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,18 +63,43 @@
 
 #define CHECKPOINT "checkpoint"
 
+/* Rolled segments that may wait for the flusher; a roll past it waits. */
+#define MAX_PENDING 4
+
+typedef struct {
+	mk_segment *seg;            /* a rolled segment, owned by the log */
+	int64_t next;               /* the recovery point once it is durable */
+} flush_job;
+
+typedef struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;        /* the queue, held, stop or err changed */
+	pthread_t thread;
+	bool started;               /* the thread runs */
+	bool stop;                  /* it is to exit, leaving the queue */
+	bool held;                  /* tests: it starts no job */
+	flush_job *q;               /* roll order; q[0] runs until removed */
+	size_t n, cap;
+	mk_err err;                 /* its first failure; no job runs after */
+	mk_strbuf msg;              /* what failed */
+} flusher;
+
 struct mk_log {
 	char *dir;
 	char *ckpt_path;
 	mk_log_config cfg;
 	mk_segment **segs;          /* ascending base offsets; last is active */
 	size_t nsegs, segs_cap;
-	int64_t start_offset;
+	int64_t start_offset;       /* set at open only */
+	/* Under state_lock (written by the owner's thread, or the flusher): */
+	pthread_mutex_t state_lock; /* also serialises checkpoint writes */
 	int64_t recovery_point;     /* below it, everything was fsynced */
 	mk_epoch_entry *epochs;     /* epochs and starts strictly increasing */
 	size_t nepochs, epochs_cap;
+	/* The owner's thread only: */
 	int64_t unflushed;          /* records appended since the last fsync */
 	mk_strbuf err;              /* the last storage error */
+	flusher fl;
 };
 
 static mk_segment *active(const mk_log *log)
@@ -105,6 +162,7 @@ static void epoch_push(mk_log *log, int32_t epoch, int64_t start)
 	assert(log->nepochs == 0 ||
 	       (epoch > log->epochs[log->nepochs - 1].epoch &&
 		start > log->epochs[log->nepochs - 1].start_offset));
+	pthread_mutex_lock(&log->state_lock);
 	if (log->nepochs == log->epochs_cap) {
 		size_t cap = log->epochs_cap ? log->epochs_cap * 2 : 8;
 		mk_epoch_entry *v = realloc(log->epochs, cap * sizeof(*v));
@@ -114,6 +172,7 @@ static void epoch_push(mk_log *log, int32_t epoch, int64_t start)
 		log->epochs_cap = cap;
 	}
 	log->epochs[log->nepochs++] = (mk_epoch_entry){ epoch, start };
+	pthread_mutex_unlock(&log->state_lock);
 }
 
 /*
@@ -140,7 +199,9 @@ static bool epoch_trim(mk_log *log, int64_t offset)
 	while (n > 0 && log->epochs[n - 1].start_offset >= offset)
 		n--;
 	bool changed = n != log->nepochs;
+	pthread_mutex_lock(&log->state_lock);
 	log->nepochs = n;
+	pthread_mutex_unlock(&log->state_lock);
 	return changed;
 }
 
@@ -218,18 +279,38 @@ static void ckpt_format(const mk_log *log, mk_strbuf *out)
 			       (long long)log->epochs[i].start_offset);
 }
 
-static mk_err ckpt_write(mk_log *log)
+/* Under state_lock (or before the flusher exists). */
+static mk_err ckpt_write_locked(mk_log *log, mk_strbuf *why)
 {
 	mk_strbuf text = MK_STRBUF_INIT;
 	ckpt_format(log, &text);
 	mk_err err = mk_file_replace(log->ckpt_path, text.buf, text.len);
 	mk_strbuf_release(&text);
+	if (err)
+		mk_strbuf_addf(why, "%s: write failed: %s", log->ckpt_path,
+			       strerror(errno));
+	return err ? MK_KAFKA_STORAGE_ERROR : MK_OK;
+}
+
+static mk_err ckpt_write(mk_log *log)
+{
+	mk_strbuf why = MK_STRBUF_INIT;
+	pthread_mutex_lock(&log->state_lock);
+	mk_err err = ckpt_write_locked(log, &why);
+	pthread_mutex_unlock(&log->state_lock);
 	if (err) {
 		mk_strbuf_reset(&log->err);
-		mk_strbuf_addf(&log->err, "%s: write failed: %s",
-			       log->ckpt_path, strerror(errno));
+		mk_strbuf_add(&log->err, why.buf, why.len);
 	}
-	return err ? MK_KAFKA_STORAGE_ERROR : MK_OK;
+	mk_strbuf_release(&why);
+	return err;
+}
+
+static void set_recovery_point(mk_log *log, int64_t offset)
+{
+	pthread_mutex_lock(&log->state_lock);
+	log->recovery_point = offset;
+	pthread_mutex_unlock(&log->state_lock);
 }
 
 /* A decimal integer in [0, INT64_MAX] filling the token at *p. */
@@ -327,6 +408,155 @@ static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
 	return MK_OK;
 }
 
+/* ---- the flusher --------------------------------------------------------- */
+
+/*
+ * Make a rolled segment durable, then move the recovery point past it and
+ * write the checkpoint. Runs on the flusher thread (or, when it could not
+ * be started, on the owner's).
+ */
+static mk_err run_job(mk_log *log, const flush_job *job, mk_strbuf *why)
+{
+	mk_err err = mk_segment_flush(job->seg, why);
+	if (err)
+		return err;
+	pthread_mutex_lock(&log->state_lock);
+	if (job->next > log->recovery_point)
+		log->recovery_point = job->next;
+	err = ckpt_write_locked(log, why);
+	pthread_mutex_unlock(&log->state_lock);
+	return err;
+}
+
+static void *flusher_main(void *arg)
+{
+	mk_log *log = arg;
+	flusher *fl = &log->fl;
+	pthread_mutex_lock(&fl->lock);
+	for (;;) {
+		while (!fl->stop && (fl->held || fl->n == 0))
+			pthread_cond_wait(&fl->cond, &fl->lock);
+		if (fl->stop)
+			break;
+		flush_job job = fl->q[0];
+		bool skip = fl->err != MK_OK;
+		pthread_mutex_unlock(&fl->lock);
+		mk_strbuf why = MK_STRBUF_INIT;
+		mk_err err = skip ? MK_OK : run_job(log, &job, &why);
+		pthread_mutex_lock(&fl->lock);
+		if (err && !fl->err) {
+			fl->err = err;
+			mk_strbuf_add(&fl->msg, why.buf, why.len);
+		}
+		mk_strbuf_release(&why);
+		memmove(fl->q, fl->q + 1, --fl->n * sizeof(*fl->q));
+		pthread_cond_broadcast(&fl->cond);
+	}
+	pthread_mutex_unlock(&fl->lock);
+	return NULL;
+}
+
+/* The flusher's failure, made the log's error. Under fl.lock. */
+static mk_err flusher_failed(mk_log *log)
+{
+	if (log->fl.err) {
+		mk_strbuf_reset(&log->err);
+		mk_strbuf_add(&log->err, log->fl.msg.buf, log->fl.msg.len);
+	}
+	return log->fl.err;
+}
+
+static mk_err flusher_error(mk_log *log)
+{
+	pthread_mutex_lock(&log->fl.lock);
+	mk_err err = flusher_failed(log);
+	pthread_mutex_unlock(&log->fl.lock);
+	return err;
+}
+
+/*
+ * Queue a rolled segment; next is the recovery point once it is durable.
+ * Waits while more than MAX_PENDING are queued (unless held).
+ */
+static mk_err flusher_add(mk_log *log, mk_segment *seg, int64_t next)
+{
+	flusher *fl = &log->fl;
+	flush_job job = { seg, next };
+	pthread_mutex_lock(&fl->lock);
+	mk_err err = flusher_failed(log);
+	if (err) {
+		pthread_mutex_unlock(&fl->lock);
+		return err;
+	}
+	if (!fl->started &&
+	    pthread_create(&fl->thread, NULL, flusher_main, log) == 0)
+		fl->started = true;
+	if (!fl->started) {
+		/* No thread: flush here, as a synchronous roll would. */
+		pthread_mutex_unlock(&fl->lock);
+		mk_strbuf why = MK_STRBUF_INIT;
+		err = run_job(log, &job, &why);
+		if (err)
+			storage_error(log, &why);
+		mk_strbuf_release(&why);
+		return err;
+	}
+	if (fl->n == fl->cap) {
+		fl->cap = fl->cap ? fl->cap * 2 : MAX_PENDING + 1;
+		fl->q = realloc(fl->q, fl->cap * sizeof(*fl->q));
+		if (!fl->q)
+			abort();
+	}
+	fl->q[fl->n++] = job;
+	pthread_cond_broadcast(&fl->cond);
+	while (fl->n > MAX_PENDING && !fl->held && !fl->err)
+		pthread_cond_wait(&fl->cond, &fl->lock);
+	err = flusher_failed(log);
+	pthread_mutex_unlock(&fl->lock);
+	return err;
+}
+
+/* Wait until every queued segment is durable, releasing a hold. */
+static mk_err flusher_wait(mk_log *log)
+{
+	flusher *fl = &log->fl;
+	pthread_mutex_lock(&fl->lock);
+	fl->held = false;
+	pthread_cond_broadcast(&fl->cond);
+	while (fl->n > 0)
+		pthread_cond_wait(&fl->cond, &fl->lock);
+	mk_err err = flusher_failed(log);
+	pthread_mutex_unlock(&fl->lock);
+	return err;
+}
+
+/* End the thread. A job running is finished; the queue is left as is. */
+static void flusher_stop(mk_log *log)
+{
+	flusher *fl = &log->fl;
+	pthread_mutex_lock(&fl->lock);
+	fl->stop = true;
+	pthread_cond_broadcast(&fl->cond);
+	bool started = fl->started;
+	fl->started = false;
+	pthread_mutex_unlock(&fl->lock);
+	if (started)
+		pthread_join(fl->thread, NULL);
+}
+
+void mk_log_hold_flusher(mk_log *log, bool held)
+{
+	pthread_mutex_lock(&log->fl.lock);
+	log->fl.held = held;
+	pthread_cond_broadcast(&log->fl.cond);
+	pthread_mutex_unlock(&log->fl.lock);
+}
+
+mk_err mk_log_wait_flusher(mk_log *log)
+{
+	return flusher_wait(log);
+}
+
 /* ---- open and close ------------------------------------------------------ */
 
 static int cmp_i64(const void *a, const void *b)
@@ -379,14 +609,44 @@ static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
 	return MK_OK;
 }
 
+/* Free the log (its segments are closed, its flusher stopped). */
 static void log_free(mk_log *log)
 {
+	assert(!log->fl.started);
 	free(log->dir);
 	free(log->ckpt_path);
 	free(log->segs);
 	free(log->epochs);
 	mk_strbuf_release(&log->err);
+	free(log->fl.q);
+	mk_strbuf_release(&log->fl.msg);
+	pthread_mutex_destroy(&log->fl.lock);
+	pthread_cond_destroy(&log->fl.cond);
+	pthread_mutex_destroy(&log->state_lock);
 	free(log);
+}
+
+/*
+ * Delete the segments at bases[0..n) (ascending), newest first, so that a
+ * crash part-way leaves a prefix of the log; then fsync the directory.
+ */
+static mk_err remove_from(const char *dir, const int64_t *bases, size_t n,
+			  mk_strbuf *why)
+{
+	while (n > 0) {
+		mk_segment *s;
+		mk_err err = mk_segment_open_closed(dir, bases[--n], &s, why);
+		if (!err)
+			err = mk_segment_remove(s, why);
+		if (err)
+			return err;
+	}
+	if (mk_fsync_dir(dir)) {
+		if (why)
+			mk_strbuf_addf(why, "%s: fsync failed", dir);
+		return MK_KAFKA_STORAGE_ERROR;
+	}
+	return MK_OK;
 }
 
 static bool config_ok(const mk_log_config *cfg)
@@ -422,6 +682,10 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	log->ckpt_path = mk_strbuf_detach(&p, NULL);
 	log->cfg = *cfg;
 	mk_strbuf_init(&log->err, 0);
+	pthread_mutex_init(&log->state_lock, NULL);
+	pthread_mutex_init(&log->fl.lock, NULL);
+	pthread_cond_init(&log->fl.cond, NULL);
+	mk_strbuf_init(&log->fl.msg, 0);
 
 	mk_strbuf text = MK_STRBUF_INIT, scratch = MK_STRBUF_INIT;
 	int64_t *bases = NULL;
@@ -442,18 +706,35 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	if (!missing && (err = ckpt_parse(log->ckpt_path, text.buf, &ck, why)))
 		goto fail;
 
-	/* Closed segments: opened, never read. */
-	for (size_t i = 0; i + 1 < nbases; i++) {
+	/*
+	 * Recovery starts at the segment holding the recovery point: normally
+	 * the active one; earlier when rolled segments were still waiting for
+	 * the flusher. Without a checkpoint (a new log, or outside damage),
+	 * at the active one.
+	 */
+	size_t first = nbases ? nbases - 1 : 0;
+	while (!missing && first > 0 && bases[first] > ck.recovery_point)
+		first--;
+	/* Closed segments below it: opened, never read. */
+	for (size_t i = 0; i < first; i++) {
 		mk_segment *s;
 		if ((err = mk_segment_open_closed(dir, bases[i], &s, why)))
 			goto fail;
 		push_segment(log, s);
 	}
-	/* The active segment: recovered (its torn tail cut). */
-	mk_segment *s;
-	if (nbases) {
+	/*
+	 * From it on, each segment is recovered (its torn or corrupt tail cut,
+	 * its indexes rebuilt, fsynced). One that had to be cut, or that ends
+	 * short of the next one's base, ends the log: the segments after it
+	 * were written after data now lost, and are deleted. The others are
+	 * closed again, durable now.
+	 */
+	for (size_t i = first; i < nbases; i++) {
+		bool last = i + 1 == nbases;
+		mk_segment *s;
 		uint64_t cut;
-		err = mk_segment_open_active(dir, bases[nbases - 1],
+		err = mk_segment_open_active(dir, bases[i],
+					     last ? INT64_MAX : bases[i + 1],
 					     cfg->index_interval_bytes,
 					     on_batch_epoch, &seen, &s, &cut,
 					     &scratch);
@@ -462,32 +743,50 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 				mk_strbuf_add(why, scratch.buf, scratch.len);
 			goto fail;
 		}
-	} else {
+		push_segment(log, s);
+		if (last)
+			break;
+		if (cut || s->next_offset != bases[i + 1]) {
+			if ((err = remove_from(dir, bases + i + 1,
+					       nbases - i - 1, why)))
+				goto fail;
+			break;
+		}
+		mk_strbuf_reset(&scratch);
+		if ((err = mk_segment_seal(s, &scratch)) ||
+		    (err = mk_segment_flush(s, &scratch))) {
+			if (why)
+				mk_strbuf_add(why, scratch.buf, scratch.len);
+			goto fail;
+		}
+	}
+	if (!nbases) {
+		mk_segment *s;
 		if ((err = mk_segment_create(dir, missing ? 0 : ck.start_offset,
 					     &s, why)))
 			goto fail;
+		push_segment(log, s);
 		if (mk_fsync_dir(dir)) {
-			mk_segment_close(s);
 			if (why)
 				mk_strbuf_addf(why, "%s: fsync failed", dir);
 			err = MK_KAFKA_STORAGE_ERROR;
 			goto fail;
 		}
 	}
-	push_segment(log, s);
 
 	/*
 	 * The epoch cache: the checkpoint's, or — when it is missing while
 	 * closed segments exist, which only outside damage causes — rebuilt by
-	 * scanning them. Then everything from the active segment's base on is
-	 * taken from what the active segment actually holds: the checkpoint
-	 * may have run ahead of data lost in a crash, or lag behind it.
+	 * scanning them. Then everything from the first recovered segment's
+	 * base on is taken from what the recovered segments actually hold: the
+	 * checkpoint may have run ahead of data lost in a crash, or lag behind
+	 * it.
 	 */
 	for (size_t i = 0; i < ck.nepochs; i++)
 		epoch_push(log, ck.epochs[i].epoch, ck.epochs[i].start_offset);
-	if (missing && log->nsegs > 1) {
+	if (missing && first > 0) {
 		epoch_seen closed = { NULL, 0, 0 };
-		for (size_t i = 0; i + 1 < log->nsegs && !err; i++)
+		for (size_t i = 0; i < first && !err; i++)
 			err = mk_segment_scan(log->segs[i], end_limit(log, i),
 					      on_batch_epoch, &closed, why);
 		for (size_t i = 0; i < closed.n; i++)
@@ -497,7 +796,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		if (err)
 			goto fail;
 	}
-	epoch_trim(log, active(log)->base);
+	epoch_trim(log, log->segs[first]->base);
 	for (size_t i = 0; i < seen.n; i++)
 		epoch_observe(log, seen.v[i].epoch, seen.v[i].start_offset);
 
@@ -507,7 +806,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		log->start_offset = log->segs[0]->base;
 	if (log->start_offset > leo)
 		log->start_offset = leo;
-	/* open_active fsynced the active segment: all of it is durable. */
+	/* Recovery fsynced what it scanned: all of the log is durable. */
 	log->recovery_point = leo;
 
 	mk_strbuf_reset(&scratch);
@@ -539,19 +838,31 @@ fail:
 	return err ? err : MK_KAFKA_STORAGE_ERROR;
 }
 
-mk_err mk_log_flush(mk_log *log)
+/*
+ * Make everything appended durable: the rolled segments (the flusher's
+ * queue), then the active one. The recovery point moves to the log end.
+ */
+static mk_err sync_all(mk_log *log)
 {
+	mk_err err = flusher_wait(log);
+	if (err)
+		return err;
 	mk_strbuf msg = MK_STRBUF_INIT;
-	mk_err err = mk_segment_flush(active(log), &msg);
+	err = mk_segment_flush(active(log), &msg);
 	if (err) {
 		storage_error(log, &msg);
 	} else {
 		log->unflushed = 0;
-		log->recovery_point = mk_log_end_offset(log);
-		err = ckpt_write(log);
+		set_recovery_point(log, mk_log_end_offset(log));
 	}
 	mk_strbuf_release(&msg);
 	return err;
+}
+
+mk_err mk_log_flush(mk_log *log)
+{
+	mk_err err = sync_all(log);
+	return err ? err : ckpt_write(log);
 }
 
 void mk_log_close(mk_log *log)
@@ -559,6 +870,7 @@ void mk_log_close(mk_log *log)
 	if (!log)
 		return;
 	mk_log_flush(log);
+	flusher_stop(log);
 	for (size_t i = 0; i < log->nsegs; i++)
 		mk_segment_close(log->segs[i]);
 	log_free(log);
@@ -568,6 +880,22 @@ void mk_log_crash(mk_log *log, bool torn)
 {
 	if (!log)
 		return;
+	/* The flushes still queued never happen. */
+	flusher_stop(log);
+	/*
+	 * What survives is the durable prefix: the first segment holding
+	 * unflushed bytes goes back to its flushed size, and every later one
+	 * (written after them, newest first) disappears.
+	 */
+	size_t keep = log->nsegs;
+	for (size_t i = 0; i < log->nsegs; i++) {
+		if (log->segs[i]->flushed < log->segs[i]->size) {
+			keep = i + 1;
+			break;
+		}
+	}
+	while (log->nsegs > keep)
+		mk_segment_remove(log->segs[--log->nsegs], NULL);
 	for (size_t i = 0; i < log->nsegs; i++)
 		mk_segment_crash(log->segs[i], torn && i + 1 == log->nsegs);
 	log_free(log);
@@ -618,7 +946,12 @@ const char *mk_log_error(const mk_log *log)
 
 /* ---- appending ----------------------------------------------------------- */
 
-/* Seal the active segment (fsync with its indexes) and start a new one. */
+/*
+ * Seal the active segment and start a new one; the old one's fsync (with
+ * its indexes), the directory's and the recovery point moving past it are
+ * the flusher's. log->unflushed goes on counting: with flush.messages, the
+ * next flush waits for the flusher anyway.
+ */
 static mk_err roll(mk_log *log)
 {
 	mk_segment *old = active(log);
@@ -635,53 +968,41 @@ static mk_err roll(mk_log *log)
 	}
 	push_segment(log, s);
 	mk_strbuf_release(&msg);
-	if (mk_fsync_dir(log->dir)) {
-		mk_strbuf_reset(&log->err);
-		mk_strbuf_addf(&log->err, "%s: fsync failed", log->dir);
-		return MK_KAFKA_STORAGE_ERROR;
-	}
-	log->recovery_point = s->base;
-	log->unflushed = 0;
-	return ckpt_write(log);
+	return flusher_add(log, old, s->base);
 }
 
 static mk_err append(mk_log *log, const uint8_t *frame, const mk_batch_view *b)
 {
+	mk_err err = flusher_error(log);
+	if (err)
+		return err;
 	mk_segment *a = active(log);
 	int64_t last = mk_batch_last_offset(b);
 	/* An empty segment takes any batch: the threshold is for rolling. */
 	if (a->size > 0 &&
 	    ((int64_t)(a->size + b->frame_len) > log->cfg.segment_bytes ||
 	     !mk_segment_can_hold(a, b->frame_len, last))) {
-		mk_err err = roll(log);
-		if (err)
+		if ((err = roll(log)))
 			return err;
 		a = active(log);
 	}
 	if (!mk_segment_can_hold(a, b->frame_len, last))
 		return MK_MESSAGE_TOO_LARGE;
 	mk_strbuf msg = MK_STRBUF_INIT;
-	mk_err err = mk_segment_append(a, frame, b, log->cfg.index_interval_bytes,
-				       &msg);
-	if (err) {
+	err = mk_segment_append(a, frame, b, log->cfg.index_interval_bytes,
+				&msg);
+	if (err)
 		storage_error(log, &msg);
-		mk_strbuf_release(&msg);
+	mk_strbuf_release(&msg);
+	if (err)
 		return err;
-	}
 	if (epoch_observe(log, b->meta.leader_epoch, b->meta.base_offset) &&
 	    (err = ckpt_write(log)))
 		return err;
 	log->unflushed += b->record_count;
 	if (log->cfg.flush_messages > 0 &&
-	    log->unflushed >= log->cfg.flush_messages) {
-		if ((err = mk_segment_flush(a, &msg))) {
-			storage_error(log, &msg);
-		} else {
-			log->unflushed = 0;
-			log->recovery_point = a->next_offset;
-		}
-	}
-	mk_strbuf_release(&msg);
+	    log->unflushed >= log->cfg.flush_messages)
+		err = sync_all(log);
 	return err;
 }
 
@@ -745,10 +1066,13 @@ static mk_err load_indexes(mk_log *log, size_t i)
  */
 static mk_err rebuild_indexes(mk_log *log, size_t i)
 {
+	/* The segment may be queued: its index files are the flusher's. */
+	mk_err err = flusher_wait(log);
+	if (err)
+		return err;
 	mk_strbuf msg = MK_STRBUF_INIT;
-	mk_err err = mk_segment_rebuild_indexes(log->segs[i], end_limit(log, i),
-						log->cfg.index_interval_bytes,
-						&msg);
+	err = mk_segment_rebuild_indexes(log->segs[i], end_limit(log, i),
+					 log->cfg.index_interval_bytes, &msg);
 	if (err)
 		storage_error(log, &msg);
 	mk_strbuf_release(&msg);
@@ -962,11 +1286,15 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 		return MK_OK;
 	if (offset < log->start_offset || offset < log->segs[0]->base)
 		return MK_INVALID_REQUEST;
+	/* Nothing may be queued: segments are cut and removed. */
+	mk_err err = flusher_wait(log);
+	if (err)
+		return err;
 	size_t i = find_segment(log, offset);
 	mk_segment *s = log->segs[i];
 	mk_segment_cut cut;
 	mk_strbuf msg = MK_STRBUF_INIT;
-	mk_err err = mk_segment_check_cut(s, offset, &cut, &msg);
+	err = mk_segment_check_cut(s, offset, &cut, &msg);
 	if (err == MK_INVALID_REQUEST)
 		goto out;
 	if (err)
@@ -987,7 +1315,7 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 		goto storage;
 	}
 	epoch_trim(log, offset);
-	log->recovery_point = offset;
+	set_recovery_point(log, offset);
 	log->unflushed = 0;
 	err = ckpt_write(log);
 	goto out;

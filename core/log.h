@@ -15,21 +15,32 @@
  * N is the segment's base offset in 20 digits. The last segment is active,
  * the others closed. Invariants:
  *   - every segment holds whole, valid frames, offsets strictly increasing;
- *     segment i's offsets are below segment i+1's base offset;
- *   - a closed segment was fsynced (with its indexes) when it was rolled;
+ *     segment i's offsets are below segment i+1's base offset, and from the
+ *     recovery point on, segment i+1's base is segment i's next offset;
+ *   - everything below the recovery point (in the checkpoint) was fsynced;
+ *   - a closed segment is fsynced (with its indexes) by the background
+ *     flusher, in roll order, after which the recovery point moves past
+ *     it; segments from the one holding the recovery point on are
+ *     recovered at open;
  *   - indexes are accelerators only: a missing or invalid index is rebuilt
  *     from its segment;
  *   - the epoch cache's start offsets increase with the epochs, and every
  *     entry starts below the log end.
  *
- * Open scans only the active segment (its torn or corrupt tail is truncated
- * to the last whole, valid batch, its indexes rebuilt). Closed segments are
- * trusted until read: a frame failing its CRC there is reported as
- * KAFKA_STORAGE_ERROR with the file and position in mk_log_error(), and the
- * log is repaired by nobody — the owner takes the replica offline.
+ * Open scans the segments from the one holding the recovery point to the
+ * end: normally only the active one, a few more after a crash that left
+ * rolled segments unflushed. Each torn or corrupt tail is truncated to the
+ * last whole, valid batch (indexes rebuilt); the segments after one that
+ * lost data are deleted, so that the log stays a prefix of what was
+ * written. Closed segments below the recovery point are trusted until
+ * read: a frame failing its CRC there is reported as KAFKA_STORAGE_ERROR
+ * with the file and position in mk_log_error(), and the log is repaired by
+ * nobody — the owner takes the replica offline.
  *
  * An mk_log is not thread-safe: its owner (the partition, see replica.h)
- * serialises every call under its lock.
+ * serialises every call under its lock. Each log has its own flusher
+ * thread (started at the first roll, joined by close and crash) that only
+ * fsyncs rolled segments and writes the checkpoint.
  */
 #ifndef MK_LOG_H
 #define MK_LOG_H
@@ -67,13 +78,16 @@ typedef struct mk_log mk_log;
  */
 mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		   mk_strbuf *why);
-/* Flush everything, write the checkpoint and free. NULL is fine. */
+/* Flush everything, write the checkpoint, stop the flusher and free.
+ * NULL is fine. */
 void mk_log_close(mk_log *log);
 /*
- * Simulated crash: every segment loses what was written after its last
- * fsync; with torn, a partial frame is left at the end of the active
- * segment. The log is then freed without flushing. Reopening it with
- * mk_log_open is the recovery.
+ * Simulated crash: the log loses what was written since it was last
+ * flushed. The flusher stops (what it still had queued is not flushed);
+ * the first segment with unflushed data is cut back to its flushed size
+ * and every later segment is deleted, leaving a clean prefix; with torn, a
+ * partial frame is left at the end of what remains. The log is then freed
+ * without flushing. Reopening it with mk_log_open is the recovery.
  */
 void mk_log_crash(mk_log *log, bool torn);
 
@@ -123,8 +137,26 @@ mk_err mk_log_offset_for_time(mk_log *log, int64_t ts, int64_t *offset);
  */
 mk_err mk_log_truncate_to(mk_log *log, int64_t offset);
 
-/* fsync the active segment and its indexes; write the checkpoint. */
+/*
+ * Wait for the flusher to have fsynced every rolled segment, fsync the
+ * active segment and its indexes, write the checkpoint (recovery point: the
+ * log end). A failure of the flusher is returned here (and by appends).
+ */
 mk_err mk_log_flush(mk_log *log);
+
+/*
+ * For tests. While held, the flusher starts no job: rolled segments wait,
+ * unflushed, however many (a roll does not wait for them), so that a crash
+ * right after a roll is deterministic. mk_log_wait_flusher, mk_log_flush,
+ * mk_log_truncate_to and mk_log_close release it.
+ */
+void mk_log_hold_flusher(mk_log *log, bool held);
+/*
+ * Wait until the flusher has fsynced every rolled segment and moved the
+ * recovery point past it (the active segment is not flushed); its error,
+ * if it failed.
+ */
+mk_err mk_log_wait_flusher(mk_log *log);
 
 /* Leader-epoch cache (KIP-101). */
 int32_t mk_log_latest_epoch(const mk_log *log);      /* -1 when empty */

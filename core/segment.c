@@ -11,7 +11,9 @@
  *     entries, shared by appends (written at once) and rebuilds (in memory,
  *     then written whole);
  *   - lifecycle: create, open closed/active, append, truncate, seal, flush,
- *     crash, close, remove.
+ *     crash, close, remove. Sealing (at roll) does no I/O beyond the final
+ *     time index entry; the flush that makes a sealed segment durable is the
+ *     log's to schedule (log.c runs it on its flusher thread).
  */
 #include "segment.h"
 
@@ -459,9 +461,10 @@ mk_err mk_segment_open_closed(const char *dir, int64_t base,
 	return MK_OK;
 }
 
-mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t interval,
-			      mk_segment_batch_fn fn, void *arg,
-			      mk_segment **out, uint64_t *cut, mk_strbuf *why)
+mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
+			      int64_t interval, mk_segment_batch_fn fn,
+			      void *arg, mk_segment **out, uint64_t *cut,
+			      mk_strbuf *why)
 {
 	*out = NULL;
 	*cut = 0;
@@ -477,7 +480,7 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t interval,
 		goto fail;
 	uint64_t phys = (uint64_t)st.st_size;
 	scan_result res;
-	err = scan(s, phys, INT64_MAX, INT64_MAX, interval, true, fn, arg,
+	err = scan(s, phys, end_limit, INT64_MAX, interval, true, fn, arg,
 		   &res, why);
 	if (err)
 		goto fail;
@@ -710,7 +713,10 @@ mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why)
 		s->flushed = s->size;
 		s->dirty = false;
 	}
-	return sync_indexes(s, why);
+	mk_err err = sync_indexes(s, why);
+	if (!err)
+		detach_indexes(s);
+	return err;
 }
 
 mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why)
@@ -718,11 +724,7 @@ mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why)
 	assert(s->active && s->indexes_loaded);
 	mk_err err = final_time_entry(s, s->max_ts, s->last_base, true, why);
 	if (!err)
-		err = mk_segment_flush(s, why);
-	if (!err) {
 		s->active = false;
-		detach_indexes(s);
-	}
 	return err;
 }
 
@@ -734,7 +736,7 @@ void mk_segment_crash(mk_segment *s, bool torn)
 	}
 	mk_index_crash(&s->index);
 	mk_timeindex_crash(&s->tindex);
-	if (torn && s->active) {
+	if (torn) {
 		/* A frame header promising 200 payload bytes, then 3 of them. */
 		uint8_t part[MK_FRAME_HEADER + 3];
 		memcpy(part, MK_FRAME_MAGIC, 4);

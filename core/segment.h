@@ -5,15 +5,20 @@
  * A segment owns its three open file descriptors and the in-memory index
  * arrays. It is either active (the last one of the log: appended to, its
  * state fully known from the recovery scan and the appends since) or closed
- * (trusted, never scanned at open; its indexes are read lazily on the first
- * lookup and rebuilt from the .log when missing or invalid).
+ * (no longer appended to; its indexes are read lazily on the first lookup
+ * and rebuilt from the .log when missing or invalid). A segment closed by a
+ * roll keeps its index files open until mk_segment_flush() has made it
+ * durable; that flush may run on the log's flusher thread while the log's
+ * own thread reads the segment (pread of the .log, in-memory index
+ * lookups), so it touches nothing else: the fds it syncs and closes, and
+ * dirty/flushed and the indexes' dirty/synced.
  *
  * Invariants:
  *   - [0, size) of the .log holds whole, valid frames whose offsets strictly
  *     increase, all >= base and, relative to base, within u32; size fits in
  *     u32 too (positions in the index are u32);
  *   - flushed <= size: [0, flushed) is known durable; a closed segment is
- *     entirely durable (flushed == size);
+ *     entirely durable (flushed == size) once flushed after its roll;
  *   - when indexes_loaded, every index entry points at a batch start in
  *     [0, size), and the first batch always has an entry in both indexes;
  *   - an active segment has indexes_loaded, and next_offset, max_ts and
@@ -64,13 +69,15 @@ mk_err mk_segment_open_closed(const char *dir, int64_t base,
 /*
  * Open an existing segment as active with recovery: scan every frame from
  * byte 0, truncate the file at the first invalid or truncated frame (or
- * batch whose offsets do not follow), rebuild both indexes, fsync. *cut gets
- * the bytes removed; when non-zero, why (if given) says where and why.
- * fn (may be NULL) sees every batch kept.
+ * batch whose offsets do not follow, or reach end_limit, the next segment's
+ * base or INT64_MAX), rebuild both indexes, fsync. *cut gets the bytes
+ * removed; when non-zero, why (if given) says where and why. fn (may be
+ * NULL) sees every batch kept.
  */
-mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t interval,
-			      mk_segment_batch_fn fn, void *arg,
-			      mk_segment **out, uint64_t *cut, mk_strbuf *why);
+mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
+			      int64_t interval, mk_segment_batch_fn fn,
+			      void *arg, mk_segment **out, uint64_t *cut,
+			      mk_strbuf *why);
 
 /*
  * Make the indexes of a closed segment usable: read and validate them,
@@ -123,13 +130,20 @@ mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
 			    mk_strbuf *why);
 mk_err mk_segment_cut_at(mk_segment *s, const mk_segment_cut *c,
 			 int64_t interval, mk_strbuf *why);
-/* At roll: add the final time index entry, flush, and mark closed. */
+/*
+ * At roll: add the final time index entry and mark closed. Nothing is
+ * fsynced: mk_segment_flush() does that, and then closes the index files.
+ */
 mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why);
-/* fsync the .log and both indexes when anything is unflushed. */
+/*
+ * fsync the .log and both indexes when anything is unflushed; a closed
+ * segment's index files are then closed (its indexes live in memory).
+ */
 mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why);
 /*
  * Simulated crash: cut the .log and indexes back to what was fsynced; with
- * torn (active segment only), leave a partial frame after it. Then free.
+ * torn (the log asks it of its last segment), leave a partial frame after
+ * it. Then free.
  */
 void mk_segment_crash(mk_segment *s, bool torn);
 /* Close the files and free (no flush). NULL is fine. */

@@ -1282,8 +1282,8 @@ static void test_crash(void **state)
 	check_frames(&out, 0, 7);
 	mk_log_close(log);
 
-	/* Rolled segments were flushed at the roll; flush.messages = 2
-	 * makes every two records durable. */
+	/* flush.messages = 2 makes every two records durable, those of
+	 * rolled segments included (the flush waits for the flusher). */
 	log = open_log(f, 300, 4096, 2);
 	for (int i = 0; i < 6; i++)
 		append_n(log, 0, 1, NULL, 100);
@@ -1297,6 +1297,262 @@ static void test_crash(void **state)
 	check_frames(&out, 0, 13);
 	mk_log_close(log);
 	mk_strbuf_release(&out);
+}
+
+/* ---- the background flusher ---------------------------------------------- */
+
+/* The recovery point the checkpoint holds. */
+static int64_t ckpt_recovery_point(const fixture *f)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+	mk_strbuf text = MK_STRBUF_INIT;
+	read_file_bytes(path, &text);
+	const char *p = strstr(text.buf, "recovery_point ");
+	assert_non_null(p);
+	int64_t rp = strtoll(p + 15, NULL, 10);
+	mk_strbuf_release(&text);
+	return rp;
+}
+
+/* The bytes of one batch of append_n(log, _, 2, NULL, 100). */
+static size_t batch2_len(void)
+{
+	mk_strbuf fr = MK_STRBUF_INIT;
+	build(&fr, 0, 0, 2, NULL, 100);
+	size_t n = fr.len;
+	mk_strbuf_release(&fr);
+	return n;
+}
+
+static void test_crash_after_roll(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1000, 100, 0);
+	append_n(log, 0, 2, NULL, 100);
+	append_n(log, 0, 2, NULL, 100);
+	assert_int_equal(mk_log_flush(log), MK_OK);
+	uint64_t durable = mk_log_size_bytes(log);
+	assert_int_equal(ckpt_recovery_point(f), 4);
+
+	/* Rolls whose flushes cannot run before the crash. */
+	mk_log_hold_flusher(log, true);
+	for (int i = 0; i < 8; i++)
+		append_n(log, 1, 2, NULL, 100);
+	size_t n = mk_log_segment_count(log);
+	assert_true(n >= 3);
+	int64_t bases[16];
+	for (size_t i = 0; i < n; i++) {
+		mk_segment_info info;
+		mk_log_segment_info(log, i, &info);
+		bases[i] = info.base_offset;
+	}
+	assert_int_equal(ckpt_recovery_point(f), 4);   /* nothing flushed */
+	mk_log_crash(log, false);
+
+	/* A clean prefix: the first segment back to its flushed size, the
+	 * later ones gone. */
+	char path[256];
+	seg_path(f, 0, "log", path, sizeof(path));
+	assert_int_equal(file_size(path), (off_t)durable);
+	for (size_t i = 1; i < n; i++) {
+		seg_path(f, bases[i], "log", path, sizeof(path));
+		assert_false(exists(path));
+		seg_path(f, bases[i], "index", path, sizeof(path));
+		assert_false(exists(path));
+	}
+	log = open_log(f, 1000, 100, 0);
+	assert_int_equal(mk_log_segment_count(log), 1);
+	assert_int_equal(mk_log_end_offset(log), 4);
+	assert_int_equal(mk_log_latest_epoch(log), 0);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 100, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 3);
+
+	/* Torn: the partial frame lands after what is left, and goes at
+	 * open. Appends carry on from there. */
+	mk_log_hold_flusher(log, true);
+	for (int i = 0; i < 5; i++)
+		append_n(log, 2, 2, NULL, 100);
+	assert_true(mk_log_segment_count(log) >= 2);
+	mk_log_crash(log, true);
+	seg_path(f, 0, "log", path, sizeof(path));
+	assert_true(file_size(path) > (off_t)durable);
+	log = open_log(f, 1000, 100, 0);
+	assert_int_equal(mk_log_segment_count(log), 1);
+	assert_int_equal(mk_log_end_offset(log), 4);
+	assert_int_equal(file_size(path), (off_t)durable);
+	for (int i = 0; i < 5; i++)
+		append_n(log, 2, 2, NULL, 100);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 100, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 13);
+	mk_strbuf_release(&out);
+	mk_log_close(log);
+}
+
+static void test_roll_advances_recovery_point(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1000, 100, 0);
+	for (int i = 0; i < 10; i++)
+		append_n(log, 0, 2, NULL, 100);
+	size_t n = mk_log_segment_count(log);
+	assert_true(n >= 3);
+	mk_segment_info act;
+	mk_log_segment_info(log, n - 1, &act);
+	assert_true(act.size > 0);
+
+	/* Once the flusher caught up, the recovery point is past every
+	 * rolled segment: the active one's base, not the log end. */
+	assert_int_equal(mk_log_wait_flusher(log), MK_OK);
+	assert_int_equal(ckpt_recovery_point(f), act.base_offset);
+	assert_true(act.base_offset < mk_log_end_offset(log));
+
+	/* So a crash loses only the active segment's data. */
+	mk_log_crash(log, false);
+	log = open_log(f, 1000, 100, 0);
+	assert_int_equal(mk_log_segment_count(log), n);
+	assert_int_equal(mk_log_end_offset(log), act.base_offset);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 100, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, act.base_offset - 1);
+	mk_strbuf_release(&out);
+
+	/* A flush moves it to the log end. */
+	append_n(log, 0, 2, NULL, 100);
+	assert_int_equal(mk_log_flush(log), MK_OK);
+	assert_int_equal(ckpt_recovery_point(f), mk_log_end_offset(log));
+	mk_log_close(log);
+}
+
+/*
+ * The daemon killed: the files stay as they are (the page cache survives)
+ * and nothing more is flushed. Simulated by copying the log's directory
+ * while the log is open, dropping the log, and putting the copy in its
+ * place.
+ */
+static void kill_log(const fixture *f, mk_log *log)
+{
+	char snap[160];
+	snprintf(snap, sizeof(snap), "%s/snap", f->root);
+	assert_int_equal(mk_mkdirs(snap), MK_OK);
+	DIR *d = opendir(f->dir);
+	assert_non_null(d);
+	struct dirent *de;
+	mk_strbuf data = MK_STRBUF_INIT;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char from[512], to[512];
+		snprintf(from, sizeof(from), "%s/%s", f->dir, de->d_name);
+		snprintf(to, sizeof(to), "%s/%s", snap, de->d_name);
+		read_file_bytes(from, &data);
+		int fd = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, data.buf, data.len), (ssize_t)data.len);
+		close(fd);
+	}
+	closedir(d);
+	mk_strbuf_release(&data);
+	mk_log_crash(log, false);
+	assert_int_equal(mk_remove_tree(f->dir), MK_OK);
+	assert_int_equal(rename(snap, f->dir), 0);
+}
+
+/* Open the log, hold its flusher, append n batches, kill the daemon. */
+static void killed_after_appends(const fixture *f, int n)
+{
+	mk_log *log = open_log(f, 1000, 100, 0);
+	mk_log_hold_flusher(log, true);
+	for (int i = 0; i < n; i++)
+		append_n(log, 2, 2, NULL, 100);
+	kill_log(f, log);
+}
+
+/* The base offsets of the .log files, ascending. */
+static size_t list_bases(const fixture *f, int64_t *bases, size_t max)
+{
+	size_t n = 0;
+	for (int64_t b = 0; b < 1000 && n < max; b++) {
+		char path[256];
+		seg_path(f, b, "log", path, sizeof(path));
+		if (exists(path))
+			bases[n++] = b;
+	}
+	return n;
+}
+
+static void test_recovery_from_recovery_point(void **state)
+{
+	fixture *f = *state;
+	size_t flen = batch2_len();
+	mk_log *log = open_log(f, 1000, 100, 0);
+	for (int i = 0; i < 4; i++)
+		append_n(log, 0, 2, NULL, 100);
+	assert_int_equal(mk_log_segment_count(log), 2);
+	mk_log_close(log);
+	assert_int_equal(ckpt_recovery_point(f), 8);
+
+	/* Killed with three rolled segments unflushed: the recovery point
+	 * is still 8, in the second segment. */
+	killed_after_appends(f, 7);
+	assert_int_equal(ckpt_recovery_point(f), 8);
+	int64_t bases[16];
+	size_t n = list_bases(f, bases, 16);
+	assert_true(n >= 4);
+	assert_true(bases[1] <= 8 && bases[2] > 8);
+
+	/* Damage below the recovery point is not looked at by open... */
+	char first[256];
+	seg_path(f, 0, "log", first, sizeof(first));
+	flip_byte(first, (off_t)flen + 40);
+	log = open_log(f, 1000, 100, 0);
+	/* ...which recovered every segment from the second on, whole. */
+	assert_int_equal(mk_log_segment_count(log), n);
+	assert_int_equal(mk_log_end_offset(log), 22);
+	assert_string_equal(mk_log_error(log), "");
+	assert_int_equal(ckpt_recovery_point(f), 22);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, bases[1], 100, SIZE_MAX, &out),
+			 MK_OK);
+	check_frames(&out, bases[1], 21);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 100, SIZE_MAX, &out),
+			 MK_KAFKA_STORAGE_ERROR);
+	mk_log_close(log);
+	flip_byte(first, (off_t)flen + 40);
+
+	/* Killed again, then a segment after the recovery point damaged in
+	 * its second batch: recovery cuts it there and deletes the later
+	 * ones, written after data now lost. */
+	killed_after_appends(f, 7);
+	size_t m = list_bases(f, bases, 16);
+	assert_true(m >= n + 2);
+	int64_t rp = ckpt_recovery_point(f);
+	assert_int_equal(rp, 22);
+	size_t hold = n - 1;          /* the segment holding the point */
+	assert_true(bases[hold] <= rp && bases[hold + 1] > rp);
+	char path[256];
+	seg_path(f, bases[hold + 1], "log", path, sizeof(path));
+	flip_byte(path, (off_t)flen + 40);
+	log = open_log(f, 1000, 100, 0);
+	assert_int_equal(mk_log_segment_count(log), hold + 2);
+	assert_int_equal(mk_log_end_offset(log), bases[hold + 1] + 2);
+	assert_int_equal(file_size(path), (off_t)flen);
+	for (size_t i = hold + 2; i < m; i++) {
+		seg_path(f, bases[i], "log", path, sizeof(path));
+		assert_false(exists(path));
+	}
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 100, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, bases[hold + 1] + 1);
+	const mk_epoch_entry *ep;
+	assert_int_equal(mk_log_epochs(log, &ep), 2);
+	assert_int_equal(ep[1].epoch, 2);
+	assert_int_equal(ep[1].start_offset, 8);
+	mk_strbuf_release(&out);
+	mk_log_close(log);
 }
 
 int main(void)
@@ -1322,6 +1578,9 @@ int main(void)
 		T(test_epoch_cache),
 		T(test_checkpoint_damage),
 		T(test_crash),
+		T(test_crash_after_roll),
+		T(test_roll_advances_recovery_point),
+		T(test_recovery_from_recovery_point),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
