@@ -147,8 +147,10 @@ mk_err mk_log_flush(mk_log *log);
 /*
  * For tests. While held, the flusher starts no job: rolled segments wait,
  * unflushed, however many (a roll does not wait for them), so that a crash
- * right after a roll is deterministic. mk_log_wait_flusher, mk_log_flush,
- * mk_log_truncate_to and mk_log_close release it.
+ * right after a roll is deterministic. Whatever waits for the flusher
+ * releases it: mk_log_wait_flusher, mk_log_flush, mk_log_close,
+ * mk_log_truncate_to, an append reaching flush.messages, a read that has
+ * to rebuild a closed segment's indexes.
  */
 void mk_log_hold_flusher(mk_log *log, bool held);
 /*
