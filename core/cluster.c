@@ -664,7 +664,8 @@ static mk_err clock_moved(mk_cluster *c, bool ok, mk_strbuf *why)
 	pthread_mutex_lock(&c->acc_lock);
 	tick_accumulators(c);
 	pthread_mutex_unlock(&c->acc_lock);
-	return MK_OK;
+	atomic_fetch_add(&c->meta_dirty, 1);
+	return mk_cluster_sync_metadata(c);
 }
 
 mk_err mk_cluster_clock_advance(mk_cluster *c, int64_t ms, mk_strbuf *why)
@@ -764,7 +765,8 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	mk_cluster *c = calloc(1, sizeof(*c));
 	c->data_dir = strdup(data_dir);
 	c->cfg = *cfg;
-	mk_clock_init(&c->clock, cfg->manual_clock, 0);
+	/* A manual clock resumes where it stood: time never moves back. */
+	mk_clock_init(&c->clock, cfg->manual_clock, md.clock_ms);
 	mk_errlog_init(&c->errlog);
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
 			   &c->shutting_down, &c->meta_dirty };

@@ -46,6 +46,8 @@ mk_err mk_metadata_save(mk_cluster *c)
 			mk_strbuf_addch(&out, '\n');
 		}
 	}
+	if (c->clock.manual)
+		mk_strbuf_addf(&out, "clock %lld\n", (long long)mk_clock_now(&c->clock));
 	mk_strbuf_addf(&out, "next_producer_id %lld\n", (long long)c->next_producer_id);
 	for (size_t i = 0; i < c->nproducers; i++)
 		mk_strbuf_addf(&out, "producer %s %lld %d\n", c->producers[i].name,
@@ -109,6 +111,13 @@ static mk_err parse_line(mk_metadata *md, char *line, mk_strbuf *why)
 			goto bad;
 		md->broker_ids[md->nbrokers] = atoi(id);
 		md->broker_online[md->nbrokers++] = !strcmp(st, "online");
+		return MK_OK;
+	}
+	if (!strcmp(kind, "clock")) {
+		char *v = strtok_r(NULL, " ", &save);
+		if (!v || atoll(v) < 0)
+			goto bad;
+		md->clock_ms = atoll(v);
 		return MK_OK;
 	}
 	if (!strcmp(kind, "next_producer_id")) {

@@ -8,6 +8,7 @@
  *     broker ID online|offline
  *     topic NAME PARTITIONS RF [KEY=VALUE]...
  *     partition NAME P leader=ID|none epoch=E replicas=ID,... isr=ID,...
+ *     clock MS                (the manual clock's time)
  *     next_producer_id N
  *     producer NAME ID EPOCH
  *
@@ -37,6 +38,7 @@ typedef struct {
 	bool broker_online[MK_MAX_BROKERS];
 	mk_metadata_topic *topics;
 	size_t ntopics;
+	int64_t clock_ms;
 	int64_t next_producer_id;
 	mk_producer_id *producers;
 	size_t nproducers;

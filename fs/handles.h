@@ -25,7 +25,7 @@
 #include "names.h"
 #include "nodes.h"
 
-typedef struct {
+typedef struct mk_handle {
 	pthread_mutex_t lock;
 	node_ref ref;
 	char *path;

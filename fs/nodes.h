@@ -21,6 +21,7 @@
 #ifndef MK_NODES_H
 #define MK_NODES_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -75,6 +76,11 @@ struct node_def {
 struct mkfs {
 	mk_cluster *cluster;
 	char *readme;            /* /README text */
+	/* Open handles, so that a stop with files still open (SIGTERM) can
+	 * release them after the request loop ended. */
+	pthread_mutex_t handles_lock;
+	struct mk_handle **handles;
+	size_t nhandles, handles_alloc;
 };
 
 /* Resolve a path. ENOENT-style errors come back as core codes. */

@@ -54,14 +54,68 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	return fs;
 }
 
+static void track(mkfs *fs, mk_handle *h)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	if (fs->nhandles == fs->handles_alloc) {
+		fs->handles_alloc = fs->handles_alloc ? fs->handles_alloc * 2 : 64;
+		fs->handles = realloc(fs->handles, fs->handles_alloc * sizeof(*fs->handles));
+		if (!fs->handles)
+			abort();
+	}
+	fs->handles[fs->nhandles++] = h;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+static void untrack(mkfs *fs, mk_handle *h)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	for (size_t i = 0; i < fs->nhandles; i++)
+		if (fs->handles[i] == h) {
+			fs->handles[i] = fs->handles[--fs->nhandles];
+			break;
+		}
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+void mk_fs_release_all(mkfs *fs)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	for (size_t i = 0; i < fs->nhandles; i++) {
+		mk_strbuf why = MK_STRBUF_INIT;
+		mk_handle_flush(fs, fs->handles[i], NULL, &why);
+		mk_strbuf_release(&why);
+		mk_handle_close(fs->handles[i]);
+	}
+	fs->nhandles = 0;
+	free(fs->handles);
+	fs->handles = NULL;
+	fs->handles_alloc = 0;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+static bool in_domain(const char *path)
+{
+	static const char *const dirs[] = { "/topics/", "/brokers/", "/producers/",
+					    "/groups/", "/transactions/" };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (!strncmp(path, dirs[i], strlen(dirs[i])))
+			return true;
+	return false;
+}
+
 static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	(void)fi;
 	mkfs *fs = self();
 	mk_strbuf why = MK_STRBUF_INIT;
 	node_ref ref;
-	mk_err err = mk_resolve(fs, path, &ref, NULL);
+	mk_err err = mk_resolve(fs, path, &ref, &why);
 	if (err) {
+		/* An unknown topic, partition, broker or producer is an error
+		 * worth a line; probes of other names (.Trash, .git) are not. */
+		if (in_domain(path))
+			return fail(fs, path, err, &why);
 		mk_strbuf_release(&why);
 		return -ENOENT;
 	}
@@ -153,6 +207,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	mk_node_ref_release(&ref);
 	if (err)
 		return fail(fs, path, err, &why);
+	track(fs, h);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = type != NODE_RAW;
 	fi->nonseekable = type == NODE_RECORDS || type == NODE_APPEND;
@@ -217,14 +272,12 @@ static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 
 static int op_release(const char *path, struct fuse_file_info *fi)
 {
+	(void)path;
 	mkfs *fs = self();
 	mk_handle *h = handle_of(fi);
-	mk_strbuf why = MK_STRBUF_INIT;
-	/* Normally flush already ran; this covers a descriptor never flushed. */
-	mk_err err = mk_handle_flush(fs, h, NULL, &why);
-	if (err)
-		fail(fs, path, err, &why);
-	mk_strbuf_release(&why);
+	/* The kernel sent flush at every close() and its error went to the
+	 * caller and to /errors; what it could not send is dropped here. */
+	untrack(fs, h);
 	mk_handle_close(h);
 	return 0;
 }

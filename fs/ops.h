@@ -16,6 +16,9 @@
 
 extern const struct fuse_operations mk_fuse_ops;
 
+/* Release every handle the kernel never released (after the loop). */
+void mk_fs_release_all(mkfs *fs);
+
 /* The /README text. */
 extern const char mk_readme_text[];
 

@@ -1,14 +1,16 @@
 /*
  * main.c — the minikafkafs daemon.
  *
- *     minikafkafs [-f] [-d] [-o config=FILE] [-o OPTION...] DATA_DIR MOUNTPOINT
+ *     minikafkafs [-f] [-d] [-s] [-o config=FILE] [-o OPTION...] DATA_DIR MOUNTPOINT
  *
  * Configuration: DATA_DIR/minikafka.ini when present, else -o config=FILE,
  * else built-in defaults. Start-up refuses (one line on stderr, exit 1)
  * only what cannot be served: an unreadable or invalid configuration, a
  * DATA_DIR that is not a directory, unreadable metadata. The root object
- * (mkfs) is the only state; FUSE's signal handling turns SIGTERM and
- * SIGINT into an unmount, after which the cluster is closed gracefully.
+ * (mkfs) is the only state. SIGTERM and SIGINT end the request loop like
+ * an unmount does; then files left open are released, the cluster is
+ * closed gracefully (producers flushed, logs fsynced, metadata saved) and
+ * the exit status is 0.
  */
 #include <errno.h>
 #include <limits.h>
@@ -37,6 +39,7 @@ static const struct fuse_opt option_spec[] = {
 	FUSE_OPT_END
 };
 
+/* The first non-option is DATA_DIR; the next is left for the mountpoint. */
 static int take_data_dir(void *data, const char *arg, int key,
 			 struct fuse_args *outargs)
 {
@@ -44,90 +47,128 @@ static int take_data_dir(void *data, const char *arg, int key,
 	struct options *o = data;
 	if (key == FUSE_OPT_KEY_NONOPT && !o->data_dir) {
 		o->data_dir = strdup(arg);
-		return 0;     /* consumed: the next non-option is the mountpoint */
+		return 0;
 	}
 	return 1;
-}
-
-static const char *argv_joined(int argc, char *argv[])
-{
-	static char buf[4096];
-	buf[0] = '\0';
-	for (int i = 1; i < argc; i++) {
-		strncat(buf, argv[i], sizeof(buf) - strlen(buf) - 2);
-		strcat(buf, " ");
-	}
-	return buf;
 }
 
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-f] [-d] [-o config=FILE] [-o OPTION...] DATA_DIR MOUNTPOINT\n"
+		"usage: %s [-f] [-d] [-s] [-o config=FILE] [-o OPTION...] DATA_DIR MOUNTPOINT\n"
 		"unmount with: fusermount3 -u MOUNTPOINT\n", prog);
+}
+
+/* Mount, serve until unmounted or signalled, unmount. */
+static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
+		 mkfs *fs)
+{
+	struct fuse *f = fuse_new(args, &mk_fuse_ops, sizeof(mk_fuse_ops), fs);
+	if (!f)
+		return 1;
+	int rc = 1;
+	struct fuse_session *se = fuse_get_session(f);
+	if (fuse_mount(f, fopts->mountpoint) != 0)
+		goto out_destroy;
+	if (fuse_daemonize(fopts->foreground) != 0 || fuse_set_signal_handlers(se) != 0)
+		goto out_unmount;
+	if (fopts->singlethread) {
+		fuse_loop(f);
+	} else {
+		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+		fuse_loop_cfg_set_clone_fd(cfg, (unsigned)fopts->clone_fd);
+		fuse_loop_cfg_set_max_threads(cfg, fopts->max_threads);
+		/* libfuse's own default here is "unset", which it complains of. */
+		fuse_loop_cfg_set_idle_threads(cfg, fopts->max_idle_threads > 1000
+					       ? 16 : fopts->max_idle_threads);
+		fuse_loop_mt(f, cfg);
+		fuse_loop_cfg_destroy(cfg);
+	}
+	rc = 0;    /* unmounted, or stopped by a signal: both are graceful */
+	fuse_remove_signal_handlers(se);
+out_unmount:
+	fuse_unmount(f);
+out_destroy:
+	fuse_destroy(f);
+	return rc;
+}
+
+/* Load the configuration; 0 or 1 (with the line already printed). */
+static int load_config(const char *data_dir, const char *opt_config,
+		       mk_config *cfg)
+{
+	mk_config_defaults(cfg);
+	mk_strbuf ini = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
+	mk_strbuf_addf(&ini, "%s/minikafka.ini", data_dir);
+	const char *path = access(ini.buf, F_OK) == 0 ? ini.buf : opt_config;
+	int rc = 0;
+	if (path && access(path, R_OK) != 0) {
+		fprintf(stderr, "minikafkafs: cannot read configuration %s: %s\n",
+			path, strerror(errno));
+		rc = 1;
+	} else if (path && mk_config_load(cfg, path, &why)) {
+		fprintf(stderr, "minikafkafs: %s\n", why.buf);
+		rc = 1;
+	}
+	mk_strbuf_release(&ini);
+	mk_strbuf_release(&why);
+	return rc;
 }
 
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct options opts = { 0 };
-	if (fuse_opt_parse(&args, &opts, option_spec, take_data_dir) == -1)
-		return 1;
-	if (opts.show_help || !opts.data_dir) {
+	struct fuse_cmdline_opts fopts = { 0 };
+	int rc = 1;
+	if (fuse_opt_parse(&args, &opts, option_spec, take_data_dir) == -1 ||
+	    fuse_parse_cmdline(&args, &fopts) != 0)
+		goto out;
+	if (opts.show_help || fopts.show_help) {
 		usage(argv[0]);
-		if (opts.show_help) {
-			fuse_opt_add_arg(&args, "--help");
-			fuse_main(args.argc, args.argv, &mk_fuse_ops, NULL);
-		}
-		fuse_opt_free_args(&args);
-		return opts.show_help ? 0 : 1;
+		fuse_cmdline_help();
+		fuse_lib_help(&args);
+		rc = 0;
+		goto out;
+	}
+	if (!opts.data_dir || !fopts.mountpoint) {
+		usage(argv[0]);
+		goto out;
 	}
 
 	struct stat st;
 	if (stat(opts.data_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "minikafkafs: %s is not a directory\n", opts.data_dir);
-		return 1;
-	}
-	if (mk_mkdirs(opts.data_dir)) {
-		fprintf(stderr, "minikafkafs: cannot create %s: %s\n", opts.data_dir,
-			strerror(errno));
-		return 1;
+		goto out;
 	}
 	char data_dir[PATH_MAX];
-	if (!realpath(opts.data_dir, data_dir)) {
-		fprintf(stderr, "minikafkafs: %s: %s\n", opts.data_dir, strerror(errno));
-		return 1;
+	if (mk_mkdirs(opts.data_dir) || !realpath(opts.data_dir, data_dir)) {
+		fprintf(stderr, "minikafkafs: cannot use %s: %s\n", opts.data_dir,
+			strerror(errno));
+		goto out;
 	}
-
 	mk_config cfg;
-	mk_config_defaults(&cfg);
-	mk_strbuf why = MK_STRBUF_INIT, ini = MK_STRBUF_INIT;
-	mk_strbuf_addf(&ini, "%s/minikafka.ini", data_dir);
-	const char *cfg_path = access(ini.buf, F_OK) == 0 ? ini.buf : opts.config;
-	if (cfg_path && access(cfg_path, R_OK) != 0) {
-		fprintf(stderr, "minikafkafs: cannot read configuration %s: %s\n",
-			cfg_path, strerror(errno));
-		return 1;
-	}
-	if (cfg_path && mk_config_load(&cfg, cfg_path, &why)) {
-		fprintf(stderr, "minikafkafs: %s\n", why.buf);
-		return 1;
-	}
+	if (load_config(data_dir, opts.config, &cfg))
+		goto out;
 
 	mk_cluster *cluster;
+	mk_strbuf why = MK_STRBUF_INIT;
 	if (mk_cluster_open(data_dir, &cfg, &cluster, &why)) {
 		fprintf(stderr, "minikafkafs: %s\n", why.len ? why.buf : "cannot open the cluster");
-		return 1;
+		mk_strbuf_release(&why);
+		goto out;
 	}
-	mkfs fs = { .cluster = cluster, .readme = (char *)mk_readme_text };
-	/* libfuse 3.14 complains about its own idle-thread default unless set. */
-	if (!strstr(argv_joined(argc, argv), "max_idle_threads="))
-		fuse_opt_add_arg(&args, "-omax_idle_threads=16");
-	int rc = fuse_main(args.argc, args.argv, &mk_fuse_ops, &fs);
-	mk_cluster_close(cluster);
-	fuse_opt_free_args(&args);
 	mk_strbuf_release(&why);
-	mk_strbuf_release(&ini);
+	mkfs fs = { .cluster = cluster, .readme = (char *)mk_readme_text };
+	pthread_mutex_init(&fs.handles_lock, NULL);
+	rc = serve(&args, &fopts, &fs);
+	/* The loop has ended and joined its threads: nothing uses a handle. */
+	mk_fs_release_all(&fs);
+	mk_cluster_close(cluster);
+	pthread_mutex_destroy(&fs.handles_lock);
+out:
+	fuse_opt_free_args(&args);
+	free(fopts.mountpoint);
 	free(opts.config);
 	free(opts.data_dir);
 	return rc;
