@@ -149,14 +149,22 @@ static mk_err send_due(mk_accumulator *acc, int64_t now, bool wait,
 		       const mk_waiter *w, mk_strbuf *why)
 {
 	mk_err first = MK_OK;
+	/* Keyless records move on by one partition when the sticky
+	 * partition's batch closes, however many other batches close with
+	 * it (send_slot alone would step again for each following one). */
+	int sticky = acc->sticky;
+	bool moved = false;
 	for (int i = 0; i < acc->n; i++) {
 		slot *s = &acc->slots[i];
 		if (!s->open || (now != INT64_MAX && s->created_ms + acc->o.linger_ms > now))
 			continue;
+		if (i == sticky)
+			moved = true;
 		mk_err err = send_slot(acc, i, wait, w, why);
 		if (err && !first)
 			first = err;
 	}
+	acc->sticky = moved ? (sticky + 1) % acc->n : sticky;
 	return first;
 }
 

@@ -56,9 +56,11 @@ mk_err mk_pstate_check(const mk_producer_state *ps, int64_t pid, int16_t epoch,
 {
 	*dup = NULL;
 	const mk_producer_entry *e = lookup(ps, pid, NULL);
-	int32_t last_seq = base_seq + count - 1;
+	/* 64-bit: seq= near INT32_MAX must not overflow. A batch that would
+	 * run past INT32_MAX matches nothing and is never the expected one. */
+	int64_t last_seq = (int64_t)base_seq + count - 1;
 	if (!e || epoch > e->epoch) {
-		if (base_seq == 0)
+		if (base_seq == 0 && last_seq <= INT32_MAX)
 			return MK_OK;
 		if (why)
 			mk_strbuf_addf(why, "producer %lld epoch %d must start at sequence 0, got %d",
@@ -77,12 +79,12 @@ mk_err mk_pstate_check(const mk_producer_state *ps, int64_t pid, int16_t epoch,
 			*dup = &e->recent[i];
 			return MK_OK;
 		}
-	int32_t expected = e->n ? e->recent[e->n - 1].last_seq + 1 : 0;
-	if (base_seq == expected)
+	int64_t expected = e->n ? (int64_t)e->recent[e->n - 1].last_seq + 1 : 0;
+	if (base_seq == expected && last_seq <= INT32_MAX)
 		return MK_OK;
 	if (why)
-		mk_strbuf_addf(why, "producer %lld epoch %d: sequence %d, expected %d%s",
-			       (long long)pid, epoch, base_seq, expected,
+		mk_strbuf_addf(why, "producer %lld epoch %d: sequence %d, expected %lld%s",
+			       (long long)pid, epoch, base_seq, (long long)expected,
 			       base_seq < expected ? " (a retry older than the last 5 batches, or not an exact retry)" : " (a gap)");
 	return MK_OUT_OF_ORDER_SEQUENCE_NUMBER;
 }
@@ -143,7 +145,8 @@ void mk_pstate_apply(mk_producer_state *ps, const mk_batch_view *b)
 	}
 	mk_seq_entry s = {
 		.first_seq = b->meta.base_sequence,
-		.last_seq = b->meta.base_sequence + b->last_offset_delta,
+		/* (a frame from disk may claim anything: no overflow) */
+		.last_seq = (int32_t)((int64_t)b->meta.base_sequence + b->last_offset_delta),
 		.base_offset = b->meta.base_offset,
 		.last_offset_delta = b->last_offset_delta,
 	};
