@@ -398,6 +398,24 @@ static size_t begin_frame(mk_strbuf *sb, const mk_batch_meta *meta,
 	return start;
 }
 
+/* Bytes one record takes in a batch. */
+static size_t record_size(mk_bytes key, mk_bytes value,
+			  const mk_header *headers, size_t nheaders)
+{
+	size_t n = RECORD_MIN + blob_size(key) + blob_size(value);
+	for (size_t i = 0; i < nheaders; i++)
+		n += HEADER_MIN + blob_size(headers[i].name) +
+		     blob_size(headers[i].value);
+	return n;
+}
+
+size_t mk_frame_size_of_one(mk_bytes key, mk_bytes value,
+			    const mk_header *headers, size_t nheaders)
+{
+	return MK_FRAME_HEADER + MK_BATCH_FIXED + 2 + 4 +
+	       record_size(key, value, headers, nheaders);
+}
+
 /* Append one record; a single grow of the buffer. */
 static void add_record(mk_strbuf *sb, int32_t delta, int64_t timestamp,
 		       mk_bytes key, mk_bytes value, const mk_header *headers,
@@ -405,13 +423,10 @@ static void add_record(mk_strbuf *sb, int32_t delta, int64_t timestamp,
 {
 	assert(nheaders <= INT32_MAX);
 	assert(nheaders == 0 || headers);
-	size_t n = RECORD_MIN + blob_size(key) + blob_size(value);
-	for (size_t i = 0; i < nheaders; i++) {
+	for (size_t i = 0; i < nheaders; i++)
 		assert(headers[i].name.len >= 0 &&
 		       headers[i].name.len <= INT16_MAX);
-		n += HEADER_MIN + blob_size(headers[i].name) +
-		     blob_size(headers[i].value);
-	}
+	size_t n = record_size(key, value, headers, nheaders);
 
 	mk_strbuf_grow(sb, n);
 	uint8_t *start = (uint8_t *)sb->buf + sb->len, *p = start;

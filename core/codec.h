@@ -196,6 +196,10 @@ void mk_builder_add(mk_batch_builder *b, int64_t timestamp, mk_bytes key,
 		    mk_bytes value, const mk_header *headers, size_t nheaders);
 /* Size the frame will have once finished (exact). */
 size_t mk_builder_size(const mk_batch_builder *b);
+/* The size of a frame holding just this record (no transactional id):
+ * what a record needs below message.max.bytes to be sendable at all. */
+size_t mk_frame_size_of_one(mk_bytes key, mk_bytes value,
+			    const mk_header *headers, size_t nheaders);
 /* Write the frame header and CRC; the frame is b->frame.buf/len.
  * At least one record must have been added. */
 void mk_builder_finish(mk_batch_builder *b);

@@ -359,7 +359,8 @@ static mk_err open_append(mkfs *fs, mk_handle *h, bool readable, mk_strbuf *why)
 typedef struct {
 	mk_batch_builder b;
 	int64_t now;
-	int64_t max_bytes;
+	int64_t max_bytes;        /* bound on the staged batch */
+	int64_t message_max;      /* message.max.bytes */
 } parse_ctx;
 
 static mk_err collect_record(void *arg, mk_bytes key, mk_bytes value,
@@ -398,7 +399,21 @@ static mk_err produce_batch(mk_handle *h, parse_ctx *pc, const mk_waiter *w,
 	return err;
 }
 
-/* Topic append: replay the staged records through the accumulator. */
+/* Collect the headers of a staged record. */
+static size_t record_headers(const mk_record_view *rec, mk_header *hdrs)
+{
+	size_t nh = 0, pos = 0;
+	while (nh < MK_FORMAT_MAX_HEADERS && mk_header_next(rec, &pos, &hdrs[nh]))
+		nh++;
+	return nh;
+}
+
+/*
+ * Topic append: replay the staged records through the accumulator, after
+ * checking that each one could be sent at all (a record whose own batch
+ * exceeds message.max.bytes refuses the whole write, before any record of
+ * it reaches a partition).
+ */
 static mk_err accumulate(mk_handle *h, parse_ctx *pc, const mk_waiter *w,
 			 mk_strbuf *why)
 {
@@ -406,20 +421,47 @@ static mk_err accumulate(mk_handle *h, parse_ctx *pc, const mk_waiter *w,
 	mk_batch_view b;
 	mk_err err = mk_frame_decode((const uint8_t *)pc->b.frame.buf,
 				     pc->b.frame.len, 0, &b, NULL);
+	if (err)
+		return err;
 	mk_record_iter it;
 	mk_record_view rec;
 	mk_header hdrs[MK_FORMAT_MAX_HEADERS];
-	if (!err)
-		mk_record_iter_init(&it, &b);
+	mk_record_iter_init(&it, &b);
+	for (int line = 1; mk_record_next(&it, &rec); line++) {
+		size_t nh = record_headers(&rec, hdrs);
+		size_t need = mk_frame_size_of_one(rec.key, rec.value, hdrs, nh);
+		if ((int64_t)need > pc->message_max) {
+			mk_strbuf_addf(why, "record %d needs a %zu-byte batch, over message.max.bytes=%lld",
+				       line, need, (long long)pc->message_max);
+			return MK_MESSAGE_TOO_LARGE;
+		}
+	}
+	mk_record_iter_init(&it, &b);
 	while (!err && mk_record_next(&it, &rec)) {
-		size_t nh = 0, pos = 0;
-		while (nh < MK_FORMAT_MAX_HEADERS && mk_header_next(&rec, &pos, &hdrs[nh]))
-			nh++;
+		size_t nh = record_headers(&rec, hdrs);
 		err = mk_accumulator_add(h->acc, rec.key, rec.value, hdrs, nh,
 					 rec.timestamp, w, why);
 	}
 	mk_err end = mk_accumulator_end_write(h->acc, w, why);
 	return err ? err : end;
+}
+
+/* An idempotent descriptor is fenced once its producer was re-initialised. */
+static mk_err check_fenced(mkfs *fs, mk_handle *h, mk_strbuf *why)
+{
+	int64_t id;
+	int16_t epoch;
+	if (mk_cluster_producer_get(fs->cluster, h->ap.producer, &id, &epoch)) {
+		mk_strbuf_addf(why, "producer %s no longer exists", h->ap.producer);
+		return MK_UNKNOWN_PRODUCER_ID;
+	}
+	if (id != h->pid || epoch != h->epoch) {
+		mk_strbuf_addf(why, "producer %s was initialised again (id %lld epoch %d, this descriptor has id %lld epoch %d): fenced",
+			       h->ap.producer, (long long)id, epoch,
+			       (long long)h->pid, h->epoch);
+		return MK_PRODUCER_FENCED;
+	}
+	return MK_OK;
 }
 
 /* Parse buf (after any carried line) and produce it; keep the new tail. */
@@ -428,9 +470,15 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 {
 	mk_topic_config tc;
 	mk_cluster_topic_config(fs->cluster, h->ref.topic, &tc);
+	if (h->idempotent) {
+		mk_err fenced = check_fenced(fs, h, why);
+		if (fenced)
+			return fenced;
+	}
 	parse_ctx pc = {
 		.now = mk_clock_now(&fs->cluster->clock),
 		.max_bytes = h->acc ? INT64_MAX : tc.message_max_bytes,
+		.message_max = tc.message_max_bytes,
 	};
 	mk_builder_init(&pc.b, &plain_meta);
 	mk_parse_opts opts = {
@@ -472,16 +520,22 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 	if (err == MK_MESSAGE_TOO_LARGE && !why->len)
 		mk_strbuf_addf(why, "batch larger than message.max.bytes=%lld",
 			       (long long)tc.message_max_bytes);
+	mk_err parsed_err = err;
 	if (!err && pc.b.count)
 		err = h->acc ? accumulate(h, &pc, w, why) : produce_batch(h, &pc, w, why);
-	/* Unless the write was refused before anything was appended, the
-	 * carried line is now this write's tail. */
-	bool refused = err == MK_INVALID_RECORD || err == MK_MESSAGE_TOO_LARGE ||
-		       err == MK_NOT_ENOUGH_REPLICAS || err == MK_LEADER_NOT_AVAILABLE ||
-		       err == MK_UNKNOWN_TOPIC_OR_PARTITION ||
-		       err == MK_OUT_OF_ORDER_SEQUENCE_NUMBER || err == MK_PRODUCER_FENCED ||
-		       err == MK_KAFKA_STORAGE_ERROR;
-	if (!refused || h->acc) {
+	/*
+	 * Unless the write was refused before anything was appended, the
+	 * carried line is now this write's tail. A topic append took its
+	 * records once they parsed (later errors are about sending them).
+	 */
+	bool refused = parsed_err ||
+		(!h->acc && (err == MK_MESSAGE_TOO_LARGE || err == MK_NOT_ENOUGH_REPLICAS ||
+			     err == MK_LEADER_NOT_AVAILABLE ||
+			     err == MK_UNKNOWN_TOPIC_OR_PARTITION ||
+			     err == MK_OUT_OF_ORDER_SEQUENCE_NUMBER ||
+			     err == MK_PRODUCER_FENCED || err == MK_KAFKA_STORAGE_ERROR)) ||
+		(h->acc && err == MK_MESSAGE_TOO_LARGE);
+	if (!refused) {
 		if (used || !h->pending.len || final)
 			mk_strbuf_reset(&h->pending);
 		if (!final)

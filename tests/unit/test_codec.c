@@ -1763,6 +1763,29 @@ static void test_reject_every_payload_cut(void **state)
 	mk_strbuf_release(&sb);
 }
 
+/* A record's own batch size is exactly what a builder makes of it alone. */
+static void test_frame_size_of_one(void **state)
+{
+	(void)state;
+	const mk_header hdrs[2] = {
+		{ mk_bytes_of("h", 1), mk_bytes_of("vv", 2) },
+		{ mk_bytes_of("n", 1), MK_BYTES_NULL },
+	};
+	const mk_bytes keys[3] = { MK_BYTES_NULL, mk_bytes_of("", 0), mk_bytes_of("key", 3) };
+	for (int k = 0; k < 3; k++)
+		for (size_t nh = 0; nh <= 2; nh++) {
+			mk_batch_meta meta = { .producer_id = -1, .producer_epoch = -1,
+					       .base_sequence = -1, .txn_id = MK_BYTES_NULL };
+			mk_batch_builder b;
+			mk_builder_init(&b, &meta);
+			mk_bytes value = mk_bytes_of("some value", 10);
+			mk_builder_add(&b, 7, keys[k], value, hdrs, nh);
+			mk_builder_finish(&b);
+			assert_int_equal(mk_frame_size_of_one(keys[k], value, hdrs, nh), b.frame.len);
+			mk_builder_release(&b);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1809,6 +1832,7 @@ int main(void)
 		cmocka_unit_test(test_reject_truncated_record),
 		cmocka_unit_test(test_reject_trailing_bytes),
 		cmocka_unit_test(test_reject_every_payload_cut),
+		cmocka_unit_test(test_frame_size_of_one),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
