@@ -128,8 +128,20 @@ mk_err mk_accumulator_add(mk_accumulator *acc, mk_bytes key, mk_bytes value,
 			  int64_t timestamp, const mk_waiter *w, mk_strbuf *why)
 {
 	pthread_mutex_lock(&acc->lock);
+	mk_err err = MK_OK;
 	int i = key.len >= 0 ? mk_partition_for_key(key, acc->n) : acc->sticky;
 	slot *s = &acc->slots[i];
+	/* A record that does not fit closes the open batch first (Kafka's
+	 * rule); a keyless one then follows the sticky partition onwards. */
+	size_t one = mk_frame_size_of_one(key, value, headers, nheaders);
+	if (s->open && (int64_t)(mk_builder_size(&s->b) + one - MK_FRAME_EMPTY_SIZE) >
+		       acc->o.batch_size) {
+		err = send_slot(acc, i, true, w, why);
+		if (key.len < 0) {
+			i = acc->sticky;
+			s = &acc->slots[i];
+		}
+	}
 	if (!s->open) {
 		s->open = true;
 		s->created_ms = mk_clock_now(&acc->c->clock);
@@ -137,9 +149,11 @@ mk_err mk_accumulator_add(mk_accumulator *acc, mk_bytes key, mk_bytes value,
 			mk_cluster_wake_sender(acc->c);
 	}
 	mk_builder_add(&s->b, timestamp, key, value, headers, nheaders);
-	mk_err err = MK_OK;
-	if ((int64_t)mk_builder_size(&s->b) >= acc->o.batch_size)
-		err = send_slot(acc, i, true, w, why);
+	if ((int64_t)mk_builder_size(&s->b) >= acc->o.batch_size) {
+		mk_err sent = send_slot(acc, i, true, w, why);
+		if (!err)
+			err = sent;
+	}
 	pthread_mutex_unlock(&acc->lock);
 	return err;
 }

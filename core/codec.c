@@ -412,8 +412,7 @@ static size_t record_size(mk_bytes key, mk_bytes value,
 size_t mk_frame_size_of_one(mk_bytes key, mk_bytes value,
 			    const mk_header *headers, size_t nheaders)
 {
-	return MK_FRAME_HEADER + MK_BATCH_FIXED + 2 + 4 +
-	       record_size(key, value, headers, nheaders);
+	return MK_FRAME_EMPTY_SIZE + record_size(key, value, headers, nheaders);
 }
 
 /* Append one record; a single grow of the buffer. */

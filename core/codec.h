@@ -52,6 +52,9 @@
 #define MK_BATCH_VERSION 1
 #define MK_BATCH_FIXED 49          /* payload bytes before txn_id_len */
 #define MK_FRAME_MAX_PAYLOAD (64u * 1024 * 1024)
+/* A frame without a transactional id and with no record yet: what a
+ * builder holds before its first add. */
+#define MK_FRAME_EMPTY_SIZE (MK_FRAME_HEADER + MK_BATCH_FIXED + 2 + 4)
 
 enum {
 	MK_BATCH_TRANSACTIONAL = 1u << 0,

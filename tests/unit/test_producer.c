@@ -859,6 +859,30 @@ static void test_acc_batch_size(void **state)
 	mk_accumulator_free(acc, NULL);
 }
 
+/* A record that would take a batch past batch.size closes it first. */
+static void test_acc_batch_never_overflows(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 1);
+	open_cluster(f);
+	create(f, "t", 1, 1);
+	receipts rs;
+	mk_accumulator *acc = acc_new(f, 1, frame_bytes(2) + 5, 1000000, &rs);
+	add(acc, NULL, "v0");
+	add(acc, NULL, "v1");
+	assert_int_equal(leo(f, 0), 0);     /* two fit, below batch.size */
+	add(acc, NULL, "v2");               /* would overflow: closes v0 v1 */
+	assert_int_equal(leo(f, 0), 2);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.r[0].count, 2);
+	acc_flush(acc);
+	contents r;
+	read_part(part(f, 0), &r);
+	assert_int_equal(r.nbatches, 2);
+	assert_values(&r, "v0,v1,v2");
+	mk_accumulator_free(acc, NULL);
+}
+
 /* Under the manual clock a lingering batch goes when linger.ms passes. */
 static void test_acc_linger(void **state)
 {
@@ -1682,6 +1706,7 @@ int main(void)
 		cmocka_unit_test(test_frame_set_producer),
 		cmocka_unit_test(test_partitioner),
 		cmocka_unit_test_setup_teardown(test_acc_batch_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acc_batch_never_overflows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_sticky, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_keys_flush_order, setup, teardown),
