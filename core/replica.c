@@ -417,6 +417,9 @@ static void refresh_isr(mk_partition *p)
 		p->hw = hw;
 		moved = true;
 	}
+	/* The leader knows the HW it computes (what hw truncation uses if
+	 * it restarts). */
+	p->replicas[p->leader].hw_view = p->hw;
 	if (moved)
 		changed(p);
 	check(p);

@@ -168,8 +168,8 @@ mk_unmount
 # ============================================================================
 # linger.ms = 100, batch.size = 1000, manual clock
 # ============================================================================
-# Records of 8 value bytes: 30 fill a batch of batch.size 1000 (frame 1027
-# bytes), 29 do not (995).
+# Records of 8 value bytes: 29 fit a batch of batch.size 1000 (frame 995
+# bytes), 30 do not (1027).
 assert_eq "995 1027" "$(frame_size 29 8) $(frame_size 30 8)" "(frame arithmetic)"
 mk_mount '[cluster]
 clock = manual
@@ -195,18 +195,19 @@ assert_eq "" "${R[8]}" "no receipt yet"
 assert_eq "2" "${R[10]}" "at 100 ms the clock sends the batch"
 assert_eq "l 0 0 2" "${R[11]}" "its receipt comes to the writer's descriptor"
 
-# batch.size: a batch that reaches it is sent inside the write; the rest
-# moves on (keyless) to the next partition and lingers there.
+# batch.size: a record that would take the batch past it closes the batch,
+# which is sent inside the write (Kafka's rule: no batch exceeds batch.size);
+# the rest moves on (keyless) to the next partition and lingers there.
 mapfile -t R < <(mk_session "open a rw $MNT/topics/l/append" \
 	"write a $(recs 2 41)" "get $MNT/topics/l/0/leo" "get $MNT/topics/l/1/leo" "read a" \
 	"put $MNT/clock +100" "get $MNT/topics/l/1/leo" "read a" "close a")
 assert_eq "ok" "${R[1]}" "a write of 40 records"
-assert_eq "32" "${R[2]}" "30 records reached batch.size: sent within the write"
-assert_eq "0" "${R[3]}" "the other 10 linger on the next partition"
-assert_eq "l 0 2 30" "${R[4]}" "the full batch's receipt"
-assert_eq "10" "${R[6]}" "sent when linger.ms passes"
-assert_eq "l 1 0 10" "${R[7]}" "its receipt"
-assert_eq "$(printf 'rec-%04d\n' {0..31})" "$(mk_read "$MNT/topics/l/0/records")" \
+assert_eq "31" "${R[2]}" "the 30th record would overflow batch.size: 29 sent within the write"
+assert_eq "0" "${R[3]}" "the other 11 linger on the next partition"
+assert_eq "l 0 2 29" "${R[4]}" "the full batch's receipt"
+assert_eq "11" "${R[6]}" "sent when linger.ms passes"
+assert_eq "l 1 0 11" "${R[7]}" "its receipt"
+assert_eq "$(printf 'rec-%04d\n' {0..30})" "$(mk_read "$MNT/topics/l/0/records")" \
 	"partition 0: records in the order written"
 
 # close, fsync: everything goes, without the clock. Keys: crc32("bob")
