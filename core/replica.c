@@ -397,7 +397,7 @@ static void refresh_isr(mk_partition *p)
 		if (i == p->leader)
 			continue;
 		int64_t end = r->log ? agreed_end(r, leader) : -1;
-		bool in = r->log != NULL &&
+		bool in = r->log != NULL && !r->rejoining &&
 			  leo - end <= cfg->replica_lag_max_messages &&
 			  now - r->last_fetch_ms <= cfg->replica_lag_time_max_ms &&
 			  end >= p->hw;
@@ -802,6 +802,7 @@ mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 		if (err == MK_KAFKA_STORAGE_ERROR)
 			replica_failed(p, i, "follower append");
 		if (f->log) {
+			f->rejoining = false;
 			pstate_catch_up(f);
 			f->last_fetch_ms = mk_clock_now(p->env->clock);
 			int64_t fleo = mk_log_end_offset(f->log);
@@ -851,6 +852,8 @@ void mk_partition_broker_restart(mk_partition *p, int broker)
 		    mk_log_end_offset(r->log) > r->hw_view)
 			truncate_replica(p, i, r->hw_view);
 		r->last_fetch_ms = mk_clock_now(p->env->clock);
+		/* Back in the ISR only after a fetch, as Kafka re-admits. */
+		r->rejoining = true;
 		/*
 		 * Kafka's controller elects the last ISR member when it comes
 		 * back to a leaderless partition; anywhere else the broker

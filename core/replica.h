@@ -49,6 +49,7 @@ typedef struct {
 	bool in_isr;
 	int64_t last_fetch_ms;  /* cluster clock */
 	int64_t hw_view;        /* the HW this replica last learned */
+	bool rejoining;         /* restarted, not fetched since: not in sync */
 	mk_producer_state pstate;   /* idempotent producers seen in this log */
 } mk_replica;
 
