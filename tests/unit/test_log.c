@@ -1419,6 +1419,18 @@ static void test_roll_advances_recovery_point(void **state)
 	check_frames(&out, 0, act.base_offset - 1);
 	mk_strbuf_release(&out);
 
+	/* Several rolled segments queued are flushed together, with one
+	 * checkpoint past the last. */
+	mk_log_hold_flusher(log, true);
+	for (int i = 0; i < 10; i++)
+		append_n(log, 0, 2, NULL, 100);
+	size_t m = mk_log_segment_count(log);
+	assert_true(m >= n + 3);
+	mk_log_segment_info(log, m - 1, &act);
+	assert_true(ckpt_recovery_point(f) < act.base_offset);
+	assert_int_equal(mk_log_wait_flusher(log), MK_OK);
+	assert_int_equal(ckpt_recovery_point(f), act.base_offset);
+
 	/* A flush moves it to the log end. */
 	append_n(log, 0, 2, NULL, 100);
 	assert_int_equal(mk_log_flush(log), MK_OK);
