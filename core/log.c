@@ -68,8 +68,13 @@
 
 #define CHECKPOINT "checkpoint"
 
-/* Rolled segments that may wait for the flusher; a roll past it waits. */
-#define MAX_PENDING 4
+/*
+ * Rolled segments that may wait for the flusher; a roll past it waits.
+ * 64 lets a burst of appends run at page-cache speed for 64 segments
+ * (64 MiB at the default segment.bytes) before the disk sets the pace,
+ * and bounds what a start after a kill has to scan.
+ */
+#define MAX_PENDING 64
 
 typedef struct {
 	mk_segment *seg;            /* a rolled segment, owned by the log */

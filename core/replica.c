@@ -143,7 +143,9 @@ static void pstate_catch_up(mk_replica *r)
 		size_t pos = 0;
 		mk_batch_view b;
 		while (pos < buf.len &&
-		       !mk_frame_decode((const uint8_t *)buf.buf + pos, buf.len - pos, 0, &b, NULL)) {
+		       /* mk_log_read validated every frame it returned */
+		       !mk_frame_decode_header((const uint8_t *)buf.buf + pos,
+					       buf.len - pos, 0, false, &b, NULL)) {
 			if (mk_batch_next_offset(&b) > from) {
 				mk_pstate_apply(&r->pstate, &b);
 				from = mk_batch_next_offset(&b);
@@ -185,7 +187,7 @@ static void note_append(mk_replica *r, const uint8_t *frame, size_t len)
 {
 	if ((int64_t)mk_load_be64(frame + MK_FRAME_OFF_PRODUCER_ID) >= 0) {
 		mk_batch_view b;
-		if (!mk_frame_decode(frame, len, 0, &b, NULL))
+		if (!mk_frame_decode_header(frame, len, 0, false, &b, NULL))
 			mk_pstate_apply(&r->pstate, &b);
 	}
 	r->pstate.covered_to = mk_log_end_offset(r->log);

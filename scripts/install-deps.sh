@@ -3,7 +3,7 @@
 # Debian 12's packages. Idempotent; needs root.
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev
-      libfuse3-dev fuse3 libiniparser-dev libcmocka-dev zlib1g-dev
+      libfuse3-dev fuse3 libiniparser-dev libcmocka-dev zlib1g-dev libisal-dev
       python3 valgrind)
 missing=()
 for p in "${pkgs[@]}"; do

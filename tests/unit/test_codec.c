@@ -1763,6 +1763,29 @@ static void test_reject_every_payload_cut(void **state)
 	mk_strbuf_release(&sb);
 }
 
+/* The frame CRC is zlib's CRC-32, whatever computes it. */
+static void test_crc_is_zlib_crc32(void **state)
+{
+	(void)state;
+	mk_batch_meta meta = { .producer_id = -1, .producer_epoch = -1,
+			       .base_sequence = -1, .txn_id = MK_BYTES_NULL };
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	uint8_t value[3000];
+	for (size_t i = 0; i < sizeof(value); i++)
+		value[i] = (uint8_t)(i * 131 + 7);
+	for (size_t n = 0; n < sizeof(value); n += 97) {
+		mk_builder_reset(&b, &meta);
+		mk_builder_add(&b, 1, MK_BYTES_NULL, mk_bytes_of(value, n), NULL, 0);
+		mk_builder_finish(&b);
+		const uint8_t *f = (const uint8_t *)b.frame.buf;
+		uLong want = crc32(crc32(0L, Z_NULL, 0), f + MK_FRAME_HEADER,
+				   (uInt)(b.frame.len - MK_FRAME_HEADER));
+		assert_int_equal(mk_load_be32(f + 8), (uint32_t)want);
+	}
+	mk_builder_release(&b);
+}
+
 /* A record's own batch size is exactly what a builder makes of it alone. */
 static void test_frame_size_of_one(void **state)
 {
@@ -1833,6 +1856,7 @@ int main(void)
 		cmocka_unit_test(test_reject_trailing_bytes),
 		cmocka_unit_test(test_reject_every_payload_cut),
 		cmocka_unit_test(test_frame_size_of_one),
+		cmocka_unit_test(test_crc_is_zlib_crc32),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
