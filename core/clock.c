@@ -24,7 +24,13 @@ bool mk_clock_advance(mk_clock *c, int64_t ms)
 {
 	if (!c->manual || ms < 0)
 		return false;
-	atomic_fetch_add(&c->manual_ms, ms);
+	/* Refuse to wrap: a negative clock would be saved in the metadata,
+	 * which then refuses to load at the next mount. */
+	int64_t cur = atomic_load(&c->manual_ms);
+	do {
+		if (cur > INT64_MAX - ms)
+			return false;
+	} while (!atomic_compare_exchange_weak(&c->manual_ms, &cur, cur + ms));
 	return true;
 }
 

@@ -1385,6 +1385,29 @@ static void test_auto_matches_manual(void **state)
 	assert_string_equal(a, "a,b,c,d,e,f,g");
 }
 
+/*
+ * Advancing the manual clock past INT64_MAX is refused: a wrapped,
+ * negative clock used to be saved in the metadata, which the next open
+ * then refused as malformed.
+ */
+static void test_clock_advance_cannot_wrap(void **state)
+{
+	fixture *f = *state;
+	config(f, 1);
+	open_cluster(f);
+	assert_int_equal(mk_cluster_clock_set(f->c, 1000, NULL), MK_OK);
+	assert_int_equal(mk_cluster_clock_advance(f->c, INT64_MAX, NULL),
+			 MK_INVALID_REQUEST);
+	assert_int_equal(mk_clock_now(&f->c->clock), 1000);
+	assert_int_equal(mk_cluster_clock_advance(f->c, INT64_MAX - 1000, NULL),
+			 MK_OK);
+	assert_int_equal(mk_cluster_clock_advance(f->c, 1, NULL),
+			 MK_INVALID_REQUEST);
+	close_cluster(f);
+	open_cluster(f);
+	assert_int_equal(mk_clock_now(&f->c->clock), INT64_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1414,6 +1437,7 @@ int main(void)
 		T(test_state_survives_reopen),
 		T(test_reopen_hw_ignores_divergent_tail),
 		T(test_auto_matches_manual),
+		T(test_clock_advance_cannot_wrap),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
