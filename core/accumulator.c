@@ -142,11 +142,11 @@ mk_err mk_accumulator_add(mk_accumulator *acc, mk_bytes key, mk_bytes value,
 			s = &acc->slots[i];
 		}
 	}
+	bool wake = false;
 	if (!s->open) {
 		s->open = true;
 		s->created_ms = mk_clock_now(&acc->c->clock);
-		if (acc->o.linger_ms > 0)
-			mk_cluster_wake_sender(acc->c);
+		wake = acc->o.linger_ms > 0;
 	}
 	mk_builder_add(&s->b, timestamp, key, value, headers, nheaders);
 	if ((int64_t)mk_builder_size(&s->b) >= acc->o.batch_size) {
@@ -155,6 +155,9 @@ mk_err mk_accumulator_add(mk_accumulator *acc, mk_bytes key, mk_bytes value,
 			err = sent;
 	}
 	pthread_mutex_unlock(&acc->lock);
+	/* After unlocking: acc_lock is never taken under an acc->lock. */
+	if (wake)
+		mk_cluster_wake_sender(acc->c);
 	return err;
 }
 

@@ -838,14 +838,20 @@ void mk_cluster_start(mk_cluster *c)
 	}
 }
 
-void mk_cluster_close(mk_cluster *c)
+void mk_cluster_begin_shutdown(mk_cluster *c)
 {
-	if (!c)
-		return;
 	pthread_mutex_lock(&c->stop_lock);
 	c->shutting_down = true;
 	pthread_cond_broadcast(&c->stop_cond);
 	pthread_mutex_unlock(&c->stop_lock);
+	mk_cluster_each_partition(c, wake_one, NULL);
+}
+
+void mk_cluster_close(mk_cluster *c)
+{
+	if (!c)
+		return;
+	mk_cluster_begin_shutdown(c);
 	for (int i = 0; i < c->nbrokers; i++)
 		if (c->brokers[i].fetcher_started)
 			pthread_join(c->brokers[i].fetcher, NULL);

@@ -100,6 +100,11 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
  * only then start threads.
  */
 void mk_cluster_start(mk_cluster *c);
+/*
+ * The first step of a stop: from here on every blocked wait (acks=all,
+ * follow) returns at once, so flushing what is left cannot hang.
+ */
+void mk_cluster_begin_shutdown(mk_cluster *c);
 /* Graceful close: stop fetchers, flush every log, save metadata, free. */
 void mk_cluster_close(mk_cluster *c);
 

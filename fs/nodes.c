@@ -29,7 +29,7 @@ enum {
 
 static bool parse_i64(const char *s, int64_t *out)
 {
-	if (!*s || *s == '+' || *s == ' ')
+	if (!*s || *s == '+' || *s == ' ' || *s == '\t')
 		return false;
 	errno = 0;
 	char *end;
@@ -195,7 +195,8 @@ static bool match_partition(mkfs *fs, node_ref *ref, const char *name)
 {
 	(void)fs;
 	int64_t v;
-	if (!parse_i64(name, &v) || v < 0 || v >= ref->topic->npartitions ||
+	if (name[0] < '0' || name[0] > '9' || !parse_i64(name, &v) ||
+	    v < 0 || v >= ref->topic->npartitions ||
 	    (name[0] == '0' && name[1]))
 		return false;
 	ref->partition = (int)v;
@@ -392,7 +393,8 @@ mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path)
 static bool match_broker(mkfs *fs, node_ref *ref, const char *name)
 {
 	int64_t v;
-	if (!parse_i64(name, &v) || v < 0 || v > 1000000 || (name[0] == '0' && name[1]))
+	if (name[0] < '0' || name[0] > '9' || !parse_i64(name, &v) || v < 0 ||
+	    v > 1000000 || (name[0] == '0' && name[1]))
 		return false;
 	if (mk_cluster_broker_index(fs->cluster, (int)v) < 0)
 		return false;

@@ -162,7 +162,13 @@ int main(int argc, char *argv[])
 	mkfs fs = { .cluster = cluster, .readme = (char *)mk_readme_text };
 	pthread_mutex_init(&fs.handles_lock, NULL);
 	rc = serve(&args, &fopts, &fs);
-	/* The loop has ended and joined its threads: nothing uses a handle. */
+	/*
+	 * The loop has ended and joined its threads: nothing uses a handle.
+	 * Waits end at once from here, so releasing files left open (their
+	 * carried lines and lingering batches are appended) cannot hang on
+	 * acknowledgements nobody will deliver.
+	 */
+	mk_cluster_begin_shutdown(cluster);
 	mk_fs_release_all(&fs);
 	mk_cluster_close(cluster);
 	pthread_mutex_destroy(&fs.handles_lock);

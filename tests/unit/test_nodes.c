@@ -77,7 +77,8 @@ static void refuses_what_does_not_exist(void **state)
 		"/nope", "/topics/u", "/topics/t/3", "/topics/t/00", "/topics/t/-1",
 		"/topics/t/0/leo/x", "/topics/..", "/topics/t/0/recordsX",
 		"/brokers/3", "/brokers/01", "/topics/t/0/segments/00000000000000000001.log",
-		"/README/x",
+		"/README/x", "/topics/t/-0", "/topics/t/\t1", "/topics/t/ 1",
+		"/brokers/-0", "/brokers/+1",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		node_ref ref;
