@@ -173,7 +173,8 @@ static mk_err send_due(mk_accumulator *acc, int64_t now, bool wait,
 	bool moved = false;
 	for (int i = 0; i < acc->n; i++) {
 		slot *s = &acc->slots[i];
-		if (!s->open || (now != INT64_MAX && s->created_ms + acc->o.linger_ms > now))
+		if (!s->open ||
+		    (now != INT64_MAX && mk_deadline(s->created_ms, acc->o.linger_ms) > now))
 			continue;
 		if (i == sticky)
 			moved = true;
@@ -238,8 +239,9 @@ int64_t mk_accumulator_deadline(mk_accumulator *acc)
 	if (pthread_mutex_trylock(&acc->lock))
 		return d;
 	for (int i = 0; i < acc->n; i++)
-		if (acc->slots[i].open && acc->slots[i].created_ms + acc->o.linger_ms < d)
-			d = acc->slots[i].created_ms + acc->o.linger_ms;
+		if (acc->slots[i].open &&
+		    mk_deadline(acc->slots[i].created_ms, acc->o.linger_ms) < d)
+			d = mk_deadline(acc->slots[i].created_ms, acc->o.linger_ms);
 	pthread_mutex_unlock(&acc->lock);
 	return d;
 }

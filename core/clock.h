@@ -24,6 +24,11 @@ int64_t mk_clock_now(mk_clock *c);
 bool mk_clock_advance(mk_clock *c, int64_t ms);
 /* Manual clock only; returns false when it would move time backwards. */
 bool mk_clock_set(mk_clock *c, int64_t ms);
+/* a + b for a deadline: saturates at INT64_MAX instead of wrapping. */
+static inline int64_t mk_deadline(int64_t a, int64_t b)
+{
+	return b > 0 && a > INT64_MAX - b ? INT64_MAX : a + b;
+}
 /* Wall-clock milliseconds, whatever the mode (for /errors lines). */
 int64_t mk_wall_ms(void);
 

@@ -603,7 +603,8 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	mk_ack_ticket *t = &res->ticket;
 	t->target = mk_log_end_offset(l->log);
 	t->leader_epoch = p->leader_epoch;
-	t->deadline_ms = mk_clock_now(p->env->clock) + p->env->cfg->request_timeout_ms;
+	t->deadline_ms = mk_deadline(mk_clock_now(p->env->clock),
+				     p->env->cfg->request_timeout_ms);
 	for (int i = 0; i < p->nreplicas; i++)
 		t->captured[i] = p->replicas[i].in_isr;
 	if (a->defer_ack) {

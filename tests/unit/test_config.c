@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "clock.h"
 #include "config.h"
 
 static char *write_ini(const char *text)
@@ -168,6 +169,16 @@ static void topic_overrides(void **state)
 	mk_strbuf_release(&why);
 }
 
+/* Deadlines saturate: a huge timeout never wraps into the past. */
+static void deadlines_saturate(void **state)
+{
+	(void)state;
+	assert_int_equal(mk_deadline(5, 10), 15);
+	assert_int_equal(mk_deadline(INT64_MAX - 5, 10), INT64_MAX);
+	assert_int_equal(mk_deadline(1000, INT64_MAX), INT64_MAX);
+	assert_int_equal(mk_deadline(-3, 0), -3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +188,7 @@ int main(void)
 		cmocka_unit_test(missing_file_is_an_error),
 		cmocka_unit_test(format_round_trips),
 		cmocka_unit_test(topic_overrides),
+		cmocka_unit_test(deadlines_saturate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
