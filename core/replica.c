@@ -800,13 +800,14 @@ mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 			if (!err)
 				err = mk_log_append_replica(f->log,
 					(const uint8_t *)buf.buf + pos, b.frame_len);
+			if (!err)   /* as the leader does: state follows the log */
+				note_append(f, (const uint8_t *)buf.buf + pos, b.frame_len);
 			pos += b.frame_len;
 		}
 		if (err == MK_KAFKA_STORAGE_ERROR)
 			replica_failed(p, i, "follower append");
 		if (f->log) {
 			f->rejoining = false;
-			pstate_catch_up(f);
 			f->last_fetch_ms = mk_clock_now(p->env->clock);
 			int64_t fleo = mk_log_end_offset(f->log);
 			f->hw_view = hw_before < fleo ? hw_before : fleo;
