@@ -4,6 +4,7 @@
  * `topic` set; their order gives the bits of mk_topic_config.overrides.
  */
 #include "config.h"
+#include "parse.h"
 
 #include <errno.h>
 #include <iniparser.h>
@@ -113,18 +114,6 @@ static const char *trim(char *s)
 	return s;
 }
 
-static bool parse_int(const char *s, int64_t *out)
-{
-	if (!*s)
-		return false;
-	errno = 0;
-	char *end;
-	long long v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
-}
 
 static mk_err parse_brokers(mk_config *cfg, const char *s, mk_strbuf *why)
 {
@@ -137,7 +126,7 @@ static mk_err parse_brokers(mk_config *cfg, const char *s, mk_strbuf *why)
 	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		int64_t v;
-		if (!parse_int(trim(tok), &v) || v < 0 || v > 1000000 ||
+		if (!mk_parse_i64(trim(tok), &v) || v < 0 || v > 1000000 ||
 		    n == MK_MAX_BROKERS)
 			goto bad;
 		for (int i = 0; i < n; i++)
@@ -169,7 +158,7 @@ static mk_err parse_value(const key_def *k, const char *raw, int64_t *dst,
 	int64_t v;
 	switch (k->type) {
 	case T_INT:
-		if (!parse_int(s, &v) || v < k->min || v > k->max)
+		if (!mk_parse_i64(s, &v) || v < k->min || v > k->max)
 			goto bad;
 		break;
 	case T_BOOL:

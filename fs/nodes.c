@@ -5,6 +5,7 @@
  * one command line and call core. Resolution walks `nodes` by parent kind.
  */
 #include "nodes.h"
+#include "parse.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -27,18 +28,6 @@ enum {
 
 /* ---- small parsing helpers ------------------------------------------- */
 
-static bool parse_i64(const char *s, int64_t *out)
-{
-	if (!*s || *s == '+' || *s == ' ' || *s == '\t')
-		return false;
-	errno = 0;
-	char *end;
-	long long v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
-}
 
 /* Split a line into at most max words on spaces and tabs, in place. */
 static int split_words(char *line, char **words, int max)
@@ -120,9 +109,9 @@ static mk_err write_clock(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *
 {
 	(void)ref;
 	int64_t v;
-	if (line[0] == '+' && parse_i64(line + 1, &v) && v >= 0)
+	if (line[0] == '+' && mk_parse_i64(line + 1, &v) && v >= 0)
 		return mk_cluster_clock_advance(fs->cluster, v, why);
-	if (parse_i64(line, &v) && v >= 0)
+	if (mk_parse_i64(line, &v) && v >= 0)
 		return mk_cluster_clock_set(fs->cluster, v, why);
 	return bad_command(why, line, "+MS to advance, or MS to set");
 }
@@ -144,10 +133,10 @@ static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *wh
 		size_t nkv = 0;
 		for (int i = 2; i < n; i++) {
 			if (!strncmp(w[i], "partitions=", 11)) {
-				if (!parse_i64(w[i] + 11, &parts) || parts < 1 || parts > 1024)
+				if (!mk_parse_i64(w[i] + 11, &parts) || parts < 1 || parts > 1024)
 					return bad_command(why, copy, "partitions=N with N from 1 to 1024");
 			} else if (!strncmp(w[i], "replication.factor=", 19)) {
-				if (!parse_i64(w[i] + 19, &rf) || rf < 1 || rf > MK_MAX_BROKERS)
+				if (!mk_parse_i64(w[i] + 19, &rf) || rf < 1 || rf > MK_MAX_BROKERS)
 					return bad_command(why, copy, "replication.factor=R with R >= 1");
 			} else {
 				kv[nkv++] = w[i];
@@ -195,7 +184,7 @@ static bool match_partition(mkfs *fs, node_ref *ref, const char *name)
 {
 	(void)fs;
 	int64_t v;
-	if (name[0] < '0' || name[0] > '9' || !parse_i64(name, &v) ||
+	if (name[0] < '0' || name[0] > '9' || !mk_parse_i64(name, &v) ||
 	    v < 0 || v >= ref->topic->npartitions ||
 	    (name[0] == '0' && name[1]))
 		return false;
@@ -393,7 +382,7 @@ mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path)
 static bool match_broker(mkfs *fs, node_ref *ref, const char *name)
 {
 	int64_t v;
-	if (name[0] < '0' || name[0] > '9' || !parse_i64(name, &v) || v < 0 ||
+	if (name[0] < '0' || name[0] > '9' || !mk_parse_i64(name, &v) || v < 0 ||
 	    v > 1000000 || (name[0] == '0' && name[1]))
 		return false;
 	if (mk_cluster_broker_index(fs->cluster, (int)v) < 0)
@@ -490,7 +479,7 @@ static mk_err write_broker_promote(mkfs *fs, const node_ref *ref, char *line, mk
 	char *slash = n >= 1 ? strrchr(w[0], '/') : NULL;
 	int64_t part;
 	if (n < 1 || n > 2 || (n == 2 && !unclean) || !slash ||
-	    !parse_i64(slash + 1, &part) || part < 0 || part > 1023)
+	    !mk_parse_i64(slash + 1, &part) || part < 0 || part > 1023)
 		return bad_command(why, copy, "TOPIC/PARTITION [unclean]");
 	*slash = '\0';
 	return mk_cluster_promote(fs->cluster, ref->broker, w[0], (int)part,

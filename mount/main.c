@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "failpoint.h"
 #include "fileio.h"
 #include "ops.h"
 
@@ -133,6 +134,11 @@ int main(int argc, char *argv[])
 	}
 	if (!opts.data_dir || !fopts.mountpoint) {
 		usage(argv[0]);
+		goto out;
+	}
+	if (!mk_failpoint_init_env()) {
+		fprintf(stderr, "minikafkafs: MKFS_FAILPOINTS is malformed "
+			"(write name[@N][,name[@N]...])\n");
 		goto out;
 	}
 
