@@ -65,6 +65,7 @@
 #include "codec.h"
 #include "fileio.h"
 #include "segment.h"
+#include "segswap.h"
 
 #define CHECKPOINT "checkpoint"
 
@@ -100,8 +101,9 @@ struct mk_log {
 	mk_log_config cfg;
 	mk_segment **segs;          /* ascending base offsets; last is active */
 	size_t nsegs, segs_cap;
-	int64_t start_offset;       /* set at open only */
-	/* Under state_lock (written by the owner's thread, or the flusher): */
+	/* Under state_lock (written by the owner's thread, or the flusher;
+	 * start_offset by the owner's, read by the flusher's checkpoint): */
+	int64_t start_offset;       /* set at open and by the cleaner hooks */
 	pthread_mutex_t state_lock; /* also serialises checkpoint writes */
 	int64_t recovery_point;     /* below it, everything was fsynced */
 	mk_epoch_entry *epochs;     /* epochs and starts strictly increasing */
@@ -711,7 +713,9 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	checkpoint ck = { 0, 0, NULL, 0 };
 	epoch_seen seen = { NULL, 0, 0 };
 	bool missing;
-	mk_err err = list_segments(dir, &bases, &nbases, why);
+	mk_err err = mk_segswap_recover(dir, why);  /* a cleaner swap */
+	if (!err)
+		err = list_segments(dir, &bases, &nbases, why);
 	if (err)
 		goto fail;
 	if (mk_file_read(log->ckpt_path, &text, &missing)) {
@@ -1054,7 +1058,8 @@ mk_err mk_log_append_replica(mk_log *log, const uint8_t *frame, size_t len)
 	mk_batch_view b;
 	if (mk_frame_decode(frame, len, 0, &b, NULL) || b.frame_len != len)
 		return MK_CORRUPT_MESSAGE;
-	if (b.meta.base_offset != mk_log_end_offset(log))
+	/* Above the end: the leader's log was compacted there. */
+	if (b.meta.base_offset < mk_log_end_offset(log))
 		return MK_INVALID_REQUEST;
 	/* Epochs never go down along a log. */
 	if (b.meta.leader_epoch >= 0 &&
@@ -1340,6 +1345,152 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 storage:
 	storage_error(log, &msg);
 out:
+	mk_strbuf_release(&msg);
+	return err;
+}
+
+/* ---- the cleaner's hooks ------------------------------------------------- */
+
+mk_err mk_log_segment_max_timestamp(mk_log *log, size_t i, int64_t *ts)
+{
+	assert(i < log->nsegs);
+	mk_err err = load_indexes(log, i);
+	if (!err)
+		*ts = mk_segment_max_timestamp(log->segs[i]);
+	return err;
+}
+
+static void set_start(mk_log *log, int64_t offset)
+{
+	pthread_mutex_lock(&log->state_lock);
+	log->start_offset = offset;
+	pthread_mutex_unlock(&log->state_lock);
+}
+
+mk_err mk_log_advance_start(mk_log *log, int64_t offset)
+{
+	if (offset > mk_log_end_offset(log))
+		return MK_OFFSET_OUT_OF_RANGE;
+	mk_err err = flusher_wait(log);
+	if (err)
+		return err;
+	if (offset > log->start_offset) {
+		set_start(log, offset);
+		if ((err = ckpt_write(log)))
+			return err;
+	}
+	/* Closed segments wholly below the start: the next one's base is at
+	 * or below it. Oldest first, so what stays is always a suffix. */
+	size_t n = 0;
+	while (n + 1 < log->nsegs && log->segs[n + 1]->base <= log->start_offset)
+		n++;
+	if (n == 0)
+		return MK_OK;
+	mk_strbuf msg = MK_STRBUF_INIT;
+	size_t done = 0;
+	while (done < n && !err) {
+		err = mk_segment_remove(log->segs[done], &msg);
+		done++;   /* removed or not, the segment object is freed */
+	}
+	memmove(log->segs, log->segs + done,
+		(log->nsegs - done) * sizeof(*log->segs));
+	log->nsegs -= done;
+	if (!err && mk_fsync_dir(log->dir)) {
+		mk_strbuf_addf(&msg, "%s: fsync failed", log->dir);
+		err = MK_KAFKA_STORAGE_ERROR;
+	}
+	if (err)
+		storage_error(log, &msg);
+	mk_strbuf_release(&msg);
+	return err;
+}
+
+mk_err mk_log_reset_to(mk_log *log, int64_t offset)
+{
+	if (offset < 0)
+		return MK_INVALID_REQUEST;
+	mk_err err = flusher_wait(log);
+	if (err)
+		return err;
+	/* The checkpoint first: a crash after it leaves old segments that the
+	 * open clamps the start to, and the next fetch resets again. */
+	pthread_mutex_lock(&log->state_lock);
+	log->start_offset = offset;
+	log->recovery_point = offset;
+	log->nepochs = 0;
+	pthread_mutex_unlock(&log->state_lock);
+	if ((err = ckpt_write(log)))
+		return err;
+	mk_strbuf msg = MK_STRBUF_INIT;
+	while (log->nsegs > 0 && !err)
+		err = mk_segment_remove(log->segs[--log->nsegs], &msg);
+	while (log->nsegs > 0)     /* after a failure: just free */
+		mk_segment_close(log->segs[--log->nsegs]);
+	mk_segment *s = NULL;
+	if (!err)
+		err = mk_segment_create(log->dir, offset, &s, &msg);
+	if (!err && mk_fsync_dir(log->dir)) {
+		mk_strbuf_addf(&msg, "%s: fsync failed", log->dir);
+		err = MK_KAFKA_STORAGE_ERROR;
+	}
+	if (s)
+		push_segment(log, s);
+	/* On failure the log may hold no segment: its owner takes the
+	 * replica offline at once (mk_log_crash copes with that). */
+	if (err)
+		storage_error(log, &msg);
+	log->unflushed = 0;
+	mk_strbuf_release(&msg);
+	return err;
+}
+
+mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
+			       const int64_t *news, size_t nnew,
+			       const char *state, size_t state_len)
+{
+	if (n == 0 || first + n >= log->nsegs)
+		return MK_INVALID_REQUEST;
+	mk_err err = flusher_wait(log);
+	if (err)
+		return err;
+	int64_t *olds = malloc(n * sizeof(*olds));
+	mk_segment **fresh = calloc(nnew ? nnew : 1, sizeof(*fresh));
+	if (!olds || !fresh)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		olds[i] = log->segs[first + i]->base;
+	mk_strbuf msg = MK_STRBUF_INIT;
+	err = mk_segswap_commit(log->dir, olds, n, news, nnew, state,
+				state_len, &msg);
+	for (size_t i = 0; i < nnew && !err; i++)
+		err = mk_segment_open_closed(log->dir, news[i], &fresh[i], &msg);
+	if (err) {
+		for (size_t i = 0; i < nnew; i++)
+			mk_segment_close(fresh[i]);
+		storage_error(log, &msg);
+		goto out;
+	}
+	/* The old segments' files are gone or replaced: close, splice. */
+	for (size_t i = 0; i < n; i++)
+		mk_segment_close(log->segs[first + i]);
+	if (nnew != n) {
+		size_t need = log->nsegs - n + nnew;
+		if (need > log->segs_cap) {
+			mk_segment **v = realloc(log->segs, need * sizeof(*v));
+			if (!v)
+				abort();
+			log->segs = v;
+			log->segs_cap = need;
+		}
+		memmove(log->segs + first + nnew, log->segs + first + n,
+			(log->nsegs - first - n) * sizeof(*log->segs));
+		log->nsegs = need;
+	}
+	for (size_t i = 0; i < nnew; i++)
+		log->segs[first + i] = fresh[i];
+out:
+	free(olds);
+	free(fresh);
 	mk_strbuf_release(&msg);
 	return err;
 }

@@ -109,7 +109,8 @@ mk_err mk_log_append_leader(mk_log *log, uint8_t *frame, size_t len,
 			    int32_t epoch, int64_t *base_out);
 /*
  * Replica append: frame already carries its offsets and epoch; its base
- * offset must equal the log end (else INVALID_REQUEST), it is validated
+ * offset must be at least the log end (else INVALID_REQUEST; above it when
+ * the leader's log was compacted there), it is validated
  * (CORRUPT_MESSAGE) and appended as is.
  */
 mk_err mk_log_append_replica(mk_log *log, const uint8_t *frame, size_t len);
@@ -174,6 +175,40 @@ void mk_log_end_offset_for_epoch(const mk_log *log, int32_t epoch,
 /* Segments, for listing; index i in 0..count-1, base offsets ascending. */
 size_t mk_log_segment_count(const mk_log *log);
 void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info);
+
+/*
+ * Hooks for the cleaner (cleaner.h): retention and compaction of closed
+ * segments. Each waits for the flusher first, so that every closed segment
+ * is durable (below the recovery point) when it is changed.
+ */
+/* Largest record timestamp of segment i (INT64_MIN: none); may load its
+ * indexes. */
+mk_err mk_log_segment_max_timestamp(mk_log *log, size_t i, int64_t *ts);
+/*
+ * Move the log start to offset (at most the log end; OFFSET_OUT_OF_RANGE
+ * above), write the checkpoint, then delete every closed segment wholly
+ * below the log start, oldest first. An offset at or below the current
+ * start only deletes such segments. A crash between the checkpoint and the
+ * deletions leaves segments below the start, deleted by the next call.
+ */
+mk_err mk_log_advance_start(mk_log *log, int64_t offset);
+/*
+ * Drop the whole log and restart it empty at offset, which becomes log
+ * start, log end and recovery point; the epoch cache is cleared (Kafka's
+ * truncateFullyAndStartAt, for a follower below its leader's log start).
+ * The checkpoint is written first, then the segments go.
+ */
+mk_err mk_log_reset_to(mk_log *log, int64_t offset);
+/*
+ * Replace the closed segments [first, first + n) by the segments staged in
+ * DIR/cleaned/ at bases news[0..nnew) (ascending, written and fsynced by
+ * the caller, every offset of each inside the range it replaces), and make
+ * state the new DIR/cleaner-checkpoint: one journaled swap (segswap.h).
+ * The active segment is never replaced.
+ */
+mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
+			       const int64_t *news, size_t nnew,
+			       const char *state, size_t state_len);
 
 /* The last storage error: "FILE at byte POS: REASON". "" when none. */
 const char *mk_log_error(const mk_log *log);

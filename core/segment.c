@@ -618,6 +618,15 @@ mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 	return index_batch(s, b, pos, s->max_ts, interval, true, why);
 }
 
+int64_t mk_segment_max_timestamp(const mk_segment *s)
+{
+	assert(s->indexes_loaded);
+	if (s->active)
+		return s->max_ts;
+	mk_time_entry t;
+	return mk_timeindex_last(&s->tindex, &t) ? t.ts : INT64_MIN;
+}
+
 uint64_t mk_segment_lookup(const mk_segment *s, int64_t offset)
 {
 	assert(s->indexes_loaded);

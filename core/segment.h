@@ -105,6 +105,10 @@ mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 /* Would a batch of len bytes ending at last_offset still fit the formats? */
 bool mk_segment_can_hold(const mk_segment *s, size_t len, int64_t last_offset);
 
+/* The largest record timestamp of the segment (indexes loaded): the last
+ * time index entry of a closed one; INT64_MIN when it holds no batch. */
+int64_t mk_segment_max_timestamp(const mk_segment *s);
+
 /* Byte position to start scanning for offset (floor index lookup). */
 uint64_t mk_segment_lookup(const mk_segment *s, int64_t offset);
 /* Byte position to start scanning for the first timestamp >= ts. */

@@ -1,0 +1,573 @@
+/*
+ * cleaner.c — retention and compaction of one replica's log (cleaner.h).
+ *
+ * Compaction is two passes over private handles of the planned closed
+ * segments (opened again from their files, so the log object is not
+ * touched): the first builds the key map (key -> highest offset in the
+ * range), the second filters every batch into staged segments in
+ * DIR/cleaned/, grouped. The swap is the log's (mk_log_replace_segments).
+ */
+#include "cleaner.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "failpoint.h"
+#include "fileio.h"
+#include "parse.h"
+#include "segment.h"
+#include "segswap.h"
+
+/* ---- the state file ------------------------------------------------------ */
+
+typedef struct {
+	int64_t base;
+	int64_t cleaned_at;     /* cluster clock, when first cleaned */
+	int64_t tombstones;     /* kept in it at its last cleaning */
+} seg_stamp;
+
+typedef struct {
+	int64_t cleaned_to;
+	seg_stamp *v;
+	size_t n, cap;
+} cstate;
+
+static void stamp_push(cstate *st, seg_stamp s)
+{
+	if (st->n == st->cap) {
+		st->cap = st->cap ? st->cap * 2 : 16;
+		st->v = realloc(st->v, st->cap * sizeof(*st->v));
+		if (!st->v)
+			abort();
+	}
+	st->v[st->n++] = s;
+}
+
+static const seg_stamp *stamp_find(const cstate *st, int64_t base)
+{
+	for (size_t i = 0; i < st->n; i++)
+		if (st->v[i].base == base)
+			return &st->v[i];
+	return NULL;
+}
+
+/* Read DIR/cleaner-checkpoint; missing or malformed is a fresh state (it
+ * only delays tombstone expiry and shows a higher dirty ratio). */
+static void state_load(const char *dir, cstate *st)
+{
+	memset(st, 0, sizeof(*st));
+	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	mk_strbuf_addf(&path, "%s/" MK_SEGSWAP_STATE, dir);
+	bool missing = true;
+	if (mk_file_read(path.buf, &text, &missing) || missing)
+		goto out;
+	bool ok = !strncmp(text.buf, "version 1\n", 10);
+	for (char *line = text.buf + 10, *nl; ok && *line; line = nl + 1) {
+		if (!(nl = strchr(line, '\n')))
+			break;
+		*nl = '\0';
+		char *w[4];
+		int n = 0;
+		for (char *save = NULL, *t = strtok_r(line, " ", &save); t && n < 4;
+		     t = strtok_r(NULL, " ", &save))
+			w[n++] = t;
+		int64_t a, b, c;
+		if (n == 2 && !strcmp(w[0], "cleaned_to") &&
+		    mk_parse_i64(w[1], &a) && a >= 0)
+			st->cleaned_to = a;
+		else if (n == 4 && !strcmp(w[0], "segment") &&
+			 mk_parse_i64(w[1], &a) && mk_parse_i64(w[2], &b) &&
+			 mk_parse_i64(w[3], &c))
+			stamp_push(st, (seg_stamp){ a, b, c });
+		else
+			ok = false;
+	}
+	if (!ok) {
+		free(st->v);
+		memset(st, 0, sizeof(*st));
+	}
+out:
+	mk_strbuf_release(&path);
+	mk_strbuf_release(&text);
+}
+
+static void state_format(const cstate *st, mk_strbuf *out)
+{
+	mk_strbuf_addf(out, "version 1\ncleaned_to %lld\n",
+		       (long long)st->cleaned_to);
+	for (size_t i = 0; i < st->n; i++)
+		mk_strbuf_addf(out, "segment %lld %lld %lld\n",
+			       (long long)st->v[i].base,
+			       (long long)st->v[i].cleaned_at,
+			       (long long)st->v[i].tombstones);
+}
+
+/* ---- retention ----------------------------------------------------------- */
+
+mk_err mk_cleaner_retain(mk_log *log, const mk_clean_params *cp,
+			 size_t *deleted)
+{
+	size_t n = mk_log_segment_count(log), k = 0;
+	uint64_t total = mk_log_size_bytes(log);
+	int64_t start = mk_log_start_offset(log);
+	if (deleted)
+		*deleted = 0;
+	/* The prefix: stop at the first closed segment that must stay. */
+	for (; k + 1 < n; k++) {
+		mk_segment_info si, next;
+		mk_log_segment_info(log, k, &si);
+		mk_log_segment_info(log, k + 1, &next);
+		bool go = next.base_offset <= start;
+		if (!go && cp->retention_ms >= 0) {
+			int64_t ts;
+			mk_err err = mk_log_segment_max_timestamp(log, k, &ts);
+			if (err)
+				return err;
+			go = ts < cp->now_ms - cp->retention_ms;
+		}
+		if (!go && cp->retention_bytes >= 0)
+			go = total - si.size >= (uint64_t)cp->retention_bytes;
+		if (!go)
+			break;
+		total -= si.size;
+	}
+	if (k == 0)
+		return MK_OK;
+	mk_segment_info keep;
+	mk_log_segment_info(log, k, &keep);
+	int64_t to = keep.base_offset > start ? keep.base_offset : start;
+	mk_err err = mk_log_advance_start(log, to);
+	if (!err && deleted)
+		*deleted = n - mk_log_segment_count(log);
+	return err;
+}
+
+/* ---- the key map --------------------------------------------------------- */
+
+typedef struct {
+	uint64_t hash;          /* 0: empty slot */
+	size_t key_off;         /* in keys */
+	int32_t key_len;
+	int64_t offset;         /* highest offset seen for the key */
+} slot;
+
+typedef struct {
+	slot *v;
+	size_t cap, n;          /* cap a power of two */
+	mk_strbuf keys;
+} keymap;
+
+static uint64_t hash_key(const uint8_t *p, int32_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (int32_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	h ^= h >> 29;
+	return h ? h : 1;
+}
+
+static slot *map_find(keymap *m, const mk_bytes *k, uint64_t h)
+{
+	size_t i = h & (m->cap - 1);
+	for (;;) {
+		slot *s = &m->v[i];
+		if (s->hash == 0 ||
+		    (s->hash == h && s->key_len == k->len &&
+		     !memcmp(m->keys.buf + s->key_off, k->ptr, (size_t)k->len)))
+			return s;
+		i = (i + 1) & (m->cap - 1);
+	}
+}
+
+static void map_grow(keymap *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 1024;
+	slot *old = m->v;
+	size_t oldcap = m->cap;
+	m->v = calloc(cap, sizeof(*m->v));
+	if (!m->v)
+		abort();
+	m->cap = cap;
+	for (size_t i = 0; i < oldcap; i++) {
+		if (!old[i].hash)
+			continue;
+		size_t j = old[i].hash & (cap - 1);
+		while (m->v[j].hash)
+			j = (j + 1) & (cap - 1);
+		m->v[j] = old[i];
+	}
+	free(old);
+}
+
+static void map_put(keymap *m, const mk_bytes *k, int64_t offset)
+{
+	if ((m->n + 1) * 4 > m->cap * 3)
+		map_grow(m);
+	uint64_t h = hash_key(k->ptr, k->len);
+	slot *s = map_find(m, k, h);
+	if (s->hash == 0) {
+		s->hash = h;
+		s->key_off = m->keys.len;
+		s->key_len = k->len;
+		mk_strbuf_add(&m->keys, k->ptr, (size_t)k->len);
+		s->offset = offset;
+		m->n++;
+	} else if (offset > s->offset) {
+		s->offset = offset;
+	}
+}
+
+static int64_t map_get(keymap *m, const mk_bytes *k)
+{
+	slot *s = map_find(m, k, hash_key(k->ptr, k->len));
+	return s->hash ? s->offset : -1;
+}
+
+static void map_free(keymap *m)
+{
+	free(m->v);
+	mk_strbuf_release(&m->keys);
+}
+
+/* ---- planning ------------------------------------------------------------ */
+
+struct mk_clean_plan {
+	char *dir;
+	mk_strbuf staging;
+	mk_clean_params cp;
+	size_t n;               /* segments 0..n-1 of the log */
+	int64_t *bases;
+	uint64_t *sizes;
+	int64_t limit;          /* base of segment n: the range's end */
+	cstate state;
+	int64_t *news;          /* staged bases, after build */
+	size_t nnew;
+	mk_strbuf new_state;
+};
+
+void mk_cleaner_plan_free(mk_clean_plan *plan)
+{
+	if (!plan)
+		return;
+	free(plan->dir);
+	mk_strbuf_release(&plan->staging);
+	free(plan->bases);
+	free(plan->sizes);
+	free(plan->state.v);
+	free(plan->news);
+	mk_strbuf_release(&plan->new_state);
+	free(plan);
+}
+
+/* Segments 0..*n-1 lie wholly below the cleaning point (never the active). */
+static size_t cleanable(mk_log *log, int64_t point)
+{
+	size_t n = 0, count = mk_log_segment_count(log);
+	while (n + 1 < count) {
+		mk_segment_info next;
+		mk_log_segment_info(log, n + 1, &next);
+		if (next.base_offset > point)
+			break;
+		n++;
+	}
+	return n;
+}
+
+mk_err mk_cleaner_plan(mk_log *log, const mk_clean_params *cp,
+		       mk_clean_plan **out, mk_strbuf *why)
+{
+	*out = NULL;
+	/* Every closed segment durable first (the flusher's queue empty). */
+	mk_err err = mk_log_wait_flusher(log);
+	if (err) {
+		mk_strbuf_addstr(why, mk_log_error(log));
+		return err;
+	}
+	size_t n = cleanable(log, cp->cleaning_point);
+	if (n == 0)
+		return MK_OK;
+	mk_clean_plan *p = calloc(1, sizeof(*p));
+	if (!p)
+		abort();
+	p->dir = strdup(mk_log_dir(log));
+	p->cp = *cp;
+	p->n = n;
+	p->bases = malloc(n * sizeof(*p->bases));
+	p->sizes = malloc(n * sizeof(*p->sizes));
+	if (!p->dir || !p->bases || !p->sizes)
+		abort();
+	mk_strbuf_init(&p->staging, 0);
+	mk_strbuf_init(&p->new_state, 0);
+	bool dirty = false;
+	state_load(p->dir, &p->state);
+	for (size_t i = 0; i < n; i++) {
+		mk_segment_info si;
+		mk_log_segment_info(log, i, &si);
+		p->bases[i] = si.base_offset;
+		p->sizes[i] = si.size;
+		const seg_stamp *st = stamp_find(&p->state, si.base_offset);
+		/* Dirty: never cleaned; or holding tombstones now due. */
+		if (!st || si.base_offset >= p->state.cleaned_to ||
+		    (st->tombstones > 0 &&
+		     st->cleaned_at <= cp->now_ms - cp->delete_retention_ms))
+			dirty = true;
+	}
+	mk_segment_info lim;
+	mk_log_segment_info(log, n, &lim);
+	p->limit = lim.base_offset;
+	if (!dirty) {
+		mk_cleaner_plan_free(p);
+		return MK_OK;
+	}
+	if ((err = mk_segswap_prepare(p->dir, &p->staging, why))) {
+		mk_cleaner_plan_free(p);
+		return err;
+	}
+	*out = p;
+	return MK_OK;
+}
+
+/* ---- building ------------------------------------------------------------ */
+
+typedef struct {
+	mk_clean_plan *p;
+	mk_clean_stats *st;
+	keymap map;
+	/* pass 2 */
+	mk_segment *out;        /* the staged segment being written */
+	bool expire;            /* tombstones of the current source may go */
+	int64_t tombstones;     /* kept in the current group */
+	mk_strbuf frame;
+	mk_err err;
+	mk_strbuf *why;
+} build_ctx;
+
+static void on_batch_keys(void *arg, const mk_batch_view *b, uint64_t pos)
+{
+	(void)pos;
+	build_ctx *c = arg;
+	if (mk_batch_is_control(b))
+		return;
+	mk_record_iter it;
+	mk_record_view rec;
+	mk_record_iter_init(&it, b);
+	while (mk_record_next(&it, &rec))
+		if (rec.key.len >= 0)
+			map_put(&c->map, &rec.key, rec.offset);
+}
+
+static bool keep_record(const mk_record_view *rec, void *arg)
+{
+	build_ctx *c = arg;
+	if (rec->key.len < 0)
+		return true;
+	if (map_get(&c->map, &rec->key) > rec->offset) {
+		c->st->records_removed++;
+		return false;
+	}
+	if (rec->value.len < 0) {
+		if (c->expire) {
+			c->st->tombstones_removed++;
+			return false;
+		}
+		c->tombstones++;
+	}
+	return true;
+}
+
+static bool keep_all(const mk_record_view *rec, void *arg)
+{
+	(void)rec;
+	(void)arg;
+	return true;
+}
+
+static void on_batch_filter(void *arg, const mk_batch_view *b, uint64_t pos)
+{
+	(void)pos;
+	build_ctx *c = arg;
+	if (c->err)
+		return;
+	mk_strbuf_reset(&c->frame);
+	/* Control markers stay whole; data batches lose superseded records. */
+	mk_frame_filter(b, mk_batch_is_control(b) ? keep_all : keep_record, c,
+			&c->frame);
+	if (!c->frame.len)
+		return;
+	mk_batch_view nb;
+	if (mk_frame_decode_header((const uint8_t *)c->frame.buf, c->frame.len,
+				   0, false, &nb, NULL)) {
+		c->err = MK_CORRUPT_MESSAGE;    /* cannot happen */
+		return;
+	}
+	c->err = mk_segment_append(c->out, (const uint8_t *)c->frame.buf, &nb,
+				   c->p->cp.index_interval_bytes, c->why);
+	if (!c->err)
+		c->st->bytes_written += nb.frame_len;
+}
+
+static mk_err scan_source(mk_clean_plan *p, size_t i, mk_segment_batch_fn fn,
+			  build_ctx *c, mk_strbuf *why)
+{
+	mk_segment *s;
+	mk_err err = mk_segment_open_closed(p->dir, p->bases[i], &s, why);
+	if (err)
+		return err;
+	/* The file may have grown under a recovery since: the size planned. */
+	if (s->size > p->sizes[i])
+		s->size = p->sizes[i];
+	int64_t end = i + 1 < p->n ? p->bases[i + 1] : p->limit;
+	err = mk_segment_scan(s, end, fn, c, why);
+	mk_segment_close(s);
+	return err ? err : c->err;
+}
+
+mk_err mk_cleaner_build(mk_clean_plan *p, mk_clean_stats *st, mk_strbuf *why)
+{
+	mk_clean_stats local;
+	if (!st)
+		st = &local;
+	memset(st, 0, sizeof(*st));
+	build_ctx c;
+	memset(&c, 0, sizeof(c));
+	c.p = p;
+	c.st = st;
+	c.why = why;
+	mk_strbuf_init(&c.map.keys, 0);
+	mk_strbuf_init(&c.frame, 0);
+	map_grow(&c.map);
+	mk_err err = MK_OK;
+	/* Pass 1: the latest offset of every key in the range. */
+	for (size_t i = 0; i < p->n && !err; i++)
+		err = scan_source(p, i, on_batch_keys, &c, why);
+	/* Pass 2: groups of consecutive segments, each into one. */
+	cstate ns = { p->state.cleaned_to > p->limit ? p->state.cleaned_to
+						    : p->limit, NULL, 0, 0 };
+	p->news = malloc(p->n * sizeof(*p->news));
+	if (!p->news)
+		abort();
+	size_t i = 0;
+	while (i < p->n && !err) {
+		size_t j = i;
+		uint64_t sum = 0;
+		while (j < p->n) {
+			int64_t end = j + 1 < p->n ? p->bases[j + 1] : p->limit;
+			if (j > i && (sum + p->sizes[j] > (uint64_t)p->cp.segment_bytes ||
+				      sum + p->sizes[j] > UINT32_MAX ||
+				      end - 1 - p->bases[i] > (int64_t)UINT32_MAX))
+				break;
+			sum += p->sizes[j];
+			j++;
+		}
+		err = mk_segment_create(p->staging.buf, p->bases[i], &c.out, why);
+		if (err)
+			break;
+		c.tombstones = 0;
+		int64_t cleaned_at = p->cp.now_ms;
+		for (size_t k = i; k < j && !err; k++) {
+			const seg_stamp *sp = stamp_find(&p->state, p->bases[k]);
+			bool was_cleaned = sp && p->bases[k] < p->state.cleaned_to;
+			c.expire = was_cleaned &&
+				   sp->cleaned_at <= p->cp.now_ms - p->cp.delete_retention_ms;
+			/* A group is as old as its oldest cleaning: tombstones
+			 * never live shorter than delete.retention.ms. */
+			if (was_cleaned && sp->cleaned_at < cleaned_at)
+				cleaned_at = sp->cleaned_at;
+			err = scan_source(p, k, on_batch_filter, &c, why);
+			st->bytes_read += p->sizes[k];
+			if (i == 0 && k == i)
+				MK_FAILPOINT("cleaner.swap.writing");
+		}
+		if (!err)
+			err = mk_segment_seal(c.out, why);
+		if (!err)
+			err = mk_segment_flush(c.out, why);
+		mk_segment_close(c.out);
+		c.out = NULL;
+		p->news[p->nnew++] = p->bases[i];
+		stamp_push(&ns, (seg_stamp){ p->bases[i], cleaned_at, c.tombstones });
+		st->segments_in += j - i;
+		st->segments_out++;
+		i = j;
+	}
+	if (!err && mk_fsync_dir(p->staging.buf)) {
+		mk_strbuf_addf(why, "%s: fsync failed", p->staging.buf);
+		err = MK_KAFKA_STORAGE_ERROR;
+	}
+	/* Stamps of segments past the range (rare: a lower point than at the
+	 * last cleaning) stay. */
+	for (size_t k = 0; k < p->state.n; k++)
+		if (p->state.v[k].base >= p->limit)
+			stamp_push(&ns, p->state.v[k]);
+	state_format(&ns, &p->new_state);
+	free(ns.v);
+	map_free(&c.map);
+	mk_strbuf_release(&c.frame);
+	return err;
+}
+
+/* ---- committing ---------------------------------------------------------- */
+
+mk_err mk_cleaner_commit(mk_log *log, mk_clean_plan *p, bool *swapped,
+			 mk_strbuf *why)
+{
+	*swapped = false;
+	size_t count = mk_log_segment_count(log);
+	bool same = count > p->n;
+	for (size_t i = 0; i <= p->n && same; i++) {
+		mk_segment_info si;
+		mk_log_segment_info(log, i, &si);
+		if (i < p->n)
+			same = si.base_offset == p->bases[i] && si.size == p->sizes[i];
+		else
+			same = si.base_offset == p->limit;
+	}
+	if (!same)
+		return MK_OK;
+	mk_err err = mk_log_replace_segments(log, 0, p->n, p->news, p->nnew,
+					     p->new_state.buf, p->new_state.len);
+	if (err)
+		mk_strbuf_addstr(why, mk_log_error(log));
+	else
+		*swapped = true;
+	return err;
+}
+
+mk_err mk_cleaner_compact(mk_log *log, const mk_clean_params *cp,
+			  mk_clean_stats *st, mk_strbuf *why)
+{
+	mk_clean_plan *p;
+	mk_err err = mk_cleaner_plan(log, cp, &p, why);
+	if (st)
+		memset(st, 0, sizeof(*st));
+	if (err || !p)
+		return err;
+	err = mk_cleaner_build(p, st, why);
+	bool swapped;
+	if (!err)
+		err = mk_cleaner_commit(log, p, &swapped, why);
+	mk_cleaner_plan_free(p);
+	return err;
+}
+
+/* ---- state --------------------------------------------------------------- */
+
+void mk_cleaner_info_get(mk_log *log, int64_t cleaning_point,
+			 mk_cleaner_info *info)
+{
+	cstate st;
+	state_load(mk_log_dir(log), &st);
+	memset(info, 0, sizeof(*info));
+	info->cleaned_to = st.cleaned_to;
+	size_t n = cleanable(log, cleaning_point);
+	for (size_t i = 0; i < n; i++) {
+		mk_segment_info si;
+		mk_log_segment_info(log, i, &si);
+		info->cleanable_bytes += si.size;
+		if (si.base_offset >= st.cleaned_to)
+			info->dirty_bytes += si.size;
+	}
+	free(st.v);
+}

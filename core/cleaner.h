@@ -1,0 +1,119 @@
+/*
+ * cleaner.h — retention and compaction of one replica's log (SPEC 5,
+ * "Retention and compaction"), beside the log: it decides what goes and
+ * builds cleaned segments; the log (log.h hooks) moves its start, deletes
+ * segments and swaps cleaned ones in (segswap.h: crash-safe at every
+ * instant).
+ *
+ * Retention (cleanup.policy delete). A closed segment goes when its
+ * largest record timestamp is older than now - retention.ms, or while the
+ * log's size minus that segment stays at least retention.bytes (Kafka's
+ * rules), and only as a prefix of the closed segments: the first segment
+ * that must stay ends the deletion, and the active segment always stays.
+ * The log start moves to the base of the first segment kept.
+ *
+ * Compaction (cleanup.policy compact). The cleanable range is the closed
+ * segments wholly below the cleaning point (the caller's bound: the HW and
+ * the LSO, never past the active segment). For every key the record with
+ * the highest offset in that range is kept, every earlier record with the
+ * same key goes; offsets are kept, so gaps appear; batches keep their
+ * producer id, epoch, sequence and offset range (mk_frame_filter), control
+ * batches stay whole, keyless records stay. A tombstone (null value) stays
+ * until delete.retention.ms has passed since the segment holding it was
+ * cleaned (the time each segment was first cleaned is in the state file).
+ * Consecutive segments are grouped into one cleaned segment while their
+ * sizes add up to at most segment.bytes.
+ *
+ * The cleaned segments are built into DIR/cleaned/ from private handles of
+ * the closed segment files, so that the expensive part can run without
+ * the owner's lock (appends go on: the active segment is never touched);
+ * the swap itself runs under the lock and first checks that the segments
+ * cleaned are still the log's (mk_cleaner_plan / _build / _commit).
+ *
+ * State file DIR/cleaner-checkpoint ("version 1", "cleaned_to N", then
+ * "segment BASE CLEANED_AT_MS" lines), replaced by the swap (segswap.h):
+ * cleaned_to is the cleaner's checkpoint, the end of the last cleaned
+ * range; the dirty ratio is the share of the cleanable bytes at or past it.
+ *
+ * Failpoint: cleaner.swap.writing (half-way through staging), plus those
+ * of segswap.h.
+ *
+ * Threads: the log calls are made under the log owner's lock (log.h);
+ * mk_cleaner_build touches only its plan and files of its own, so it runs
+ * without that lock. Two builds for one log must not overlap (the caller
+ * serialises cleaner runs).
+ */
+#ifndef MK_CLEANER_H
+#define MK_CLEANER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "log.h"
+#include "strbuf.h"
+
+typedef struct {
+	int64_t now_ms;               /* cluster clock */
+	int64_t retention_ms;         /* -1: no limit by time */
+	int64_t retention_bytes;      /* -1: no limit by size */
+	int64_t delete_retention_ms;  /* how long tombstones survive */
+	int64_t segment_bytes;        /* the grouping bound */
+	int64_t index_interval_bytes;
+	int64_t cleaning_point;       /* nothing at or past it is compacted */
+} mk_clean_params;
+
+/* What a log's cleaner state says (for /state). */
+typedef struct {
+	int64_t cleaned_to;           /* the cleaner's checkpoint */
+	uint64_t cleanable_bytes;     /* closed segments below the point */
+	uint64_t dirty_bytes;         /* of those, at or past cleaned_to */
+} mk_cleaner_info;
+
+/*
+ * Retention: delete the prefix of closed segments the rules allow and move
+ * the log start past it (also deletes segments left below the log start).
+ * *deleted (may be NULL) gets the number of segments deleted.
+ */
+mk_err mk_cleaner_retain(mk_log *log, const mk_clean_params *cp,
+			 size_t *deleted);
+
+/* A planned compaction of one log; opaque. */
+typedef struct mk_clean_plan mk_clean_plan;
+
+typedef struct {
+	uint64_t bytes_read;          /* closed-segment bytes cleaned */
+	uint64_t bytes_written;       /* cleaned-segment bytes */
+	int64_t records_removed;
+	int64_t tombstones_removed;
+	size_t segments_in, segments_out;
+} mk_clean_stats;
+
+/*
+ * Under the owner's lock: choose the cleanable segments (*plan NULL when
+ * there is nothing to clean) and prepare DIR/cleaned/.
+ */
+mk_err mk_cleaner_plan(mk_log *log, const mk_clean_params *cp,
+		       mk_clean_plan **plan, mk_strbuf *why);
+/* Without the lock: build and fsync the cleaned segments. */
+mk_err mk_cleaner_build(mk_clean_plan *plan, mk_clean_stats *st,
+			mk_strbuf *why);
+/*
+ * Under the lock again: when the planned segments are still the log's,
+ * swap the cleaned ones in (*swapped true); else drop them (the log moved
+ * under the cleaner: retention, truncation; the next run cleans).
+ */
+mk_err mk_cleaner_commit(mk_log *log, mk_clean_plan *plan, bool *swapped,
+			 mk_strbuf *why);
+void mk_cleaner_plan_free(mk_clean_plan *plan);
+
+/* The three steps at once, under the caller's lock (tests, tools). */
+mk_err mk_cleaner_compact(mk_log *log, const mk_clean_params *cp,
+			  mk_clean_stats *st, mk_strbuf *why);
+
+/* The cleaner's checkpoint and dirty bytes of log below cleaning_point. */
+void mk_cleaner_info_get(mk_log *log, int64_t cleaning_point,
+			 mk_cleaner_info *info);
+
+#endif
