@@ -454,15 +454,13 @@ static void test_replica_append(void **state)
 	fixture *f = *state;
 	mk_log *log = open_log(f, 1 << 20, 4096, 0);
 	mk_strbuf fr = MK_STRBUF_INIT;
-	build(&fr, 1, 3, 2, NULL, 0);
-	assert_int_equal(mk_log_append_replica(log, (uint8_t *)fr.buf, fr.len),
-			 MK_INVALID_REQUEST);   /* not at the log end */
 	build(&fr, 0, 3, 2, NULL, 0);
 	assert_int_equal(mk_log_append_replica(log, (uint8_t *)fr.buf, fr.len),
 			 MK_OK);
 	assert_int_equal(mk_log_end_offset(log), 2);
 	assert_int_equal(mk_log_latest_epoch(log), 3);
-	/* The same batch again no longer starts at the end. */
+	/* The same batch again starts below the end. (Above it is a gap a
+	 * compacted leader leaves: accepted, see test_cleaner.) */
 	assert_int_equal(mk_log_append_replica(log, (uint8_t *)fr.buf, fr.len),
 			 MK_INVALID_REQUEST);
 	build(&fr, 2, 3, 1, NULL, 0);

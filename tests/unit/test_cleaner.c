@@ -1,0 +1,539 @@
+/*
+ * Unit tests of the cleaner (core/cleaner.c) and its swap (core/segswap.c):
+ * retention by time and size, the prefix rule, compaction of keys, gaps,
+ * tombstone expiry, control markers and producer fields kept, a compacted
+ * log reopened, and a crash (SIGKILL from a failpoint, in a forked child)
+ * at every step of the swap.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleaner.h"
+#include "codec.h"
+#include "failpoint.h"
+#include "fileio.h"
+#include "log.h"
+
+typedef struct {
+	char root[64];
+	char dir[128];
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	strcpy(f->root, "/tmp/mk-test-cleaner-XXXXXX");
+	if (!mkdtemp(f->root)) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->dir, sizeof(f->dir), "%s/t-0", f->root);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	mk_remove_tree(f->root);
+	free(f);
+	return 0;
+}
+
+static mk_log *open_log(const char *dir, int64_t seg_bytes)
+{
+	mk_log_config cfg = { seg_bytes, 64, 0 };
+	mk_log *log = NULL;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_log_open(dir, &cfg, &log, &why);
+	if (err)
+		print_error("open: %s: %s\n", mk_err_name(err), why.buf);
+	assert_int_equal(err, MK_OK);
+	mk_strbuf_release(&why);
+	return log;
+}
+
+static mk_clean_params params(int64_t now, int64_t point)
+{
+	mk_clean_params cp = {
+		.now_ms = now, .retention_ms = -1, .retention_bytes = -1,
+		.delete_retention_ms = 1000, .segment_bytes = 100000,
+		.index_interval_bytes = 64, .cleaning_point = point,
+	};
+	return cp;
+}
+
+/* Append one record (key NULL: keyless; value NULL: tombstone). */
+static int64_t put(mk_log *log, const char *key, const char *value, int64_t ts)
+{
+	mk_batch_meta meta = { 0, 0, 0, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	mk_builder_add(&b, ts, key ? mk_bytes_of(key, strlen(key)) : MK_BYTES_NULL,
+		       value ? mk_bytes_of(value, strlen(value)) : MK_BYTES_NULL,
+		       NULL, 0);
+	mk_builder_finish(&b);
+	int64_t base = -1;
+	assert_int_equal(mk_log_append_leader(log, (uint8_t *)b.frame.buf,
+					      b.frame.len, 0, &base), MK_OK);
+	mk_builder_release(&b);
+	return base;
+}
+
+/* A batch of an idempotent producer holding two keyed records. */
+static int64_t put_producer(mk_log *log, const char *k1, const char *k2,
+			    int32_t seq)
+{
+	mk_batch_meta meta = { 0, 0, 0, 77, 3, seq, MK_BYTES_NULL };
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	mk_builder_add(&b, 5, mk_bytes_of(k1, strlen(k1)), mk_bytes_of("p", 1), NULL, 0);
+	mk_builder_add(&b, 5, mk_bytes_of(k2, strlen(k2)), mk_bytes_of("q", 1), NULL, 0);
+	mk_builder_finish(&b);
+	int64_t base = -1;
+	assert_int_equal(mk_log_append_leader(log, (uint8_t *)b.frame.buf,
+					      b.frame.len, 0, &base), MK_OK);
+	mk_builder_release(&b);
+	return base;
+}
+
+static void put_marker(mk_log *log)
+{
+	mk_batch_meta meta = { MK_BATCH_COMMIT_MARKER, 0, 0, 9, 0, -1, MK_BYTES_NULL };
+	mk_strbuf out = MK_STRBUF_INIT;
+	mk_frame_marker(&out, &meta, 7);
+	int64_t base;
+	assert_int_equal(mk_log_append_leader(log, (uint8_t *)out.buf, out.len, 0,
+					      &base), MK_OK);
+	mk_strbuf_release(&out);
+}
+
+/* The whole readable log as text: "OFFSET KEY VALUE" per record ("-" for
+ * null), "OFFSET marker" per control batch, "pid=.. seq=.." per producer
+ * batch. */
+static void dump(mk_log *log, mk_strbuf *out)
+{
+	mk_strbuf buf = MK_STRBUF_INIT;
+	int64_t from = mk_log_start_offset(log), end = mk_log_end_offset(log);
+	mk_strbuf_addf(out, "start %lld end %lld\n", (long long)from, (long long)end);
+	while (from < end) {
+		mk_strbuf_reset(&buf);
+		assert_int_equal(mk_log_read(log, from, end, 1 << 20, &buf), MK_OK);
+		if (!buf.len)
+			break;
+		size_t pos = 0;
+		while (pos < buf.len) {
+			mk_batch_view b;
+			assert_int_equal(mk_frame_decode((const uint8_t *)buf.buf + pos,
+							 buf.len - pos, 0, &b, NULL), MK_OK);
+			pos += b.frame_len;
+			if (mk_batch_next_offset(&b) <= from)
+				continue;
+			from = mk_batch_next_offset(&b);
+			if (mk_batch_is_control(&b)) {
+				mk_strbuf_addf(out, "%lld marker\n", (long long)b.meta.base_offset);
+				continue;
+			}
+			if (b.meta.producer_id >= 0)
+				mk_strbuf_addf(out, "batch %lld pid=%lld epoch=%d seq=%d last=%lld\n",
+					       (long long)b.meta.base_offset,
+					       (long long)b.meta.producer_id,
+					       b.meta.producer_epoch, b.meta.base_sequence,
+					       (long long)mk_batch_last_offset(&b));
+			mk_record_iter it;
+			mk_record_view rec;
+			mk_record_iter_init(&it, &b);
+			while (mk_record_next(&it, &rec)) {
+				mk_strbuf_addf(out, "%lld ", (long long)rec.offset);
+				if (rec.key.len < 0)
+					mk_strbuf_addstr(out, "-");
+				else
+					mk_strbuf_add(out, rec.key.ptr, (size_t)rec.key.len);
+				mk_strbuf_addch(out, ' ');
+				if (rec.value.len < 0)
+					mk_strbuf_addstr(out, "-");
+				else
+					mk_strbuf_add(out, rec.value.ptr, (size_t)rec.value.len);
+				mk_strbuf_addch(out, '\n');
+			}
+		}
+	}
+	mk_strbuf_release(&buf);
+}
+
+static bool has_line(const mk_strbuf *text, const char *line)
+{
+	char want[128];
+	snprintf(want, sizeof(want), "\n%s\n", line);
+	mk_strbuf t = MK_STRBUF_INIT;
+	mk_strbuf_addch(&t, '\n');
+	mk_strbuf_add(&t, text->buf, text->len);
+	bool found = strstr(t.buf, want) != NULL;
+	mk_strbuf_release(&t);
+	return found;
+}
+
+/* ---- retention ----------------------------------------------------------- */
+
+/* Five segments of one record each (segment.bytes small), timestamps ts[]. */
+static mk_log *five_segments(const fixture *f, const int64_t *ts)
+{
+	mk_log *log = open_log(f->dir, 64);
+	for (int i = 0; i < 5; i++)
+		put(log, NULL, "value-that-fills-a-segment-alone-xxxxxxxxxxxx", ts[i]);
+	/* One more record rolls the fifth segment closed. */
+	put(log, NULL, "tail", ts[4]);
+	assert_int_equal(mk_log_segment_count(log), 6);
+	return log;
+}
+
+static void retention_by_time(void **state)
+{
+	fixture *f = *state;
+	const int64_t ts[5] = { 100, 200, 300, 400, 500 };
+	mk_log *log = five_segments(f, ts);
+	mk_clean_params cp = params(1000, INT64_MAX);
+	cp.retention_ms = 750;     /* older than 250 goes: 100 and 200 */
+	size_t deleted = 0;
+	assert_int_equal(mk_cleaner_retain(log, &cp, &deleted), MK_OK);
+	assert_int_equal(deleted, 2);
+	assert_int_equal(mk_log_start_offset(log), 2);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 1, 6, 1 << 20, &out), MK_OFFSET_OUT_OF_RANGE);
+	assert_int_equal(mk_log_read(log, 2, 6, 1 << 20, &out), MK_OK);
+	assert_true(out.len > 0);
+	/* Time moves on: everything closed goes, never the active segment. */
+	cp.now_ms = 100000;
+	assert_int_equal(mk_cleaner_retain(log, &cp, &deleted), MK_OK);
+	assert_int_equal(deleted, 3);
+	assert_int_equal(mk_log_segment_count(log), 1);
+	assert_int_equal(mk_log_start_offset(log), 5);
+	mk_log_close(log);
+	/* The log start is checkpointed. */
+	log = open_log(f->dir, 64);
+	assert_int_equal(mk_log_start_offset(log), 5);
+	assert_int_equal(mk_log_end_offset(log), 6);
+	mk_strbuf_release(&out);
+	mk_log_close(log);
+}
+
+static void retention_prefix_only(void **state)
+{
+	fixture *f = *state;
+	/* The second segment is old, the first is not: nothing goes, the
+	 * first segment that must stay ends the deletion. */
+	const int64_t ts[5] = { 900, 100, 100, 900, 900 };
+	mk_log *log = five_segments(f, ts);
+	mk_clean_params cp = params(1000, INT64_MAX);
+	cp.retention_ms = 500;
+	size_t deleted = 9;
+	assert_int_equal(mk_cleaner_retain(log, &cp, &deleted), MK_OK);
+	assert_int_equal(deleted, 0);
+	assert_int_equal(mk_log_start_offset(log), 0);
+	assert_int_equal(mk_log_segment_count(log), 6);
+	mk_log_close(log);
+}
+
+static void retention_by_size(void **state)
+{
+	fixture *f = *state;
+	const int64_t ts[5] = { 1, 2, 3, 4, 5 };
+	mk_log *log = five_segments(f, ts);
+	mk_segment_info s0;
+	mk_log_segment_info(log, 0, &s0);
+	uint64_t total = mk_log_size_bytes(log);
+	mk_clean_params cp = params(10, INT64_MAX);
+	/* Keep at least total - 2 segments: two can go, not a third. */
+	cp.retention_bytes = (int64_t)(total - 2 * s0.size);
+	size_t deleted = 0;
+	assert_int_equal(mk_cleaner_retain(log, &cp, &deleted), MK_OK);
+	assert_int_equal(deleted, 2);
+	assert_int_equal(mk_log_start_offset(log), 2);
+	assert_true(mk_log_size_bytes(log) >= (uint64_t)cp.retention_bytes);
+	/* retention.bytes 0: all closed segments, never the active one. */
+	cp.retention_bytes = 0;
+	assert_int_equal(mk_cleaner_retain(log, &cp, &deleted), MK_OK);
+	assert_int_equal(mk_log_segment_count(log), 1);
+	assert_int_equal(mk_log_start_offset(log), 5);
+	mk_log_close(log);
+}
+
+static void advance_start_and_reset(void **state)
+{
+	fixture *f = *state;
+	const int64_t ts[5] = { 1, 2, 3, 4, 5 };
+	mk_log *log = five_segments(f, ts);
+	/* DeleteRecords in the middle of a segment: that segment stays. */
+	assert_int_equal(mk_log_advance_start(log, 3), MK_OK);
+	assert_int_equal(mk_log_start_offset(log), 3);
+	assert_int_equal(mk_log_segment_count(log), 3);
+	assert_int_equal(mk_log_advance_start(log, 7), MK_OFFSET_OUT_OF_RANGE);
+	/* A follower below its leader's start restarts there, empty. */
+	assert_int_equal(mk_log_reset_to(log, 40), MK_OK);
+	assert_int_equal(mk_log_start_offset(log), 40);
+	assert_int_equal(mk_log_end_offset(log), 40);
+	assert_int_equal(mk_log_segment_count(log), 1);
+	mk_log_close(log);
+	log = open_log(f->dir, 64);
+	assert_int_equal(mk_log_start_offset(log), 40);
+	assert_int_equal(mk_log_end_offset(log), 40);
+	put(log, NULL, "x", 1);
+	assert_int_equal(mk_log_end_offset(log), 41);
+	mk_log_close(log);
+}
+
+/* ---- compaction ---------------------------------------------------------- */
+
+/*
+ * The article's example: keys updated and deleted. Offsets:
+ *  0 a=1  1 b=1  2 a=2  3 c=1  4 b=-(tombstone)  5 (keyless) k  6 a=3
+ *  7 marker  8..9 producer batch (d, e)  10 d=2  11 c=2  then a tail.
+ */
+static mk_log *article_log(const char *dir)
+{
+	mk_log *log = open_log(dir, 140);
+	put(log, "a", "1", 1);
+	put(log, "b", "1", 2);
+	put(log, "a", "2", 3);
+	put(log, "c", "1", 4);
+	put(log, "b", NULL, 5);
+	put(log, NULL, "k", 6);
+	put(log, "a", "3", 7);
+	put_marker(log);
+	put_producer(log, "d", "e", 0);
+	put(log, "d", "2", 8);
+	put(log, "c", "2", 9);
+	put(log, "z", "tail", 10);
+	put(log, "z", "tail2", 11);
+	return log;
+}
+
+static void compaction_keeps_latest_per_key(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = article_log(f->dir);
+	assert_true(mk_log_segment_count(log) > 3);
+	mk_strbuf before = MK_STRBUF_INIT, after = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
+	dump(log, &before);
+	assert_true(has_line(&before, "0 a 1"));
+	mk_clean_stats st;
+	int64_t point = mk_log_end_offset(log);
+	mk_clean_params cp = params(100, point);
+	assert_int_equal(mk_cleaner_compact(log, &cp, &st, &why), MK_OK);
+	dump(log, &after);
+	/* Superseded records are gone, their offsets are gaps. */
+	assert_false(has_line(&after, "0 a 1"));
+	assert_false(has_line(&after, "1 b 1"));
+	assert_false(has_line(&after, "2 a 2"));
+	assert_false(has_line(&after, "3 c 1"));
+	assert_false(has_line(&after, "8 d p"));
+	/* The latest of each key stays, at its own offset. */
+	assert_true(has_line(&after, "6 a 3"));
+	assert_true(has_line(&after, "9 e q"));
+	assert_true(has_line(&after, "10 d 2"));
+	/* The tombstone stays (not yet delete.retention.ms since cleaned);
+	 * keyless records and markers stay. */
+	assert_true(has_line(&after, "4 b -"));
+	assert_true(has_line(&after, "5 - k"));
+	assert_true(has_line(&after, "7 marker"));
+	/* The producer batch keeps its id, epoch, sequence and range. */
+	assert_true(has_line(&after, "batch 8 pid=77 epoch=3 seq=0 last=9"));
+	assert_true(st.records_removed >= 5);
+	assert_true(st.bytes_written < st.bytes_read);
+	assert_int_equal(mk_log_start_offset(log), 0);
+	assert_int_equal(mk_log_end_offset(log), point);
+	/* Reads from inside a gap start at the next record. */
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 1, point, 1 << 20, &out), MK_OK);
+	assert_true(out.len > 0);
+	/* The cleaner's checkpoint and dirty ratio. */
+	mk_cleaner_info info;
+	mk_cleaner_info_get(log, point, &info);
+	assert_true(info.cleaned_to > 0);
+	assert_int_equal(info.dirty_bytes, 0);
+	assert_true(info.cleanable_bytes > 0);
+	/* A second run with nothing dirty does nothing; appends go on. */
+	assert_int_equal(mk_cleaner_compact(log, &cp, &st, &why), MK_OK);
+	assert_int_equal(st.segments_in, 0);
+	put(log, "q", "1", 20);
+	/* Reopened, the compacted log reads the same. */
+	mk_strbuf_reset(&after);
+	dump(log, &after);
+	mk_log_close(log);
+	log = open_log(f->dir, 140);
+	mk_strbuf again = MK_STRBUF_INIT;
+	dump(log, &again);
+	assert_string_equal(after.buf, again.buf);
+	mk_log_close(log);
+	mk_strbuf_release(&before);
+	mk_strbuf_release(&after);
+	mk_strbuf_release(&again);
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&why);
+}
+
+static void tombstone_expires(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = article_log(f->dir);
+	mk_strbuf why = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	int64_t point = mk_log_end_offset(log);
+	mk_clean_params cp = params(100, point);
+	cp.delete_retention_ms = 1000;
+	assert_int_equal(mk_cleaner_compact(log, &cp, NULL, &why), MK_OK);
+	dump(log, &text);
+	assert_true(has_line(&text, "4 b -"));
+	/* Not yet: 999 ms after the cleaning. */
+	cp.now_ms = 1099;
+	mk_clean_stats st;
+	assert_int_equal(mk_cleaner_compact(log, &cp, &st, &why), MK_OK);
+	mk_strbuf_reset(&text);
+	dump(log, &text);
+	assert_true(has_line(&text, "4 b -"));
+	/* delete.retention.ms after the cleaning: the tombstone goes. */
+	cp.now_ms = 1100;
+	assert_int_equal(mk_cleaner_compact(log, &cp, &st, &why), MK_OK);
+	assert_int_equal(st.tombstones_removed, 1);
+	mk_strbuf_reset(&text);
+	dump(log, &text);
+	assert_false(has_line(&text, "4 b -"));
+	assert_true(has_line(&text, "6 a 3"));
+	mk_log_close(log);
+	mk_strbuf_release(&why);
+	mk_strbuf_release(&text);
+}
+
+static void cleaning_point_bounds(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = article_log(f->dir);
+	mk_strbuf why = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	/* A point at 3: only segments wholly below it are cleaned, so a=1
+	 * (superseded at 2, below the point) may go but nothing at or past 3
+	 * changes. */
+	mk_clean_params cp = params(100, 3);
+	assert_int_equal(mk_cleaner_compact(log, &cp, NULL, &why), MK_OK);
+	dump(log, &text);
+	assert_true(has_line(&text, "3 c 1"));
+	assert_true(has_line(&text, "1 b 1"));
+	assert_true(has_line(&text, "6 a 3"));
+	/* The active segment is never touched, whatever the point. */
+	int64_t end = mk_log_end_offset(log);
+	cp.cleaning_point = INT64_MAX;
+	assert_int_equal(mk_cleaner_compact(log, &cp, NULL, &why), MK_OK);
+	mk_strbuf_reset(&text);
+	dump(log, &text);
+	char line[64];
+	snprintf(line, sizeof(line), "%lld z tail2", (long long)(end - 1));
+	assert_true(has_line(&text, line));
+	mk_log_close(log);
+	mk_strbuf_release(&why);
+	mk_strbuf_release(&text);
+}
+
+/* ---- a crash at every step of the swap ----------------------------------- */
+
+static const char *const points[] = {
+	"cleaner.swap.writing",
+	"cleaner.swap.staged",
+	"cleaner.swap.journal",
+	"cleaner.swap.moved-one",
+	"cleaner.swap.moved",
+	"cleaner.swap.deleted-one",
+	"cleaner.swap.deleted",
+	"cleaner.swap.state",
+	"cleaner.swap.done",
+};
+
+static void read_dir_text(const char *dir, mk_strbuf *out)
+{
+	mk_log *log = open_log(dir, 140);
+	dump(log, out);
+	mk_log_close(log);
+}
+
+static void crash_at_every_swap_step(void **state)
+{
+	fixture *f = *state;
+	char ref[160], path[200];
+	/* The log before and after a clean compaction. */
+	snprintf(ref, sizeof(ref), "%s/ref", f->root);
+	mk_log *log = article_log(ref);
+	mk_strbuf before = MK_STRBUF_INIT, after = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
+	dump(log, &before);
+	mk_clean_params cp = params(100, mk_log_end_offset(log));
+	assert_int_equal(mk_cleaner_compact(log, &cp, NULL, &why), MK_OK);
+	dump(log, &after);
+	mk_log_close(log);
+	assert_string_not_equal(before.buf, after.buf);
+
+	for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+		char dir[160];
+		snprintf(dir, sizeof(dir), "%s/crash-%zu", f->root, i);
+		log = article_log(dir);
+		mk_log_close(log);
+		fflush(NULL);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			mk_failpoint_arm(points[i], 1);
+			mk_log *l = open_log(dir, 140);
+			mk_strbuf w = MK_STRBUF_INIT;
+			mk_cleaner_compact(l, &cp, NULL, &w);
+			_exit(3);   /* the point was never reached */
+		}
+		int status = 0;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+			print_error("point %s: child did not die at it\n", points[i]);
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		mk_strbuf got = MK_STRBUF_INIT;
+		read_dir_text(dir, &got);
+		/* Before the journal: exactly as before; from it on: after. */
+		const char *want = i < 2 ? before.buf : after.buf;
+		if (strcmp(got.buf, want))
+			print_error("point %s:\n%s\nwanted\n%s\n", points[i], got.buf, want);
+		assert_string_equal(got.buf, want);
+		/* Recovery left no journal and nothing staged. */
+		snprintf(path, sizeof(path), "%s/swap-journal", dir);
+		assert_int_not_equal(access(path, F_OK), 0);
+		/* And the log goes on: append, compact again, reopen. */
+		log = open_log(dir, 140);
+		put(log, "a", "4", 50);
+		assert_int_equal(mk_cleaner_compact(log, &cp, NULL, &why), MK_OK);
+		mk_log_close(log);
+		mk_strbuf_reset(&got);
+		read_dir_text(dir, &got);
+		assert_true(has_line(&got, "6 a 3") || strstr(got.buf, " a 4\n"));
+		mk_strbuf_release(&got);
+	}
+	mk_strbuf_release(&before);
+	mk_strbuf_release(&after);
+	mk_strbuf_release(&why);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(retention_by_time, setup, teardown),
+		cmocka_unit_test_setup_teardown(retention_prefix_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(retention_by_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(advance_start_and_reset, setup, teardown),
+		cmocka_unit_test_setup_teardown(compaction_keeps_latest_per_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(tombstone_expires, setup, teardown),
+		cmocka_unit_test_setup_teardown(cleaning_point_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(crash_at_every_swap_step, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
