@@ -12,6 +12,7 @@
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "codec.h"
 #include "failpoint.h"
@@ -119,6 +120,10 @@ mk_err mk_cleaner_retain(mk_log *log, const mk_clean_params *cp,
 		mk_segment_info si, next;
 		mk_log_segment_info(log, k, &si);
 		mk_log_segment_info(log, k + 1, &next);
+		/* Only segments wholly below the point (the HW: what every
+		 * ISR replica has), as Kafka deletes. */
+		if (next.base_offset > cp->cleaning_point)
+			break;
 		bool go = next.base_offset <= start;
 		if (!go && cp->retention_ms >= 0) {
 			int64_t ts;
@@ -243,6 +248,7 @@ struct mk_clean_plan {
 	int64_t limit;          /* base of segment n: the range's end */
 	cstate state;
 	int64_t *news;          /* staged bases, after build */
+	uint64_t *news_size;    /* their .log sizes */
 	size_t nnew;
 	mk_strbuf new_state;
 };
@@ -257,6 +263,7 @@ void mk_cleaner_plan_free(mk_clean_plan *plan)
 	free(plan->sizes);
 	free(plan->state.v);
 	free(plan->news);
+	free(plan->news_size);
 	mk_strbuf_release(&plan->new_state);
 	free(plan);
 }
@@ -446,7 +453,8 @@ mk_err mk_cleaner_build(mk_clean_plan *p, mk_clean_stats *st, mk_strbuf *why)
 	cstate ns = { p->state.cleaned_to > p->limit ? p->state.cleaned_to
 						    : p->limit, NULL, 0, 0 };
 	p->news = malloc(p->n * sizeof(*p->news));
-	if (!p->news)
+	p->news_size = malloc(p->n * sizeof(*p->news_size));
+	if (!p->news || !p->news_size)
 		abort();
 	size_t i = 0;
 	while (i < p->n && !err) {
@@ -484,6 +492,7 @@ mk_err mk_cleaner_build(mk_clean_plan *p, mk_clean_stats *st, mk_strbuf *why)
 			err = mk_segment_seal(c.out, why);
 		if (!err)
 			err = mk_segment_flush(c.out, why);
+		p->news_size[p->nnew] = c.out->size;
 		mk_segment_close(c.out);
 		c.out = NULL;
 		p->news[p->nnew++] = p->bases[i];
@@ -524,6 +533,17 @@ mk_err mk_cleaner_commit(mk_log *log, mk_clean_plan *p, bool *swapped,
 		else
 			same = si.base_offset == p->limit;
 	}
+	/* A restart of the log meanwhile (its open empties DIR/cleaned):
+	 * every staged .log must still be there, whole. */
+	mk_strbuf path = MK_STRBUF_INIT;
+	for (size_t i = 0; i < p->nnew && same; i++) {
+		struct stat stt;
+		mk_strbuf_reset(&path);
+		mk_strbuf_addf(&path, "%s/%020lld.log", p->staging.buf,
+			       (long long)p->news[i]);
+		same = !stat(path.buf, &stt) && (uint64_t)stt.st_size == p->news_size[i];
+	}
+	mk_strbuf_release(&path);
 	if (!same)
 		return MK_OK;
 	mk_err err = mk_log_replace_segments(log, 0, p->n, p->news, p->nnew,

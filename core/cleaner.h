@@ -9,7 +9,8 @@
  * largest record timestamp is older than now - retention.ms, or while the
  * log's size minus that segment stays at least retention.bytes (Kafka's
  * rules), and only as a prefix of the closed segments: the first segment
- * that must stay ends the deletion, and the active segment always stays.
+ * that must stay ends the deletion, and the active segment always stays,
+ * and so does every segment not wholly below the cleaning point (the HW).
  * The log start moves to the base of the first segment kept.
  *
  * Compaction (cleanup.policy compact). The cleanable range is the closed
@@ -61,7 +62,8 @@ typedef struct {
 	int64_t delete_retention_ms;  /* how long tombstones survive */
 	int64_t segment_bytes;        /* the grouping bound */
 	int64_t index_interval_bytes;
-	int64_t cleaning_point;       /* nothing at or past it is compacted */
+	int64_t cleaning_point;       /* nothing at or past it is compacted
+				       * or deleted by retention */
 } mk_clean_params;
 
 /* What a log's cleaner state says (for /state). */

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cleaner.h"
 #include "codec.h"
 #include "fileio.h"
 
@@ -543,6 +544,31 @@ static mk_err unavailable(mk_partition *p, mk_strbuf *why)
 	return MK_OK;
 }
 
+/* A compacted topic takes keyed records only, as Kafka refuses a keyless
+ * one (compaction could not tell what it replaces). The frame is trusted:
+ * built by the caller's builder. */
+static mk_err check_compacted_keys(const mk_partition *p, const uint8_t *frame,
+				   size_t len, mk_strbuf *why)
+{
+	mk_batch_view b;
+	if (!(p->cfg.cleanup_policy & MK_CLEANUP_COMPACT) ||
+	    mk_frame_decode_header(frame, len, 0, false, &b, NULL) ||
+	    mk_batch_is_control(&b))
+		return MK_OK;
+	mk_record_iter it;
+	mk_record_view rec;
+	mk_record_iter_init(&it, &b);
+	while (mk_record_next(&it, &rec)) {
+		if (rec.key.len < 0) {
+			if (why)
+				mk_strbuf_addf(why, "keyless record refused: topic %s is compacted (cleanup.policy has compact)",
+					       p->topic);
+			return MK_INVALID_RECORD;
+		}
+	}
+	return MK_OK;
+}
+
 /* Under p->lock: check, append, and for acks=all wait (or ticket). */
 static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 			     const mk_produce_args *a, const mk_waiter *w,
@@ -569,6 +595,8 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 			return MK_NOT_ENOUGH_REPLICAS;
 		}
 	}
+	if ((err = check_compacted_keys(p, frame, len, why)))
+		return err;
 	mk_replica *l = &p->replicas[p->leader];
 	if (a->idempotent) {
 		int32_t seq = a->seq >= 0 ? a->seq
@@ -770,6 +798,33 @@ static mk_err reconcile(mk_partition *p, mk_replica *f, mk_replica *l)
 	return truncate_replica(p, (int)(f - p->replicas), cut);
 }
 
+/*
+ * The follower i and its leader's log start (Kafka's out-of-range handling):
+ * before a fetch, a follower whose log ends below the leader's start drops
+ * its log and restarts empty there; after one, its own start follows the
+ * leader's as far as its log reaches (DeleteRecords and retention reach
+ * the followers this way).
+ */
+static mk_err follow_log_start(mk_partition *p, int i, bool before)
+{
+	mk_replica *f = &p->replicas[i], *l = &p->replicas[p->leader];
+	int64_t lstart = mk_log_start_offset(l->log);
+	int64_t fend = mk_log_end_offset(f->log);
+	mk_err err = MK_OK;
+	if (before && fend < lstart) {
+		if (!(err = mk_log_reset_to(f->log, lstart))) {
+			rebuild_pstate(p, i);
+			save_pstate(f);
+		}
+	} else if (!before && lstart > mk_log_start_offset(f->log)) {
+		err = mk_log_advance_start(f->log, lstart < fend ? lstart : fend);
+	}
+	if (err)
+		replica_failed(p, i, before ? "reset to the leader's log start"
+					    : "log start");
+	return err;
+}
+
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 {
 	pthread_mutex_lock(&p->lock);
@@ -783,6 +838,8 @@ mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 		replica_failed(p, i, "truncation");
 		goto out;
 	}
+	if ((err = follow_log_start(p, i, true)))
+		goto out;
 	int64_t hw_before = p->hw;
 	mk_strbuf buf = MK_STRBUF_INIT;
 	err = mk_log_read(l->log, mk_log_end_offset(f->log), mk_log_end_offset(l->log),
@@ -806,6 +863,8 @@ mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 		}
 		if (err == MK_KAFKA_STORAGE_ERROR)
 			replica_failed(p, i, "follower append");
+		if (f->log && !err)
+			err = follow_log_start(p, i, false);
 		if (f->log) {
 			f->rejoining = false;
 			f->last_fetch_ms = mk_clock_now(p->env->clock);
@@ -969,4 +1028,131 @@ size_t mk_partition_segments(mk_partition *p, mk_segment_info **out,
 	}
 	pthread_mutex_unlock(&p->lock);
 	return n;
+}
+
+/* ---- retention, compaction, DeleteRecords (cleaner.h) -------------------- */
+
+/* The cleaner's bounds for replica r: nothing past the HW (nor past the
+ * LSO, which is the HW until transactions exist) is deleted or cleaned. */
+static mk_clean_params clean_params(const mk_partition *p)
+{
+	mk_clean_params cp = {
+		.now_ms = mk_clock_now(p->env->clock),
+		.retention_ms = p->cfg.retention_ms,
+		.retention_bytes = p->cfg.retention_bytes,
+		.delete_retention_ms = p->cfg.delete_retention_ms,
+		.segment_bytes = p->cfg.segment_bytes,
+		.index_interval_bytes = p->cfg.index_interval_bytes,
+		.cleaning_point = p->hw,
+	};
+	return cp;
+}
+
+mk_err mk_partition_retention(mk_partition *p)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err first = MK_OK;
+	if (!p->deleted && (p->cfg.cleanup_policy & MK_CLEANUP_DELETE)) {
+		mk_clean_params cp = clean_params(p);
+		for (int i = 0; i < p->nreplicas; i++) {
+			mk_replica *r = &p->replicas[i];
+			if (!r->log)
+				continue;
+			mk_err err = mk_cleaner_retain(r->log, &cp, NULL);
+			if (err) {
+				replica_failed(p, i, "retention");
+				if (!first)
+					first = err;
+			}
+		}
+		changed(p);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return first;
+}
+
+mk_err mk_partition_compact(mk_partition *p, mk_strbuf *why)
+{
+	mk_clean_plan *plans[MK_MAX_BROKERS] = { NULL };
+	pthread_mutex_lock(&p->lock);
+	mk_err first = MK_OK;
+	if (p->deleted || !(p->cfg.cleanup_policy & MK_CLEANUP_COMPACT)) {
+		pthread_mutex_unlock(&p->lock);
+		return MK_OK;
+	}
+	mk_clean_params cp = clean_params(p);
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		if (r->log && mk_cleaner_plan(r->log, &cp, &plans[i], why))
+			plans[i] = NULL;
+	}
+	pthread_mutex_unlock(&p->lock);
+	/* The expensive part, without the lock: appends and reads go on. */
+	for (int i = 0; i < p->nreplicas; i++) {
+		if (plans[i] && mk_cleaner_build(plans[i], NULL, why)) {
+			mk_cleaner_plan_free(plans[i]);
+			plans[i] = NULL;
+		}
+	}
+	pthread_mutex_lock(&p->lock);
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		if (!plans[i] || !r->log)
+			continue;
+		/* The snapshot covers what the cleaned range held, so that a
+		 * producer whose every record went is still known. */
+		save_pstate(r);
+		bool swapped;
+		mk_err err = mk_cleaner_commit(r->log, plans[i], &swapped, why);
+		if (err) {
+			replica_failed(p, i, "compaction swap");
+			if (!first)
+				first = err;
+		}
+	}
+	changed(p);
+	pthread_mutex_unlock(&p->lock);
+	for (int i = 0; i < p->nreplicas; i++)
+		mk_cleaner_plan_free(plans[i]);
+	return first;
+}
+
+mk_err mk_partition_delete_records(mk_partition *p, int64_t offset,
+				   int64_t *low, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = unavailable(p, why);
+	if (err)
+		goto out;
+	mk_replica *l = &p->replicas[p->leader];
+	if (offset < 0 || offset > p->hw) {
+		if (why)
+			mk_strbuf_addf(why, "offset %lld outside [0, hw %lld]",
+				       (long long)offset, (long long)p->hw);
+		err = MK_OFFSET_OUT_OF_RANGE;
+		goto out;
+	}
+	err = mk_log_advance_start(l->log, offset);
+	if (err) {
+		if (why)
+			mk_strbuf_addstr(why, mk_log_error(l->log));
+		replica_failed(p, p->leader, "delete records");
+		goto out;
+	}
+	if (low)
+		*low = mk_log_start_offset(l->log);
+	changed(p);
+out:
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+void mk_partition_cleaner_info(mk_partition *p, mk_cleaner_info *info)
+{
+	pthread_mutex_lock(&p->lock);
+	memset(info, 0, sizeof(*info));
+	info->cleaned_to = -1;
+	if (p->leader >= 0)
+		mk_cleaner_info_get(p->replicas[p->leader].log, p->hw, info);
+	pthread_mutex_unlock(&p->lock);
 }

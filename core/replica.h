@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cleaner.h"
 #include "clock.h"
 #include "config.h"
 #include "errlog.h"
@@ -219,6 +220,24 @@ void mk_partition_broker_crash(mk_partition *p, int broker, bool torn);
 void mk_partition_broker_restart(mk_partition *p, int broker);
 mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
 			    mk_strbuf *why);
+
+/*
+ * Retention and compaction (cleaner.h) on every open replica, bounded by
+ * the HW; each does nothing unless the topic's cleanup.policy has delete,
+ * resp. compact. Compaction builds the cleaned segments without the lock,
+ * so appends go on. A storage error takes that replica offline.
+ */
+mk_err mk_partition_retention(mk_partition *p);
+mk_err mk_partition_compact(mk_partition *p, mk_strbuf *why);
+/*
+ * DeleteRecords: move the leader's log start to offset (at most the HW,
+ * else OFFSET_OUT_OF_RANGE); followers follow at their next fetch. *low
+ * (may be NULL) gets the new log start.
+ */
+mk_err mk_partition_delete_records(mk_partition *p, int64_t offset,
+				   int64_t *low, mk_strbuf *why);
+/* The leader's cleaner checkpoint and dirty bytes (cleaned_to -1: none). */
+void mk_partition_cleaner_info(mk_partition *p, mk_cleaner_info *info);
 
 /* fsync every open replica log. */
 mk_err mk_partition_flush(mk_partition *p);
