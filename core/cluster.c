@@ -747,6 +747,78 @@ static void *fetcher_main(void *arg)
 	return NULL;
 }
 
+/* ---- retention and compaction ----------------------------------------- */
+
+struct clean_arg {
+	bool compact;
+	mk_err err;
+	mk_strbuf *why;
+};
+
+static void clean_one(mk_topic *t, mk_partition *p, void *arg)
+{
+	(void)t;
+	struct clean_arg *ca = arg;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = ca->compact ? mk_partition_compact(p, &why)
+				 : mk_partition_retention(p);
+	if (err && !ca->err) {
+		ca->err = err;
+		if (ca->why)
+			mk_strbuf_addf(ca->why, "%s-%d: %s", p->topic, p->id,
+				       why.len ? why.buf : "storage error; see earlier lines");
+	}
+	mk_strbuf_release(&why);
+}
+
+static mk_err clean_all(mk_cluster *c, bool compact, mk_strbuf *why)
+{
+	struct clean_arg ca = { compact, MK_OK, why };
+	pthread_mutex_lock(&c->clean_lock);
+	mk_cluster_each_partition(c, clean_one, &ca);
+	pthread_mutex_unlock(&c->clean_lock);
+	/* A storage error took a replica offline: metadata may have moved. */
+	mk_cluster_sync_metadata(c);
+	return ca.err;
+}
+
+mk_err mk_cluster_retention(mk_cluster *c, mk_strbuf *why)
+{
+	return clean_all(c, false, why);
+}
+
+mk_err mk_cluster_compact(mk_cluster *c, mk_strbuf *why)
+{
+	return clean_all(c, true, why);
+}
+
+static void *cleaner_main(void *arg)
+{
+	mk_cluster *c = arg;
+	for (;;) {
+		pthread_mutex_lock(&c->stop_lock);
+		if (!c->shutting_down) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			int64_t ms = c->cfg.retention_check_interval_ms;
+			ts.tv_sec += ms / 1000;
+			int64_t ns = ts.tv_nsec + (ms % 1000) * 1000000LL;
+			ts.tv_sec += ns / 1000000000LL;
+			ts.tv_nsec = ns % 1000000000LL;
+			pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &ts);
+		}
+		bool stop = c->shutting_down;
+		pthread_mutex_unlock(&c->stop_lock);
+		if (stop)
+			break;
+		mk_strbuf why = MK_STRBUF_INIT;
+		mk_cluster_retention(c, &why);
+		mk_cluster_compact(c, &why);
+		mk_strbuf_release(&why);
+	}
+	return NULL;
+}
+
 /* ---- open and close --------------------------------------------------- */
 
 mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
@@ -771,6 +843,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
 			   &c->shutting_down, &c->meta_dirty };
 	pthread_rwlock_init(&c->lock, NULL);
+	pthread_mutex_init(&c->clean_lock, NULL);
 	pthread_mutex_init(&c->meta_lock, NULL);
 	pthread_mutex_init(&c->stop_lock, NULL);
 	pthread_cond_init(&c->stop_cond, NULL);
@@ -825,6 +898,9 @@ void mk_cluster_start(mk_cluster *c)
 		c->sender_started = true;
 	if (!c->cfg.auto_replication)
 		return;
+	if (!c->cleaner_started &&
+	    pthread_create(&c->cleaner, NULL, cleaner_main, c) == 0)
+		c->cleaner_started = true;
 	for (int i = 0; i < c->nbrokers; i++) {
 		if (c->brokers[i].fetcher_started)
 			continue;
@@ -855,6 +931,8 @@ void mk_cluster_close(mk_cluster *c)
 	for (int i = 0; i < c->nbrokers; i++)
 		if (c->brokers[i].fetcher_started)
 			pthread_join(c->brokers[i].fetcher, NULL);
+	if (c->cleaner_started)
+		pthread_join(c->cleaner, NULL);
 	if (c->sender_started) {
 		mk_cluster_wake_sender(c);
 		pthread_join(c->sender, NULL);
@@ -877,6 +955,7 @@ void mk_cluster_close(mk_cluster *c)
 		free(c->producers[i].name);
 	free(c->producers);
 	pthread_rwlock_destroy(&c->lock);
+	pthread_mutex_destroy(&c->clean_lock);
 	pthread_mutex_destroy(&c->meta_lock);
 	pthread_mutex_destroy(&c->stop_lock);
 	pthread_cond_destroy(&c->stop_cond);

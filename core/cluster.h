@@ -4,6 +4,9 @@
  * fetchers. The daemon owns exactly one mk_cluster; nothing else is global.
  *
  * Locking (always in this order; errlog last):
+ *   c->clean_lock      one cleaner run at a time (/ctl retention, /ctl
+ *                      compact, the background cleaner); taken before
+ *                      all the others
  *   c->acc_lock        the accumulator registry (taken before any
  *                      accumulator's own lock, which is only try-locked)
  *   c->lock (rwlock)   the topic table, broker states, topic configs,
@@ -86,6 +89,10 @@ typedef struct mk_cluster {
 	pthread_t sender;
 	bool sender_started;
 
+	pthread_mutex_t clean_lock;  /* serialises cleaner runs */
+	pthread_t cleaner;           /* auto mode: retention and compaction */
+	bool cleaner_started;
+
 	pthread_mutex_t meta_lock;
 	pthread_mutex_t stop_lock;   /* with stop_cond: wakes the fetchers */
 	pthread_cond_t stop_cond;
@@ -166,6 +173,14 @@ mk_err mk_cluster_clock_set(mk_cluster *c, int64_t ms, mk_strbuf *why);
 mk_err mk_cluster_flush(mk_cluster *c, mk_strbuf *why);
 /* Save metadata if anything changed since the last save. */
 mk_err mk_cluster_sync_metadata(mk_cluster *c);
+
+/*
+ * Retention (topics whose cleanup.policy has delete) and compaction (those
+ * with compact) of every partition, on every replica (replica.h). In auto
+ * mode a background thread runs both every log.retention.check.interval.ms.
+ */
+mk_err mk_cluster_retention(mk_cluster *c, mk_strbuf *why);
+mk_err mk_cluster_compact(mk_cluster *c, mk_strbuf *why);
 
 /* Call fn for every partition of every topic (under the read lock). */
 void mk_cluster_each_partition(mk_cluster *c,

@@ -57,6 +57,7 @@ static const key_def keys[] = {
 	{ "log", "delete.retention.ms", T_INT, L(delete_retention_ms), 0, BIG, NULL, true },
 	{ "log", "message.max.bytes", T_INT, L(message_max_bytes), 64, 64 << 20, NULL, true },
 	{ "log", "flush.messages", T_INT, L(flush_messages), 0, BIG, NULL, true },
+	{ "log", "log.retention.check.interval.ms", T_INT, C(retention_check_interval_ms), 1, BIG, NULL, false },
 	{ "producer", "acks", T_ENUM, C(acks), -1, 1, acks_names, false },
 	{ "producer", "batch.size", T_INT, C(batch_size), 1, 64 << 20, NULL, false },
 	{ "producer", "linger.ms", T_INT, C(linger_ms), 0, 3600000, NULL, false },
@@ -87,6 +88,7 @@ void mk_config_defaults(mk_config *cfg)
 	cfg->log.delete_retention_ms = 86400000;
 	cfg->log.message_max_bytes = 1048588;
 	cfg->log.flush_messages = 0;
+	cfg->retention_check_interval_ms = 300000;
 	cfg->log.min_insync_replicas = 1;
 	cfg->log.unclean_leader_election = 0;
 	cfg->acks = -1;

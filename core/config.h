@@ -51,6 +51,7 @@ typedef struct {
 	int64_t replica_lag_max_messages;
 	int64_t replica_fetch_max_bytes;
 	int64_t truncation;               /* MK_TRUNCATE_* */
+	int64_t retention_check_interval_ms;  /* the background cleaner */
 	mk_topic_config log;              /* cluster defaults for topics */
 	int64_t acks;                     /* 0, 1 or -1 (all) */
 	int64_t batch_size;

@@ -19,7 +19,7 @@ enum {
 	K_TOPICS, K_TOPIC, K_TOPIC_CONFIG, K_TOPIC_APPEND,
 	K_PART, K_PART_APPEND, K_PART_RECORDS,
 	K_LEO, K_HW, K_LSO, K_LSTART, K_LEADER, K_EPOCH, K_REPLICAS, K_ISR,
-	K_STATE, K_SEGMENTS, K_SEGFILE,
+	K_STATE, K_SEGMENTS, K_SEGFILE, K_DELREC,
 	K_BROKERS, K_BROKER, K_BSTATE, K_BREPLICAS, K_BFETCH, K_BCRASH,
 	K_BRESTART, K_BPROMOTE, K_BROKERS_FETCH,
 	K_PRODUCERS, K_GROUPS, K_TRANSACTIONS,
@@ -124,7 +124,7 @@ static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *wh
 	char *w[66];
 	int n = split_words(line, w, 66);
 	if (n <= 0)
-		return bad_command(why, copy, "a command (create-topic, delete-topic, replicate, flush)");
+		return bad_command(why, copy, "a command (create-topic, delete-topic, replicate, flush, retention, compact)");
 	if (!strcmp(w[0], "create-topic")) {
 		if (n < 2)
 			return bad_command(why, copy, "create-topic NAME [partitions=N] [replication.factor=R] [KEY=VALUE...]");
@@ -154,7 +154,11 @@ static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *wh
 		return mk_cluster_replicate(fs->cluster, why);
 	if (n == 1 && !strcmp(w[0], "flush"))
 		return mk_cluster_flush(fs->cluster, why);
-	return bad_command(why, copy, "create-topic, delete-topic, replicate or flush");
+	if (n == 1 && !strcmp(w[0], "retention"))
+		return mk_cluster_retention(fs->cluster, why);
+	if (n == 1 && !strcmp(w[0], "compact"))
+		return mk_cluster_compact(fs->cluster, why);
+	return bad_command(why, copy, "create-topic, delete-topic, replicate, flush, retention or compact");
 }
 
 /* ---- topics ---------------------------------------------------------- */
@@ -282,6 +286,27 @@ static void draw_log(mk_strbuf *out, int64_t start, int64_t leo, int64_t hw,
 	mk_strbuf_addstr(out, hw >= max ? "]|" : "]");
 }
 
+/* The cleaner's checkpoint (cleaned up to) and the dirty ratio: the
+ * share of the cleanable bytes (closed, below the HW) not yet cleaned. */
+static void add_cleaner_state(mk_partition *p, mk_strbuf *out)
+{
+	mk_cleaner_info ci;
+	mk_partition_cleaner_info(p, &ci);
+	mk_strbuf_addstr(out, "cleaner_checkpoint ");
+	add_offset(out, ci.cleaned_to);
+	mk_strbuf_addf(out, "dirty_ratio %.2f\n", ci.cleanable_bytes
+		       ? (double)ci.dirty_bytes / (double)ci.cleanable_bytes : 0.0);
+}
+
+static mk_err write_delete_records(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+{
+	(void)fs;
+	int64_t off;
+	if (!mk_parse_i64(line, &off) || off < 0)
+		return bad_command(why, line, "OFFSET (the new log start, at most the high watermark)");
+	return mk_partition_delete_records(ref_partition(ref), off, NULL, why);
+}
+
 static mk_err read_state(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
 {
 	(void)fs;
@@ -297,6 +322,7 @@ static mk_err read_state(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbu
 	mk_strbuf_addf(out, "hw %lld\nlso %lld\n", (long long)pi.hw, (long long)pi.lso);
 	mk_strbuf_addstr(out, "log_start_offset ");
 	add_offset(out, pi.log_start);
+	add_cleaner_state(ref_partition(ref), out);
 	mk_strbuf_addstr(out, "replicas ");
 	add_broker_ids(out, &pi, false);
 	mk_strbuf_addstr(out, "isr ");
@@ -610,6 +636,7 @@ static const node_def nodes[] = {
 	{ K_REPLICAS, K_PART, "replicas", NULL, NODE_VALUE, 0444, read_replicas, NULL, NULL },
 	{ K_ISR, K_PART, "isr", NULL, NODE_VALUE, 0444, read_isr, NULL, NULL },
 	{ K_STATE, K_PART, "state", NULL, NODE_VALUE, 0444, read_state, NULL, NULL },
+	{ K_DELREC, K_PART, "delete-records", NULL, NODE_CONTROL, 0200, NULL, write_delete_records, NULL },
 	{ K_SEGMENTS, K_PART, "segments", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_segments },
 	{ K_SEGFILE, K_SEGMENTS, NULL, match_segment, NODE_RAW, 0444, NULL, NULL, NULL },
 

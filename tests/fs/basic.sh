@@ -123,7 +123,7 @@ assert_eq "README brokers clock config ctl errors groups producers topics transa
 	"$(lsl "$MNT")" "ls /"
 assert_eq "pos t ts" "$(lsl "$MNT/topics")" "ls /topics"
 assert_eq "0 append config" "$(lsl "$MNT/topics/t")" "ls /topics/t"
-assert_eq "append hw isr leader leader_epoch leo log_start_offset lso records replicas segments state" \
+assert_eq "append delete-records hw isr leader leader_epoch leo log_start_offset lso records replicas segments state" \
 	"$(lsl "$P")" "ls /topics/t/0 (parameterised names not listed)"
 assert_eq "00000000000000000000.index 00000000000000000000.log 00000000000000000000.timeindex" \
 	"$(lsl "$P/segments")" "ls segments/"

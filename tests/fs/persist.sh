@@ -17,7 +17,8 @@ mk_ctl "create-topic gone" || fail "create-topic gone"
 
 for p in 0 1 2; do
 	for i in 0 1 2 3 4; do
-		mk_write "$MNT/topics/three/$p/append" "p$p-r$i" || fail "append p$p-r$i"
+		# keyed: a compacted topic refuses keyless records
+		mk_write "$MNT/topics/three/$p/append:key=k$i" "p$p-r$i" || fail "append p$p-r$i"
 	done
 done
 mk_write "$MNT/clock" "+1000"
@@ -57,7 +58,7 @@ assert_true "picture has the retention.ms override" grep -qx "retention.ms=60000
 assert_true "picture has the written message.max.bytes" grep -qx "message.max.bytes=5000" "$MK_TMP/before"
 assert_true "picture has cleanup.policy=compact" grep -qx "cleanup.policy=compact" "$MK_TMP/before"
 assert_true "picture has flush.messages=7" grep -qx "flush.messages=7" "$MK_TMP/before"
-assert_true "picture has p2's last record" grep -qP '^4\t0\t\\N\tp2-r4$' "$MK_TMP/before"
+assert_true "picture has p2's last record" grep -qP '^4\t0\tk4\tp2-r4$' "$MK_TMP/before"
 assert_true "picture has the tsv record with header" grep -qP '^0\t1000\tk\tv\th=1$' "$MK_TMP/before"
 
 mk_unmount
@@ -71,7 +72,7 @@ assert_fails_with ENOENT mk_stat "$MNT/topics/doomed"
 assert_fails_with ENOENT mk_stat "$MNT/topics/gone"
 
 # Appends continue at the old log end; the deleted names can be reused, empty.
-assert_ok "append after remount" mk_write "$MNT/topics/three/1/append" "p1-r5"
+assert_ok "append after remount" mk_write "$MNT/topics/three/1/append:key=k5" "p1-r5"
 assert_eq "5" "$(mk_read "$MNT/topics/three/1/records@5:tsv" | cut -f1)" "the new record gets offset 5"
 assert_ok "mkdir doomed again" mk_mkdir "$MNT/topics/doomed"
 assert_eq "0" "$(mk_read "$MNT/topics/doomed/0/leo")" "a re-created topic starts empty"

@@ -105,7 +105,7 @@ static void lists_children_but_not_parameters(void **state)
 	mk_node_list(&f->fs, &ref, add_name, &names);
 	mk_node_ref_release(&ref);
 	assert_string_equal(names.buf, "append records leo hw lso log_start_offset leader "
-			    "leader_epoch replicas isr state segments ");
+			    "leader_epoch replicas isr state delete-records segments ");
 	mk_strbuf_reset(&names);
 	assert_int_equal(resolve(f, "/topics/t", &ref), MK_OK);
 	mk_node_list(&f->fs, &ref, add_name, &names);
