@@ -442,6 +442,47 @@ static void cleaning_point_bounds(void **state)
 	mk_strbuf_release(&text);
 }
 
+/* A new follower copies a compacted leader: the gaps are accepted (a
+ * replica append above the log end) and it reads as the leader. */
+static void follower_copies_a_compacted_log(void **state)
+{
+	fixture *f = *state;
+	char fdir[160];
+	snprintf(fdir, sizeof(fdir), "%s/follower", f->root);
+	mk_log *log = article_log(f->dir);
+	mk_strbuf why = MK_STRBUF_INIT, buf = MK_STRBUF_INIT;
+	mk_clean_params cp = params(100, mk_log_end_offset(log));
+	assert_int_equal(mk_cleaner_compact(log, &cp, NULL, &why), MK_OK);
+	mk_log *fl = open_log(fdir, 140);
+	int64_t end = mk_log_end_offset(log);
+	while (mk_log_end_offset(fl) < end) {
+		mk_strbuf_reset(&buf);
+		assert_int_equal(mk_log_read(log, mk_log_end_offset(fl), end, 1 << 20,
+					     &buf), MK_OK);
+		assert_true(buf.len > 0);
+		size_t pos = 0;
+		while (pos < buf.len) {
+			mk_batch_view b;
+			assert_int_equal(mk_frame_decode((const uint8_t *)buf.buf + pos,
+							 buf.len - pos, 0, &b, NULL), MK_OK);
+			if (mk_batch_next_offset(&b) > mk_log_end_offset(fl))
+				assert_int_equal(mk_log_append_replica(fl,
+					(const uint8_t *)buf.buf + pos, b.frame_len), MK_OK);
+			pos += b.frame_len;
+		}
+	}
+	mk_strbuf a = MK_STRBUF_INIT, b2 = MK_STRBUF_INIT;
+	dump(log, &a);
+	dump(fl, &b2);
+	assert_string_equal(a.buf, b2.buf);
+	mk_log_close(fl);
+	mk_log_close(log);
+	mk_strbuf_release(&a);
+	mk_strbuf_release(&b2);
+	mk_strbuf_release(&buf);
+	mk_strbuf_release(&why);
+}
+
 /* ---- a crash at every step of the swap ----------------------------------- */
 
 static const char *const points[] = {
@@ -533,6 +574,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(compaction_keeps_latest_per_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(tombstone_expires, setup, teardown),
 		cmocka_unit_test_setup_teardown(cleaning_point_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(follower_copies_a_compacted_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(crash_at_every_swap_step, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
