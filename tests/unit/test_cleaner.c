@@ -353,6 +353,16 @@ static void compaction_keeps_latest_per_key(void **state)
 	assert_true(st.bytes_written < st.bytes_read);
 	assert_int_equal(mk_log_start_offset(log), 0);
 	assert_int_equal(mk_log_end_offset(log), point);
+	/* The cleaned segments' time indexes: the first record at or after
+	 * a time skips the removed ones. */
+	int64_t at = -1;
+	assert_int_equal(mk_log_offset_for_time(log, 3, &at), MK_OK);
+	assert_int_equal(at, 4);
+	assert_int_equal(mk_log_offset_for_time(log, 6, &at), MK_OK);
+	assert_int_equal(at, 5);
+	int64_t maxts = 0;
+	assert_int_equal(mk_log_segment_max_timestamp(log, 0, &maxts), MK_OK);
+	assert_true(maxts >= 7);
 	/* Reads from inside a gap start at the next record. */
 	mk_strbuf out = MK_STRBUF_INIT;
 	assert_int_equal(mk_log_read(log, 1, point, 1 << 20, &out), MK_OK);
