@@ -1215,8 +1215,10 @@ mk_err mk_group_heartbeat(mk_groups *g, const char *group, const char *member,
 
 /* ---- positions and commits ---------------------------------------------------------- */
 
+/* offset within [log start, log end]; without a leader to ask, a commit
+ * is taken as it is (lenient) and a seek refused. */
 static mk_err check_range(mk_groups *g, const char *topic, int part,
-			  int64_t offset, mk_strbuf *why)
+			  int64_t offset, bool lenient, mk_strbuf *why)
 {
 	mk_partition_info pi;
 	if (!part_info(g, topic, part, &pi)) {
@@ -1225,6 +1227,8 @@ static mk_err check_range(mk_groups *g, const char *topic, int part,
 		return MK_UNKNOWN_TOPIC_OR_PARTITION;
 	}
 	if (pi.leader < 0) {
+		if (lenient)
+			return MK_OK;
 		if (why)
 			mk_strbuf_addf(why, "%s/%d has no online leader", topic, part);
 		return MK_LEADER_NOT_AVAILABLE;
@@ -1258,7 +1262,7 @@ mk_err mk_group_seek(mk_groups *g, const char *group, const char *member,
 	if (!err && !(p = find_part(m, topic, partition)))
 		err = unowned(why, member, topic, partition);
 	if (!err)
-		err = check_range(g, topic, partition, offset, why);
+		err = check_range(g, topic, partition, offset, false, why);
 	if (!err)
 		p->position = offset;
 	pthread_mutex_unlock(&g->lock);
@@ -1297,7 +1301,7 @@ mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
 				err = unowned(why, member, entries[i].topic, entries[i].partition);
 			else
 				err = check_range(g, entries[i].topic, entries[i].partition,
-						  entries[i].offset, why);
+						  entries[i].offset, true, why);
 			if (!err)
 				todo[ntodo++] = (mk_commit_entry){
 					strdup(entries[i].topic), entries[i].partition,
