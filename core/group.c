@@ -1414,6 +1414,10 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 	pthread_mutex_unlock(&g->lock);
 	size_t last_used = SIZE_MAX;
 	mk_strbuf buf = MK_STRBUF_INIT;
+	/* A partition that cannot be fetched now (no leader) is skipped; its
+	 * error is the poll's only when no partition returned anything. */
+	mk_err skipped = MK_OK;
+	mk_strbuf skipwhy = MK_STRBUF_INIT;
 	for (size_t k = 0; k < nt && !err && *count < max; k++) {
 		mk_topic *t = mk_cluster_topic(g->c, tg[k].topic);
 		mk_partition *p = t ? mk_topic_partition(t, tg[k].partition) : NULL;
@@ -1425,8 +1429,15 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 		int64_t from = tg[k].from, visible = 0;
 		while (!err && *count < max) {
 			mk_strbuf_reset(&buf);
-			err = mk_partition_fetch(p, from, POLL_FETCH_BYTES, &buf, &visible, why);
-			if (err || !buf.len)
+			mk_strbuf fwhy = MK_STRBUF_INIT;
+			mk_err ferr = mk_partition_fetch(p, from, POLL_FETCH_BYTES, &buf,
+							 &visible, &fwhy);
+			if (ferr && !skipped) {
+				skipped = ferr;
+				mk_strbuf_add(&skipwhy, fwhy.buf, fwhy.len);
+			}
+			mk_strbuf_release(&fwhy);
+			if (ferr || !buf.len)
 				break;
 			size_t pos = 0;
 			int64_t before = from;
@@ -1463,6 +1474,12 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 		mk_topic_put(t);
 	}
 	mk_strbuf_release(&buf);
+	if (!err && !*count && skipped) {
+		err = skipped;
+		if (why)
+			mk_strbuf_add(why, skipwhy.buf, skipwhy.len);
+	}
+	mk_strbuf_release(&skipwhy);
 	if (last_used != SIZE_MAX) {
 		/* The next poll starts after the partition this one ended on. */
 		pthread_mutex_lock(&g->lock);
