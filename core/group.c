@@ -982,7 +982,7 @@ static void rebalance(mk_groups *g, gm_group *grp, int64_t gen)
 	}
 	mk_assign_pair *pairs;
 	size_t np = mk_assign_round_robin(am, nm, at, nt, &pairs);
-	/* New part lists; positions kept where the owner did not change. */
+	/* New part lists, positions from the committed offsets. */
 	gm_part **nparts = calloc(nm ? nm : 1, sizeof(*nparts));
 	size_t *counts = calloc(nm ? nm : 1, sizeof(*counts));
 	for (size_t i = 0; i < np; i++)
@@ -993,18 +993,14 @@ static void rebalance(mk_groups *g, gm_group *grp, int64_t gen)
 	}
 	for (size_t i = 0; i < np; i++) {
 		size_t mi = pairs[i].member;
-		gm_member *m = grp->members[mi];
-		gm_part *old = find_part(m, pairs[i].topic, pairs[i].partition);
 		gm_part *np_ = &nparts[mi][counts[mi]++];
 		np_->topic = strdup(pairs[i].topic);
 		np_->partition = pairs[i].partition;
-		if (old) {
-			np_->position = old->position;
-		} else {
-			int64_t c = committed_of(grp, pairs[i].topic, pairs[i].partition);
-			np_->position = c >= 0 ? c : reset_position(g, grp, pairs[i].topic,
-								    pairs[i].partition);
-		}
+		/* Eager: everything was revoked; every owner starts again at
+		 * the committed offset, whether or not the partition moved. */
+		int64_t c = committed_of(grp, pairs[i].topic, pairs[i].partition);
+		np_->position = c >= 0 ? c : reset_position(g, grp, pairs[i].topic,
+							    pairs[i].partition);
 	}
 	for (size_t i = 0; i < nm; i++) {
 		gm_member *m = grp->members[i];

@@ -32,11 +32,12 @@
  *   - every join, leave and expiry sweep is one eager rebalance: the
  *     generation grows by one and every member's assignment is recomputed
  *     at once by mk_assign_round_robin (assignor.h);
- *   - a partition a member keeps across a rebalance keeps its position; a
- *     partition new to a member starts at the group's committed offset,
- *     else by auto.offset.reset (earliest: log start, latest: high
- *     watermark, none: no position — poll is OFFSET_OUT_OF_RANGE until a
- *     seek or commit gives one);
+ *   - eager means every partition is revoked: after a rebalance every
+ *     assigned partition — moved or kept — starts at the group's committed
+ *     offset (what was read but not committed is read again), else by
+ *     auto.offset.reset (earliest: log start, latest: high watermark,
+ *     none: no position — poll is OFFSET_OUT_OF_RANGE until a seek gives
+ *     one);
  *   - join, heartbeat, poll and commit refresh the member's session; a
  *     member silent for more than session.timeout.ms (cluster clock) is
  *     removed by mk_groups_expire (and by the background tick in

@@ -329,12 +329,15 @@ static void poll_and_rebalance_resume_from_commits(void **state)
 		assert_int_equal(mk_group_advance(f->g, "g", "m1", "t", p,
 						  position(f, "m1", "t", p), 3), true);
 	/* Commit the current positions, then a rebalance: m2 gets t/1 and
-	 * t/3 and starts at the committed offset 3; m1 keeps its own. */
+	 * t/3 and starts at the committed offset 3. */
 	assert_int_equal(mk_group_commit(f->g, "g", "m1", 1, NULL, 0, NULL), MK_OK);
 	assert_int_equal(committed(f, "t", 1), 3);
 	produce(f, "t", 1, 2);
+	assert_int_equal(mk_group_seek(f->g, "g", "m1", "t", 0, 1, NULL), MK_OK);
 	join(f, "m2", "t");
 	assert_int_equal(position(f, "m2", "t", 1), 3);
+	/* Eager: m1 kept t/0 but starts again at its committed offset too. */
+	assert_int_equal(position(f, "m1", "t", 0), 3);
 	memset(&c, 0, sizeof(c));
 	assert_int_equal(mk_group_poll(f->g, "g", "m2", 0, false, collect, &c, &n, NULL), MK_OK);
 	assert_string_equal(c.got, "1@3 1@4");
