@@ -1375,9 +1375,79 @@ static mk_err resolve_position(mk_groups *g, gm_group *grp, gm_part *p,
 	return MK_OK;
 }
 
+/* ---- the poll cache --------------------------------------------------------------- */
+
+struct poll_cached {
+	char *topic;
+	int partition;
+	int32_t epoch;           /* the leader epoch the frames were read in */
+	int64_t first, next;     /* offsets the frames cover */
+	int64_t visible;         /* the HW when they were read */
+	mk_strbuf buf;
+};
+
+mk_poll_cache *mk_poll_cache_new(void)
+{
+	return calloc(1, sizeof(mk_poll_cache));
+}
+
+void mk_poll_cache_clear(mk_poll_cache *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->entries[i].topic);
+		mk_strbuf_release(&c->entries[i].buf);
+	}
+	free(c->entries);
+	c->entries = NULL;
+	c->n = 0;
+}
+
+void mk_poll_cache_free(mk_poll_cache *c)
+{
+	if (!c)
+		return;
+	mk_poll_cache_clear(c);
+	free(c);
+}
+
+static poll_cached *cache_entry(mk_poll_cache *c, const char *topic, int part)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->entries[i].partition == part && !strcmp(c->entries[i].topic, topic))
+			return &c->entries[i];
+	poll_cached *v = realloc(c->entries, (c->n + 1) * sizeof(*v));
+	if (!v)
+		abort();
+	c->entries = v;
+	poll_cached *e = &v[c->n++];
+	memset(e, 0, sizeof(*e));
+	e->topic = strdup(topic);
+	e->partition = part;
+	mk_strbuf_init(&e->buf, 0);
+	return e;
+}
+
+/* The offsets the fetched frames cover. */
+static void cache_bounds(poll_cached *pc)
+{
+	size_t pos = 0;
+	bool firstf = true;
+	while (pos < pc->buf.len) {
+		mk_batch_view b;
+		if (mk_frame_decode_header((const uint8_t *)pc->buf.buf + pos,
+					   pc->buf.len - pos, 0, false, &b, NULL))
+			break;
+		if (firstf)
+			pc->first = b.meta.base_offset;
+		firstf = false;
+		pc->next = mk_batch_next_offset(&b);
+		pos += b.frame_len;
+	}
+}
+
 mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
-		     int64_t max, bool committed, mk_poll_fn fn, void *arg,
-		     int64_t *count, mk_strbuf *why)
+		     int64_t max, int polls, bool committed, mk_poll_cache *cache,
+		     mk_poll_fn fn, void *arg, int64_t *count, mk_strbuf *why)
 {
 	(void)committed;     /* the LSO equals the HW until transactions exist */
 	*count = 0;
@@ -1388,7 +1458,7 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 	poll_target *tg = NULL;
 	size_t nt = 0, start = 0;
 	if (!err) {
-		int64_t limit = eff_max_poll(g, grp);
+		int64_t limit = eff_max_poll(g, grp) * (polls > 1 ? polls : 1);
 		if (max <= 0 || max > limit)
 			max = limit;
 		tg = calloc(m->nparts ? m->nparts : 1, sizeof(*tg));
@@ -1409,7 +1479,9 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 	}
 	pthread_mutex_unlock(&g->lock);
 	size_t last_used = SIZE_MAX;
-	mk_strbuf buf = MK_STRBUF_INIT;
+	mk_poll_cache local = { NULL, 0 };
+	if (!cache)
+		cache = &local;
 	/* A partition that cannot be fetched now (no leader) is skipped; its
 	 * error is the poll's only when no partition returned anything. */
 	mk_err skipped = MK_OK;
@@ -1422,29 +1494,41 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 			continue;
 		}
 		mk_poll_partition pp = { tg[k].topic, tg[k].partition, tg[k].from };
-		int64_t from = tg[k].from, visible = 0;
+		poll_cached *pc = cache_entry(cache, tg[k].topic, tg[k].partition);
+		mk_partition_info pi;
+		mk_partition_info_get(p, &pi);
+		int64_t from = tg[k].from;
 		while (!err && *count < max) {
-			mk_strbuf_reset(&buf);
-			mk_strbuf fwhy = MK_STRBUF_INIT;
-			mk_err ferr = mk_partition_fetch(p, from, POLL_FETCH_BYTES, &buf,
-							 &visible, &fwhy);
-			if (ferr && !skipped) {
-				skipped = ferr;
-				mk_strbuf_add(&skipwhy, fwhy.buf, fwhy.len);
+			if (!pc->buf.len || pc->epoch != pi.leader_epoch || from < pc->first ||
+			    from >= pc->next || from >= pc->visible) {
+				mk_strbuf_reset(&pc->buf);
+				mk_strbuf fwhy = MK_STRBUF_INIT;
+				mk_err ferr = mk_partition_fetch(p, from, POLL_FETCH_BYTES, &pc->buf,
+								 &pc->visible, &fwhy);
+				if (ferr && !skipped) {
+					skipped = ferr;
+					mk_strbuf_add(&skipwhy, fwhy.buf, fwhy.len);
+				}
+				mk_strbuf_release(&fwhy);
+				if (ferr || !pc->buf.len) {
+					mk_strbuf_reset(&pc->buf);
+					break;
+				}
+				pc->epoch = pi.leader_epoch;
+				cache_bounds(pc);
 			}
-			mk_strbuf_release(&fwhy);
-			if (ferr || !buf.len)
-				break;
 			size_t pos = 0;
-			int64_t before = from;
-			while (pos < buf.len && *count < max) {
+			int64_t before = from, visible = pc->visible;
+			while (pos < pc->buf.len && *count < max) {
 				mk_batch_view b;
-				if (mk_frame_decode_header((const uint8_t *)buf.buf + pos,
-							   buf.len - pos, 0, false, &b, NULL))
+				if (mk_frame_decode_header((const uint8_t *)pc->buf.buf + pos,
+							   pc->buf.len - pos, 0, false, &b, NULL))
 					break;
 				pos += b.frame_len;
 				if (b.meta.base_offset >= visible)
 					break;
+				if (mk_batch_next_offset(&b) <= from)
+					continue;
 				if (!mk_batch_is_control(&b)) {
 					mk_record_iter it;
 					mk_record_view rec;
@@ -1469,7 +1553,8 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 		}
 		mk_topic_put(t);
 	}
-	mk_strbuf_release(&buf);
+	if (cache == &local)
+		mk_poll_cache_clear(&local);
 	if (!err && !*count && skipped) {
 		err = skipped;
 		if (why)

@@ -140,16 +140,35 @@ typedef void (*mk_poll_fn)(void *arg, const mk_poll_partition *pp,
 			   const mk_record_view *rec);
 
 /*
+ * What a poller fetched and has not returned yet, per partition, so that
+ * a poll of max.poll.records does not read a partition's frames again
+ * for every poll (Kafka's consumer keeps its fetched data the same way).
+ * Owned by one poller (an open poll file), never shared; entries are
+ * used only while the leader epoch is the one they were read in, and only
+ * below the HW they were read at. NULL: no cache.
+ */
+typedef struct poll_cached poll_cached;
+typedef struct {
+	poll_cached *entries;
+	size_t n;
+} mk_poll_cache;
+mk_poll_cache *mk_poll_cache_new(void);
+void mk_poll_cache_clear(mk_poll_cache *c);
+void mk_poll_cache_free(mk_poll_cache *c);
+
+/*
  * Poll: the member's next records from its positions up to the visible
  * end (the HW; with committed, the LSO), at most max records (max <= 0 or
  * above the group's max.poll.records: max.poll.records), partitions taken
- * in turn starting after the one the last poll ended on. Positions do not
+ * in turn starting after the one the last poll ended on. polls > 1 stands
+ * for that many polls in a row (a stream that polls again as soon as it
+ * is read): up to polls x max.poll.records in one pass. Positions do not
  * move here: the caller moves them by what it really handed out, with
  * mk_group_advance. Refreshes the session. *count gets the records.
  */
 mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
-		     int64_t max, bool committed, mk_poll_fn fn, void *arg,
-		     int64_t *count, mk_strbuf *why);
+		     int64_t max, int polls, bool committed, mk_poll_cache *cache,
+		     mk_poll_fn fn, void *arg, int64_t *count, mk_strbuf *why);
 /* Move a position from `from` to `to` if it is still `from` and the
  * member still owns the partition; false otherwise (nothing changes). */
 bool mk_group_advance(mk_groups *g, const char *group, const char *member,

@@ -16,6 +16,8 @@ typedef struct {
 	int64_t position;        /* where the member stands, as we moved it */
 	bool lost;               /* a seek or rebalance moved it: stop */
 	uint64_t poll;           /* the poll that last returned records of it */
+	int64_t pending;         /* where a read just moved it */
+	bool dirty;
 } pc_part;
 
 typedef struct {
@@ -37,6 +39,8 @@ struct mk_poll_cursor {
 	uint64_t npolls;
 	bool eof;
 	mk_strbuf scratch;
+	mk_poll_cache *cache;    /* fetched frames not yet returned */
+	size_t last_part;        /* the part of the last record */
 };
 
 mk_err mk_poll_open(mkfs *fs, mk_handle *h, mk_strbuf *why)
@@ -46,6 +50,7 @@ mk_err mk_poll_open(mkfs *fs, mk_handle *h, mk_strbuf *why)
 	if (!pc)
 		return MK_OUT_OF_MEMORY;
 	mk_strbuf_init(&pc->scratch, 0);
+	pc->cache = mk_poll_cache_new();
 	h->poll = pc;
 	return mk_name_parse_poll(h->ref.name, &pc->rp, why);
 }
@@ -59,11 +64,17 @@ void mk_poll_free(struct mk_poll_cursor *pc)
 	free(pc->parts);
 	free(pc->recs);
 	mk_strbuf_release(&pc->scratch);
+	mk_poll_cache_free(pc->cache);
 	free(pc);
 }
 
 static size_t part_index(struct mk_poll_cursor *pc, const mk_poll_partition *pp)
 {
+	/* Records come partition by partition: the last one usually matches. */
+	if (pc->last_part < pc->nparts && pc->parts[pc->last_part].poll == pc->npolls &&
+	    pc->parts[pc->last_part].partition == pp->partition &&
+	    !strcmp(pc->parts[pc->last_part].topic, pp->topic))
+		return pc->last_part;
 	for (size_t i = 0; i < pc->nparts; i++)
 		if (pc->parts[i].partition == pp->partition &&
 		    !strcmp(pc->parts[i].topic, pp->topic)) {
@@ -79,7 +90,7 @@ static size_t part_index(struct mk_poll_cursor *pc, const mk_poll_partition *pp)
 	if (!pc->parts)
 		abort();
 	pc->parts[pc->nparts] = (pc_part){ strdup(pp->topic), pp->partition,
-					   pp->from, false, pc->npolls };
+					   pp->from, false, pc->npolls, pp->from, false };
 	return pc->nparts++;
 }
 
@@ -120,6 +131,7 @@ static void on_record(void *arg, const mk_poll_partition *pp,
 			abort();
 	}
 	size_t pi = part_index(pc, pp);
+	pc->last_part = pi;
 	pc->recs[pc->nrecs++] = (pc_rec){ pc->formatted, pi, rec->offset + 1 };
 	pc->returned++;
 }
@@ -129,6 +141,9 @@ static bool max_reached(const struct mk_poll_cursor *pc)
 	return pc->rp.max > 0 && pc->returned >= pc->rp.max;
 }
 
+/* How many polls a :follow read gathers at once. */
+#define FOLLOW_POLLS 8
+
 mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_strbuf *why)
 {
 	struct mk_poll_cursor *pc = h->poll;
@@ -136,19 +151,26 @@ mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_strbuf *why)
 		mk_strbuf_addstr(why, "the group coordinator is not running");
 		return MK_GROUP_ID_NOT_FOUND;
 	}
+	/*
+	 * Poll only when everything formatted was handed out: positions move
+	 * as bytes are handed out, so a poll before that would return the
+	 * same records again. Without :follow one poll, then EOF; with it, up
+	 * to FOLLOW_POLLS polls' worth at a time, waiting while nothing comes.
+	 */
 	while (h->text.len == h->text_pos && !pc->eof) {
 		if (max_reached(pc) || (pc->polled && !pc->rp.follow)) {
 			pc->eof = true;
 			break;
 		}
-		if (pc->nrecs == pc->head)
-			pc->nrecs = pc->head = 0;
+		pc->nrecs = pc->head = 0;
 		poll_ctx ctx = { h, pc };
 		pc->npolls++;
 		int64_t count;
 		mk_err err = mk_group_poll(fs->groups, h->ref.group, h->ref.member,
 					   pc->rp.max > 0 ? pc->rp.max - pc->returned : 0,
-					   pc->rp.committed, on_record, &ctx, &count, why);
+					   pc->rp.follow ? FOLLOW_POLLS : 1,
+					   pc->rp.committed, pc->cache, on_record, &ctx,
+					   &count, why);
 		if (err)
 			return err;
 		if (count) {
@@ -172,14 +194,26 @@ void mk_poll_consumed(mkfs *fs, mk_handle *h, size_t n)
 {
 	struct mk_poll_cursor *pc = h->poll;
 	pc->handed += n;
-	while (pc->head < pc->nrecs && pc->recs[pc->head].end <= pc->handed) {
-		pc_rec *r = &pc->recs[pc->head++];
-		pc_part *p = &pc->parts[r->part];
+	/* Every record now wholly handed out moves its partition's position;
+	 * one compare-and-set per partition and read, not one per record. */
+	size_t first = pc->head;
+	while (pc->head < pc->nrecs && pc->recs[pc->head].end <= pc->handed)
+		pc->head++;
+	for (size_t i = first; i < pc->head; i++) {
+		pc_part *p = &pc->parts[pc->recs[i].part];
 		if (p->lost || !fs->groups)
 			continue;
+		p->pending = pc->recs[i].next;
+		p->dirty = true;
+	}
+	for (size_t k = 0; k < pc->nparts; k++) {
+		pc_part *p = &pc->parts[k];
+		if (!p->dirty)
+			continue;
+		p->dirty = false;
 		if (mk_group_advance(fs->groups, h->ref.group, h->ref.member,
-				     p->topic, p->partition, p->position, r->next))
-			p->position = r->next;
+				     p->topic, p->partition, p->position, p->pending))
+			p->position = p->pending;
 		else
 			p->lost = true;
 	}

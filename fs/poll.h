@@ -9,8 +9,9 @@
  * consumed exactly what it read, and a seek or rebalance in between wins.
  *
  * Without :follow an open file returns one poll's records, then EOF; with
- * :follow it polls again, waiting (mk_group_wait, the one wait) while
- * there is nothing new. :max=N caps the records of the whole open file.
+ * :follow it polls again (several polls' worth at a time) once what it
+ * returned was read, waiting (mk_group_wait, the one wait) while there is
+ * nothing new. :max=N caps the records of the whole open file.
  *
  * Formats: plain gives the values, as records does; :tsv and :json name
  * the topic and partition of each record too (a member reads many):
@@ -25,7 +26,7 @@
 struct mk_poll_cursor;
 
 mk_err mk_poll_open(mkfs *fs, mk_handle *h, mk_strbuf *why);
-/* Fill h->text with at least one poll's records (or reach EOF). */
+/* Once h->text is all handed out: the next poll's records (or EOF). */
 mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_strbuf *why);
 /* n more bytes of h->text were handed to the reader. */
 void mk_poll_consumed(mkfs *fs, mk_handle *h, size_t n);
