@@ -200,10 +200,21 @@ assert_eq "$gen" "$(mk_read "$G/generation")" "the generation survives a remount
 assert_eq "auto.offset.reset=latest" "$(mk_read "$G/config" | head -n 1)" "the group config survives"
 mk_write "$G/join" "m1 t"
 mk_write "$G/members/m1/commit" "t/2 2"
-mk_kill
+mk_kill 2>/dev/null
 mk_mount
 assert_eq "t 2 2" "$(mk_read "$G/offsets" | grep '^t 2')" "a commit survives kill -9"
 assert_eq "$((gen + 1))" "$(mk_read "$G/generation")" "the generation never moves back"
+# A crash right after a commit reached the log, before the coordinator
+# applied it: the log is the truth at the next mount.
+mk_unmount
+MKFS_FAILPOINTS=group.persist.after-append@2 mk_mount
+mk_write "$G/join" "m1 t"
+mk_write "$G/members/m1/commit" "t/2 1" >/dev/null 2>&1
+mk_wait_for 10 eval '! mk_mounted' || fail "the failpoint did not fire"
+mk_kill 2>/dev/null
+mk_mount
+assert_eq "t 2 1" "$(mk_read "$G/offsets" | grep '^t 2')" \
+	"a commit in the log when the daemon died is there after the mount"
 mk_ctl "create-topic h"
 assert_ok "mkdir groups/h" mk_mkdir "$MNT/groups/h"
 assert_ok "rmdir groups/h" mk_rmdir "$MNT/groups/h"
@@ -239,6 +250,13 @@ assert_eq "t 0 1" "$(mk_read "$G/offsets")" "the commit is read back from the ne
 assert_eq "1" "$(mk_read "$G/generation")" "and the generation"
 assert_ok "commit through the new leader" mk_write "$G/members/m1/commit" "t/0 0"
 assert_eq "t 0 0" "$(mk_read "$G/offsets")" "committed"
+# The background tick (mode = auto) expires silent members by itself.
+mk_write "$G/join" "m2 t"
+mk_write "$MNT/clock" "+10001"
+mk_wait_for 10 eval '[ -z "$(ls "$G/members")" ]'
+assert_eq "" "$(ls "$G/members")" "auto mode: the tick expired both members"
+assert_eq "3" "$(mk_read "$G/generation")" "one rebalance for the sweep"
 mk_remount
 assert_eq "t 0 0" "$(mk_read "$G/offsets")" "and it survives a remount"
+assert_eq "3" "$(mk_read "$G/generation")" "the generation too"
 mk_unmount
