@@ -21,6 +21,7 @@
 
 #define LOAD_FETCH_BYTES (1u << 20)
 #define POLL_FETCH_BYTES (1u << 20)
+#define POLL_CACHE_MAX (8u << 20)      /* fetched bytes a poll file keeps */
 
 typedef struct {
 	char *topic;
@@ -1427,6 +1428,14 @@ static poll_cached *cache_entry(mk_poll_cache *c, const char *topic, int part)
 	return e;
 }
 
+static size_t cache_bytes(const mk_poll_cache *c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->n; i++)
+		n += c->entries[i].buf.alloc;
+	return n;
+}
+
 /* The offsets the fetched frames cover. */
 static void cache_bounds(poll_cached *pc)
 {
@@ -1548,9 +1557,17 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 					from = mk_batch_next_offset(&b) < visible
 						? mk_batch_next_offset(&b) : visible;
 			}
-			if (from == before || from >= visible)
+			if (from == before)
 				break;
+			/* Past what the cache holds: the loop fetches again
+			 * (an empty fetch at the HW ends it). */
 		}
+		/* Keep only frames with records still to return, and at most
+		 * POLL_CACHE_MAX bytes of buffers over all partitions. */
+		if (from >= pc->next || from >= pc->visible)
+			mk_strbuf_reset(&pc->buf);
+		if (cache_bytes(cache) > POLL_CACHE_MAX)
+			mk_strbuf_release(&pc->buf);
 		mk_topic_put(t);
 	}
 	if (cache == &local)

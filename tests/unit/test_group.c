@@ -352,6 +352,37 @@ static void poll_and_rebalance_resume_from_commits(void **state)
 	assert_int_equal(n, 1);
 }
 
+static void poll_cache_follows_positions(void **state)
+{
+	fixture *f = standard(state);
+	produce(f, "t", 0, 5);
+	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
+	join(f, "m1", "t");
+	mk_poll_cache *cache = mk_poll_cache_new();
+	collected c = { "", 0 };
+	int64_t n;
+#define POLL2(want)                                                          \
+	do {                                                                 \
+		memset(&c, 0, sizeof(c));                                    \
+		assert_int_equal(mk_group_poll(f->g, "g", "m1", 2, 1, false, \
+					       cache, collect, &c, &n, NULL), MK_OK); \
+		assert_string_equal(c.got, want);                            \
+	} while (0)
+	POLL2("0@0 0@1");
+	assert_true(mk_group_advance(f->g, "g", "m1", "t", 0, 0, 2));
+	POLL2("0@2 0@3");
+	POLL2("0@2 0@3");           /* not advanced: the same records */
+	assert_int_equal(mk_group_seek(f->g, "g", "m1", "t", 0, 1, NULL), MK_OK);
+	POLL2("0@1 0@2");           /* back inside what the cache holds */
+	produce(f, "t", 0, 2);
+	assert_int_equal(mk_group_seek(f->g, "g", "m1", "t", 0, 4, NULL), MK_OK);
+	POLL2("0@4 0@5");           /* past the cached frames: fetched again */
+	assert_true(mk_group_advance(f->g, "g", "m1", "t", 0, 4, 6));
+	POLL2("0@6");
+#undef POLL2
+	mk_poll_cache_free(cache);
+}
+
 static void reset_policies(void **state)
 {
 	fixture *f = standard(state);
@@ -479,6 +510,7 @@ int main(void)
 		T(stale_generation_is_fenced),
 		T(sessions_expire_on_the_manual_clock),
 		T(poll_and_rebalance_resume_from_commits),
+		T(poll_cache_follows_positions),
 		T(reset_policies),
 		T(offsets_survive_a_restart),
 		T(offsets_rebuilt_after_a_leader_change),
