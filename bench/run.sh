@@ -234,7 +234,7 @@ echo "plain-file writes are not fsynced: page cache to page cache"
 echo
 
 PLAIN_W='' PLAIN_R='' PLAIN_OPS='' NULL_W='' NULL_R='' NULL_OPS='' NULL_REQ=''
-APPEND='' FETCH='' SINGLE=''
+APPEND='' FETCH='' SINGLE='' POLL=''
 TOPIC_ROWS=(plain1 plain4 plain16 keyed1 keyed4 keyed16)
 for key in "${TOPIC_ROWS[@]}"; do
     printf -v "TOPIC_$key" '%s' ""
@@ -277,7 +277,7 @@ baseline_round() {
 
 # Fresh topics every round: NAME + round number.
 daemon_round() {
-    local T=$MMNT/topics r=$ROUND key kind p name appended fetched sum
+    local T=$MMNT/topics r=$ROUND key kind p name appended fetched polled sum
     if worth APPEND; then
         if ! bounded mkdir "$T/bench$r"; then
             APPEND_WHY="mkdir /topics/bench$r: $ERR"; FETCH_WHY=$APPEND_WHY
@@ -288,8 +288,20 @@ daemon_round() {
                 [ "$fetched" = "$appended" ] ||
                     warn "fetch: read $fetched bytes from /topics/bench$r/0/records, appended $appended"
             fi
+            # A group member polls the same partition to its end: one open
+            # of poll:follow:max=N returns exactly the N records appended,
+            # in polls of at most max.poll.records each.
+            if ! bounded mkdir "$MMNT/groups/bench$r" ||
+               ! bounded sh -c 'echo "m $1" > "$2"' sh "bench$r" "$MMNT/groups/bench$r/join"; then
+                POLL_WHY="group bench$r: $ERR"
+            elif measure POLL mbps read \
+                "$MMNT/groups/bench$r/members/m/poll:follow:max=$((appended / 100))" "$READ_BUF"; then
+                polled=$(field bytes "$RES")
+                [ "$polled" = "$appended" ] ||
+                    warn "poll: read $polled bytes from /groups/bench$r/members/m/poll, appended $appended"
+            fi
         else
-            FETCH_WHY="no append"
+            FETCH_WHY="no append"; POLL_WHY="no append"
         fi
     fi
     if worth SINGLE; then
@@ -355,6 +367,7 @@ if [ -n "$DAEMON_IDX" ]; then
     UNMOUNT_SECS=$((SECONDS - t0))
 else
     APPEND_WHY=$DAEMON_WHY; FETCH_WHY=$DAEMON_WHY; SINGLE_WHY=$DAEMON_WHY
+    POLL_WHY=$DAEMON_WHY
 fi
 
 # ---- the table ---------------------------------------------------------------
@@ -380,6 +393,8 @@ row append "$APPEND" MB/s nullfs "$NULL_W"
 why FETCH
 row fetch "$FETCH" MB/s nullfs "$NULL_R" 0.25
 row fetch "$FETCH" MB/s plain "$PLAIN_R"
+why POLL
+row poll "$POLL" MB/s fetch "$FETCH" 0.8
 why SINGLE
 row single "$SINGLE" writes/s "nullfs-4K" "$NULL_OPS" 0.5
 row single "$SINGLE" writes/s "plain-100B" "$PLAIN_OPS"

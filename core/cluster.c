@@ -257,6 +257,11 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 
 mk_err mk_cluster_delete_topic(mk_cluster *c, const char *name, mk_strbuf *why)
 {
+	if (mk_topic_name_internal(name)) {
+		if (why)
+			mk_strbuf_addf(why, "%s is an internal topic: it cannot be deleted", name);
+		return MK_TOPIC_AUTHORIZATION_FAILED;
+	}
 	pthread_rwlock_wrlock(&c->lock);
 	size_t pos;
 	mk_topic *t = find_topic(c, name, &pos);

@@ -28,6 +28,7 @@ static const char *const clock_names[] = { "system", "manual", NULL };
 static const char *const mode_names[] = { "manual", "auto", NULL };
 static const char *const trunc_names[] = { "epoch", "hw", NULL };
 static const char *const acks_names[] = { "all", "0", "1", NULL };
+static const char *const reset_names[] = { "earliest", "latest", "none", NULL };
 /* cleanup.policy: delete, compact, or both ("compact,delete"). */
 static const char *const cleanup_names[] = { "", "delete", "compact",
 					     "compact,delete", NULL };
@@ -63,6 +64,10 @@ static const key_def keys[] = {
 	{ "producer", "linger.ms", T_INT, C(linger_ms), 0, 3600000, NULL, false },
 	{ "producer", "request.timeout.ms", T_INT, C(request_timeout_ms), 1, BIG, NULL, false },
 	{ "group", "session.timeout.ms", T_INT, C(session_timeout_ms), 1, BIG, NULL, false },
+	{ "group", "auto.offset.reset", T_ENUM, C(auto_offset_reset), 0, 2, reset_names, false },
+	{ "group", "max.poll.records", T_INT, C(max_poll_records), 1, 1 << 30, NULL, false },
+	{ "group", "offsets.topic.num.partitions", T_INT, C(offsets_topic_num_partitions), 1, 1024, NULL, false },
+	{ "group", "offsets.topic.replication.factor", T_INT, C(offsets_topic_replication_factor), 1, MK_MAX_BROKERS, NULL, false },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -96,6 +101,10 @@ void mk_config_defaults(mk_config *cfg)
 	cfg->linger_ms = 0;
 	cfg->request_timeout_ms = 30000;
 	cfg->session_timeout_ms = 10000;
+	cfg->auto_offset_reset = MK_RESET_EARLIEST;
+	cfg->max_poll_records = 500;
+	cfg->offsets_topic_num_partitions = 1;
+	cfg->offsets_topic_replication_factor = 1;
 }
 
 static int64_t *field(void *base, const key_def *k, bool topic)

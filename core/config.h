@@ -24,6 +24,7 @@
 
 enum { MK_CLEANUP_DELETE = 1, MK_CLEANUP_COMPACT = 2 };
 enum { MK_TRUNCATE_EPOCH = 0, MK_TRUNCATE_HW = 1 };
+enum { MK_RESET_EARLIEST = 0, MK_RESET_LATEST = 1, MK_RESET_NONE = 2 };
 
 typedef struct {
 	int64_t segment_bytes;
@@ -58,6 +59,10 @@ typedef struct {
 	int64_t linger_ms;
 	int64_t request_timeout_ms;
 	int64_t session_timeout_ms;
+	int64_t auto_offset_reset;        /* MK_RESET_* */
+	int64_t max_poll_records;
+	int64_t offsets_topic_num_partitions;
+	int64_t offsets_topic_replication_factor;
 } mk_config;
 
 void mk_config_defaults(mk_config *cfg);

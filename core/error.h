@@ -42,6 +42,8 @@
 	X(INELIGIBLE_REPLICA)          /* promotion of out-of-sync replica */\
 	X(TOPIC_AUTHORIZATION_FAILED)  /* commit of an unowned partition */\
 	X(REBALANCE_IN_PROGRESS)                                           \
+	X(NON_EMPTY_GROUP)             /* delete of a group with members */\
+	X(GROUP_ALREADY_EXISTS)                                            \
 	X(KAFKA_STORAGE_ERROR)         /* I/O failure, replica offline */  \
 	X(INTERRUPTED)                 /* a blocked wait was interrupted */\
 	X(OUT_OF_MEMORY)

@@ -17,3 +17,8 @@ bool mk_topic_name_valid(const char *name)
 	}
 	return true;
 }
+
+bool mk_topic_name_internal(const char *name)
+{
+	return !strcmp(name, "__consumer_offsets");
+}

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "format.h"
+#include "poll.h"
+#include "topic_name.h"
 
 #define FETCH_BYTES (1u << 20)
 
@@ -123,6 +125,9 @@ mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 		mk_strbuf_release(&real);
 		break;
 	}
+	case NODE_POLL:
+		err = mk_poll_open(fs, h, why);
+		break;
 	case NODE_DIR:
 		break;
 	}
@@ -141,6 +146,7 @@ void mk_handle_close(mk_handle *h)
 	if (h->fd >= 0)
 		close(h->fd);
 	mk_accumulator_free(h->acc, NULL);
+	mk_poll_free(h->poll);
 	mk_node_ref_release(&h->ref);
 	mk_strbuf_release(&h->receipts);
 	pthread_mutex_destroy(&h->receipts_lock);
@@ -234,7 +240,6 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		      long long off, const mk_waiter *w, size_t *n,
 		      mk_strbuf *why)
 {
-	(void)fs;
 	mk_err err = MK_OK;
 	*n = 0;
 	pthread_mutex_lock(&h->lock);
@@ -263,6 +268,12 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 			goto out;
 		err = MK_OK;
 		break;
+	case NODE_POLL:
+		err = mk_poll_fill(fs, h, w, why);
+		if (err && h->text.len == h->text_pos)
+			goto out;
+		err = MK_OK;
+		break;
 	case NODE_APPEND:
 		pthread_mutex_lock(&h->receipts_lock);
 		mk_strbuf_add(&h->text, h->receipts.buf, h->receipts.len);
@@ -276,6 +287,8 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 	*n = h->text.len - h->text_pos < size ? h->text.len - h->text_pos : size;
 	memcpy(buf, h->text.buf + h->text_pos, *n);
 	h->text_pos += *n;
+	if (h->poll)
+		mk_poll_consumed(fs, h, *n);
 	if (h->text_pos == h->text.len) {
 		mk_strbuf_reset(&h->text);
 		h->text_pos = 0;
@@ -315,6 +328,11 @@ static mk_err open_append(mkfs *fs, mk_handle *h, bool readable, mk_strbuf *why)
 {
 	mk_cluster *c = fs->cluster;
 	h->readable = readable;
+	if (mk_topic_name_internal(h->ref.topic->name)) {
+		mk_strbuf_addf(why, "%s is an internal topic: only the group coordinator writes it",
+			       h->ref.topic->name);
+		return MK_TOPIC_AUTHORIZATION_FAILED;
+	}
 	h->acks = h->ap.acks == MK_ACKS_DEFAULT ? (int)c->cfg.acks : h->ap.acks;
 	if (h->ap.txn[0]) {
 		mk_strbuf_addf(why, "no transaction %s", h->ap.txn);

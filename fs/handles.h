@@ -11,6 +11,7 @@
  *             their own lock: a lingering batch's receipt comes from the
  *             cluster's sender), and for a topic append its accumulator
  *   raw       a read-only descriptor on a real segment or index file
+ *   poll      a group member's poll cursor (poll.h)
  *
  * A handle's own mutex serialises operations on one descriptor; no other
  * lock is held while a handle waits (acks=all, follow).
@@ -52,6 +53,9 @@ typedef struct mk_handle {
 	struct mk_accumulator *acc;   /* topic-level append */
 	pthread_mutex_t receipts_lock;   /* receipts may come from the sender */
 	mk_strbuf receipts;
+
+	/* poll (poll.h) */
+	struct mk_poll_cursor *poll;
 
 	/* raw */
 	int fd;

@@ -94,7 +94,8 @@ static bool ident_ok(piece s)
 
 static size_t base_len(mk_name_base base)
 {
-	return base == MK_NAME_RECORDS ? 7 : base == MK_NAME_APPEND ? 6 : 0;
+	return base == MK_NAME_RECORDS ? 7 : base == MK_NAME_APPEND ? 6 :
+	       base == MK_NAME_POLL ? 4 : 0;
 }
 
 mk_name_base mk_name_classify(const char *name)
@@ -109,6 +110,12 @@ mk_name_base mk_name_classify(const char *name)
 		char c = name[6];
 		if (c == '\0' || c == ':')
 			return MK_NAME_APPEND;
+		return MK_NAME_OTHER;
+	}
+	if (strncmp(name, "poll", 4) == 0) {
+		char c = name[4];
+		if (c == '\0' || c == ':')
+			return MK_NAME_POLL;
 		return MK_NAME_OTHER;
 	}
 	return MK_NAME_OTHER;
@@ -301,6 +308,30 @@ mk_err mk_name_parse_records(const char *name, mk_read_params *out,
 		s = end;
 	}
 	mk_err err = each_flag(s, records_flag, &c, why);
+	if (err)
+		return err;
+	*out = c.p;
+	return MK_OK;
+}
+
+mk_err mk_name_parse_poll(const char *name, mk_read_params *out,
+			  mk_strbuf *why)
+{
+	if (mk_name_classify(name) != MK_NAME_POLL)
+		return fail0(why, "not a poll name");
+	if (strchr(name, '/'))
+		return fail0(why, "'/' in name");
+	records_ctx c = {
+		.p = {
+			.pos = { MK_POS_EARLIEST, 0 },   /* unused: the member's positions */
+			.format = MK_FORMAT_PLAIN,
+			.committed = false,
+			.follow = false,
+			.max = -1,
+		},
+		.seen = 0,
+	};
+	mk_err err = each_flag(name + 4, records_flag, &c, why);
 	if (err)
 		return err;
 	*out = c.p;

@@ -3,6 +3,7 @@
  *
  *     records[@POS][:FLAG]...     POS = N | earliest | latest | -N | ts=MS
  *     append[:FLAG]...
+ *     poll[:FLAG]...              the flags of records, no POS
  *
  * A name parses completely or not at all: an unknown flag, a flag given
  * twice, a flag that belongs to the other kind of file, or a malformed value
@@ -68,7 +69,8 @@ typedef struct {
  * MK_NAME_RECORDS, "append" / "append:..." is MK_NAME_APPEND, anything else
  * MK_NAME_OTHER (the caller looks it up as a plain name).
  */
-typedef enum { MK_NAME_OTHER = 0, MK_NAME_RECORDS, MK_NAME_APPEND } mk_name_base;
+typedef enum { MK_NAME_OTHER = 0, MK_NAME_RECORDS, MK_NAME_APPEND,
+	       MK_NAME_POLL } mk_name_base;
 mk_name_base mk_name_classify(const char *name);
 
 /* True when the name carries parameters (anything after the base name). */
@@ -76,6 +78,9 @@ bool mk_name_has_params(const char *name);
 
 mk_err mk_name_parse_records(const char *name, mk_read_params *out,
 			     mk_strbuf *why);
+/* poll[:FLAG]...: a group member's poll takes the flags of records. */
+mk_err mk_name_parse_poll(const char *name, mk_read_params *out,
+			  mk_strbuf *why);
 mk_err mk_name_parse_append(const char *name, mk_append_params *out,
 			    mk_strbuf *why);
 

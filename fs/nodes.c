@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nodes_groups.h"
 #include "topic_name.h"
 
 enum {
@@ -24,6 +25,9 @@ enum {
 	K_BRESTART, K_BPROMOTE, K_BROKERS_FETCH,
 	K_PRODUCERS, K_GROUPS, K_TRANSACTIONS,
 	K_PRODUCER, K_PID, K_PEPOCH, K_PSEQUENCES, K_PINIT,
+	K_GROUP, K_GJOIN, K_GLEAVE, K_GHEARTBEAT, K_GSTATE, K_GGENERATION,
+	K_GOFFSETS, K_GCONFIG, K_GMEMBERS, K_MEMBER, K_MASSIGN, K_MGENERATION,
+	K_MPOSITIONS, K_MLAG, K_MSEEK, K_MPOLL, K_MCOMMIT,
 };
 
 /* ---- small parsing helpers ------------------------------------------- */
@@ -158,7 +162,9 @@ static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *wh
 		return mk_cluster_retention(fs->cluster, why);
 	if (n == 1 && !strcmp(w[0], "compact"))
 		return mk_cluster_compact(fs->cluster, why);
-	return bad_command(why, copy, "create-topic, delete-topic, replicate, flush, retention or compact");
+	if (n == 1 && !strcmp(w[0], "expire-members"))
+		return mk_groups_expire_members(fs, why);
+	return bad_command(why, copy, "create-topic, delete-topic, replicate, flush, retention, compact or expire-members");
 }
 
 /* ---- topics ---------------------------------------------------------- */
@@ -617,7 +623,7 @@ static const node_def nodes[] = {
 	{ K_TOPICS, K_ROOT, "topics", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_topics },
 	{ K_BROKERS, K_ROOT, "brokers", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_brokers },
 	{ K_PRODUCERS, K_ROOT, "producers", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_producers },
-	{ K_GROUPS, K_ROOT, "groups", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_none },
+	{ K_GROUPS, K_ROOT, "groups", NULL, NODE_DIR, DIRMODE, NULL, NULL, mk_groups_list_groups },
 	{ K_TRANSACTIONS, K_ROOT, "transactions", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_none },
 
 	{ K_TOPIC, K_TOPICS, NULL, match_topic, NODE_DIR, DIRMODE, NULL, NULL, list_partitions },
@@ -646,6 +652,24 @@ static const node_def nodes[] = {
 	{ K_PSEQUENCES, K_PRODUCER, "sequences", NULL, NODE_VALUE, 0444, read_producer_sequences, NULL, NULL },
 	{ K_PINIT, K_PRODUCER, "init", NULL, NODE_CONTROL, 0200, NULL, write_producer_init, NULL },
 
+	{ K_GROUP, K_GROUPS, NULL, mk_groups_match_group, NODE_DIR, DIRMODE, NULL, NULL, NULL },
+	{ K_GJOIN, K_GROUP, "join", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_join, NULL },
+	{ K_GLEAVE, K_GROUP, "leave", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_leave, NULL },
+	{ K_GHEARTBEAT, K_GROUP, "heartbeat", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_heartbeat, NULL },
+	{ K_GSTATE, K_GROUP, "state", NULL, NODE_VALUE, 0444, mk_groups_read_state, NULL, NULL },
+	{ K_GGENERATION, K_GROUP, "generation", NULL, NODE_VALUE, 0444, mk_groups_read_generation, NULL, NULL },
+	{ K_GOFFSETS, K_GROUP, "offsets", NULL, NODE_VALUE, 0444, mk_groups_read_offsets, NULL, NULL },
+	{ K_GCONFIG, K_GROUP, "config", NULL, NODE_CONTROL, 0644, mk_groups_read_config, mk_groups_write_config, NULL },
+	{ K_GMEMBERS, K_GROUP, "members", NULL, NODE_DIR, DIRMODE, NULL, NULL, mk_groups_list_members },
+	{ K_MEMBER, K_GMEMBERS, NULL, mk_groups_match_member, NODE_DIR, DIRMODE, NULL, NULL, NULL },
+	{ K_MASSIGN, K_MEMBER, "assignment", NULL, NODE_VALUE, 0444, mk_groups_read_assignment, NULL, NULL },
+	{ K_MGENERATION, K_MEMBER, "generation", NULL, NODE_VALUE, 0444, mk_groups_read_generation, NULL, NULL },
+	{ K_MPOSITIONS, K_MEMBER, "positions", NULL, NODE_VALUE, 0444, mk_groups_read_positions, NULL, NULL },
+	{ K_MLAG, K_MEMBER, "lag", NULL, NODE_VALUE, 0444, mk_groups_read_lag, NULL, NULL },
+	{ K_MSEEK, K_MEMBER, "seek", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_seek, NULL },
+	{ K_MPOLL, K_MEMBER, "poll", NULL, NODE_POLL, 0444, NULL, NULL, NULL },
+	{ K_MCOMMIT, K_MEMBER, "commit", NULL, NODE_CONTROL, 0200, NULL, NULL, NULL },
+
 	{ K_BROKERS_FETCH, K_BROKERS, "fetch", NULL, NODE_CONTROL, 0200, NULL, write_brokers_fetch, NULL },
 	{ K_BROKER, K_BROKERS, NULL, match_broker, NODE_DIR, DIRMODE, NULL, NULL, NULL },
 	{ K_BSTATE, K_BROKER, "state", NULL, NODE_VALUE, 0444, read_broker_state, NULL, NULL },
@@ -656,6 +680,16 @@ static const node_def nodes[] = {
 	{ K_BPROMOTE, K_BROKER, "promote", NULL, NODE_CONTROL, 0200, NULL, write_broker_promote, NULL },
 };
 #define NNODES (sizeof(nodes) / sizeof(nodes[0]))
+
+/* Control files that take a whole write at once (all lines parsed before
+ * anything is done) instead of one command per line. */
+static const struct {
+	int kind;
+	mk_err (*write_all)(mkfs *fs, const node_ref *ref, const char *buf,
+			    size_t len, mk_strbuf *why);
+} whole_writes[] = {
+	{ K_MCOMMIT, mk_groups_write_commit },
+};
 
 /* ---- resolution ------------------------------------------------------- */
 
@@ -669,6 +703,8 @@ static bool component_matches(const node_def *d, const char *comp)
 		return mk_name_classify(comp) == MK_NAME_RECORDS;
 	if (d->type == NODE_APPEND)
 		return mk_name_classify(comp) == MK_NAME_APPEND;
+	if (d->type == NODE_POLL)
+		return mk_name_classify(comp) == MK_NAME_POLL;
 	return false;
 }
 
@@ -733,6 +769,9 @@ void mk_node_list(mkfs *fs, const node_ref *dir,
 mk_err mk_node_control(mkfs *fs, const node_ref *ref, const char *buf,
 		       size_t len, mk_strbuf *why)
 {
+	for (size_t i = 0; i < sizeof(whole_writes) / sizeof(whole_writes[0]); i++)
+		if (whole_writes[i].kind == ref->def->kind)
+			return whole_writes[i].write_all(fs, ref, buf, len, why);
 	if (!ref->def->write) {
 		mk_strbuf_addstr(why, "this file is not writable");
 		return MK_INVALID_REQUEST;
@@ -800,6 +839,8 @@ mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_strbuf *why)
 		err = mk_cluster_create_topic(fs->cluster, name, -1, -1, NULL, 0, why);
 	} else if (parent.def->kind == K_PRODUCERS) {
 		err = mk_cluster_producer_create(fs->cluster, name, why);
+	} else if (parent.def->kind == K_GROUPS) {
+		err = mk_groups_mkdir(fs, name, why);
 	} else {
 		mk_strbuf_addf(why, "cannot create a directory here: %s", path);
 		err = MK_INVALID_REQUEST;
@@ -818,6 +859,8 @@ mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_strbuf *why)
 		err = mk_cluster_delete_topic(fs->cluster, ref.topic->name, why);
 	} else if (ref.def->kind == K_PRODUCER) {
 		err = mk_cluster_producer_delete(fs->cluster, ref.name, why);
+	} else if (ref.def->kind == K_GROUP) {
+		err = mk_groups_rmdir(fs, ref.name, why);
 	} else {
 		mk_strbuf_addf(why, "cannot remove %s", path);
 		err = MK_INVALID_REQUEST;

@@ -14,6 +14,7 @@
  *   RECORDS  a record stream (records, records@POS...)
  *   APPEND   produce (append, append:...)
  *   RAW      a real file of the data directory, read-only (segments/)
+ *   POLL     a group member's poll (poll, poll:...)
  *
  * fs/ holds no domain rule: every node operation calls into core and turns
  * its answer into text.
@@ -38,6 +39,7 @@ typedef enum {
 	NODE_RECORDS,
 	NODE_APPEND,
 	NODE_RAW,
+	NODE_POLL,
 } node_type;
 
 typedef struct node_def node_def;
@@ -50,6 +52,8 @@ typedef struct {
 	int broker;              /* -1 when not under a broker */
 	char name[256];          /* the last component as given */
 	char parent_name[256];   /* the component before it */
+	char group[256];         /* under /groups/G: G */
+	char member[256];        /* under /groups/G/members/M: M */
 } node_ref;
 
 typedef mk_err (*node_read_fn)(mkfs *fs, const node_ref *ref, mk_strbuf *out,
@@ -75,6 +79,7 @@ struct node_def {
 /* The daemon's root object: everything fs/ operations reach. */
 struct mkfs {
 	mk_cluster *cluster;
+	struct mk_groups *groups;   /* the group coordinator (group.h) */
 	char *readme;            /* /README text */
 	/* Open handles, so that a stop with files still open (SIGTERM) can
 	 * release them after the request loop ended. */

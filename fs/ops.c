@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "errno_map.h"
+#include "group.h"
 #include "handles.h"
 
 static mkfs *self(void)
@@ -51,6 +52,8 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->direct_io = 0;
 	mkfs *fs = fuse_get_context()->private_data;
 	mk_cluster_start(fs->cluster);   /* after daemonizing: threads survive */
+	if (fs->groups)
+		mk_groups_start(fs->groups);
 	return fs;
 }
 
@@ -120,11 +123,14 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 		return -ENOENT;
 	}
 	/* A parameterised name must parse, or it does not exist as given. */
-	if (ref.def->type == NODE_RECORDS || ref.def->type == NODE_APPEND) {
+	if (ref.def->type == NODE_RECORDS || ref.def->type == NODE_APPEND ||
+	    ref.def->type == NODE_POLL) {
 		mk_read_params rp;
 		mk_append_params ap;
 		err = ref.def->type == NODE_RECORDS
 			? mk_name_parse_records(ref.name, &rp, &why)
+			: ref.def->type == NODE_POLL
+			? mk_name_parse_poll(ref.name, &rp, &why)
 			: mk_name_parse_append(ref.name, &ap, &why);
 		if (err) {
 			mk_node_ref_release(&ref);
@@ -210,7 +216,8 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	track(fs, h);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = type != NODE_RAW;
-	fi->nonseekable = type == NODE_RECORDS || type == NODE_APPEND;
+	fi->nonseekable = type == NODE_RECORDS || type == NODE_APPEND ||
+			  type == NODE_POLL;
 	mk_strbuf_release(&why);
 	return 0;
 }

@@ -24,6 +24,7 @@
 #include "cluster.h"
 #include "failpoint.h"
 #include "fileio.h"
+#include "group.h"
 #include "ops.h"
 
 struct options {
@@ -165,7 +166,14 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	mk_strbuf_release(&why);
-	mkfs fs = { .cluster = cluster, .readme = (char *)mk_readme_text };
+	mk_groups *groups = NULL;
+	if (mk_groups_open(cluster, &groups, &why)) {
+		fprintf(stderr, "minikafkafs: %s\n", why.len ? why.buf : "cannot open the group coordinator");
+		mk_strbuf_release(&why);
+		mk_cluster_close(cluster);
+		goto out;
+	}
+	mkfs fs = { .cluster = cluster, .groups = groups, .readme = (char *)mk_readme_text };
 	pthread_mutex_init(&fs.handles_lock, NULL);
 	rc = serve(&args, &fopts, &fs);
 	/*
@@ -176,6 +184,7 @@ int main(int argc, char *argv[])
 	 */
 	mk_cluster_begin_shutdown(cluster);
 	mk_fs_release_all(&fs);
+	mk_groups_close(groups);
 	mk_cluster_close(cluster);
 	pthread_mutex_destroy(&fs.handles_lock);
 out:

@@ -3,8 +3,8 @@
  * (fs/names.c, SPEC section 3).
  *
  * The input, cut at its first NUL and capped at NAME_CAP bytes, is a name.
- * It is checked as it is, and also with "records" and "append" put in
- * front, so that the flags part is fuzzed without the mutator having to
+ * It is checked as it is, and also with "records", "append" and "poll"
+ * put in front, so that the flags part is fuzzed without the mutator having to
  * find a base name first. For each name:
  *
  *   - mk_name_classify agrees with a reference (base word, then NUL, '@' or
@@ -65,6 +65,9 @@ static mk_name_base ref_classify(const char *name)
 	if (strncmp(name, "append", 6) == 0 &&
 	    (name[6] == '\0' || name[6] == ':'))
 		return MK_NAME_APPEND;
+	if (strncmp(name, "poll", 4) == 0 &&
+	    (name[4] == '\0' || name[4] == ':'))
+		return MK_NAME_POLL;
 	return MK_NAME_OTHER;
 }
 
@@ -504,13 +507,29 @@ static void check_name(const char *name)
 {
 	mk_name_base base = mk_name_classify(name);
 	CHECK(base == MK_NAME_OTHER || base == MK_NAME_RECORDS ||
-	      base == MK_NAME_APPEND);
+	      base == MK_NAME_APPEND || base == MK_NAME_POLL);
 	CHECK(base == ref_classify(name));
 	bool has = mk_name_has_params(name);
 	if (base == MK_NAME_OTHER)
 		CHECK(!has);
 	else
-		CHECK(has == (name[base == MK_NAME_RECORDS ? 7 : 6] != '\0'));
+		CHECK(has == (name[base == MK_NAME_RECORDS ? 7 :
+				   base == MK_NAME_APPEND ? 6 : 4] != '\0'));
+
+	/* poll: the flags of records, no position, all or nothing */
+	mk_read_params pp, psent;
+	memset(&pp, 0x5a, sizeof(pp));
+	psent = pp;
+	mk_err perr = mk_name_parse_poll(name, &pp, NULL);
+	if (perr) {
+		CHECK(perr == MK_INVALID_REQUEST);
+		CHECK(memcmp(&pp, &psent, sizeof(pp)) == 0);
+	} else {
+		CHECK(base == MK_NAME_POLL);
+		CHECK(strchr(name, '/') == NULL && strchr(name, '@') == NULL);
+		check_read_params(&pp);
+		CHECK(pp.pos.kind == MK_POS_EARLIEST);
+	}
 
 	/* records */
 	mk_read_params rp, rsent;
@@ -584,7 +603,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const prefixes[] = { "", "records", "append" };
+	static const char *const prefixes[] = { "", "records", "append", "poll" };
 	char name[16 + NAME_CAP + 1];
 
 	/* the name ends at the first NUL, or at NAME_CAP bytes */

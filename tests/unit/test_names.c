@@ -510,9 +510,42 @@ static void test_why_optional(void **state)
 	assert_int_equal(ap.acks, 0);
 }
 
+/* A member's poll file takes the flags of records, and no position. */
+static void test_poll_names(void **state)
+{
+	(void)state;
+	mk_read_params rp;
+	assert_int_equal(mk_name_classify("poll"), MK_NAME_POLL);
+	assert_int_equal(mk_name_classify("poll:tsv"), MK_NAME_POLL);
+	assert_int_equal(mk_name_classify("polls"), MK_NAME_OTHER);
+	assert_int_equal(mk_name_classify("poll@1"), MK_NAME_OTHER);
+	assert_false(mk_name_has_params("poll"));
+	assert_true(mk_name_has_params("poll:json"));
+	assert_int_equal(mk_name_parse_poll("poll", &rp, NULL), MK_OK);
+	assert_int_equal(rp.format, MK_FORMAT_PLAIN);
+	assert_int_equal(rp.max, -1);
+	assert_false(rp.follow);
+	assert_int_equal(mk_name_parse_poll("poll:json:max=7:committed:follow", &rp, NULL), MK_OK);
+	assert_int_equal(rp.format, MK_FORMAT_JSON);
+	assert_int_equal(rp.max, 7);
+	assert_true(rp.committed);
+	assert_true(rp.follow);
+	static const char *const bad[] = { "poll:", "poll:tsv:json", "poll:max=0",
+					   "poll:acks=1", "poll:tsv:tsv", "poll@1",
+					   "records", "poll:x/y" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		mk_strbuf why = MK_STRBUF_INIT;
+		if (mk_name_parse_poll(bad[i], &rp, &why) != MK_INVALID_REQUEST)
+			fail_msg("%s parsed", bad[i]);
+		assert_true(why.len > 0);
+		mk_strbuf_release(&why);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_poll_names),
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_has_params),
 		cmocka_unit_test(test_records_defaults),

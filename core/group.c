@@ -1,0 +1,1752 @@
+/*
+ * group.c — the group coordinator (see group.h for the rules).
+ *
+ * A change follows one pattern: under write_lock, refresh from the log if
+ * a leader moved; under lock, validate and compute the records; without
+ * lock, append them with acks=all; under lock again, apply. Nothing else
+ * takes write_lock, so what was validated still holds when it is applied.
+ */
+#include "group.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "assignor.h"
+#include "failpoint.h"
+#include "parse.h"
+#include "partitioner.h"
+#include "topic_name.h"
+
+#define LOAD_FETCH_BYTES (1u << 20)
+#define POLL_FETCH_BYTES (1u << 20)
+#define POLL_CACHE_MAX (8u << 20)      /* fetched bytes a poll file keeps */
+
+typedef struct {
+	char *topic;
+	int partition;
+	int64_t position;        /* -1: none yet */
+} gm_part;
+
+typedef struct {
+	char *name;
+	char **topics;           /* sorted, unique */
+	size_t ntopics;
+	int64_t last_seen_ms;
+	gm_part *parts;          /* sorted by (topic, partition) */
+	size_t nparts;
+	size_t poll_next;        /* the partition the next poll starts at */
+} gm_member;
+
+typedef struct {
+	char *topic;
+	int partition;
+	int64_t offset;
+} gm_commit;
+
+typedef struct {
+	char *name;
+	int64_t generation;
+	int64_t reset;           /* -1: [group] auto.offset.reset */
+	int64_t session_ms;      /* -1: [group] session.timeout.ms */
+	int64_t max_poll;        /* -1: [group] max.poll.records */
+	gm_member **members;     /* sorted by name */
+	size_t nmembers;
+	gm_commit *commits;      /* sorted by (topic, partition) */
+	size_t ncommits;
+} gm_group;
+
+struct mk_groups {
+	mk_cluster *c;
+	pthread_mutex_t write_lock;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;      /* a rebalance happened (with lock) */
+	gm_group **groups;           /* sorted by name */
+	size_t ngroups;
+	int nparts;                  /* of the offsets topic; 0 = no topic yet */
+	int32_t *loaded_epoch;       /* per offsets partition */
+
+	pthread_t ticker;
+	bool ticker_started;
+	bool stop;                   /* with lock and changed */
+};
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static int part_cmp(const char *t1, int p1, const char *t2, int p2)
+{
+	int c = strcmp(t1, t2);
+	return c ? c : (p1 > p2) - (p1 < p2);
+}
+
+static void err_why(mk_strbuf *why, const char *fmt, const char *a, const char *b)
+{
+	if (why)
+		mk_strbuf_addf(why, fmt, a, b);
+}
+
+static int64_t now_ms(mk_groups *g)
+{
+	return mk_clock_now(&g->c->clock);
+}
+
+static void member_free(gm_member *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->ntopics; i++)
+		free(m->topics[i]);
+	free(m->topics);
+	for (size_t i = 0; i < m->nparts; i++)
+		free(m->parts[i].topic);
+	free(m->parts);
+	free(m->name);
+	free(m);
+}
+
+static void commits_free(gm_commit *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(c[i].topic);
+	free(c);
+}
+
+static void group_free(gm_group *grp)
+{
+	if (!grp)
+		return;
+	for (size_t i = 0; i < grp->nmembers; i++)
+		member_free(grp->members[i]);
+	free(grp->members);
+	commits_free(grp->commits, grp->ncommits);
+	free(grp->name);
+	free(grp);
+}
+
+static gm_group *group_new(const char *name)
+{
+	gm_group *grp = calloc(1, sizeof(*grp));
+	if (!grp)
+		abort();
+	grp->name = strdup(name);
+	grp->reset = grp->session_ms = grp->max_poll = -1;
+	return grp;
+}
+
+/*
+ * Binary search over a sorted array of pointers to structs whose first
+ * member is their name (gm_group, gm_member). Returns the match or NULL;
+ * *pos gets its index or the insertion point.
+ */
+static void *find_named(void *const *arr, size_t n, const char *key, size_t *pos)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(*(char *const *)arr[mid], key);
+		if (!c) {
+			if (pos)
+				*pos = mid;
+			return arr[mid];
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (pos)
+		*pos = lo;
+	return NULL;
+}
+
+static gm_group *find_group(mk_groups *g, const char *name, size_t *pos)
+{
+	return find_named((void *const *)g->groups, g->ngroups, name, pos);
+}
+
+static gm_member *find_member(gm_group *grp, const char *name, size_t *pos)
+{
+	return find_named((void *const *)grp->members, grp->nmembers, name, pos);
+}
+
+static void insert_ptr(void ***arr, size_t *n, size_t pos, void *v)
+{
+	void **a = realloc(*arr, (*n + 1) * sizeof(*a));
+	if (!a)
+		abort();
+	memmove(a + pos + 1, a + pos, (*n - pos) * sizeof(*a));
+	a[pos] = v;
+	*arr = a;
+	(*n)++;
+}
+
+static void remove_ptr(void **arr, size_t *n, size_t pos)
+{
+	memmove(arr + pos, arr + pos + 1, (*n - pos - 1) * sizeof(*arr));
+	(*n)--;
+}
+
+static gm_commit *find_commit(gm_group *grp, const char *topic, int part, size_t *pos)
+{
+	size_t lo = 0, hi = grp->ncommits;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = part_cmp(grp->commits[mid].topic, grp->commits[mid].partition,
+				 topic, part);
+		if (!c) {
+			if (pos)
+				*pos = mid;
+			return &grp->commits[mid];
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (pos)
+		*pos = lo;
+	return NULL;
+}
+
+static void set_commit(gm_group *grp, const char *topic, int part, int64_t offset)
+{
+	size_t pos;
+	gm_commit *c = find_commit(grp, topic, part, &pos);
+	if (offset < 0) {
+		if (c) {
+			free(c->topic);
+			memmove(c, c + 1, (grp->ncommits - pos - 1) * sizeof(*c));
+			grp->ncommits--;
+		}
+		return;
+	}
+	if (!c) {
+		gm_commit *v = realloc(grp->commits, (grp->ncommits + 1) * sizeof(*v));
+		if (!v)
+			abort();
+		grp->commits = v;
+		memmove(v + pos + 1, v + pos, (grp->ncommits - pos) * sizeof(*v));
+		grp->ncommits++;
+		c = &v[pos];
+		c->topic = strdup(topic);
+		c->partition = part;
+	}
+	c->offset = offset;
+}
+
+static int64_t committed_of(gm_group *grp, const char *topic, int part)
+{
+	gm_commit *c = find_commit(grp, topic, part, NULL);
+	return c ? c->offset : -1;
+}
+
+static gm_part *find_part(gm_member *m, const char *topic, int part)
+{
+	for (size_t i = 0; i < m->nparts; i++)
+		if (m->parts[i].partition == part && !strcmp(m->parts[i].topic, topic))
+			return &m->parts[i];
+	return NULL;
+}
+
+static int64_t eff_reset(mk_groups *g, gm_group *grp)
+{
+	return grp->reset >= 0 ? grp->reset : g->c->cfg.auto_offset_reset;
+}
+
+static int64_t eff_session(mk_groups *g, gm_group *grp)
+{
+	return grp->session_ms >= 0 ? grp->session_ms : g->c->cfg.session_timeout_ms;
+}
+
+static int64_t eff_max_poll(mk_groups *g, gm_group *grp)
+{
+	return grp->max_poll >= 0 ? grp->max_poll : g->c->cfg.max_poll_records;
+}
+
+/* Partition info of topic/part; false when the topic or partition is gone. */
+static bool part_info(mk_groups *g, const char *topic, int part,
+		      mk_partition_info *pi)
+{
+	mk_topic *t = mk_cluster_topic(g->c, topic);
+	mk_partition *p = t ? mk_topic_partition(t, part) : NULL;
+	if (p)
+		mk_partition_info_get(p, pi);
+	mk_topic_put(t);
+	return p != NULL;
+}
+
+/* A position by the reset policy; -1 when there is none (policy none, or
+ * no leader to ask). */
+static int64_t reset_position(mk_groups *g, gm_group *grp, const char *topic, int part)
+{
+	mk_partition_info pi;
+	int64_t policy = eff_reset(g, grp);
+	if (policy == MK_RESET_NONE || !part_info(g, topic, part, &pi) || pi.leader < 0)
+		return -1;
+	return policy == MK_RESET_LATEST ? pi.hw : pi.log_start;
+}
+
+/* ---- group metadata records --------------------------------------------- */
+
+static const char *const reset_names[] = { "earliest", "latest", "none" };
+
+/* The value of a group's metadata record at generation gen. */
+static void meta_value(const gm_group *grp, int64_t gen, mk_strbuf *out)
+{
+	mk_strbuf_addf(out, "generation=%lld", (long long)gen);
+	if (grp->reset >= 0)
+		mk_strbuf_addf(out, " auto.offset.reset=%s", reset_names[grp->reset]);
+	if (grp->session_ms >= 0)
+		mk_strbuf_addf(out, " session.timeout.ms=%lld", (long long)grp->session_ms);
+	if (grp->max_poll >= 0)
+		mk_strbuf_addf(out, " max.poll.records=%lld", (long long)grp->max_poll);
+}
+
+/* Apply one KEY=VALUE of a group's configuration to grp. */
+static mk_err config_set(gm_group *grp, const char *kv, mk_strbuf *why)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq) {
+		err_why(why, "expected KEY=VALUE, got '%s'%s", kv, "");
+		return MK_INVALID_CONFIG;
+	}
+	size_t kl = (size_t)(eq - kv);
+	const char *v = eq + 1;
+	int64_t n;
+	if (kl == 17 && !strncmp(kv, "auto.offset.reset", kl)) {
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(v, reset_names[i])) {
+				grp->reset = i;
+				return MK_OK;
+			}
+		err_why(why, "auto.offset.reset: bad value '%s'%s (earliest, latest or none)", v, "");
+		return MK_INVALID_CONFIG;
+	}
+	if (kl == 18 && !strncmp(kv, "session.timeout.ms", kl)) {
+		if (!mk_parse_i64(v, &n) || n < 1) {
+			err_why(why, "session.timeout.ms: bad value '%s'%s (an integer >= 1)", v, "");
+			return MK_INVALID_CONFIG;
+		}
+		grp->session_ms = n;
+		return MK_OK;
+	}
+	if (kl == 16 && !strncmp(kv, "max.poll.records", kl)) {
+		if (!mk_parse_i64(v, &n) || n < 1 || n > (1 << 30)) {
+			err_why(why, "max.poll.records: bad value '%s'%s (an integer from 1 to 2^30)", v, "");
+			return MK_INVALID_CONFIG;
+		}
+		grp->max_poll = n;
+		return MK_OK;
+	}
+	err_why(why, "unknown group key '%s'%s (auto.offset.reset, session.timeout.ms, max.poll.records)", kv, "");
+	return MK_INVALID_CONFIG;
+}
+
+/* ---- the offsets topic ---------------------------------------------------- */
+
+static int opart_of(mk_groups *g, const char *group)
+{
+	return mk_partition_for_key(mk_bytes_of(group, strlen(group)), g->nparts);
+}
+
+/* Create __consumer_offsets if needed. Under write_lock. */
+static mk_err ensure_topic(mk_groups *g, mk_strbuf *why)
+{
+	if (g->nparts)
+		return MK_OK;
+	mk_topic *t = mk_cluster_topic(g->c, MK_OFFSETS_TOPIC);
+	if (!t) {
+		int rf = (int)g->c->cfg.offsets_topic_replication_factor;
+		if (rf > g->c->nbrokers)
+			rf = g->c->nbrokers;
+		const char *ov[] = { "cleanup.policy=compact" };
+		mk_err err = mk_cluster_create_topic(
+			g->c, MK_OFFSETS_TOPIC,
+			(int)g->c->cfg.offsets_topic_num_partitions, rf, ov, 1, why);
+		if (err && err != MK_TOPIC_ALREADY_EXISTS)
+			return err;
+		t = mk_cluster_topic(g->c, MK_OFFSETS_TOPIC);
+		if (!t)
+			return MK_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	int n = t->npartitions;
+	mk_topic_put(t);
+	int32_t *ep = malloc((size_t)n * sizeof(*ep));
+	if (!ep)
+		return MK_OUT_OF_MEMORY;
+	for (int i = 0; i < n; i++)
+		ep[i] = INT32_MIN;
+	pthread_mutex_lock(&g->lock);
+	g->loaded_epoch = ep;
+	g->nparts = n;
+	pthread_mutex_unlock(&g->lock);
+	return MK_OK;
+}
+
+typedef struct {
+	const char *key;
+	const char *value;       /* NULL: tombstone */
+} gm_rec;
+
+/* Append records to the group's offsets partition with acks=all.
+ * Under write_lock, not lock. */
+static mk_err persist(mk_groups *g, const char *group, const gm_rec *recs,
+		      size_t n, mk_strbuf *why)
+{
+	if (!n)
+		return MK_OK;
+	mk_topic *t = mk_cluster_topic(g->c, MK_OFFSETS_TOPIC);
+	mk_partition *p = t ? mk_topic_partition(t, opart_of(g, group)) : NULL;
+	if (!p) {
+		mk_topic_put(t);
+		if (why)
+			mk_strbuf_addstr(why, "the offsets topic " MK_OFFSETS_TOPIC " is missing");
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	static const mk_batch_meta meta = {
+		.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
+		.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
+	};
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	int64_t now = now_ms(g);
+	for (size_t i = 0; i < n; i++)
+		mk_builder_add(&b, now, mk_bytes_of(recs[i].key, strlen(recs[i].key)),
+			       recs[i].value ? mk_bytes_of(recs[i].value, strlen(recs[i].value))
+					     : MK_BYTES_NULL,
+			       NULL, 0);
+	mk_builder_finish(&b);
+	mk_produce_args a = { .acks = -1, .seq = -1, .count = b.count };
+	mk_produce_result res;
+	mk_err err = mk_partition_produce_ex(p, (uint8_t *)b.frame.buf, b.frame.len,
+					     &a, NULL, &res, why);
+	mk_builder_release(&b);
+	mk_topic_put(t);
+	if (err && why)
+		mk_strbuf_addf(why, " (writing to " MK_OFFSETS_TOPIC "/%d)", opart_of(g, group));
+	if (!err)
+		MK_FAILPOINT("group.persist.after-append");
+	return err;
+}
+
+/* What the log says about the groups of one partition. */
+typedef struct {
+	gm_group **groups;
+	size_t ngroups;
+	bool *deleted;           /* parallel: the last group record was a tombstone */
+} load_state;
+
+static gm_group *load_group(load_state *ls, const char *name, size_t len)
+{
+	char buf[MK_TOPIC_NAME_MAX + 1];
+	if (len > MK_TOPIC_NAME_MAX)
+		return NULL;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	size_t pos;
+	gm_group *grp = find_named((void *const *)ls->groups, ls->ngroups, buf, &pos);
+	if (!grp) {
+		grp = group_new(buf);
+		size_t n = ls->ngroups;
+		insert_ptr((void ***)&ls->groups, &ls->ngroups, pos, grp);
+		bool *d = realloc(ls->deleted, ls->ngroups * sizeof(*d));
+		if (!d)
+			abort();
+		memmove(d + pos + 1, d + pos, (n - pos) * sizeof(*d));
+		d[pos] = true;   /* until a metadata record says otherwise */
+		ls->deleted = d;
+	}
+	return grp;
+}
+
+static size_t load_index(load_state *ls, gm_group *grp)
+{
+	size_t pos = 0;
+	find_named((void *const *)ls->groups, ls->ngroups, grp->name, &pos);
+	return pos;
+}
+
+static void load_record(load_state *ls, const mk_record_view *rec)
+{
+	if (rec->key.len <= 0)
+		return;
+	const char *k = (const char *)rec->key.ptr;
+	size_t kl = (size_t)rec->key.len;
+	const char *s1 = memchr(k, '/', kl);
+	char val[512];
+	size_t vl = rec->value.len > 0 ? (size_t)rec->value.len : 0;
+	if (vl >= sizeof(val))
+		return;
+	if (vl)
+		memcpy(val, rec->value.ptr, vl);
+	val[vl] = '\0';
+	if (!s1) {
+		gm_group *grp = load_group(ls, k, kl);
+		if (!grp)
+			return;
+		size_t i = load_index(ls, grp);
+		if (rec->value.len < 0) {
+			ls->deleted[i] = true;
+			commits_free(grp->commits, grp->ncommits);
+			grp->commits = NULL;
+			grp->ncommits = 0;
+			grp->reset = grp->session_ms = grp->max_poll = -1;
+			return;
+		}
+		ls->deleted[i] = false;
+		grp->reset = grp->session_ms = grp->max_poll = -1;
+		char *save = NULL;
+		for (char *w = strtok_r(val, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+			int64_t n;
+			if (!strncmp(w, "generation=", 11)) {
+				if (mk_parse_i64(w + 11, &n) && n > grp->generation)
+					grp->generation = n;
+			} else {
+				config_set(grp, w, NULL);
+			}
+		}
+		return;
+	}
+	const char *s2 = memchr(s1 + 1, '/', kl - (size_t)(s1 + 1 - k));
+	if (!s2)
+		return;
+	gm_group *grp = load_group(ls, k, (size_t)(s1 - k));
+	if (!grp)
+		return;
+	char topic[MK_TOPIC_NAME_MAX + 1], pbuf[16];
+	size_t tl = (size_t)(s2 - s1 - 1), pl = kl - (size_t)(s2 + 1 - k);
+	if (tl > MK_TOPIC_NAME_MAX || pl >= sizeof(pbuf))
+		return;
+	memcpy(topic, s1 + 1, tl);
+	topic[tl] = '\0';
+	memcpy(pbuf, s2 + 1, pl);
+	pbuf[pl] = '\0';
+	int64_t part, off = -1;
+	if (!mk_parse_i64(pbuf, &part) || part < 0 || part > INT32_MAX)
+		return;
+	if (rec->value.len >= 0 && (!mk_parse_i64(val, &off) || off < 0))
+		return;
+	set_commit(grp, topic, (int)part, off);
+}
+
+/* Read partition op of the offsets topic to its HW into ls. */
+static mk_err load_read(mk_groups *g, int op, load_state *ls, int32_t *epoch)
+{
+	mk_topic *t = mk_cluster_topic(g->c, MK_OFFSETS_TOPIC);
+	mk_partition *p = t ? mk_topic_partition(t, op) : NULL;
+	if (!p) {
+		mk_topic_put(t);
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	mk_partition_info pi;
+	mk_partition_info_get(p, &pi);
+	*epoch = pi.leader_epoch;
+	mk_err err = pi.leader < 0 ? MK_LEADER_NOT_AVAILABLE : MK_OK;
+	int64_t from = pi.log_start, visible = 0;
+	mk_strbuf buf = MK_STRBUF_INIT;
+	while (!err) {
+		mk_strbuf_reset(&buf);
+		err = mk_partition_fetch(p, from, LOAD_FETCH_BYTES, &buf, &visible, NULL);
+		if (err || !buf.len)
+			break;
+		size_t pos = 0;
+		while (pos < buf.len) {
+			mk_batch_view b;
+			if (mk_frame_decode_header((const uint8_t *)buf.buf + pos,
+						   buf.len - pos, 0, false, &b, NULL))
+				break;
+			pos += b.frame_len;
+			if (b.meta.base_offset >= visible)
+				break;
+			if (!mk_batch_is_control(&b)) {
+				mk_record_iter it;
+				mk_record_view rec;
+				mk_record_iter_init(&it, &b);
+				while (mk_record_next(&it, &rec))
+					if (rec.offset >= from && rec.offset < visible)
+						load_record(ls, &rec);
+			}
+			if (mk_batch_next_offset(&b) > from)
+				from = mk_batch_next_offset(&b);
+		}
+		if (from >= visible)
+			break;
+	}
+	mk_strbuf_release(&buf);
+	mk_topic_put(t);
+	return err;
+}
+
+/*
+ * Rebuild the groups of offsets partition op from the log. Committed
+ * offsets and overrides become the log's; a generation only grows; groups
+ * the log deleted go unless they have members. Under write_lock.
+ */
+static void load_partition(mk_groups *g, int op)
+{
+	load_state ls = { NULL, 0, NULL };
+	int32_t epoch;
+	mk_err err = load_read(g, op, &ls, &epoch);
+	pthread_mutex_lock(&g->lock);
+	if (!err) {
+		g->loaded_epoch[op] = epoch;
+		/* Groups of this partition the log no longer has. */
+		for (size_t i = g->ngroups; i-- > 0;) {
+			gm_group *grp = g->groups[i];
+			if (opart_of(g, grp->name) != op)
+				continue;
+			size_t lp;
+			gm_group *lg = find_named((void *const *)ls.groups, ls.ngroups, grp->name, &lp);
+			if ((!lg || ls.deleted[lp]) && !grp->nmembers) {
+				group_free(grp);
+				remove_ptr((void **)g->groups, &g->ngroups, i);
+			}
+		}
+		for (size_t i = 0; i < ls.ngroups; i++) {
+			gm_group *lg = ls.groups[i];
+			size_t pos;
+			gm_group *grp = find_group(g, lg->name, &pos);
+			if (ls.deleted[i] && !grp)
+				continue;
+			if (!grp) {
+				insert_ptr((void ***)&g->groups, &g->ngroups, pos, lg);
+				ls.groups[i] = NULL;
+				continue;
+			}
+			if (lg->generation > grp->generation)
+				grp->generation = lg->generation;
+			grp->reset = lg->reset;
+			grp->session_ms = lg->session_ms;
+			grp->max_poll = lg->max_poll;
+			commits_free(grp->commits, grp->ncommits);
+			grp->commits = lg->commits;
+			grp->ncommits = lg->ncommits;
+			lg->commits = NULL;
+			lg->ncommits = 0;
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
+	for (size_t i = 0; i < ls.ngroups; i++)
+		group_free(ls.groups[i]);
+	free(ls.groups);
+	free(ls.deleted);
+}
+
+/* Reload every offsets partition whose leader epoch moved. Under write_lock. */
+static void refresh(mk_groups *g)
+{
+	if (!g->nparts)
+		return;
+	mk_topic *t = mk_cluster_topic(g->c, MK_OFFSETS_TOPIC);
+	if (!t)
+		return;
+	for (int op = 0; op < g->nparts && op < t->npartitions; op++) {
+		mk_partition_info pi;
+		mk_partition_info_get(mk_topic_partition(t, op), &pi);
+		if (pi.leader >= 0 && pi.leader_epoch != g->loaded_epoch[op])
+			load_partition(g, op);
+	}
+	mk_topic_put(t);
+}
+
+/* Readers refresh only when no change is in flight (never wait on acks). */
+static void try_refresh(mk_groups *g)
+{
+	if (pthread_mutex_trylock(&g->write_lock) == 0) {
+		refresh(g);
+		pthread_mutex_unlock(&g->write_lock);
+	}
+}
+
+/* ---- open / close / tick ---------------------------------------------------- */
+
+mk_err mk_groups_open(mk_cluster *c, mk_groups **out, mk_strbuf *why)
+{
+	(void)why;
+	mk_groups *g = calloc(1, sizeof(*g));
+	if (!g)
+		return MK_OUT_OF_MEMORY;
+	g->c = c;
+	pthread_mutex_init(&g->write_lock, NULL);
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->changed, NULL);
+	mk_topic *t = mk_cluster_topic(c, MK_OFFSETS_TOPIC);
+	if (t) {
+		mk_topic_put(t);
+		pthread_mutex_lock(&g->write_lock);
+		mk_err err = ensure_topic(g, why);
+		if (!err)
+			refresh(g);
+		pthread_mutex_unlock(&g->write_lock);
+		if (err) {
+			mk_groups_close(g);
+			return err;
+		}
+	}
+	*out = g;
+	return MK_OK;
+}
+
+static void *ticker_main(void *arg)
+{
+	mk_groups *g = arg;
+	pthread_mutex_lock(&g->lock);
+	while (!g->stop && !g->c->shutting_down) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int64_t ns = ts.tv_nsec + 100 * 1000000LL;
+		ts.tv_sec += ns / 1000000000LL;
+		ts.tv_nsec = ns % 1000000000LL;
+		pthread_cond_timedwait(&g->changed, &g->lock, &ts);
+		if (g->stop || g->c->shutting_down)
+			break;
+		pthread_mutex_unlock(&g->lock);
+		mk_strbuf why = MK_STRBUF_INIT;
+		int removed = 0;
+		mk_groups_expire(g, &removed, &why);
+		mk_strbuf_release(&why);
+		pthread_mutex_lock(&g->lock);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+void mk_groups_start(mk_groups *g)
+{
+	if (!g->c->cfg.auto_replication || g->ticker_started)
+		return;
+	if (pthread_create(&g->ticker, NULL, ticker_main, g) == 0)
+		g->ticker_started = true;
+}
+
+void mk_groups_close(mk_groups *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	g->stop = true;
+	pthread_cond_broadcast(&g->changed);
+	pthread_mutex_unlock(&g->lock);
+	if (g->ticker_started)
+		pthread_join(g->ticker, NULL);
+	for (size_t i = 0; i < g->ngroups; i++)
+		group_free(g->groups[i]);
+	free(g->groups);
+	free(g->loaded_epoch);
+	pthread_cond_destroy(&g->changed);
+	pthread_mutex_destroy(&g->lock);
+	pthread_mutex_destroy(&g->write_lock);
+	free(g);
+}
+
+/* ---- lookups ------------------------------------------------------------------ */
+
+static mk_err lookup(mk_groups *g, const char *group, const char *member,
+		     gm_group **grp, gm_member **m, mk_strbuf *why)
+{
+	*grp = find_group(g, group, NULL);
+	if (!*grp) {
+		err_why(why, "no group %s%s", group, "");
+		return MK_GROUP_ID_NOT_FOUND;
+	}
+	if (!member)
+		return MK_OK;
+	*m = find_member(*grp, member, NULL);
+	if (!*m) {
+		err_why(why, "no member %s in group %s", member, group);
+		return MK_UNKNOWN_MEMBER_ID;
+	}
+	return MK_OK;
+}
+
+bool mk_group_exists(mk_groups *g, const char *group)
+{
+	try_refresh(g);
+	pthread_mutex_lock(&g->lock);
+	bool ok = find_group(g, group, NULL) != NULL;
+	pthread_mutex_unlock(&g->lock);
+	return ok;
+}
+
+bool mk_group_member_exists(mk_groups *g, const char *group, const char *member)
+{
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp = find_group(g, group, NULL);
+	bool ok = grp && find_member(grp, member, NULL);
+	pthread_mutex_unlock(&g->lock);
+	return ok;
+}
+
+size_t mk_group_names(mk_groups *g, char ***names)
+{
+	try_refresh(g);
+	pthread_mutex_lock(&g->lock);
+	size_t n = g->ngroups;
+	*names = calloc(n ? n : 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++)
+		(*names)[i] = strdup(g->groups[i]->name);
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+size_t mk_group_member_names(mk_groups *g, const char *group, char ***names)
+{
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp = find_group(g, group, NULL);
+	size_t n = grp ? grp->nmembers : 0;
+	*names = calloc(n ? n : 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++)
+		(*names)[i] = strdup(grp->members[i]->name);
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+/* ---- create, delete, configure ---------------------------------------------------- */
+
+mk_err mk_group_create(mk_groups *g, const char *group, mk_strbuf *why)
+{
+	if (!mk_topic_name_valid(group)) {
+		err_why(why, "invalid group name '%s'%s: 1 to 249 of [A-Za-z0-9._-]", group, "");
+		return MK_INVALID_REQUEST;
+	}
+	pthread_mutex_lock(&g->write_lock);
+	mk_err err = ensure_topic(g, why);
+	if (!err)
+		refresh(g);
+	pthread_mutex_lock(&g->lock);
+	if (!err && find_group(g, group, NULL)) {
+		err_why(why, "group %s already exists%s", group, "");
+		err = MK_GROUP_ALREADY_EXISTS;
+	}
+	pthread_mutex_unlock(&g->lock);
+	gm_group *grp = NULL;
+	if (!err) {
+		grp = group_new(group);
+		mk_strbuf v = MK_STRBUF_INIT;
+		meta_value(grp, 0, &v);
+		gm_rec r = { group, v.buf };
+		err = persist(g, group, &r, 1, why);
+		mk_strbuf_release(&v);
+	}
+	if (!err) {
+		pthread_mutex_lock(&g->lock);
+		size_t pos;
+		find_group(g, group, &pos);
+		insert_ptr((void ***)&g->groups, &g->ngroups, pos, grp);
+		pthread_mutex_unlock(&g->lock);
+	} else {
+		group_free(grp);
+	}
+	pthread_mutex_unlock(&g->write_lock);
+	return err;
+}
+
+mk_err mk_group_delete(mk_groups *g, const char *group, mk_strbuf *why)
+{
+	pthread_mutex_lock(&g->write_lock);
+	refresh(g);
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp;
+	gm_member *m = NULL;
+	mk_err err = lookup(g, group, NULL, &grp, &m, why);
+	if (!err && grp->nmembers) {
+		err_why(why, "group %s has members; they must leave first%s", group, "");
+		err = MK_NON_EMPTY_GROUP;
+	}
+	gm_rec *recs = NULL;
+	char **keys = NULL;
+	size_t n = 0;
+	if (!err) {
+		n = grp->ncommits + 1;
+		recs = calloc(n, sizeof(*recs));
+		keys = calloc(n, sizeof(*keys));
+		for (size_t i = 0; i < grp->ncommits; i++) {
+			mk_strbuf k = MK_STRBUF_INIT;
+			mk_strbuf_addf(&k, "%s/%s/%d", group, grp->commits[i].topic,
+				       grp->commits[i].partition);
+			keys[i] = mk_strbuf_detach(&k, NULL);
+			recs[i].key = keys[i];
+		}
+		recs[n - 1].key = group;   /* the group record last */
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (!err)
+		err = persist(g, group, recs, n, why);
+	if (!err) {
+		pthread_mutex_lock(&g->lock);
+		size_t pos;
+		grp = find_group(g, group, &pos);
+		if (grp) {
+			group_free(grp);
+			remove_ptr((void **)g->groups, &g->ngroups, pos);
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
+	for (size_t i = 0; keys && i + 1 < n; i++)
+		free(keys[i]);
+	free(keys);
+	free(recs);
+	pthread_mutex_unlock(&g->write_lock);
+	return err;
+}
+
+mk_err mk_group_configure(mk_groups *g, const char *group,
+			  const char *const *kv, size_t n, mk_strbuf *why)
+{
+	pthread_mutex_lock(&g->write_lock);
+	refresh(g);
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp;
+	gm_member *m = NULL;
+	mk_err err = lookup(g, group, NULL, &grp, &m, why);
+	gm_group trial = { 0 };
+	mk_strbuf v = MK_STRBUF_INIT;
+	if (!err) {
+		trial.reset = grp->reset;
+		trial.session_ms = grp->session_ms;
+		trial.max_poll = grp->max_poll;
+		for (size_t i = 0; i < n && !err; i++)
+			err = config_set(&trial, kv[i], why);
+		if (!err)
+			meta_value(&trial, grp->generation, &v);
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (!err) {
+		gm_rec r = { group, v.buf };
+		err = persist(g, group, &r, 1, why);
+	}
+	if (!err) {
+		pthread_mutex_lock(&g->lock);
+		grp = find_group(g, group, NULL);
+		if (grp) {
+			grp->reset = trial.reset;
+			grp->session_ms = trial.session_ms;
+			grp->max_poll = trial.max_poll;
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
+	mk_strbuf_release(&v);
+	pthread_mutex_unlock(&g->write_lock);
+	return err;
+}
+
+mk_err mk_group_config_format(mk_groups *g, const char *group, mk_strbuf *out,
+			      mk_strbuf *why)
+{
+	try_refresh(g);
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp;
+	gm_member *m = NULL;
+	mk_err err = lookup(g, group, NULL, &grp, &m, why);
+	if (!err)
+		mk_strbuf_addf(out, "auto.offset.reset=%s\nsession.timeout.ms=%lld\nmax.poll.records=%lld\n",
+			       reset_names[eff_reset(g, grp)],
+			       (long long)eff_session(g, grp),
+			       (long long)eff_max_poll(g, grp));
+	pthread_mutex_unlock(&g->lock);
+	return err;
+}
+
+/* ---- rebalance ---------------------------------------------------------------------- */
+
+/* Recompute every member's assignment at generation gen. Under lock. */
+static void rebalance(mk_groups *g, gm_group *grp, int64_t gen)
+{
+	grp->generation = gen;
+	size_t nm = grp->nmembers;
+	mk_assign_member *am = calloc(nm ? nm : 1, sizeof(*am));
+	/* Every subscribed topic, once, with its partition count. */
+	size_t nt = 0, talloc = 0;
+	mk_assign_topic *at = NULL;
+	for (size_t i = 0; i < nm; i++) {
+		gm_member *m = grp->members[i];
+		am[i] = (mk_assign_member){ m->name, (const char *const *)m->topics, m->ntopics };
+		for (size_t k = 0; k < m->ntopics; k++) {
+			bool seen = false;
+			for (size_t j = 0; j < nt && !seen; j++)
+				seen = !strcmp(at[j].name, m->topics[k]);
+			if (seen)
+				continue;
+			mk_topic *t = mk_cluster_topic(g->c, m->topics[k]);
+			if (!t)
+				continue;
+			if (nt == talloc) {
+				talloc = talloc ? talloc * 2 : 8;
+				at = realloc(at, talloc * sizeof(*at));
+				if (!at)
+					abort();
+			}
+			at[nt++] = (mk_assign_topic){ m->topics[k], t->npartitions };
+			mk_topic_put(t);
+		}
+	}
+	mk_assign_pair *pairs;
+	size_t np = mk_assign_round_robin(am, nm, at, nt, &pairs);
+	/* New part lists, positions from the committed offsets. */
+	gm_part **nparts = calloc(nm ? nm : 1, sizeof(*nparts));
+	size_t *counts = calloc(nm ? nm : 1, sizeof(*counts));
+	for (size_t i = 0; i < np; i++)
+		counts[pairs[i].member]++;
+	for (size_t i = 0; i < nm; i++) {
+		nparts[i] = calloc(counts[i] ? counts[i] : 1, sizeof(gm_part));
+		counts[i] = 0;
+	}
+	for (size_t i = 0; i < np; i++) {
+		size_t mi = pairs[i].member;
+		gm_part *np_ = &nparts[mi][counts[mi]++];
+		np_->topic = strdup(pairs[i].topic);
+		np_->partition = pairs[i].partition;
+		/* Eager: everything was revoked; every owner starts again at
+		 * the committed offset, whether or not the partition moved. */
+		int64_t c = committed_of(grp, pairs[i].topic, pairs[i].partition);
+		np_->position = c >= 0 ? c : reset_position(g, grp, pairs[i].topic,
+							    pairs[i].partition);
+	}
+	for (size_t i = 0; i < nm; i++) {
+		gm_member *m = grp->members[i];
+		for (size_t k = 0; k < m->nparts; k++)
+			free(m->parts[k].topic);
+		free(m->parts);
+		m->parts = nparts[i];
+		m->nparts = counts[i];
+		m->poll_next = 0;
+	}
+	free(nparts);
+	free(counts);
+	free(pairs);
+	free(at);
+	free(am);
+	pthread_cond_broadcast(&g->changed);
+}
+
+/* Persist generation gen for grp (whose name is group). Without lock. */
+static mk_err persist_generation(mk_groups *g, const char *group,
+				 const gm_group *cfg, int64_t gen, mk_strbuf *why)
+{
+	mk_strbuf v = MK_STRBUF_INIT;
+	meta_value(cfg, gen, &v);
+	gm_rec r = { group, v.buf };
+	mk_err err = persist(g, group, &r, 1, why);
+	mk_strbuf_release(&v);
+	return err;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+mk_err mk_group_join(mk_groups *g, const char *group, const char *member,
+		     const char *const *topics, size_t ntopics, mk_strbuf *why)
+{
+	if (!mk_topic_name_valid(member)) {
+		err_why(why, "invalid member name '%s'%s: 1 to 249 of [A-Za-z0-9._-]", member, "");
+		return MK_INVALID_REQUEST;
+	}
+	if (!ntopics) {
+		err_why(why, "member %s subscribes to no topic%s", member, "");
+		return MK_INVALID_REQUEST;
+	}
+	for (size_t i = 0; i < ntopics; i++) {
+		mk_topic *t = mk_topic_name_valid(topics[i]) ? mk_cluster_topic(g->c, topics[i]) : NULL;
+		if (!t) {
+			err_why(why, "no topic %s%s", topics[i], "");
+			return MK_UNKNOWN_TOPIC_OR_PARTITION;
+		}
+		mk_topic_put(t);
+	}
+	pthread_mutex_lock(&g->write_lock);
+	refresh(g);
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp;
+	gm_member *m = NULL;
+	mk_err err = lookup(g, group, NULL, &grp, &m, why);
+	gm_group cfg = { 0 };
+	int64_t gen = 0;
+	if (!err) {
+		cfg = (gm_group){ .reset = grp->reset, .session_ms = grp->session_ms,
+				  .max_poll = grp->max_poll };
+		gen = grp->generation + 1;
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (!err)
+		err = persist_generation(g, group, &cfg, gen, why);
+	if (!err) {
+		pthread_mutex_lock(&g->lock);
+		grp = find_group(g, group, NULL);
+		size_t pos;
+		m = find_member(grp, member, &pos);
+		if (!m) {
+			m = calloc(1, sizeof(*m));
+			if (!m)
+				abort();
+			m->name = strdup(member);
+			insert_ptr((void ***)&grp->members, &grp->nmembers, pos, m);
+		}
+		for (size_t i = 0; i < m->ntopics; i++)
+			free(m->topics[i]);
+		free(m->topics);
+		m->topics = calloc(ntopics, sizeof(char *));
+		m->ntopics = 0;
+		char **sorted = calloc(ntopics, sizeof(char *));
+		memcpy(sorted, topics, ntopics * sizeof(char *));
+		qsort(sorted, ntopics, sizeof(char *), cmp_str);
+		for (size_t i = 0; i < ntopics; i++)
+			if (!i || strcmp(sorted[i], sorted[i - 1]))
+				m->topics[m->ntopics++] = strdup(sorted[i]);
+		free(sorted);
+		m->last_seen_ms = now_ms(g);
+		rebalance(g, grp, gen);
+		pthread_mutex_unlock(&g->lock);
+	}
+	pthread_mutex_unlock(&g->write_lock);
+	return err;
+}
+
+/* Remove the members for which gone(m) holds, in one rebalance. */
+static mk_err remove_members(mk_groups *g, const char *group,
+			     bool (*gone)(mk_groups *, gm_group *, gm_member *, void *),
+			     void *arg, int *removed, mk_strbuf *why)
+{
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp = find_group(g, group, NULL);
+	size_t n = 0;
+	for (size_t i = 0; grp && i < grp->nmembers; i++)
+		n += gone(g, grp, grp->members[i], arg);
+	gm_group cfg = { 0 };
+	int64_t gen = 0;
+	if (n) {
+		cfg = (gm_group){ .reset = grp->reset, .session_ms = grp->session_ms,
+				  .max_poll = grp->max_poll };
+		gen = grp->generation + 1;
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (!n)
+		return MK_OK;
+	mk_err err = persist_generation(g, group, &cfg, gen, why);
+	if (err)
+		return err;
+	pthread_mutex_lock(&g->lock);
+	grp = find_group(g, group, NULL);
+	for (size_t i = grp->nmembers; i-- > 0;)
+		if (gone(g, grp, grp->members[i], arg)) {
+			member_free(grp->members[i]);
+			remove_ptr((void **)grp->members, &grp->nmembers, i);
+			if (removed)
+				(*removed)++;
+		}
+	rebalance(g, grp, gen);
+	pthread_mutex_unlock(&g->lock);
+	return MK_OK;
+}
+
+static bool is_named(mk_groups *g, gm_group *grp, gm_member *m, void *arg)
+{
+	(void)g;
+	(void)grp;
+	return !strcmp(m->name, arg);
+}
+
+mk_err mk_group_leave(mk_groups *g, const char *group, const char *member,
+		      mk_strbuf *why)
+{
+	pthread_mutex_lock(&g->write_lock);
+	refresh(g);
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp;
+	gm_member *m = NULL;
+	mk_err err = lookup(g, group, member, &grp, &m, why);
+	pthread_mutex_unlock(&g->lock);
+	if (!err)
+		err = remove_members(g, group, is_named, (void *)member, NULL, why);
+	pthread_mutex_unlock(&g->write_lock);
+	return err;
+}
+
+static bool is_expired(mk_groups *g, gm_group *grp, gm_member *m, void *arg)
+{
+	int64_t now = *(int64_t *)arg;
+	return now - m->last_seen_ms > eff_session(g, grp);
+}
+
+mk_err mk_groups_expire(mk_groups *g, int *removed, mk_strbuf *why)
+{
+	if (removed)
+		*removed = 0;
+	pthread_mutex_lock(&g->write_lock);
+	refresh(g);
+	char **names;
+	size_t n = mk_group_names(g, &names);
+	int64_t now = now_ms(g);
+	mk_err first = MK_OK;
+	for (size_t i = 0; i < n; i++) {
+		mk_err err = remove_members(g, names[i], is_expired, &now, removed, why);
+		if (err && !first)
+			first = err;
+		free(names[i]);
+	}
+	free(names);
+	pthread_mutex_unlock(&g->write_lock);
+	return first;
+}
+
+mk_err mk_group_heartbeat(mk_groups *g, const char *group, const char *member,
+			  int64_t generation, mk_strbuf *why)
+{
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp;
+	gm_member *m = NULL;
+	mk_err err = lookup(g, group, member, &grp, &m, why);
+	if (!err && generation != grp->generation) {
+		if (why)
+			mk_strbuf_addf(why, "generation %lld is not the current %lld: rejoin",
+				       (long long)generation, (long long)grp->generation);
+		err = MK_ILLEGAL_GENERATION;
+	}
+	if (!err)
+		m->last_seen_ms = now_ms(g);
+	pthread_mutex_unlock(&g->lock);
+	return err;
+}
+
+/* ---- positions and commits ---------------------------------------------------------- */
+
+/* offset within [log start, log end]; without a leader to ask, a commit
+ * is taken as it is (lenient) and a seek refused. */
+static mk_err check_range(mk_groups *g, const char *topic, int part,
+			  int64_t offset, bool lenient, mk_strbuf *why)
+{
+	mk_partition_info pi;
+	if (!part_info(g, topic, part, &pi)) {
+		if (why)
+			mk_strbuf_addf(why, "no partition %s/%d", topic, part);
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	if (pi.leader < 0) {
+		if (lenient)
+			return MK_OK;
+		if (why)
+			mk_strbuf_addf(why, "%s/%d has no online leader", topic, part);
+		return MK_LEADER_NOT_AVAILABLE;
+	}
+	if (offset < pi.log_start || offset > pi.leo) {
+		if (why)
+			mk_strbuf_addf(why, "offset %lld of %s/%d outside [%lld, %lld]",
+				       (long long)offset, topic, part,
+				       (long long)pi.log_start, (long long)pi.leo);
+		return MK_OFFSET_OUT_OF_RANGE;
+	}
+	return MK_OK;
+}
+
+static mk_err unowned(mk_strbuf *why, const char *member, const char *topic, int part)
+{
+	if (why)
+		mk_strbuf_addf(why, "member %s does not own %s/%d", member, topic, part);
+	return MK_TOPIC_AUTHORIZATION_FAILED;
+}
+
+mk_err mk_group_seek(mk_groups *g, const char *group, const char *member,
+		     const char *topic, int partition, int64_t offset,
+		     mk_strbuf *why)
+{
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp;
+	gm_member *m = NULL;
+	mk_err err = lookup(g, group, member, &grp, &m, why);
+	gm_part *p = NULL;
+	if (!err && !(p = find_part(m, topic, partition)))
+		err = unowned(why, member, topic, partition);
+	if (!err)
+		err = check_range(g, topic, partition, offset, false, why);
+	if (!err)
+		p->position = offset;
+	pthread_mutex_unlock(&g->lock);
+	return err;
+}
+
+mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
+		       int64_t generation, const mk_commit_entry *entries,
+		       size_t n, mk_strbuf *why)
+{
+	pthread_mutex_lock(&g->write_lock);
+	refresh(g);
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp;
+	gm_member *m = NULL;
+	mk_err err = lookup(g, group, member, &grp, &m, why);
+	if (!err && generation >= 0 && generation != grp->generation) {
+		if (why)
+			mk_strbuf_addf(why, "generation %lld is not the current %lld: the commit is fenced",
+				       (long long)generation, (long long)grp->generation);
+		err = MK_ILLEGAL_GENERATION;
+	}
+	mk_commit_entry *todo = NULL;
+	size_t ntodo = 0;
+	if (!err && !n) {
+		todo = calloc(m->nparts ? m->nparts : 1, sizeof(*todo));
+		for (size_t i = 0; i < m->nparts; i++)
+			if (m->parts[i].position >= 0)
+				todo[ntodo++] = (mk_commit_entry){
+					strdup(m->parts[i].topic), m->parts[i].partition,
+					m->parts[i].position };
+	} else if (!err) {
+		todo = calloc(n, sizeof(*todo));
+		for (size_t i = 0; i < n && !err; i++) {
+			if (!find_part(m, entries[i].topic, entries[i].partition))
+				err = unowned(why, member, entries[i].topic, entries[i].partition);
+			else
+				err = check_range(g, entries[i].topic, entries[i].partition,
+						  entries[i].offset, true, why);
+			if (!err)
+				todo[ntodo++] = (mk_commit_entry){
+					strdup(entries[i].topic), entries[i].partition,
+					entries[i].offset };
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
+	gm_rec *recs = calloc(ntodo ? ntodo : 1, sizeof(*recs));
+	char **bufs = calloc(ntodo ? ntodo * 2 : 1, sizeof(*bufs));
+	for (size_t i = 0; !err && i < ntodo; i++) {
+		mk_strbuf k = MK_STRBUF_INIT, v = MK_STRBUF_INIT;
+		mk_strbuf_addf(&k, "%s/%s/%d", group, todo[i].topic, todo[i].partition);
+		mk_strbuf_addf(&v, "%lld", (long long)todo[i].offset);
+		bufs[2 * i] = mk_strbuf_detach(&k, NULL);
+		bufs[2 * i + 1] = mk_strbuf_detach(&v, NULL);
+		recs[i] = (gm_rec){ bufs[2 * i], bufs[2 * i + 1] };
+	}
+	if (!err)
+		err = persist(g, group, recs, ntodo, why);
+	if (!err) {
+		pthread_mutex_lock(&g->lock);
+		grp = find_group(g, group, NULL);
+		m = grp ? find_member(grp, member, NULL) : NULL;
+		for (size_t i = 0; grp && i < ntodo; i++)
+			set_commit(grp, todo[i].topic, todo[i].partition, todo[i].offset);
+		if (m)
+			m->last_seen_ms = now_ms(g);
+		pthread_mutex_unlock(&g->lock);
+	}
+	for (size_t i = 0; i < ntodo; i++) {
+		free((char *)todo[i].topic);
+		free(bufs[2 * i]);
+		free(bufs[2 * i + 1]);
+	}
+	free(bufs);
+	free(recs);
+	free(todo);
+	pthread_mutex_unlock(&g->write_lock);
+	return err;
+}
+
+/* ---- poll ----------------------------------------------------------------------------- */
+
+typedef struct {
+	char *topic;
+	int partition;
+	int64_t from;
+} poll_target;
+
+/* Give position -1 or an out-of-range position one by the policy. Under lock. */
+static mk_err resolve_position(mk_groups *g, gm_group *grp, gm_part *p,
+			       mk_strbuf *why)
+{
+	mk_partition_info pi;
+	if (!part_info(g, p->topic, p->partition, &pi))
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+	if (pi.leader < 0)
+		return MK_OK;        /* fetch will say there is no leader */
+	if (p->position >= pi.log_start && p->position <= pi.leo)
+		return MK_OK;
+	int64_t policy = eff_reset(g, grp);
+	if (policy == MK_RESET_NONE) {
+		if (why) {
+			if (p->position < 0)
+				mk_strbuf_addf(why, "no committed offset for %s/%d and auto.offset.reset=none (seek first)",
+					       p->topic, p->partition);
+			else
+				mk_strbuf_addf(why, "position %lld of %s/%d outside [%lld, %lld] and auto.offset.reset=none",
+					       (long long)p->position, p->topic, p->partition,
+					       (long long)pi.log_start, (long long)pi.leo);
+		}
+		return MK_OFFSET_OUT_OF_RANGE;
+	}
+	p->position = policy == MK_RESET_LATEST ? pi.hw : pi.log_start;
+	return MK_OK;
+}
+
+/* ---- the poll cache --------------------------------------------------------------- */
+
+struct poll_cached {
+	char *topic;
+	int partition;
+	int32_t epoch;           /* the leader epoch the frames were read in */
+	int64_t first, next;     /* offsets the frames cover */
+	int64_t visible;         /* the HW when they were read */
+	mk_strbuf buf;
+};
+
+mk_poll_cache *mk_poll_cache_new(void)
+{
+	return calloc(1, sizeof(mk_poll_cache));
+}
+
+void mk_poll_cache_clear(mk_poll_cache *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->entries[i].topic);
+		mk_strbuf_release(&c->entries[i].buf);
+	}
+	free(c->entries);
+	c->entries = NULL;
+	c->n = 0;
+}
+
+void mk_poll_cache_free(mk_poll_cache *c)
+{
+	if (!c)
+		return;
+	mk_poll_cache_clear(c);
+	free(c);
+}
+
+static poll_cached *cache_entry(mk_poll_cache *c, const char *topic, int part)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->entries[i].partition == part && !strcmp(c->entries[i].topic, topic))
+			return &c->entries[i];
+	poll_cached *v = realloc(c->entries, (c->n + 1) * sizeof(*v));
+	if (!v)
+		abort();
+	c->entries = v;
+	poll_cached *e = &v[c->n++];
+	memset(e, 0, sizeof(*e));
+	e->topic = strdup(topic);
+	e->partition = part;
+	mk_strbuf_init(&e->buf, 0);
+	return e;
+}
+
+static size_t cache_bytes(const mk_poll_cache *c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->n; i++)
+		n += c->entries[i].buf.alloc;
+	return n;
+}
+
+/* The offsets the fetched frames cover. */
+static void cache_bounds(poll_cached *pc)
+{
+	size_t pos = 0;
+	bool firstf = true;
+	while (pos < pc->buf.len) {
+		mk_batch_view b;
+		if (mk_frame_decode_header((const uint8_t *)pc->buf.buf + pos,
+					   pc->buf.len - pos, 0, false, &b, NULL))
+			break;
+		if (firstf)
+			pc->first = b.meta.base_offset;
+		firstf = false;
+		pc->next = mk_batch_next_offset(&b);
+		pos += b.frame_len;
+	}
+}
+
+mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
+		     int64_t max, int polls, bool committed, mk_poll_cache *cache,
+		     mk_poll_fn fn, void *arg, int64_t *count, mk_strbuf *why)
+{
+	(void)committed;     /* the LSO equals the HW until transactions exist */
+	*count = 0;
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp;
+	gm_member *m = NULL;
+	mk_err err = lookup(g, group, member, &grp, &m, why);
+	poll_target *tg = NULL;
+	size_t nt = 0, start = 0;
+	if (!err) {
+		int64_t limit = eff_max_poll(g, grp) * (polls > 1 ? polls : 1);
+		if (max <= 0 || max > limit)
+			max = limit;
+		tg = calloc(m->nparts ? m->nparts : 1, sizeof(*tg));
+		start = m->nparts ? m->poll_next % m->nparts : 0;
+		for (size_t k = 0; k < m->nparts && !err; k++) {
+			gm_part *p = &m->parts[(start + k) % m->nparts];
+			err = resolve_position(g, grp, p, why);
+			if (err == MK_UNKNOWN_TOPIC_OR_PARTITION) {
+				err = MK_OK;     /* topic deleted: nothing to poll */
+				continue;
+			}
+			if (!err && p->position >= 0)
+				tg[nt++] = (poll_target){ strdup(p->topic), p->partition,
+							  p->position };
+		}
+		if (!err)
+			m->last_seen_ms = now_ms(g);
+	}
+	pthread_mutex_unlock(&g->lock);
+	size_t last_used = SIZE_MAX;
+	mk_poll_cache local = { NULL, 0 };
+	if (!cache)
+		cache = &local;
+	/* A partition that cannot be fetched now (no leader) is skipped; its
+	 * error is the poll's only when no partition returned anything. */
+	mk_err skipped = MK_OK;
+	mk_strbuf skipwhy = MK_STRBUF_INIT;
+	for (size_t k = 0; k < nt && !err && *count < max; k++) {
+		mk_topic *t = mk_cluster_topic(g->c, tg[k].topic);
+		mk_partition *p = t ? mk_topic_partition(t, tg[k].partition) : NULL;
+		if (!p) {
+			mk_topic_put(t);
+			continue;
+		}
+		mk_poll_partition pp = { tg[k].topic, tg[k].partition, tg[k].from };
+		poll_cached *pc = cache_entry(cache, tg[k].topic, tg[k].partition);
+		mk_partition_info pi;
+		mk_partition_info_get(p, &pi);
+		int64_t from = tg[k].from;
+		while (!err && *count < max) {
+			if (!pc->buf.len || pc->epoch != pi.leader_epoch || from < pc->first ||
+			    from >= pc->next || from >= pc->visible) {
+				mk_strbuf_reset(&pc->buf);
+				mk_strbuf fwhy = MK_STRBUF_INIT;
+				mk_err ferr = mk_partition_fetch(p, from, POLL_FETCH_BYTES, &pc->buf,
+								 &pc->visible, &fwhy);
+				if (ferr && !skipped) {
+					skipped = ferr;
+					mk_strbuf_add(&skipwhy, fwhy.buf, fwhy.len);
+				}
+				mk_strbuf_release(&fwhy);
+				if (ferr || !pc->buf.len) {
+					mk_strbuf_reset(&pc->buf);
+					break;
+				}
+				pc->epoch = pi.leader_epoch;
+				cache_bounds(pc);
+			}
+			size_t pos = 0;
+			int64_t before = from, visible = pc->visible;
+			while (pos < pc->buf.len && *count < max) {
+				mk_batch_view b;
+				if (mk_frame_decode_header((const uint8_t *)pc->buf.buf + pos,
+							   pc->buf.len - pos, 0, false, &b, NULL))
+					break;
+				pos += b.frame_len;
+				if (b.meta.base_offset >= visible)
+					break;
+				if (mk_batch_next_offset(&b) <= from)
+					continue;
+				if (!mk_batch_is_control(&b)) {
+					mk_record_iter it;
+					mk_record_view rec;
+					mk_record_iter_init(&it, &b);
+					while (*count < max && mk_record_next(&it, &rec)) {
+						if (rec.offset < from)
+							continue;
+						if (rec.offset >= visible)
+							break;
+						fn(arg, &pp, &rec);
+						(*count)++;
+						last_used = k;
+						from = rec.offset + 1;
+					}
+				}
+				if (*count < max && mk_batch_next_offset(&b) > from)
+					from = mk_batch_next_offset(&b) < visible
+						? mk_batch_next_offset(&b) : visible;
+			}
+			if (from == before)
+				break;
+			/* Past what the cache holds: the loop fetches again
+			 * (an empty fetch at the HW ends it). */
+		}
+		/* Keep only frames with records still to return, and at most
+		 * POLL_CACHE_MAX bytes of buffers over all partitions. */
+		if (from >= pc->next || from >= pc->visible)
+			mk_strbuf_reset(&pc->buf);
+		if (cache_bytes(cache) > POLL_CACHE_MAX)
+			mk_strbuf_release(&pc->buf);
+		mk_topic_put(t);
+	}
+	if (cache == &local)
+		mk_poll_cache_clear(&local);
+	if (!err && !*count && skipped) {
+		err = skipped;
+		if (why)
+			mk_strbuf_add(why, skipwhy.buf, skipwhy.len);
+	}
+	mk_strbuf_release(&skipwhy);
+	if (last_used != SIZE_MAX) {
+		/* The next poll starts after the partition this one ended on. */
+		pthread_mutex_lock(&g->lock);
+		grp = find_group(g, group, NULL);
+		m = grp ? find_member(grp, member, NULL) : NULL;
+		if (m && m->nparts)
+			for (size_t k = 0; k < m->nparts; k++)
+				if (m->parts[k].partition == tg[last_used].partition &&
+				    !strcmp(m->parts[k].topic, tg[last_used].topic))
+					m->poll_next = k + 1;
+		pthread_mutex_unlock(&g->lock);
+	}
+	for (size_t k = 0; k < nt; k++)
+		free(tg[k].topic);
+	free(tg);
+	return err;
+}
+
+bool mk_group_advance(mk_groups *g, const char *group, const char *member,
+		      const char *topic, int partition, int64_t from, int64_t to)
+{
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp = find_group(g, group, NULL);
+	gm_member *m = grp ? find_member(grp, member, NULL) : NULL;
+	gm_part *p = m ? find_part(m, topic, partition) : NULL;
+	bool ok = p && p->position == from;
+	if (ok)
+		p->position = to;
+	pthread_mutex_unlock(&g->lock);
+	return ok;
+}
+
+void mk_group_wait(mk_groups *g, const char *group, const char *member,
+		   int wait_ms)
+{
+	char topic[MK_TOPIC_NAME_MAX + 1] = "";
+	int part = -1;
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp = find_group(g, group, NULL);
+	gm_member *m = grp ? find_member(grp, member, NULL) : NULL;
+	if (m && m->nparts) {
+		/* Watch the partition the next poll starts at. */
+		gm_part *p = &m->parts[m->poll_next % m->nparts];
+		snprintf(topic, sizeof(topic), "%s", p->topic);
+		part = p->partition;
+	} else if (!g->stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int64_t ns = ts.tv_nsec + (int64_t)wait_ms * 1000000LL;
+		ts.tv_sec += ns / 1000000000LL;
+		ts.tv_nsec = ns % 1000000000LL;
+		pthread_cond_timedwait(&g->changed, &g->lock, &ts);
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (part < 0)
+		return;
+	mk_topic *t = mk_cluster_topic(g->c, topic);
+	mk_partition *p = t ? mk_topic_partition(t, part) : NULL;
+	if (p) {
+		uint64_t seen;
+		pthread_mutex_lock(&p->lock);
+		seen = p->seq;
+		pthread_mutex_unlock(&p->lock);
+		mk_partition_wait_change(p, &seen, wait_ms);
+	}
+	mk_topic_put(t);
+}
+
+/* ---- describe ------------------------------------------------------------------------------ */
+
+static void add_part(mk_groups *g, mk_group_info *out, size_t *alloc,
+		     const char *topic, int part, const char *owner,
+		     int64_t position, int64_t committed)
+{
+	if (out->nparts == *alloc) {
+		*alloc = *alloc ? *alloc * 2 : 16;
+		out->parts = realloc(out->parts, *alloc * sizeof(*out->parts));
+		if (!out->parts)
+			abort();
+	}
+	mk_group_part_info *pi = &out->parts[out->nparts++];
+	pi->topic = strdup(topic);
+	pi->partition = part;
+	pi->owner = owner ? strdup(owner) : NULL;
+	pi->position = position;
+	pi->committed = committed;
+	mk_partition_info info;
+	if (part_info(g, topic, part, &info) && info.leader >= 0) {
+		pi->hw = info.hw;
+		pi->log_start = info.log_start;
+	} else {
+		pi->hw = pi->log_start = -1;
+	}
+}
+
+static int cmp_part_info(const void *a, const void *b)
+{
+	const mk_group_part_info *x = a, *y = b;
+	return part_cmp(x->topic, x->partition, y->topic, y->partition);
+}
+
+mk_err mk_group_describe(mk_groups *g, const char *group, const char *member,
+			 mk_group_info *out, mk_strbuf *why)
+{
+	memset(out, 0, sizeof(*out));
+	try_refresh(g);
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp;
+	gm_member *m = NULL;
+	mk_err err = lookup(g, group, member, &grp, &m, why);
+	if (!err) {
+		out->generation = grp->generation;
+		out->now_ms = now_ms(g);
+		out->session_timeout_ms = eff_session(g, grp);
+		out->reset = (int)eff_reset(g, grp);
+		size_t alloc = 0;
+		out->members = calloc(grp->nmembers ? grp->nmembers : 1, sizeof(*out->members));
+		for (size_t i = 0; i < grp->nmembers; i++) {
+			gm_member *mm = grp->members[i];
+			if (member && mm != m)
+				continue;
+			mk_group_member_info *mi = &out->members[out->nmembers++];
+			mi->name = strdup(mm->name);
+			mi->ntopics = mm->ntopics;
+			mi->topics = calloc(mm->ntopics ? mm->ntopics : 1, sizeof(char *));
+			for (size_t k = 0; k < mm->ntopics; k++)
+				mi->topics[k] = strdup(mm->topics[k]);
+			mi->last_seen_ms = mm->last_seen_ms;
+			mi->nparts = mm->nparts;
+			for (size_t k = 0; k < mm->nparts; k++)
+				add_part(g, out, &alloc, mm->parts[k].topic,
+					 mm->parts[k].partition, mm->name,
+					 mm->parts[k].position,
+					 committed_of(grp, mm->parts[k].topic,
+						      mm->parts[k].partition));
+		}
+		if (!member) {
+			size_t owned = out->nparts;
+			for (size_t i = 0; i < grp->ncommits; i++) {
+				bool seen = false;
+				for (size_t k = 0; k < owned && !seen; k++)
+					seen = out->parts[k].partition == grp->commits[i].partition &&
+					       !strcmp(out->parts[k].topic, grp->commits[i].topic);
+				if (!seen)
+					add_part(g, out, &alloc, grp->commits[i].topic,
+						 grp->commits[i].partition, NULL, -1,
+						 grp->commits[i].offset);
+			}
+		}
+		if (out->nparts)
+			qsort(out->parts, out->nparts, sizeof(*out->parts), cmp_part_info);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return err;
+}
+
+void mk_group_info_free(mk_group_info *info)
+{
+	for (size_t i = 0; i < info->nmembers; i++) {
+		for (size_t k = 0; k < info->members[i].ntopics; k++)
+			free(info->members[i].topics[k]);
+		free(info->members[i].topics);
+		free(info->members[i].name);
+	}
+	free(info->members);
+	for (size_t i = 0; i < info->nparts; i++) {
+		free(info->parts[i].topic);
+		free(info->parts[i].owner);
+	}
+	free(info->parts);
+	memset(info, 0, sizeof(*info));
+}

@@ -1,0 +1,35 @@
+/*
+ * poll.h — the stream of a group member's poll file (poll[:FLAG]...).
+ *
+ * A poll cursor belongs to one open handle (handles.h) and is guarded by
+ * the handle's lock. A read with nothing buffered runs one core poll
+ * (mk_group_poll) and formats what it returns; positions move only when
+ * the bytes of a record have been handed to the reader (mk_poll_consumed),
+ * by a compare-and-set (mk_group_advance), so a reader that stops early
+ * consumed exactly what it read, and a seek or rebalance in between wins.
+ *
+ * Without :follow an open file returns one poll's records, then EOF; with
+ * :follow it polls again (several polls' worth at a time) once what it
+ * returned was read, waiting (mk_group_wait, the one wait) while there is
+ * nothing new. :max=N caps the records of the whole open file.
+ *
+ * Formats: plain gives the values, as records does; :tsv and :json name
+ * the topic and partition of each record too (a member reads many):
+ *   TOPIC<TAB>PARTITION<TAB>OFFSET<TAB>TIMESTAMP_MS<TAB>KEY<TAB>VALUE[...]
+ *   {"topic":"T","partition":P,"offset":...}
+ */
+#ifndef MK_POLL_H
+#define MK_POLL_H
+
+#include "handles.h"
+
+struct mk_poll_cursor;
+
+mk_err mk_poll_open(mkfs *fs, mk_handle *h, mk_strbuf *why);
+/* Once h->text is all handed out: the next poll's records (or EOF). */
+mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_strbuf *why);
+/* n more bytes of h->text were handed to the reader. */
+void mk_poll_consumed(mkfs *fs, mk_handle *h, size_t n);
+void mk_poll_free(struct mk_poll_cursor *pc);
+
+#endif

@@ -1,0 +1,162 @@
+/* The /groups part of the node table, without a mount: resolution of group
+ * and member paths, control lines, the whole-write commit, value texts. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cluster.h"
+#include "errno_map.h"
+#include "fileio.h"
+#include "group.h"
+#include "nodes.h"
+
+typedef struct {
+	char dir[64];
+	mk_cluster *c;
+	mkfs fs;
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	strcpy(f->dir, "/tmp/mk-nodes-groups-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	mk_config cfg;
+	mk_config_defaults(&cfg);
+	cfg.manual_clock = 1;
+	assert_int_equal(mk_cluster_open(f->dir, &cfg, &f->c, NULL), MK_OK);
+	f->fs.cluster = f->c;
+	f->fs.readme = (char *)"readme\n";
+	assert_int_equal(mk_groups_open(f->c, &f->fs.groups, NULL), MK_OK);
+	assert_int_equal(mk_cluster_create_topic(f->c, "t", 2, 1, NULL, 0, NULL), MK_OK);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	mk_groups_close(f->fs.groups);
+	mk_cluster_close(f->c);
+	mk_remove_tree(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Write text to path as one write(); the errno it gives. */
+static int write_to(fixture *f, const char *path, const char *text)
+{
+	node_ref ref;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_resolve(&f->fs, path, &ref, &why);
+	if (!err)
+		err = mk_node_control(&f->fs, &ref, text, strlen(text), &why);
+	mk_node_ref_release(&ref);
+	mk_strbuf_release(&why);
+	return mk_errno(err);
+}
+
+/* Read a value file into out (caller frees); the errno. */
+static int read_from(fixture *f, const char *path, char **out)
+{
+	node_ref ref;
+	mk_strbuf why = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	mk_err err = mk_resolve(&f->fs, path, &ref, &why);
+	if (!err)
+		err = ref.def->read(&f->fs, &ref, &text, &why);
+	mk_node_ref_release(&ref);
+	mk_strbuf_release(&why);
+	mk_strbuf_addstr(&text, "");
+	*out = mk_strbuf_detach(&text, NULL);
+	return mk_errno(err);
+}
+
+static void assert_reads(fixture *f, const char *path, const char *want)
+{
+	char *got;
+	assert_int_equal(read_from(f, path, &got), 0);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void resolves_group_paths(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_errno(mk_node_mkdir(&f->fs, "/groups/g", NULL)), 0);
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(mk_errno(mk_node_mkdir(&f->fs, "/groups/g", &why)), EEXIST);
+	mk_strbuf_release(&why);
+	assert_int_equal(write_to(f, "/groups/g/join", "m1 t"), 0);
+	static const char *const ok[] = {
+		"/groups", "/groups/g", "/groups/g/join", "/groups/g/state",
+		"/groups/g/members", "/groups/g/members/m1", "/groups/g/members/m1/poll",
+		"/groups/g/members/m1/poll:tsv:max=3", "/groups/g/members/m1/commit",
+		"/groups/g/config",
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		node_ref ref;
+		if (mk_resolve(&f->fs, ok[i], &ref, NULL))
+			fail_msg("%s did not resolve", ok[i]);
+		mk_node_ref_release(&ref);
+	}
+	static const char *const bad[] = {
+		"/groups/h", "/groups/g/members/m2", "/groups/g/members/m1/pollx",
+		"/groups/g/nope", "/groups/g/members/m1/poll@1",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		node_ref ref;
+		if (!mk_resolve(&f->fs, bad[i], &ref, NULL))
+			fail_msg("%s resolved", bad[i]);
+	}
+	node_ref ref;
+	assert_int_equal(mk_resolve(&f->fs, "/groups/g/members/m1/poll:json", &ref, NULL), MK_OK);
+	assert_string_equal(ref.group, "g");
+	assert_string_equal(ref.member, "m1");
+	assert_int_equal(ref.def->type, NODE_POLL);
+	mk_node_ref_release(&ref);
+}
+
+static void commit_is_one_write(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_errno(mk_node_mkdir(&f->fs, "/groups/g", NULL)), 0);
+	assert_int_equal(write_to(f, "/groups/g/join", "m1 t"), 0);
+	assert_reads(f, "/groups/g/members/m1/assignment", "t/0\nt/1\n");
+	assert_reads(f, "/groups/g/generation", "1\n");
+	/* A bad second line refuses the whole write, the first line too. */
+	assert_int_equal(write_to(f, "/groups/g/members/m1/commit", "t/0 0\nt/5 0\n"), EPERM);
+	assert_int_equal(write_to(f, "/groups/g/members/m1/commit", "t/0 0\nbad\n"), EINVAL);
+	assert_int_equal(write_to(f, "/groups/g/members/m1/commit", "generation=0\n"), ESTALE);
+	assert_reads(f, "/groups/g/offsets", "");
+	assert_int_equal(write_to(f, "/groups/g/members/m1/commit", "generation=1\nt/0 0\nt/1 0\n"), 0);
+	assert_reads(f, "/groups/g/offsets", "t 0 0\nt 1 0\n");
+	assert_int_equal(write_to(f, "/groups/g/members/m1/commit", "\n"), 0);
+	assert_int_equal(write_to(f, "/groups/g/heartbeat", "m1 0"), ESTALE);
+	assert_int_equal(write_to(f, "/groups/g/heartbeat", "m1 1"), 0);
+	assert_int_equal(write_to(f, "/groups/g/members/m1/seek", "t/1 1"), ERANGE);
+	assert_int_equal(write_to(f, "/groups/g/config", "max.poll.records=2"), 0);
+	assert_reads(f, "/groups/g/config",
+		     "auto.offset.reset=earliest\nsession.timeout.ms=10000\nmax.poll.records=2\n");
+	assert_int_equal(write_to(f, "/ctl", "expire-members"), 0);
+	assert_int_equal(write_to(f, "/clock", "+10001"), 0);
+	assert_int_equal(write_to(f, "/ctl", "expire-members"), 0);
+	assert_reads(f, "/groups/g/generation", "2\n");
+	assert_int_equal(mk_errno(mk_node_rmdir(&f->fs, "/groups/g", NULL)), 0);
+	node_ref ref;
+	assert_int_equal(mk_resolve(&f->fs, "/groups/g", &ref, NULL), MK_UNKNOWN_TOPIC_OR_PARTITION);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(resolves_group_paths),
+		T(commit_is_one_write),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
