@@ -850,6 +850,48 @@ static bool component_matches(const node_def *d, const char *comp)
 	return false;
 }
 
+/* Why comp is not a child of ref's directory, in words a newcomer can act
+ * on: what there is instead, or how to create it. */
+static void explain_missing(mkfs *fs, const node_ref *ref, const char *comp,
+			    mk_strbuf *why)
+{
+	switch (ref->def->kind) {
+	case K_TOPICS:
+		mk_strbuf_addf(why, "no topic '%s' (ls topics lists them; mkdir topics/%s creates it)",
+			       comp, comp);
+		return;
+	case K_TOPIC:
+		mk_strbuf_addf(why, "topic %s has partitions 0 to %d, not '%s'",
+			       ref->topic->name, ref->topic->npartitions - 1, comp);
+		return;
+	case K_BROKERS:
+		mk_strbuf_addf(why, "no broker '%s' (brokers:", comp);
+		for (int i = 0; i < fs->cluster->nbrokers; i++)
+			mk_strbuf_addf(why, " %d", fs->cluster->brokers[i].id);
+		mk_strbuf_addstr(why, "; [cluster] brokers lists them)");
+		return;
+	case K_BLOGS:
+		mk_strbuf_addf(why, "broker %d hosts no replica of a topic '%s' (ls brokers/%d/logs lists those it hosts)",
+			       ref->broker, comp, ref->broker);
+		return;
+	case K_BLTOPIC:
+		mk_strbuf_addf(why, "broker %d hosts no replica of %s partition '%s' (ls brokers/%d/logs/%s lists those it hosts)",
+			       ref->broker, ref->topic->name, comp, ref->broker,
+			       ref->topic->name);
+		return;
+	case K_PRODUCERS:
+		mk_strbuf_addf(why, "no producer '%s' (mkdir producers/%s creates it)", comp, comp);
+		return;
+	case K_SEGMENTS:
+		mk_strbuf_addf(why, "no segment file '%s' (ls lists them; N.index:txt and N.timeindex:txt decode an index)",
+			       comp);
+		return;
+	default:
+		mk_strbuf_addf(why, "no file '%s' here (ls lists them)", comp);
+		return;
+	}
+}
+
 mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why)
 {
 	memset(ref, 0, sizeof(*ref));
@@ -875,8 +917,11 @@ mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why)
 			if (child_of(&nodes[i], ref->def) && nodes[i].match &&
 			    nodes[i].match(fs, ref, comp))
 				next = &nodes[i];
-		if (!next)
+		if (!next) {
+			if (why)
+				explain_missing(fs, ref, comp, why);
 			goto noent;
+		}
 		ref->def = next;
 		memcpy(ref->parent_name, ref->name, sizeof(ref->name));
 		memcpy(ref->name, comp, len + 1);
@@ -886,7 +931,7 @@ mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why)
 	}
 	return MK_OK;
 noent:
-	if (why)
+	if (why && !why->len)
 		mk_strbuf_addf(why, "no such file: %s", path);
 	mk_node_ref_release(ref);
 	return MK_UNKNOWN_TOPIC_OR_PARTITION;

@@ -33,8 +33,14 @@ mk_mkdir "$MNT/topics/t" || bail "mkdir topics/t"
 assert_eq "" "$(rd "$MNT/errors" | grep ' /topics/t ' || true)" \
 	"mkdir topics/t left no /errors line for its lookup"
 ls "$MNT/topics/typo" >/dev/null 2>&1
-assert_match " /topics/typo UNKNOWN_TOPIC_OR_PARTITION " "$(rd "$MNT/errors")" \
-	"ls topics/typo is still an /errors line"
+assert_match " /topics/typo UNKNOWN_TOPIC_OR_PARTITION no topic 'typo' \(ls topics lists them; mkdir topics/typo creates it\)" \
+	"$(rd "$MNT/errors")" "ls topics/typo is still an /errors line, saying what to do"
+ls "$MNT/topics/t/7" >/dev/null 2>&1
+assert_match "/topics/t/7 UNKNOWN_TOPIC_OR_PARTITION topic t has partitions 0 to 0, not '7'" \
+	"$(rd "$MNT/errors" | tail -n 1)" "an unknown partition names the ones there are"
+ls "$MNT/brokers/9" >/dev/null 2>&1
+assert_match "no broker '9' \(brokers: 1 2 3; \[cluster\] brokers lists them\)" \
+	"$(rd "$MNT/errors" | tail -n 1)" "an unknown broker names the brokers"
 
 # ---- 1. a follower's own log ------------------------------------------------
 assert_eq "0 t " "$(ls "$MNT/brokers/2/logs/t" | tr '\n' ' ')$(ls "$MNT/brokers/2/logs" | tr '\n' ' ')" \
