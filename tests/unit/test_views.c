@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "codec.h"
 #include "errlog.h"
 #include "fileio.h"
@@ -219,12 +220,115 @@ static void a_held_error_waits_for_the_next_line_or_a_mkdir(void **state)
 	mk_errlog_destroy(&log);
 }
 
+/* A replica seen on its own: the follower's log and HW view move only with
+ * its fetches, and looking changes nothing. */
+static void a_replica_view_changes_nothing(void **state)
+{
+	(void)state;
+	char dir[64];
+	strcpy(dir, "/tmp/mk-test-views-c-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	mk_config cfg;
+	mk_config_defaults(&cfg);
+	cfg.nbrokers = 2;
+	cfg.broker_ids[1] = 2;
+	cfg.manual_clock = 1;
+	mk_cluster *c;
+	assert_int_equal(mk_cluster_open(dir, &cfg, &c, NULL), MK_OK);
+	assert_int_equal(mk_cluster_create_topic(c, "t", 1, 2, NULL, 0, NULL), MK_OK);
+	mk_topic *t = mk_cluster_topic(c, "t");
+	mk_partition *p = mk_topic_partition(t, 0);
+	static const mk_batch_meta meta = {
+		.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
+		.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
+	};
+	for (int i = 0; i < 3; i++) {
+		mk_batch_builder b;
+		mk_builder_init(&b, &meta);
+		mk_builder_add(&b, 0, MK_BYTES_NULL, mk_bytes_of("x", 1), NULL, 0);
+		mk_builder_finish(&b);
+		int64_t base;
+		assert_int_equal(mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
+						      1, NULL, &base, NULL), MK_OK);
+		mk_builder_release(&b);
+	}
+	mk_replica_view lv, fv;
+	assert_int_equal(mk_partition_replica_view(p, -1, &lv, NULL), MK_OK);
+	assert_int_equal(lv.broker, 1);
+	assert_true(lv.leader);
+	assert_int_equal(lv.leo, 3);
+	assert_int_equal(mk_partition_replica_view(p, 2, &fv, NULL), MK_OK);
+	assert_false(fv.leader);
+	assert_int_equal(fv.leo, 0);
+	assert_int_equal(fv.hw_view, 0);
+	assert_int_equal(fv.latest_epoch, -1);
+	/* Looking at every view of broker 2 fetches nothing. */
+	mk_strbuf out = MK_STRBUF_INIT;
+	int64_t end;
+	assert_int_equal(mk_partition_replica_fetch(p, 2, 0, false, 1 << 20, &out, &end, NULL), MK_OK);
+	assert_int_equal(out.len, 0);
+	assert_int_equal(end, 0);
+	mk_batch_info *bi;
+	size_t n;
+	assert_int_equal(mk_partition_replica_batches(p, 2, 0, 10, &bi, &n, NULL), MK_OK);
+	assert_int_equal(n, 0);
+	free(bi);
+	assert_int_equal(mk_partition_replica_view(p, 2, &fv, NULL), MK_OK);
+	assert_int_equal(fv.leo, 0);
+	/* One fetch: the records, and the HW as it was before the fetch. */
+	assert_int_equal(mk_partition_follower_fetch(p, 2), MK_OK);
+	assert_int_equal(mk_partition_replica_view(p, 2, &fv, NULL), MK_OK);
+	assert_int_equal(fv.leo, 3);
+	assert_int_equal(fv.hw_view, 0);
+	assert_int_equal(fv.latest_epoch, 0);
+	assert_int_equal(fv.agreed_end, 3);
+	assert_int_equal(mk_partition_replica_fetch(p, 2, 0, true, 1 << 20, &out, &end, NULL), MK_OK);
+	assert_int_equal(end, 0);     /* committed: up to the HW it knows */
+	assert_int_equal(mk_partition_replica_fetch(p, 2, 0, false, 1 << 20, &out, &end, NULL), MK_OK);
+	assert_int_equal(end, 3);
+	assert_true(out.len > 0);
+	assert_int_equal(mk_partition_follower_fetch(p, 2), MK_OK);
+	assert_int_equal(mk_partition_replica_view(p, 2, &fv, NULL), MK_OK);
+	assert_int_equal(fv.hw_view, 3);
+	mk_epoch_entry *e;
+	assert_int_equal(mk_partition_replica_epochs(p, 2, &e, &n, NULL), MK_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(e[0].epoch, 0);
+	assert_int_equal(e[0].start_offset, 0);
+	free(e);
+	mk_segment_info *segs;
+	mk_strbuf sdir = MK_STRBUF_INIT;
+	assert_int_equal(mk_partition_replica_segments(p, 2, &segs, &n, &sdir, NULL), MK_OK);
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(sdir.buf, "broker-2/t-0"));
+	free(segs);
+	mk_strbuf_release(&sdir);
+	/* Errors: a broker without a replica, an offline broker. */
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(mk_partition_replica_view(p, 7, &fv, &why), MK_UNKNOWN_TOPIC_OR_PARTITION);
+	assert_non_null(strstr(why.buf, "broker 7 hosts no replica of t-0"));
+	mk_partition_broker_crash(p, 2, false);
+	mk_strbuf_reset(&why);
+	assert_int_equal(mk_partition_replica_epochs(p, 2, &e, &n, &why), MK_BROKER_NOT_AVAILABLE);
+	assert_non_null(strstr(why.buf, "offline"));
+	free(e);
+	assert_int_equal(mk_partition_replica_view(p, 2, &fv, NULL), MK_OK);
+	assert_false(fv.online);
+	assert_int_equal(fv.leo, -1);
+	mk_strbuf_release(&why);
+	mk_strbuf_release(&out);
+	mk_topic_put(t);
+	mk_cluster_close(c);
+	mk_remove_tree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(batches_say_where_each_frame_lies, setup, teardown),
 		cmocka_unit_test_setup_teardown(index_rows_are_absolute_and_point_at_batches, setup, teardown),
 		cmocka_unit_test(a_held_error_waits_for_the_next_line_or_a_mkdir),
+		cmocka_unit_test(a_replica_view_changes_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
