@@ -68,6 +68,23 @@ assert_eq "b" "$(rd "$B2/records@1:max=1")" "records@1:max=1 on broker 2"
 assert_match '^2	[0-9]+	\\N	c$' "$(rd "$B2/records@-1:tsv")" "records@-1:tsv on broker 2"
 assert_match '"value":"a"' "$(rd "$B2/records:json:max=1")" "records:json on broker 2"
 assert_eq "0 0" "$(rd "$B2/epochs")" "broker 2's epoch cache: epoch 0 from offset 0"
+# :follow on a follower's log wakes at its fetch, not at the leader's append.
+"$MK_PYTHON" -I "$MK_TMP/mkio.py" follow "$MNT/brokers/3/logs/t/0/records@latest:follow" \
+	"$MK_TMP/f3.fd" >"$MK_TMP/f3.out" 2>/dev/null &
+F3=$!
+mk_wait_for 10 test -s "$MK_TMP/f3.fd" || fail "the follower of broker 3's log opened"
+mk_wait_for 10 mk_blocked_in_read "$F3" "$(cat "$MK_TMP/f3.fd")" || fail "it blocks at broker 3's end"
+mk_write "$T/append:acks=1" $'d0\n' || fail "append d0"
+mk_wait_for 10 mk_blocked_in_read "$F3" "$(cat "$MK_TMP/f3.fd")" || fail "still blocked"
+assert_eq "" "$(cat "$MK_TMP/f3.out")" "broker 3's log has not got d0 before it fetches"
+cmd "$MNT/brokers/3/fetch" || fail "broker 3 fetches"
+if mk_wait_for 10 grep -qx d0 "$MK_TMP/f3.out"; then
+	pass "records@latest:follow on broker 3 returns d0 after its fetch"
+else
+	fail "records@latest:follow on broker 3 returns d0 after its fetch"
+fi
+kill "$F3" 2>/dev/null; wait "$F3" 2>/dev/null
+cmd "$MNT/brokers/fetch" && cmd "$MNT/brokers/fetch" || fail "fetch: d0 everywhere"
 assert_eq "0" "$(rd "$B2/leader_epoch")" "broker 2's newest epoch"
 assert_eq "$(rd "$T/batches")" "$(rd "$B2/batches")" \
 	"broker 2's batches are the leader's, byte for byte in the same places"
@@ -89,10 +106,10 @@ assert_eq "MKF1" "$(head -c 4 "$frame")" "the frame at FILE POSITION starts with
 assert_eq "$crc" "$(od -An -tx1 -j8 -N4 "$frame" | tr -d ' \n')" "CRC is the frame's CRC field"
 assert_eq "$bytes" "$(( $(od -An -tu1 -j4 -N4 "$frame" | awk '{print ($1*16777216)+($2*65536)+($3*256)+$4}') + 12 ))" \
 	"BYTES is the payload length plus the 12-byte header"
-assert_eq "3" "$(rd "$T/batches" | wc -l)" "one line per batch"
+assert_eq "4" "$(rd "$T/batches" | wc -l)" "one line per batch (a b c d0)"
 assert_eq "1" "$(rd "$T/batches:max=1" | wc -l)" "batches:max=1"
 assert_eq "" "$(rd "$T/batches@latest")" "batches@latest is empty"
-json=$(rd "$T/batches@2:json")
+json=$(rd "$T/batches@2:json:max=1")
 assert_eq "2 2 1 false $crc" "$("$MK_PYTHON" -c '
 import json, sys
 b = json.loads(sys.argv[1])
