@@ -197,10 +197,13 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 			mk_strbuf_addf(why, "partitions must be 1 to 1024, got %d", partitions);
 		return MK_INVALID_REQUEST;
 	}
-	if (rf < 1 || rf > c->nbrokers) {
+	if (rf < 1) {
 		if (why)
-			mk_strbuf_addf(why, "replication.factor must be 1 to %d (the brokers), got %d",
-				       c->nbrokers, rf);
+			mk_strbuf_addf(why, "replication.factor must be at least 1, got %d", rf);
+		return MK_INVALID_REQUEST;
+	}
+	if (rf > c->nbrokers) {
+		mk_config_explain_brokers(&c->cfg, "replication.factor", rf, why);
 		return MK_INVALID_REQUEST;
 	}
 	mk_topic_config tc;

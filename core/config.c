@@ -248,18 +248,38 @@ mk_err mk_config_set(mk_config *cfg, const char *key, const char *value,
 	return parse_value(k, value, field(cfg, k, false), why);
 }
 
+void mk_config_explain_brokers(const mk_config *cfg, const char *what,
+			       int64_t needed, mk_strbuf *why)
+{
+	if (!why)
+		return;
+	mk_strbuf_addf(why, "%s %lld needs %lld brokers; this cluster has %d",
+		       what, (long long)needed, (long long)needed, cfg->nbrokers);
+	/* "brokers = 3" read as a count is the usual slip. */
+	mk_strbuf ids = MK_STRBUF_INIT;
+	for (int64_t b = 1; b <= needed && b <= 16; b++)
+		mk_strbuf_addf(&ids, "%s%lld", b > 1 ? "," : "", (long long)b);
+	if (needed > 16)
+		mk_strbuf_addstr(&ids, ",...");
+	if (cfg->nbrokers == 1 && cfg->broker_ids[0] > 1)
+		mk_strbuf_addf(why, " (brokers = %d in [cluster] is a list of broker ids: write brokers = %s)",
+			       cfg->broker_ids[0], ids.buf);
+	else
+		mk_strbuf_addf(why, " (list %lld broker ids in [cluster]: brokers = %s)",
+			       (long long)needed, ids.buf);
+	mk_strbuf_release(&ids);
+}
+
 static mk_err check_consistent(const mk_config *cfg, mk_strbuf *why)
 {
 	if (cfg->default_replication_factor > cfg->nbrokers) {
-		if (why)
-			mk_strbuf_addf(why, "default.replication.factor %lld exceeds the %d broker(s)",
-				       (long long)cfg->default_replication_factor, cfg->nbrokers);
+		mk_config_explain_brokers(cfg, "default.replication.factor",
+					  cfg->default_replication_factor, why);
 		return MK_INVALID_CONFIG;
 	}
 	if (cfg->log.min_insync_replicas > cfg->nbrokers) {
-		if (why)
-			mk_strbuf_addf(why, "min.insync.replicas %lld exceeds the %d broker(s)",
-				       (long long)cfg->log.min_insync_replicas, cfg->nbrokers);
+		mk_config_explain_brokers(cfg, "min.insync.replicas",
+					  cfg->log.min_insync_replicas, why);
 		return MK_INVALID_CONFIG;
 	}
 	return MK_OK;

@@ -87,4 +87,12 @@ void mk_topic_config_format(const mk_topic_config *tc, mk_strbuf *out);
 void mk_topic_config_format_overrides(const mk_topic_config *tc,
 				      mk_strbuf *out);
 
+/*
+ * Why `what` = needed (replication.factor, min.insync.replicas...) cannot
+ * be had from this cluster's brokers, with what to write instead:
+ * "WHAT N needs N brokers; this cluster has M (...)".
+ */
+void mk_config_explain_brokers(const mk_config *cfg, const char *what,
+			       int64_t needed, mk_strbuf *why);
+
 #endif

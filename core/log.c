@@ -1494,3 +1494,107 @@ out:
 	mk_strbuf_release(&msg);
 	return err;
 }
+/* ---- inspection ------------------------------------------------------------ */
+
+static void batch_info_of(const mk_segment *s, uint64_t pos,
+			  const mk_batch_view *b, uint32_t crc,
+			  mk_batch_info *bi)
+{
+	bi->base_offset = b->meta.base_offset;
+	bi->last_offset = mk_batch_last_offset(b);
+	bi->count = b->record_count;
+	bi->bytes = (uint32_t)b->frame_len;
+	bi->segment = s->base;
+	bi->position = pos;
+	bi->leader_epoch = b->meta.leader_epoch;
+	bi->producer_id = b->meta.producer_id;
+	bi->producer_epoch = b->meta.producer_epoch;
+	bi->base_sequence = b->meta.base_sequence;
+	bi->flags = b->meta.flags;
+	bi->max_timestamp = b->max_timestamp;
+	bi->crc = crc;
+}
+
+mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,
+		      mk_batch_info **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (from < log->start_offset || from > mk_log_end_offset(log))
+		return MK_OFFSET_OUT_OF_RANGE;
+	size_t cap = 0;
+	mk_err err = MK_OK;
+	mk_strbuf buf = MK_STRBUF_INIT;
+	for (size_t i = find_segment(log, from); i < log->nsegs && *n < max; i++) {
+		mk_segment *s = log->segs[i];
+		if ((err = load_indexes(log, i)))
+			break;
+		int64_t limit = end_limit(log, i), prev_next = s->base;
+		uint64_t pos = *n == 0 ? mk_segment_lookup(s, from) : 0;
+		mk_segment_reader r;
+		mk_strbuf_reset(&buf);
+		mk_segment_reader_init(&r, s, pos, s->size, &buf, 0);
+		while (*n < max) {
+			mk_batch_view b;
+			bool done;
+			uint64_t at = mk_segment_reader_pos(&r);
+			err = mk_segment_reader_next(&r, &b, &done);
+			const char *bad = err ? (r.reason ? r.reason : "bad frame") : NULL;
+			if (!err && !done)
+				bad = batch_misplaced(&b, prev_next, s->base, limit);
+			if (bad) {
+				err = bad_frame(log, s, at, bad);
+				break;
+			}
+			if (done)
+				break;
+			prev_next = mk_batch_next_offset(&b);
+			if (prev_next > from) {
+				if (*n == cap) {
+					cap = cap ? cap * 2 : 64;
+					*out = realloc(*out, cap * sizeof(**out));
+					if (!*out)
+						abort();
+				}
+				batch_info_of(s, at, &b, mk_segment_reader_crc(&r),
+					      &(*out)[(*n)++]);
+			}
+			mk_segment_reader_skip(&r);
+		}
+		mk_segment_reader_finish(&r);
+		if (err)
+			break;
+	}
+	mk_strbuf_release(&buf);
+	if (err) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return err;
+}
+
+mk_err mk_log_index_rows(mk_log *log, int64_t segment, bool time,
+			 mk_index_row **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0; i < log->nsegs; i++) {
+		mk_segment *s = log->segs[i];
+		if (s->base != segment)
+			continue;
+		mk_err err = load_indexes(log, i);
+		if (err)
+			return err;
+		size_t count = mk_segment_index_count(s, time);
+		*out = calloc(count ? count : 1, sizeof(**out));
+		if (!*out)
+			abort();
+		for (size_t k = 0; k < count; k++)
+			mk_segment_index_entry(s, time, k, &(*out)[k].first,
+					       &(*out)[k].second);
+		*n = count;
+		return MK_OK;
+	}
+	return MK_INVALID_REQUEST;
+}

@@ -213,4 +213,47 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 /* The last storage error: "FILE at byte POS: REASON". "" when none. */
 const char *mk_log_error(const mk_log *log);
 
+/* ---- inspection (read-only views for the filesystem) --------------------- */
+
+/* One batch as stored: its header fields and where its frame lies. */
+typedef struct {
+	int64_t base_offset;
+	int64_t last_offset;
+	int32_t count;                /* records in the batch */
+	uint32_t bytes;               /* the whole frame, header included */
+	int64_t segment;              /* base offset of the segment holding it */
+	uint64_t position;            /* byte position of the frame in its .log */
+	int32_t leader_epoch;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	int32_t base_sequence;
+	uint16_t flags;               /* MK_BATCH_* (codec.h) */
+	int64_t max_timestamp;
+	uint32_t crc;                 /* the frame's CRC field */
+} mk_batch_info;
+
+/*
+ * The headers of the batches from the one holding `from` on, at most max
+ * of them, into a new array (*out, free it). Nothing in the log changes
+ * but the lazily loaded indexes of a closed segment. from outside [log
+ * start, log end] is OFFSET_OUT_OF_RANGE; a frame that fails validation is
+ * KAFKA_STORAGE_ERROR (mk_log_error says where).
+ */
+mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,
+		      mk_batch_info **out, size_t *n);
+
+/* One entry of a sparse index, with absolute offsets. */
+typedef struct {
+	int64_t first;    /* offset index: the offset; time index: the timestamp */
+	int64_t second;   /* offset index: the byte position; time index: the offset */
+} mk_index_row;
+
+/*
+ * The entries of the offset index (time false) or time index (time true)
+ * of the segment whose base offset is `segment`, into a new array.
+ * INVALID_REQUEST when there is no such segment.
+ */
+mk_err mk_log_index_rows(mk_log *log, int64_t segment, bool time,
+			 mk_index_row **out, size_t *n);
+
 #endif

@@ -451,6 +451,7 @@ void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 		info->replicas[i].log_start = r->log ? mk_log_start_offset(r->log) : -1;
 		info->replicas[i].last_fetch_ms = r->last_fetch_ms;
 		info->replicas[i].hw_view = r->hw_view;
+		info->replicas[i].agreed_end = r->log && l ? agreed_end(r, l) : -1;
 	}
 	pthread_mutex_unlock(&p->lock);
 }
@@ -1147,6 +1148,115 @@ out:
 	return err;
 }
 
+/* ---- one replica seen on its own ---------------------------------------- */
+
+/* The replica `broker` names (-1: the leader's), with an open log. Called
+ * under p->lock. */
+static mk_err view_replica(mk_partition *p, int broker, bool need_log,
+			   mk_replica **out, mk_strbuf *why)
+{
+	if (p->deleted) {
+		if (why)
+			mk_strbuf_addf(why, "topic %s was deleted", p->topic);
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	int i = broker < 0 ? p->leader : replica_index(p, broker);
+	if (i < 0) {
+		if (why && broker < 0)
+			mk_strbuf_addf(why, "%s-%d has no leader", p->topic, p->id);
+		else if (why)
+			mk_strbuf_addf(why, "broker %d hosts no replica of %s-%d",
+				       broker, p->topic, p->id);
+		return broker < 0 ? MK_LEADER_NOT_AVAILABLE
+				  : MK_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	*out = &p->replicas[i];
+	if (need_log && !(*out)->log) {
+		if (why)
+			mk_strbuf_addf(why, "broker %d is %s: its replica of %s-%d cannot be read",
+				       (*out)->broker, (*out)->failed ? "failed (storage error; restart it)"
+				       : "offline (write to brokers/B/restart)", p->topic, p->id);
+		return MK_BROKER_NOT_AVAILABLE;
+	}
+	return MK_OK;
+}
+
+mk_err mk_partition_replica_view(mk_partition *p, int broker,
+				 mk_replica_view *out, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_replica *r;
+	mk_err err = view_replica(p, broker, false, &r, why);
+	if (!err) {
+		memset(out, 0, sizeof(*out));
+		out->broker = r->broker;
+		out->online = r->online;
+		out->failed = r->failed;
+		out->leader = p->leader >= 0 && r == &p->replicas[p->leader];
+		out->in_isr = r->in_isr;
+		out->leo = r->log ? mk_log_end_offset(r->log) : -1;
+		out->hw_view = r->hw_view;
+		out->log_start = r->log ? mk_log_start_offset(r->log) : -1;
+		out->latest_epoch = r->log ? mk_log_latest_epoch(r->log) : -1;
+		out->agreed_end = r->log && p->leader >= 0
+			? agreed_end(r, &p->replicas[p->leader]) : -1;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+mk_err mk_partition_replica_epochs(mk_partition *p, int broker,
+				   mk_epoch_entry **out, size_t *n,
+				   mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_replica *r;
+	*out = NULL;
+	*n = 0;
+	mk_err err = view_replica(p, broker, true, &r, why);
+	if (!err) {
+		const mk_epoch_entry *e;
+		*n = mk_log_epochs(r->log, &e);
+		*out = calloc(*n ? *n : 1, sizeof(**out));
+		if (!*out)
+			abort();
+		if (*n)
+			memcpy(*out, e, *n * sizeof(**out));
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+mk_err mk_partition_replica_fetch(mk_partition *p, int broker, int64_t from,
+				  bool committed, size_t max_bytes,
+				  mk_strbuf *out, int64_t *visible_end,
+				  mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_replica *r;
+	mk_err err = view_replica(p, broker, true, &r, why);
+	if (err)
+		goto out;
+	int64_t start = mk_log_start_offset(r->log), end = mk_log_end_offset(r->log);
+	*visible_end = committed && r->hw_view < end ? r->hw_view : end;
+	if (from < start || from > end) {
+		if (why)
+			mk_strbuf_addf(why, "offset %lld outside [%lld, %lld] of broker %d's replica",
+				       (long long)from, (long long)start,
+				       (long long)end, r->broker);
+		err = MK_OFFSET_OUT_OF_RANGE;
+		goto out;
+	}
+	if (from < *visible_end) {
+		err = mk_log_read(r->log, from, *visible_end, max_bytes, out);
+		if (err && why)
+			mk_strbuf_addstr(why, mk_log_error(r->log));
+	}
+out:
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
 void mk_partition_cleaner_info(mk_partition *p, mk_cleaner_info *info)
 {
 	pthread_mutex_lock(&p->lock);
@@ -1155,4 +1265,87 @@ void mk_partition_cleaner_info(mk_partition *p, mk_cleaner_info *info)
 	if (p->leader >= 0)
 		mk_cleaner_info_get(p->replicas[p->leader].log, p->hw, info);
 	pthread_mutex_unlock(&p->lock);
+}
+
+mk_err mk_partition_replica_offset_for_time(mk_partition *p, int broker,
+					    int64_t ts, int64_t *off,
+					    mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_replica *r;
+	mk_err err = view_replica(p, broker, true, &r, why);
+	if (!err) {
+		err = mk_log_offset_for_time(r->log, ts, off);
+		if (err && why)
+			mk_strbuf_addstr(why, mk_log_error(r->log));
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+mk_err mk_partition_replica_batches(mk_partition *p, int broker, int64_t from,
+				    size_t max, mk_batch_info **out, size_t *n,
+				    mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_replica *r;
+	*out = NULL;
+	*n = 0;
+	mk_err err = view_replica(p, broker, true, &r, why);
+	if (!err) {
+		err = mk_log_batches(r->log, from, max, out, n);
+		if (err == MK_OFFSET_OUT_OF_RANGE && why)
+			mk_strbuf_addf(why, "offset %lld outside [%lld, %lld]",
+				       (long long)from,
+				       (long long)mk_log_start_offset(r->log),
+				       (long long)mk_log_end_offset(r->log));
+		else if (err && why)
+			mk_strbuf_addstr(why, mk_log_error(r->log));
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+mk_err mk_partition_replica_segments(mk_partition *p, int broker,
+				     mk_segment_info **out, size_t *n,
+				     mk_strbuf *dir, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_replica *r;
+	*out = NULL;
+	*n = 0;
+	mk_err err = view_replica(p, broker, true, &r, why);
+	if (!err) {
+		*n = mk_log_segment_count(r->log);
+		*out = calloc(*n ? *n : 1, sizeof(**out));
+		if (!*out)
+			abort();
+		for (size_t i = 0; i < *n; i++)
+			mk_log_segment_info(r->log, i, &(*out)[i]);
+		if (dir)
+			mk_strbuf_addstr(dir, mk_log_dir(r->log));
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+mk_err mk_partition_replica_index(mk_partition *p, int broker, int64_t segment,
+				  bool time, mk_index_row **out, size_t *n,
+				  mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_replica *r;
+	*out = NULL;
+	*n = 0;
+	mk_err err = view_replica(p, broker, true, &r, why);
+	if (!err) {
+		err = mk_log_index_rows(r->log, segment, time, out, n);
+		if (err == MK_INVALID_REQUEST && why)
+			mk_strbuf_addf(why, "no segment with base offset %lld",
+				       (long long)segment);
+		else if (err && why)
+			mk_strbuf_addstr(why, mk_log_error(r->log));
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
 }

@@ -97,6 +97,10 @@ typedef struct {
 		int broker;
 		bool online, failed, in_isr;
 		int64_t leo, log_start, last_fetch_ms, hw_view;
+		int64_t agreed_end;   /* how far its log agrees with the
+				       * leader's (below leo: a divergent
+				       * tail its next fetch truncates); -1
+				       * without a log or a leader */
 	} replicas[MK_MAX_BROKERS];
 } mk_partition_info;
 
@@ -245,5 +249,56 @@ mk_err mk_partition_flush(mk_partition *p);
 /* Leader's segments (for /segments): copy of infos; returns count. */
 size_t mk_partition_segments(mk_partition *p, mk_segment_info **out,
 			     mk_strbuf *dir);
+
+/* ---- one replica seen on its own (/brokers/B/logs/T/P) ------------------ */
+
+/*
+ * Every call below takes `broker`: a broker id for that broker's replica,
+ * or -1 for the current leader's. They read under the partition lock and
+ * change nothing (no ISR refresh, no truncation): looking at a follower
+ * does not move it. A broker hosting no replica is UNKNOWN_TOPIC_OR_PARTITION;
+ * -1 without a leader LEADER_NOT_AVAILABLE; a replica without an open log
+ * (broker offline, replica failed) BROKER_NOT_AVAILABLE. why says which.
+ */
+typedef struct {
+	int broker;
+	bool online, failed, leader, in_isr;
+	int64_t leo;
+	int64_t hw_view;          /* the HW this replica last learned */
+	int64_t log_start;
+	int32_t latest_epoch;     /* newest entry of its epoch cache; -1: none */
+	int64_t agreed_end;       /* see mk_partition_info */
+} mk_replica_view;
+
+mk_err mk_partition_replica_view(mk_partition *p, int broker,
+				 mk_replica_view *out, mk_strbuf *why);
+/* The replica's leader-epoch cache, copied (*out: free it). */
+mk_err mk_partition_replica_epochs(mk_partition *p, int broker,
+				   mk_epoch_entry **out, size_t *n,
+				   mk_strbuf *why);
+/*
+ * Whole frames of the replica's log from `from` below its end — its own
+ * log end, or with committed the HW it knows (hw_view) — at most max_bytes
+ * (at least one batch). *visible_end gets that end.
+ */
+mk_err mk_partition_replica_fetch(mk_partition *p, int broker, int64_t from,
+				  bool committed, size_t max_bytes,
+				  mk_strbuf *out, int64_t *visible_end,
+				  mk_strbuf *why);
+mk_err mk_partition_replica_offset_for_time(mk_partition *p, int broker,
+					    int64_t ts, int64_t *off,
+					    mk_strbuf *why);
+/* Batch headers from the batch holding `from` on (mk_log_batches). */
+mk_err mk_partition_replica_batches(mk_partition *p, int broker, int64_t from,
+				    size_t max, mk_batch_info **out, size_t *n,
+				    mk_strbuf *why);
+/* Segments of the replica's log and its directory (as mk_partition_segments). */
+mk_err mk_partition_replica_segments(mk_partition *p, int broker,
+				     mk_segment_info **out, size_t *n,
+				     mk_strbuf *dir, mk_strbuf *why);
+/* Decoded entries of one segment's offset or time index (mk_log_index_rows). */
+mk_err mk_partition_replica_index(mk_partition *p, int broker, int64_t segment,
+				  bool time, mk_index_row **out, size_t *n,
+				  mk_strbuf *why);
 
 #endif

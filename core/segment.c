@@ -772,3 +772,32 @@ mk_err mk_segment_remove(mk_segment *s, mk_strbuf *why)
 	mk_segment_close(s);
 	return err;
 }
+
+/* ---- inspection ---------------------------------------------------------- */
+
+uint32_t mk_segment_reader_crc(const mk_segment_reader *r)
+{
+	assert(r->frame_len >= MK_FRAME_HEADER);
+	return mk_load_be32(window(r) + r->cur + 8);
+}
+
+size_t mk_segment_index_count(const mk_segment *s, bool time)
+{
+	assert(s->indexes_loaded);
+	return time ? s->tindex.n : s->index.n;
+}
+
+void mk_segment_index_entry(const mk_segment *s, bool time, size_t i,
+			    int64_t *first, int64_t *second)
+{
+	assert(s->indexes_loaded);
+	if (time) {
+		assert(i < s->tindex.n);
+		*first = s->tindex.e[i].ts;
+		*second = s->base + s->tindex.e[i].rel;
+	} else {
+		assert(i < s->index.n);
+		*first = s->base + s->index.e[i].rel;
+		*second = s->index.e[i].pos;
+	}
+}

@@ -197,4 +197,17 @@ uint64_t mk_segment_reader_pos(const mk_segment_reader *r);
 /* Cut buf to tail + kept frames; returns the kept bytes. */
 size_t mk_segment_reader_finish(mk_segment_reader *r);
 
+/* ---- inspection (read-only, for the views of a log) ---------------------- */
+
+/* The CRC field of the frame mk_segment_reader_next() last returned. */
+uint32_t mk_segment_reader_crc(const mk_segment_reader *r);
+/*
+ * The in-memory entries of a segment's offset index (time false: absolute
+ * offset, byte position) or time index (time true: timestamp, absolute
+ * offset). The indexes must be loaded (mk_segment_load_indexes).
+ */
+size_t mk_segment_index_count(const mk_segment *s, bool time);
+void mk_segment_index_entry(const mk_segment *s, bool time, size_t i,
+			    int64_t *first, int64_t *second);
+
 #endif

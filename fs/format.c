@@ -582,3 +582,47 @@ void mk_format_record(mk_format format, const mk_record_view *rec,
 		break;
 	}
 }
+
+/* ---- batch headers -------------------------------------------------------- */
+
+static const char *control_name(uint16_t flags)
+{
+	if (flags & MK_BATCH_COMMIT_MARKER)
+		return "commit";
+	if (flags & MK_BATCH_ABORT_MARKER)
+		return "abort";
+	return "false";
+}
+
+void mk_format_batch(mk_format format, const mk_batch_info *b, mk_strbuf *out)
+{
+	bool txn = b->flags & MK_BATCH_TRANSACTIONAL;
+	const char *control = control_name(b->flags);
+	if (format == MK_FORMAT_JSON) {
+		mk_strbuf_addf(out,
+			"{\"base_offset\":%" PRId64 ",\"last_offset\":%" PRId64
+			",\"count\":%" PRId32 ",\"bytes\":%" PRIu32
+			",\"file\":\"%020" PRId64 ".log\",\"position\":%" PRIu64
+			",\"leader_epoch\":%" PRId32 ",\"producer_id\":%" PRId64
+			",\"producer_epoch\":%d,\"base_sequence\":%" PRId32
+			",\"transactional\":%s,\"control\":%s%s%s"
+			",\"max_timestamp\":%" PRId64 ",\"crc\":\"%08" PRIx32 "\"}\n",
+			b->base_offset, b->last_offset, b->count, b->bytes,
+			b->segment, b->position, b->leader_epoch, b->producer_id,
+			b->producer_epoch, b->base_sequence, txn ? "true" : "false",
+			strcmp(control, "false") ? "\"" : "", control,
+			strcmp(control, "false") ? "\"" : "",
+			b->max_timestamp, b->crc);
+		return;
+	}
+	char sep = format == MK_FORMAT_TSV ? '\t' : ' ';
+	mk_strbuf_addf(out,
+		"%" PRId64 "%c%" PRId64 "%c%" PRId32 "%c%" PRIu32 "%c%020" PRId64
+		".log%c%" PRIu64 "%c%" PRId32 "%c%" PRId64 "%c%d%c%" PRId32
+		"%c%s%c%s%c%" PRId64 "%c%08" PRIx32 "\n",
+		b->base_offset, sep, b->last_offset, sep, b->count, sep, b->bytes,
+		sep, b->segment, sep, b->position, sep, b->leader_epoch, sep,
+		b->producer_id, sep, b->producer_epoch, sep, b->base_sequence, sep,
+		txn ? "true" : "false", sep, control, sep, b->max_timestamp, sep,
+		b->crc);
+}

@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "codec.h"
+#include "log.h"
 #include "error.h"
 #include "names.h"
 #include "strbuf.h"
@@ -64,5 +65,17 @@ void mk_format_record(mk_format format, const mk_record_view *rec,
 void mk_tsv_escape(mk_bytes field, mk_strbuf *out);
 /* Unescape one field; *is_null set for \N. INVALID_RECORD on a bad escape. */
 mk_err mk_tsv_unescape(const char *p, size_t len, mk_strbuf *out, bool *is_null);
+
+/*
+ * One batch header as a line (SPEC 2, batches): plain and tsv give the
+ * columns
+ *   BASE_OFFSET LAST_OFFSET COUNT BYTES FILE POSITION LEADER_EPOCH
+ *   PRODUCER_ID PRODUCER_EPOCH BASE_SEQUENCE TRANSACTIONAL CONTROL
+ *   MAX_TIMESTAMP CRC
+ * separated by one space (tsv: one TAB); FILE is the segment's file name,
+ * TRANSACTIONAL true/false, CONTROL false, commit or abort, CRC 8 hex
+ * digits. json gives one object with the same names in lower case.
+ */
+void mk_format_batch(mk_format format, const mk_batch_info *b, mk_strbuf *out);
 
 #endif

@@ -62,6 +62,53 @@ static mk_err resolve_position(mk_partition *p, const mk_read_params *rp,
 	return MK_INVALID_REQUEST;
 }
 
+/*
+ * The same against one replica's own log (broker -1: the leader's), for
+ * /brokers/B/logs/T/P/records and every batches file: the visible end is
+ * the log end (with committed, the HW the replica knows).
+ */
+static mk_err resolve_log_position(mk_partition *p, int broker,
+				   const mk_read_params *rp, int64_t *next,
+				   mk_strbuf *why)
+{
+	mk_replica_view rv;
+	mk_err err = mk_partition_replica_view(p, broker, &rv, why);
+	if (err)
+		return err;
+	if (rv.leo < 0) {
+		mk_strbuf_addf(why, "broker %d is %s, so its replica cannot be read",
+			       rv.broker, rv.failed ? "failed (storage error)" : "offline");
+		return MK_BROKER_NOT_AVAILABLE;
+	}
+	int64_t visible = rp->committed && rv.hw_view < rv.leo ? rv.hw_view : rv.leo;
+	switch (rp->pos.kind) {
+	case MK_POS_EARLIEST:
+		*next = rv.log_start;
+		return MK_OK;
+	case MK_POS_LATEST:
+		*next = visible;
+		return MK_OK;
+	case MK_POS_BACK:
+		*next = visible - rp->pos.value;
+		if (*next < rv.log_start)
+			*next = rv.log_start;
+		return MK_OK;
+	case MK_POS_OFFSET:
+		if (rp->pos.value < rv.log_start || rp->pos.value > rv.leo) {
+			mk_strbuf_addf(why, "offset %lld outside [%lld, %lld] of broker %d's log",
+				       (long long)rp->pos.value, (long long)rv.log_start,
+				       (long long)rv.leo, rv.broker);
+			return MK_OFFSET_OUT_OF_RANGE;
+		}
+		*next = rp->pos.value;
+		return MK_OK;
+	case MK_POS_TIME:
+		return mk_partition_replica_offset_for_time(p, broker, rp->pos.value,
+							    next, why);
+	}
+	return MK_INVALID_REQUEST;
+}
+
 mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 		      mk_handle **out, mk_strbuf *why)
 {
@@ -99,8 +146,17 @@ mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 		break;
 	case NODE_RECORDS:
 		err = mk_name_parse_records(h->ref.name, &h->rp, why);
-		if (!err)
+		if (!err && h->ref.broker >= 0)
+			err = resolve_log_position(handle_partition(h), h->ref.broker,
+						   &h->rp, &h->next, why);
+		else if (!err)
 			err = resolve_position(handle_partition(h), &h->rp, &h->next, why);
+		break;
+	case NODE_BATCHES:
+		err = mk_name_parse_batches(h->ref.name, &h->rp, why);
+		if (!err)
+			err = resolve_log_position(handle_partition(h), h->ref.broker,
+						   &h->rp, &h->next, why);
 		break;
 	case NODE_APPEND:
 		if (acc == O_RDONLY) {
@@ -213,15 +269,20 @@ static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
 		mk_strbuf_reset(&h->fetched);
 		int64_t visible;
 		size_t budget = want > FETCH_BYTES ? want : FETCH_BYTES;
-		mk_err err = mk_partition_fetch(p, h->next, budget, &h->fetched,
-						&visible, why);
+		mk_err err = h->ref.broker >= 0
+			? mk_partition_replica_fetch(p, h->ref.broker, h->next,
+						     h->rp.committed, budget,
+						     &h->fetched, &visible, why)
+			: mk_partition_fetch(p, h->next, budget, &h->fetched,
+					     &visible, why);
 		if (err)
 			return err;
 		if (h->fetched.len) {
 			format_frames(h, visible);
 			continue;
 		}
-		if (!h->rp.follow) {
+		h->at_end = true;
+		if (!h->rp.follow || !w) {
 			h->eof = true;
 			break;
 		}
@@ -234,6 +295,73 @@ static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
 		mk_partition_wait_change(p, &h->seen, 200);
 	}
 	return MK_OK;
+}
+
+/* Batch headers from h->next on, formatted, until want bytes are buffered
+ * or the log end (where :follow waits). */
+static mk_err batches_fill(mk_handle *h, size_t want, const mk_waiter *w,
+			   mk_strbuf *why)
+{
+	mk_partition *p = handle_partition(h);
+	while (h->text.len - h->text_pos < want && !h->eof) {
+		if (max_reached(h)) {
+			h->eof = true;
+			break;
+		}
+		mk_batch_info *bi;
+		size_t n;
+		mk_err err = mk_partition_replica_batches(p, h->ref.broker, h->next,
+							  256, &bi, &n, why);
+		if (err)
+			return err;
+		for (size_t i = 0; i < n && !max_reached(h); i++) {
+			mk_format_batch(h->rp.format, &bi[i], &h->text);
+			h->returned++;
+			h->next = bi[i].last_offset + 1;
+		}
+		free(bi);
+		if (n)
+			continue;
+		h->at_end = true;
+		if (!h->rp.follow || !w) {
+			h->eof = true;
+			break;
+		}
+		if (h->text.len > h->text_pos)
+			break;
+		if (w->interrupted && w->interrupted(w->arg)) {
+			mk_strbuf_addstr(why, "interrupted while following");
+			return MK_INTERRUPTED;
+		}
+		mk_partition_wait_change(p, &h->seen, 200);
+	}
+	return MK_OK;
+}
+
+static mk_err stream_fill(mk_handle *h, size_t want, const mk_waiter *w,
+			  mk_strbuf *why)
+{
+	/* A stream at its end looks again at every read, as a growing file
+	 * does: only max=N ends it for good. */
+	if (!max_reached(h))
+		h->eof = false;
+	return h->ref.def->type == NODE_BATCHES ? batches_fill(h, want, w, why)
+						: records_fill(h, want, w, why);
+}
+
+long long mk_handle_stream_size(mk_handle *h)
+{
+	if (pthread_mutex_trylock(&h->lock) != 0)
+		return (long long)atomic_load(&h->streamed);
+	if (h->at_end && h->text.len == h->text_pos) {
+		mk_strbuf why = MK_STRBUF_INIT;
+		stream_fill(h, 1, NULL, &why);    /* no waiter: never blocks */
+		mk_strbuf_release(&why);
+	}
+	long long size = (long long)atomic_load(&h->streamed) +
+			 (long long)(h->text.len - h->text_pos);
+	pthread_mutex_unlock(&h->lock);
+	return size;
 }
 
 mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
@@ -263,7 +391,8 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		memcpy(buf, h->text.buf + off, *n);
 		goto out;
 	case NODE_RECORDS:
-		err = records_fill(h, size, w, why);
+	case NODE_BATCHES:
+		err = stream_fill(h, size, w, why);
 		if (err && h->text.len == h->text_pos)
 			goto out;
 		err = MK_OK;
@@ -289,6 +418,7 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 	h->text_pos += *n;
 	if (h->poll)
 		mk_poll_consumed(fs, h, *n);
+	atomic_fetch_add(&h->streamed, *n);
 	if (h->text_pos == h->text.len) {
 		mk_strbuf_reset(&h->text);
 		h->text_pos = 0;

@@ -12,6 +12,13 @@
  *             cluster's sender), and for a topic append its accumulator
  *   raw       a read-only descriptor on a real segment or index file
  *   poll      a group member's poll cursor (poll.h)
+ *   batches   a cursor like records, over batch headers (one line each)
+ *
+ * Streams (records, batches) ignore the read offset: lseek succeeds (head
+ * and tail seek) but reading continues the stream. At the end, a later
+ * read looks again, as a growing file does. Their size, through an open
+ * descriptor (fstat), is what was read so far plus what is visible now, so
+ * that `tail -f` follows them; by path it is 0.
  *
  * A handle's own mutex serialises operations on one descriptor; no other
  * lock is held while a handle waits (acks=all, follow).
@@ -20,6 +27,7 @@
 #define MK_HANDLES_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "accumulator.h"
 #include "codec.h"
@@ -40,6 +48,8 @@ typedef struct mk_handle {
 	bool eof;
 	uint64_t seen;
 	mk_strbuf fetched;
+	bool at_end;             /* reached the visible end once */
+	_Atomic unsigned long long streamed;   /* bytes handed out so far */
 
 	/* append */
 	mk_append_params ap;
@@ -70,6 +80,13 @@ void mk_handle_close(mk_handle *h);
 mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		      long long off, const mk_waiter *w, size_t *n,
 		      mk_strbuf *why);
+/*
+ * The size of a stream (records, batches) through this descriptor: bytes
+ * read so far plus those visible now (fetched without waiting, once the
+ * stream reached its end). Never blocks: a descriptor busy in a read
+ * answers with what it handed out.
+ */
+long long mk_handle_stream_size(mk_handle *h);
 /* Write: commands for control files, records for append files. */
 mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
 		       const mk_waiter *w, mk_strbuf *why);

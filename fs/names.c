@@ -94,8 +94,8 @@ static bool ident_ok(piece s)
 
 static size_t base_len(mk_name_base base)
 {
-	return base == MK_NAME_RECORDS ? 7 : base == MK_NAME_APPEND ? 6 :
-	       base == MK_NAME_POLL ? 4 : 0;
+	return base == MK_NAME_RECORDS || base == MK_NAME_BATCHES ? 7
+	       : base == MK_NAME_APPEND ? 6 : base == MK_NAME_POLL ? 4 : 0;
 }
 
 mk_name_base mk_name_classify(const char *name)
@@ -104,6 +104,12 @@ mk_name_base mk_name_classify(const char *name)
 		char c = name[7];
 		if (c == '\0' || c == '@' || c == ':')
 			return MK_NAME_RECORDS;
+		return MK_NAME_OTHER;
+	}
+	if (strncmp(name, "batches", 7) == 0) {
+		char c = name[7];
+		if (c == '\0' || c == '@' || c == ':')
+			return MK_NAME_BATCHES;
 		return MK_NAME_OTHER;
 	}
 	if (strncmp(name, "append", 6) == 0) {
@@ -277,11 +283,42 @@ static mk_err parse_pos(piece s, mk_pos *pos, mk_strbuf *why)
 	return MK_OK;
 }
 
+static mk_err parse_read(const char *name, mk_read_params *out,
+			 mk_strbuf *why);
+
 mk_err mk_name_parse_records(const char *name, mk_read_params *out,
 			     mk_strbuf *why)
 {
 	if (mk_name_classify(name) != MK_NAME_RECORDS)
 		return fail0(why, "not a records name");
+	return parse_read(name, out, why);
+}
+
+mk_err mk_name_parse_batches(const char *name, mk_read_params *out,
+			     mk_strbuf *why)
+{
+	if (mk_name_classify(name) != MK_NAME_BATCHES)
+		return fail0(why, "not a batches name");
+	mk_err err = parse_read(name, out, why);
+	if (!err && out->committed)
+		return fail0(why, "flag 'committed' is for records files (batches lists the log as stored)");
+	return err;
+}
+
+bool mk_name_txt_view(const char *name, char *base, size_t cap)
+{
+	size_t n = strlen(name);
+	if (n <= 4 || strcmp(name + n - 4, ":txt") != 0 || n - 4 >= cap)
+		return false;
+	memcpy(base, name, n - 4);
+	base[n - 4] = '\0';
+	return true;
+}
+
+/* records or batches: the base name is 7 characters either way. */
+static mk_err parse_read(const char *name, mk_read_params *out,
+			 mk_strbuf *why)
+{
 	if (strchr(name, '/'))
 		return fail0(why, "'/' in name");
 

@@ -67,10 +67,11 @@ typedef struct {
 /*
  * Which base a name has: "records" / "records@..." / "records:..." is
  * MK_NAME_RECORDS, "append" / "append:..." is MK_NAME_APPEND, anything else
- * MK_NAME_OTHER (the caller looks it up as a plain name).
+ * MK_NAME_OTHER (the caller looks it up as a plain name). "batches[@...]"
+ * is MK_NAME_BATCHES.
  */
 typedef enum { MK_NAME_OTHER = 0, MK_NAME_RECORDS, MK_NAME_APPEND,
-	       MK_NAME_POLL } mk_name_base;
+	       MK_NAME_POLL, MK_NAME_BATCHES } mk_name_base;
 mk_name_base mk_name_classify(const char *name);
 
 /* True when the name carries parameters (anything after the base name). */
@@ -83,5 +84,19 @@ mk_err mk_name_parse_poll(const char *name, mk_read_params *out,
 			  mk_strbuf *why);
 mk_err mk_name_parse_append(const char *name, mk_append_params *out,
 			    mk_strbuf *why);
+
+/*
+ * batches[@POS][:FLAG]...: the grammar of records names; the flags json,
+ * tsv, follow and max=N (N batches). committed is refused: the batch list
+ * shows the log as stored.
+ */
+mk_err mk_name_parse_batches(const char *name, mk_read_params *out,
+			     mk_strbuf *why);
+
+/*
+ * A decoded view of a file: "BASE:txt". True, with BASE copied to base
+ * (cap bytes), when name is that; false otherwise.
+ */
+bool mk_name_txt_view(const char *name, char *base, size_t cap);
 
 #endif

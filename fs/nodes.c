@@ -28,6 +28,13 @@ enum {
 	K_GROUP, K_GJOIN, K_GLEAVE, K_GHEARTBEAT, K_GSTATE, K_GGENERATION,
 	K_GOFFSETS, K_GCONFIG, K_GMEMBERS, K_MEMBER, K_MASSIGN, K_MGENERATION,
 	K_MPOSITIONS, K_MLAG, K_MSEEK, K_MPOLL, K_MCOMMIT,
+	K_BLOGS, K_BLTOPIC, K_BLPART, K_EPOCHS, K_BATCHES, K_SEGTXT,
+};
+
+/* The rows of a partition directory that /brokers/B/logs/T/P also has. */
+static const int replica_view_kinds[] = {
+	K_PART_RECORDS, K_LEO, K_HW, K_LSTART, K_EPOCH, K_EPOCHS, K_BATCHES,
+	K_SEGMENTS,
 };
 
 /* ---- small parsing helpers ------------------------------------------- */
@@ -262,19 +269,67 @@ static void add_offset(mk_strbuf *out, int64_t v)
 		mk_strbuf_addf(out, "%lld\n", (long long)v);
 }
 
-PART_VALUE(read_leo, add_offset(out, pi.leo))
-PART_VALUE(read_hw, add_offset(out, pi.hw))
+/* A replica's own values (/brokers/B/logs/T/P). */
+static mk_err replica_values(mkfs *fs, const node_ref *ref, mk_replica_view *rv,
+			     mk_strbuf *why)
+{
+	(void)fs;
+	mk_err err = mk_partition_replica_view(ref_partition(ref), ref->broker, rv, why);
+	if (!err && rv->leo < 0) {
+		mk_strbuf_addf(why, "broker %d is %s, so its replica of %s-%d cannot be read (echo > brokers/%d/restart)",
+			       ref->broker, rv->failed ? "failed (storage error)" : "offline",
+			       ref->topic->name, ref->partition, ref->broker);
+		err = MK_BROKER_NOT_AVAILABLE;
+	}
+	return err;
+}
+
+#define VIEW_VALUE(fn, topic_expr, replica_expr)                             \
+	static mk_err fn(mkfs *fs, const node_ref *ref, mk_strbuf *out,      \
+			 mk_strbuf *why)                                     \
+	{                                                                    \
+		if (ref->broker >= 0) {                                      \
+			mk_replica_view rv;                                  \
+			mk_err err = replica_values(fs, ref, &rv, why);      \
+			if (!err)                                            \
+				replica_expr;                                \
+			return err;                                          \
+		}                                                            \
+		mk_partition_info pi;                                        \
+		mk_partition_info_get(ref_partition(ref), &pi);              \
+		topic_expr;                                                  \
+		return MK_OK;                                                \
+	}
+
+VIEW_VALUE(read_leo, add_offset(out, pi.leo), add_offset(out, rv.leo))
+VIEW_VALUE(read_hw, add_offset(out, pi.hw), add_offset(out, rv.hw_view))
 PART_VALUE(read_lso, add_offset(out, pi.lso))
-PART_VALUE(read_lstart, add_offset(out, pi.log_start))
+VIEW_VALUE(read_lstart, add_offset(out, pi.log_start), add_offset(out, rv.log_start))
 PART_VALUE(read_leader, add_leader(out, pi.leader))
-PART_VALUE(read_epoch, mk_strbuf_addf(out, "%d\n", pi.leader_epoch))
+VIEW_VALUE(read_epoch, mk_strbuf_addf(out, "%d\n", pi.leader_epoch),
+	   add_offset(out, rv.latest_epoch))
+
+/* The leader-epoch cache: EPOCH START_OFFSET lines. */
+static mk_err read_epochs(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	(void)fs;
+	mk_epoch_entry *e;
+	size_t n;
+	mk_err err = mk_partition_replica_epochs(ref_partition(ref), ref->broker,
+						 &e, &n, why);
+	for (size_t i = 0; !err && i < n; i++)
+		mk_strbuf_addf(out, "%d %lld\n", e[i].epoch, (long long)e[i].start_offset);
+	free(e);
+	return err;
+}
 PART_VALUE(read_replicas, add_broker_ids(out, &pi, false))
 PART_VALUE(read_isr, add_broker_ids(out, &pi, true))
 
 /* A bar of `width` cells for offsets [0, max): '#' below the HW, '+' above
- * it up to the replica's end, ' ' beyond; '|' marks the HW. */
+ * it up to the replica's end, 'x' for a divergent tail (from where the
+ * replica stops agreeing with the leader), ' ' beyond; '|' marks the HW. */
 static void draw_log(mk_strbuf *out, int64_t start, int64_t leo, int64_t hw,
-		     int64_t max, int width)
+		     int64_t agreed, int64_t max, int width)
 {
 	mk_strbuf_addch(out, '[');
 	int hw_cell = max ? (int)(hw * width / max) : 0;
@@ -286,6 +341,8 @@ static void draw_log(mk_strbuf *out, int64_t start, int64_t leo, int64_t hw,
 			mk_strbuf_addch(out, ' ');
 		else if (off < start)
 			mk_strbuf_addch(out, '.');
+		else if (agreed >= 0 && off >= agreed)
+			mk_strbuf_addch(out, 'x');
 		else
 			mk_strbuf_addch(out, off < hw ? '#' : '+');
 	}
@@ -337,18 +394,25 @@ static mk_err read_state(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbu
 	for (int i = 0; i < pi.nreplicas; i++)
 		if (pi.replicas[i].leo > max)
 			max = pi.replicas[i].leo;
-	mk_strbuf_addf(out, "\nlogs against the high watermark (| = hw %lld; # committed, + above hw):\n",
+	mk_strbuf_addf(out, "\nlogs against the high watermark (| = hw %lld; # committed, + above hw,\n"
+		       "x divergent: truncated at the replica's next fetch):\n",
 		       (long long)pi.hw);
 	for (int i = 0; i < pi.nreplicas; i++) {
+		bool diverged = pi.leader >= 0 && pi.replicas[i].agreed_end >= 0 &&
+				pi.replicas[i].agreed_end < pi.replicas[i].leo;
 		const char *role = pi.replicas[i].broker == pi.leader ? "leader"
 				   : !pi.replicas[i].online ? "offline"
 				   : pi.replicas[i].failed ? "failed"
+				   : diverged ? "diverged"
 				   : pi.replicas[i].in_isr ? "in-sync" : "lagging";
 		mk_strbuf_addf(out, "  broker %-3d %-8s ", pi.replicas[i].broker, role);
 		draw_log(out, pi.replicas[i].log_start, pi.replicas[i].leo, pi.hw,
-			 max, 40);
+			 diverged ? pi.replicas[i].agreed_end : -1, max, 40);
 		if (pi.replicas[i].leo >= 0)
 			mk_strbuf_addf(out, " leo %lld", (long long)pi.replicas[i].leo);
+		if (diverged)
+			mk_strbuf_addf(out, " (agrees with the leader below %lld)",
+				       (long long)pi.replicas[i].agreed_end);
 		mk_strbuf_addch(out, '\n');
 	}
 	return MK_OK;
@@ -358,12 +422,23 @@ static mk_err read_state(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbu
 
 static const char *const seg_suffixes[] = { ".log", ".index", ".timeindex" };
 
+/* The segments of the log this directory shows (ref->broker: whose). */
+static size_t ref_segments(const node_ref *ref, mk_segment_info **segs,
+			   mk_strbuf *dir)
+{
+	size_t n;
+	if (mk_partition_replica_segments(ref_partition(ref), ref->broker, segs,
+					  &n, dir, NULL))
+		return 0;
+	return n;
+}
+
 static void list_segments(mkfs *fs, const node_ref *ref,
 			  void (*add)(void *, const char *, bool), void *arg)
 {
 	(void)fs;
 	mk_segment_info *segs;
-	size_t n = mk_partition_segments(ref_partition(ref), &segs, NULL);
+	size_t n = ref_segments(ref, &segs, NULL);
 	char buf[64];
 	for (size_t i = 0; i < n; i++)
 		for (size_t s = 0; s < 3; s++) {
@@ -374,23 +449,71 @@ static void list_segments(mkfs *fs, const node_ref *ref,
 	free(segs);
 }
 
-static bool match_segment(mkfs *fs, node_ref *ref, const char *name)
+/* Which segment file name is: *base and *suffix (index into seg_suffixes). */
+static bool segment_file(const node_ref *ref, const char *name, int64_t *base,
+			 size_t *suffix)
 {
-	(void)fs;
 	if (strlen(name) < 21)
 		return false;
 	mk_segment_info *segs;
-	size_t n = mk_partition_segments(ref_partition(ref), &segs, NULL);
+	size_t n = ref_segments(ref, &segs, NULL);
 	bool found = false;
 	char buf[64];
 	for (size_t i = 0; i < n && !found; i++)
 		for (size_t s = 0; s < 3 && !found; s++) {
 			snprintf(buf, sizeof(buf), "%020lld%s",
 				 (long long)segs[i].base_offset, seg_suffixes[s]);
-			found = !strcmp(buf, name);
+			if (!strcmp(buf, name)) {
+				found = true;
+				*base = segs[i].base_offset;
+				*suffix = s;
+			}
 		}
 	free(segs);
 	return found;
+}
+
+static bool match_segment(mkfs *fs, node_ref *ref, const char *name)
+{
+	(void)fs;
+	int64_t base;
+	size_t suffix;
+	return segment_file(ref, name, &base, &suffix);
+}
+
+/* N.index:txt and N.timeindex:txt, the decoded indexes. */
+static bool match_segment_txt(mkfs *fs, node_ref *ref, const char *name)
+{
+	(void)fs;
+	char file[256];
+	int64_t base;
+	size_t suffix;
+	return mk_name_txt_view(name, file, sizeof(file)) &&
+	       segment_file(ref, file, &base, &suffix) && suffix > 0;
+}
+
+static mk_err read_segment_txt(mkfs *fs, const node_ref *ref, mk_strbuf *out,
+			       mk_strbuf *why)
+{
+	(void)fs;
+	char file[256];
+	int64_t base;
+	size_t suffix;
+	if (!mk_name_txt_view(ref->name, file, sizeof(file)) ||
+	    !segment_file(ref, file, &base, &suffix) || suffix == 0) {
+		mk_strbuf_addf(why, "no index %s", ref->name);
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	bool time = suffix == 2;
+	mk_index_row *rows;
+	size_t n;
+	mk_err err = mk_partition_replica_index(ref_partition(ref), ref->broker,
+						base, time, &rows, &n, why);
+	for (size_t i = 0; !err && i < n; i++)
+		mk_strbuf_addf(out, "%lld %lld\n", (long long)rows[i].first,
+			       (long long)rows[i].second);
+	free(rows);
+	return err;
 }
 
 mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path)
@@ -398,11 +521,11 @@ mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path)
 	(void)fs;
 	mk_segment_info *segs;
 	mk_strbuf dir = MK_STRBUF_INIT;
-	mk_partition_segments(ref_partition(ref), &segs, &dir);
+	ref_segments(ref, &segs, &dir);
 	free(segs);
 	if (!dir.len) {
 		mk_strbuf_release(&dir);
-		return MK_LEADER_NOT_AVAILABLE;
+		return ref->broker >= 0 ? MK_BROKER_NOT_AVAILABLE : MK_LEADER_NOT_AVAILABLE;
 	}
 	mk_strbuf_addf(path, "%s/%s", dir.buf, ref->name);
 	mk_strbuf_release(&dir);
@@ -516,6 +639,66 @@ static mk_err write_broker_promote(mkfs *fs, const node_ref *ref, char *line, mk
 	*slash = '\0';
 	return mk_cluster_promote(fs->cluster, ref->broker, w[0], (int)part,
 				  unclean, why);
+}
+
+/* ---- brokers/B/logs: B's own replicas ---------------------------------- */
+
+static bool hosts(mk_topic *t, int p, int broker)
+{
+	mk_replica_view rv;
+	return !mk_partition_replica_view(mk_topic_partition(t, p), broker, &rv, NULL);
+}
+
+static bool match_blog_topic(mkfs *fs, node_ref *ref, const char *name)
+{
+	if (!match_topic(fs, ref, name))
+		return false;
+	for (int p = 0; p < ref->topic->npartitions; p++)
+		if (hosts(ref->topic, p, ref->broker))
+			return true;
+	mk_topic_put(ref->topic);
+	ref->topic = NULL;
+	return false;
+}
+
+static void list_blog_topics(mkfs *fs, const node_ref *ref,
+			     void (*add)(void *, const char *, bool), void *arg)
+{
+	char **names;
+	size_t n = mk_cluster_topic_names(fs->cluster, &names);
+	for (size_t i = 0; i < n; i++) {
+		mk_topic *t = mk_cluster_topic(fs->cluster, names[i]);
+		bool any = false;
+		for (int p = 0; t && p < t->npartitions && !any; p++)
+			any = hosts(t, p, ref->broker);
+		if (any)
+			add(arg, names[i], true);
+		mk_topic_put(t);
+		free(names[i]);
+	}
+	free(names);
+}
+
+static bool match_blog_partition(mkfs *fs, node_ref *ref, const char *name)
+{
+	if (!match_partition(fs, ref, name))
+		return false;
+	if (hosts(ref->topic, ref->partition, ref->broker))
+		return true;
+	ref->partition = -1;
+	return false;
+}
+
+static void list_blog_partitions(mkfs *fs, const node_ref *ref,
+				 void (*add)(void *, const char *, bool), void *arg)
+{
+	(void)fs;
+	char buf[16];
+	for (int p = 0; p < ref->topic->npartitions; p++)
+		if (hosts(ref->topic, p, ref->broker)) {
+			snprintf(buf, sizeof(buf), "%d", p);
+			add(arg, buf, true);
+		}
 }
 
 /* ---- producers -------------------------------------------------------- */
@@ -645,6 +828,9 @@ static const node_def nodes[] = {
 	{ K_DELREC, K_PART, "delete-records", NULL, NODE_CONTROL, 0200, NULL, write_delete_records, NULL },
 	{ K_SEGMENTS, K_PART, "segments", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_segments },
 	{ K_SEGFILE, K_SEGMENTS, NULL, match_segment, NODE_RAW, 0444, NULL, NULL, NULL },
+	{ K_SEGTXT, K_SEGMENTS, NULL, match_segment_txt, NODE_VALUE, 0444, read_segment_txt, NULL, NULL },
+	{ K_EPOCHS, K_PART, "epochs", NULL, NODE_VALUE, 0444, read_epochs, NULL, NULL },
+	{ K_BATCHES, K_PART, "batches", NULL, NODE_BATCHES, 0444, NULL, NULL, NULL },
 
 	{ K_PRODUCER, K_PRODUCERS, NULL, match_producer, NODE_DIR, DIRMODE, NULL, NULL, NULL },
 	{ K_PID, K_PRODUCER, "id", NULL, NODE_VALUE, 0444, read_producer_id, NULL, NULL },
@@ -678,6 +864,9 @@ static const node_def nodes[] = {
 	{ K_BCRASH, K_BROKER, "crash", NULL, NODE_CONTROL, 0200, NULL, write_broker_crash, NULL },
 	{ K_BRESTART, K_BROKER, "restart", NULL, NODE_CONTROL, 0200, NULL, write_broker_restart, NULL },
 	{ K_BPROMOTE, K_BROKER, "promote", NULL, NODE_CONTROL, 0200, NULL, write_broker_promote, NULL },
+	{ K_BLOGS, K_BROKER, "logs", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_blog_topics },
+	{ K_BLTOPIC, K_BLOGS, NULL, match_blog_topic, NODE_DIR, DIRMODE, NULL, NULL, list_blog_partitions },
+	{ K_BLPART, K_BLTOPIC, NULL, match_blog_partition, NODE_DIR, DIRMODE, NULL, NULL, NULL },
 };
 #define NNODES (sizeof(nodes) / sizeof(nodes[0]))
 
@@ -693,6 +882,20 @@ static const struct {
 
 /* ---- resolution ------------------------------------------------------- */
 
+/* Is row n a child of directory dir? A replica's directory under
+ * /brokers/B/logs has the partition rows its view keeps. */
+static bool child_of(const node_def *n, const node_def *dir)
+{
+	if (dir->kind != K_BLPART)
+		return n->parent == dir->kind;
+	if (n->parent != K_PART)
+		return false;
+	for (size_t i = 0; i < sizeof(replica_view_kinds) / sizeof(replica_view_kinds[0]); i++)
+		if (replica_view_kinds[i] == n->kind)
+			return true;
+	return false;
+}
+
 static bool component_matches(const node_def *d, const char *comp)
 {
 	if (!d->name)
@@ -705,7 +908,51 @@ static bool component_matches(const node_def *d, const char *comp)
 		return mk_name_classify(comp) == MK_NAME_APPEND;
 	if (d->type == NODE_POLL)
 		return mk_name_classify(comp) == MK_NAME_POLL;
+	if (d->type == NODE_BATCHES)
+		return mk_name_classify(comp) == MK_NAME_BATCHES;
 	return false;
+}
+
+/* Why comp is not a child of ref's directory, in words a newcomer can act
+ * on: what there is instead, or how to create it. */
+static void explain_missing(mkfs *fs, const node_ref *ref, const char *comp,
+			    mk_strbuf *why)
+{
+	switch (ref->def->kind) {
+	case K_TOPICS:
+		mk_strbuf_addf(why, "no topic '%s' (ls topics lists them; mkdir topics/%s creates it)",
+			       comp, comp);
+		return;
+	case K_TOPIC:
+		mk_strbuf_addf(why, "topic %s has partitions 0 to %d, not '%s'",
+			       ref->topic->name, ref->topic->npartitions - 1, comp);
+		return;
+	case K_BROKERS:
+		mk_strbuf_addf(why, "no broker '%s' (brokers:", comp);
+		for (int i = 0; i < fs->cluster->nbrokers; i++)
+			mk_strbuf_addf(why, " %d", fs->cluster->brokers[i].id);
+		mk_strbuf_addstr(why, "; [cluster] brokers lists them)");
+		return;
+	case K_BLOGS:
+		mk_strbuf_addf(why, "broker %d hosts no replica of a topic '%s' (ls brokers/%d/logs lists those it hosts)",
+			       ref->broker, comp, ref->broker);
+		return;
+	case K_BLTOPIC:
+		mk_strbuf_addf(why, "broker %d hosts no replica of %s partition '%s' (ls brokers/%d/logs/%s lists those it hosts)",
+			       ref->broker, ref->topic->name, comp, ref->broker,
+			       ref->topic->name);
+		return;
+	case K_PRODUCERS:
+		mk_strbuf_addf(why, "no producer '%s' (mkdir producers/%s creates it)", comp, comp);
+		return;
+	case K_SEGMENTS:
+		mk_strbuf_addf(why, "no segment file '%s' (ls lists them; N.index:txt and N.timeindex:txt decode an index)",
+			       comp);
+		return;
+	default:
+		mk_strbuf_addf(why, "no file '%s' here (ls lists them)", comp);
+		return;
+	}
 }
 
 mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why)
@@ -727,14 +974,17 @@ mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why)
 		comp[len] = '\0';
 		const node_def *next = NULL;
 		for (size_t i = 0; i < NNODES && !next; i++)
-			if (nodes[i].parent == ref->def->kind && component_matches(&nodes[i], comp))
+			if (child_of(&nodes[i], ref->def) && component_matches(&nodes[i], comp))
 				next = &nodes[i];
 		for (size_t i = 0; i < NNODES && !next; i++)
-			if (nodes[i].parent == ref->def->kind && nodes[i].match &&
+			if (child_of(&nodes[i], ref->def) && nodes[i].match &&
 			    nodes[i].match(fs, ref, comp))
 				next = &nodes[i];
-		if (!next)
+		if (!next) {
+			if (why)
+				explain_missing(fs, ref, comp, why);
 			goto noent;
+		}
 		ref->def = next;
 		memcpy(ref->parent_name, ref->name, sizeof(ref->name));
 		memcpy(ref->name, comp, len + 1);
@@ -744,7 +994,7 @@ mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why)
 	}
 	return MK_OK;
 noent:
-	if (why)
+	if (why && !why->len)
 		mk_strbuf_addf(why, "no such file: %s", path);
 	mk_node_ref_release(ref);
 	return MK_UNKNOWN_TOPIC_OR_PARTITION;
@@ -760,10 +1010,25 @@ void mk_node_list(mkfs *fs, const node_ref *dir,
 		  void (*add)(void *arg, const char *name, bool dir), void *arg)
 {
 	for (size_t i = 0; i < NNODES; i++)
-		if (nodes[i].parent == dir->def->kind && nodes[i].name)
+		if (child_of(&nodes[i], dir->def) && nodes[i].name)
 			add(arg, nodes[i].name, nodes[i].type == NODE_DIR);
 	if (dir->def->list)
 		dir->def->list(fs, dir, add, arg);
+}
+
+bool mk_node_value_size(mkfs *fs, const node_ref *ref, size_t *size)
+{
+	const node_def *d = ref->def;
+	/* The decoded indexes walk a segment's entries: not cheap. */
+	if ((d->type != NODE_VALUE && d->type != NODE_CONTROL) || !d->read ||
+	    d->kind == K_SEGTXT)
+		return false;
+	mk_strbuf text = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
+	bool ok = d->read(fs, ref, &text, &why) == MK_OK;
+	*size = text.len;
+	mk_strbuf_release(&text);
+	mk_strbuf_release(&why);
+	return ok;
 }
 
 mk_err mk_node_control(mkfs *fs, const node_ref *ref, const char *buf,

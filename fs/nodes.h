@@ -15,6 +15,13 @@
  *   APPEND   produce (append, append:...)
  *   RAW      a real file of the data directory, read-only (segments/)
  *   POLL     a group member's poll (poll, poll:...)
+ *   BATCHES  a stream of batch headers (batches, batches@POS...)
+ *
+ * A partition directory has two views: /topics/T/P (the partition, read
+ * through its leader) and /brokers/B/logs/T/P (broker B's own replica).
+ * The second is not a copy of the rows: the resolver gives it the rows of
+ * the first that make sense for one replica (records, leo, hw, ...), and
+ * node_ref.broker says whose log a row shows (-1: the leader's).
  *
  * fs/ holds no domain rule: every node operation calls into core and turns
  * its answer into text.
@@ -40,6 +47,7 @@ typedef enum {
 	NODE_APPEND,
 	NODE_RAW,
 	NODE_POLL,
+	NODE_BATCHES,
 } node_type;
 
 typedef struct node_def node_def;
@@ -49,7 +57,8 @@ typedef struct {
 	const node_def *def;
 	mk_topic *topic;
 	int partition;           /* -1 when not under a partition */
-	int broker;              /* -1 when not under a broker */
+	int broker;              /* -1 when not under a broker; under
+				  * /brokers/B/logs/T/P, the replica shown */
 	char name[256];          /* the last component as given */
 	char parent_name[256];   /* the component before it */
 	char group[256];         /* under /groups/G: G */
@@ -98,6 +107,12 @@ void mk_node_list(mkfs *fs, const node_ref *dir,
 
 /* The real path of a RAW node (a segment file), for reading. */
 mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path);
+
+/*
+ * The size of a value file's text, when it is cheap to know (the text is
+ * computed now; files that scan a log say false).
+ */
+bool mk_node_value_size(mkfs *fs, const node_ref *ref, size_t *size);
 
 /* Run every line of a CONTROL write; stops at the first failing line. */
 mk_err mk_node_control(mkfs *fs, const node_ref *ref, const char *buf,

@@ -107,16 +107,60 @@ static bool in_domain(const char *path)
 	return false;
 }
 
+/* A name directly under a directory where mkdir creates (/topics/NAME,
+ * /producers/NAME): its lookup is also the first step of that mkdir. */
+static bool creatable(const char *path)
+{
+	static const char *const dirs[] = { "/topics/", "/producers/" };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		size_t n = strlen(dirs[i]);
+		if (!strncmp(path, dirs[i], n) && path[n] && !strchr(path + n, '/'))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The size of a stream file (records, batches): 0 unless it is open; open,
+ * what its descriptor read plus what is visible now (the largest over the
+ * descriptors open on this very name, which show the same stream), so
+ * that `tail -f`, which polls the size, follows it. The kernel sends
+ * fstat as a getattr by path, hence the search.
+ */
+static off_t stream_size(mkfs *fs, const char *path, struct fuse_file_info *fi)
+{
+	if (fi && fi->fh)
+		return (off_t)mk_handle_stream_size((mk_handle *)(uintptr_t)fi->fh);
+	long long size = 0;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (size_t i = 0; i < fs->nhandles; i++)
+		if (!strcmp(fs->handles[i]->path, path)) {
+			long long s = mk_handle_stream_size(fs->handles[i]);
+			if (s > size)
+				size = s;
+		}
+	pthread_mutex_unlock(&fs->handles_lock);
+	return (off_t)size;
+}
+
 static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
-	(void)fi;
 	mkfs *fs = self();
 	mk_strbuf why = MK_STRBUF_INIT;
 	node_ref ref;
 	mk_err err = mk_resolve(fs, path, &ref, &why);
 	if (err) {
 		/* An unknown topic, partition, broker or producer is an error
-		 * worth a line; probes of other names (.Trash, .git) are not. */
+		 * worth a line; probes of other names (.Trash, .git) are not.
+		 * The line for a name mkdir could create waits: a mkdir of
+		 * it drops it (errlog.h). */
+		if (in_domain(path) && creatable(path)) {
+			mk_errlog_hold(&fs->cluster->errlog,
+				       mk_clock_now(&fs->cluster->clock), path, err,
+				       "%s", why.len ? why.buf : mk_err_name(err));
+			mk_strbuf_release(&why);
+			return -mk_errno(err);
+		}
 		if (in_domain(path))
 			return fail(fs, path, err, &why);
 		mk_strbuf_release(&why);
@@ -124,13 +168,15 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	}
 	/* A parameterised name must parse, or it does not exist as given. */
 	if (ref.def->type == NODE_RECORDS || ref.def->type == NODE_APPEND ||
-	    ref.def->type == NODE_POLL) {
+	    ref.def->type == NODE_POLL || ref.def->type == NODE_BATCHES) {
 		mk_read_params rp;
 		mk_append_params ap;
 		err = ref.def->type == NODE_RECORDS
 			? mk_name_parse_records(ref.name, &rp, &why)
 			: ref.def->type == NODE_POLL
 			? mk_name_parse_poll(ref.name, &rp, &why)
+			: ref.def->type == NODE_BATCHES
+			? mk_name_parse_batches(ref.name, &rp, &why)
 			: mk_name_parse_append(ref.name, &ap, &why);
 		if (err) {
 			mk_node_ref_release(&ref);
@@ -157,7 +203,15 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 				st->st_mtim = rst.st_mtim;
 			}
 			mk_strbuf_release(&real);
+		} else if (ref.def->type == NODE_RECORDS ||
+			   ref.def->type == NODE_BATCHES) {
+			st->st_size = stream_size(fs, path, fi);
+		} else {
+			size_t size;
+			if (mk_node_value_size(fs, &ref, &size))
+				st->st_size = (off_t)size;
 		}
+		st->st_blocks = (st->st_size + 511) / 512;
 	}
 	mk_node_ref_release(&ref);
 	mk_strbuf_release(&why);
@@ -216,8 +270,9 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	track(fs, h);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = type != NODE_RAW;
-	fi->nonseekable = type == NODE_RECORDS || type == NODE_APPEND ||
-			  type == NODE_POLL;
+	/* Streams accept lseek (head and tail seek back) and go on reading;
+	 * a poll is consumed as read, so it does not seek. */
+	fi->nonseekable = type == NODE_APPEND || type == NODE_POLL;
 	mk_strbuf_release(&why);
 	return 0;
 }
@@ -307,6 +362,7 @@ static int op_mkdir(const char *path, mode_t mode)
 	(void)mode;
 	mkfs *fs = self();
 	mk_strbuf why = MK_STRBUF_INIT;
+	mk_errlog_drop_held(&fs->cluster->errlog, path);
 	mk_err err = mk_node_mkdir(fs, path, &why);
 	if (err)
 		return fail(fs, path, err, &why);

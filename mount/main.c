@@ -2,6 +2,14 @@
  * main.c — the minikafkafs daemon.
  *
  *     minikafkafs [-f] [-d] [-s] [-o config=FILE] [-o OPTION...] DATA_DIR MOUNTPOINT
+ *     mount -t fuse.minikafkafs [-o OPTION...] DATA_DIR MOUNTPOINT
+ *
+ * The second form is mount(8)'s: mount.fuse3 runs `minikafkafs DATA_DIR
+ * MOUNTPOINT -o OPTIONS` (options after the operands). Options that only
+ * mean something in /etc/fstab (nofail, _netdev, auto, noauto, user,
+ * users, nouser, owner, defaults, comment=) are accepted and ignored, so
+ * the same line works whichever helper passes it on. The mount shows as
+ * type fuse.minikafkafs with DATA_DIR as its source.
  *
  * Configuration: DATA_DIR/minikafka.ini when present, else -o config=FILE,
  * else built-in defaults. Start-up refuses (one line on stderr, exit 1)
@@ -38,6 +46,17 @@ static const struct fuse_opt option_spec[] = {
 	OPT("config=%s", config),
 	OPT("-h", show_help),
 	OPT("--help", show_help),
+	/* /etc/fstab's own options: nothing to do with the mount itself. */
+	FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("nouser", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("owner", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("comment=", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_END
 };
 
@@ -157,6 +176,20 @@ int main(int argc, char *argv[])
 	mk_config cfg;
 	if (load_config(data_dir, opts.config, &cfg))
 		goto out;
+	/* In /proc/mounts: "DATA_DIR MOUNTPOINT fuse.minikafkafs ...", as a
+	 * mount -t fuse.minikafkafs names it (an explicit -o wins). */
+	mk_strbuf mopt = MK_STRBUF_INIT;
+	mk_strbuf_addstr(&mopt, "-osubtype=minikafkafs,fsname=");
+	for (const char *c = data_dir; *c; c++) {
+		if (*c == ',' || *c == '\\')
+			mk_strbuf_addch(&mopt, '\\');
+		mk_strbuf_addch(&mopt, *c);
+	}
+	if (fuse_opt_insert_arg(&args, 1, mopt.buf) != 0) {
+		mk_strbuf_release(&mopt);
+		goto out;
+	}
+	mk_strbuf_release(&mopt);
 
 	mk_cluster *cluster;
 	mk_strbuf why = MK_STRBUF_INIT;

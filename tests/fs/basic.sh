@@ -123,12 +123,12 @@ assert_eq "README brokers clock config ctl errors groups producers topics transa
 	"$(lsl "$MNT")" "ls /"
 assert_eq "pos t ts" "$(lsl "$MNT/topics")" "ls /topics"
 assert_eq "0 append config" "$(lsl "$MNT/topics/t")" "ls /topics/t"
-assert_eq "append delete-records hw isr leader leader_epoch leo log_start_offset lso records replicas segments state" \
+assert_eq "append batches delete-records epochs hw isr leader leader_epoch leo log_start_offset lso records replicas segments state" \
 	"$(lsl "$P")" "ls /topics/t/0 (parameterised names not listed)"
 assert_eq "00000000000000000000.index 00000000000000000000.log 00000000000000000000.timeindex" \
 	"$(lsl "$P/segments")" "ls segments/"
 assert_eq "1 fetch" "$(lsl "$MNT/brokers")" "ls /brokers"
-assert_eq "crash fetch promote replicas restart state" "$(lsl "$MNT/brokers/1")" "ls /brokers/1"
+assert_eq "crash fetch logs promote replicas restart state" "$(lsl "$MNT/brokers/1")" "ls /brokers/1"
 assert_eq "online" "$(mk_read "$MNT/brokers/1/state")" "broker 1 is online"
 assert_true "/ctl is write-only" test "$(stat -c %A "$MNT/ctl")" = "--w-------"
 assert_true "/topics/t/0 is a directory" test -d "$P"

@@ -30,7 +30,11 @@
  *     flags in reverse order, and records@earliest spelled out), which must
  *     parse to the same parameters and print identically again;
  *   - an accepted name with a '/' or an empty flag appended, or with its
- *     last flag repeated, is rejected.
+ *     last flag repeated, is rejected;
+ *   - "batches..." (MK_NAME_BATCHES) parses with mk_name_parse_batches
+ *     exactly as the same name with "records" in front of its parameters,
+ *     except that committed is refused; mk_name_txt_view accepts exactly
+ *     the names ending in ":txt" and gives back the rest.
  *
  * Any violation aborts.
  */
@@ -68,6 +72,9 @@ static mk_name_base ref_classify(const char *name)
 	if (strncmp(name, "poll", 4) == 0 &&
 	    (name[4] == '\0' || name[4] == ':'))
 		return MK_NAME_POLL;
+	if (strncmp(name, "batches", 7) == 0 &&
+	    (name[7] == '\0' || name[7] == '@' || name[7] == ':'))
+		return MK_NAME_BATCHES;
 	return MK_NAME_OTHER;
 }
 
@@ -507,13 +514,14 @@ static void check_name(const char *name)
 {
 	mk_name_base base = mk_name_classify(name);
 	CHECK(base == MK_NAME_OTHER || base == MK_NAME_RECORDS ||
-	      base == MK_NAME_APPEND || base == MK_NAME_POLL);
+	      base == MK_NAME_APPEND || base == MK_NAME_POLL ||
+	      base == MK_NAME_BATCHES);
 	CHECK(base == ref_classify(name));
 	bool has = mk_name_has_params(name);
 	if (base == MK_NAME_OTHER)
 		CHECK(!has);
 	else
-		CHECK(has == (name[base == MK_NAME_RECORDS ? 7 :
+		CHECK(has == (name[base == MK_NAME_RECORDS || base == MK_NAME_BATCHES ? 7 :
 				   base == MK_NAME_APPEND ? 6 : 4] != '\0'));
 
 	/* poll: the flags of records, no position, all or nothing */
@@ -529,6 +537,36 @@ static void check_name(const char *name)
 		CHECK(strchr(name, '/') == NULL && strchr(name, '@') == NULL);
 		check_read_params(&pp);
 		CHECK(pp.pos.kind == MK_POS_EARLIEST);
+	}
+
+	/* batches: the records grammar under another base, no committed */
+	{
+		mk_read_params bp, rp0;
+		mk_err berr = mk_name_parse_batches(name, &bp, NULL);
+		if (base != MK_NAME_BATCHES) {
+			CHECK(berr == MK_INVALID_REQUEST);
+		} else {
+			size_t n = strlen(name);
+			char *as_records = malloc(n + 1);
+			CHECK(as_records != NULL);
+			memcpy(as_records, "records", 7);
+			memcpy(as_records + 7, name + 7, n - 7 + 1);
+			mk_err rerr0 = mk_name_parse_records(as_records, &rp0, NULL);
+			if (rerr0 || rp0.committed) {
+				CHECK(berr == MK_INVALID_REQUEST);
+			} else {
+				CHECK(berr == MK_OK);
+				CHECK(same_read(&bp, &rp0));
+			}
+			free(as_records);
+		}
+		char txt[NAME_CAP + 32];
+		size_t n = strlen(name);
+		bool is_txt = n > 4 && strcmp(name + n - 4, ":txt") == 0 &&
+			      n - 4 < sizeof(txt);
+		CHECK(mk_name_txt_view(name, txt, sizeof(txt)) == is_txt);
+		if (is_txt)
+			CHECK(strlen(txt) == n - 4 && !memcmp(txt, name, n - 4));
 	}
 
 	/* records */
@@ -603,7 +641,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const prefixes[] = { "", "records", "append", "poll" };
+	static const char *const prefixes[] = { "", "records", "append", "poll",
+						"batches" };
 	char name[16 + NAME_CAP + 1];
 
 	/* the name ends at the first NUL, or at NAME_CAP bytes */

@@ -542,6 +542,38 @@ static void test_poll_names(void **state)
 	}
 }
 
+static void test_batches_and_txt(void **state)
+{
+	(void)state;
+	mk_read_params p;
+	assert_int_equal(mk_name_classify("batches"), MK_NAME_BATCHES);
+	assert_int_equal(mk_name_classify("batches@3:json"), MK_NAME_BATCHES);
+	assert_int_equal(mk_name_classify("batchesX"), MK_NAME_OTHER);
+	assert_int_equal(mk_name_parse_batches("batches", &p, NULL), MK_OK);
+	assert_int_equal(p.pos.kind, MK_POS_EARLIEST);
+	assert_int_equal(mk_name_parse_batches("batches@-2:json:max=3", &p, NULL), MK_OK);
+	assert_int_equal(p.pos.kind, MK_POS_BACK);
+	assert_int_equal(p.pos.value, 2);
+	assert_int_equal(p.format, MK_FORMAT_JSON);
+	assert_int_equal(p.max, 3);
+	assert_int_equal(mk_name_parse_batches("batches:tsv:follow", &p, NULL), MK_OK);
+	assert_true(p.follow);
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(mk_name_parse_batches("batches:committed", &p, &why),
+			 MK_INVALID_REQUEST);
+	assert_non_null(strstr(why.buf, "committed"));
+	mk_strbuf_release(&why);
+	assert_int_equal(mk_name_parse_batches("records", &p, NULL), MK_INVALID_REQUEST);
+	assert_int_equal(mk_name_parse_records("batches", &p, NULL), MK_INVALID_REQUEST);
+	assert_int_equal(mk_name_parse_batches("batches:key=a", &p, NULL), MK_INVALID_REQUEST);
+	char base[64];
+	assert_true(mk_name_txt_view("00000000000000000000.index:txt", base, sizeof(base)));
+	assert_string_equal(base, "00000000000000000000.index");
+	assert_false(mk_name_txt_view("00000000000000000000.index", base, sizeof(base)));
+	assert_false(mk_name_txt_view(":txt", base, sizeof(base)));
+	assert_false(mk_name_txt_view("x:txt", base, 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,6 +589,7 @@ int main(void)
 		cmocka_unit_test(test_append_flags),
 		cmocka_unit_test(test_append_rejections),
 		cmocka_unit_test(test_why_optional),
+		cmocka_unit_test(test_batches_and_txt),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,6 +60,14 @@ static void resolves_the_tree(void **state)
 		"/topics/t/0/append:acks=1", "/topics/t/0/segments",
 		"/topics/t/0/segments/00000000000000000000.log",
 		"/brokers/2/promote", "/brokers/fetch", "//topics//t/",
+		"/topics/t/0/batches", "/topics/t/0/batches@3:json", "/topics/t/0/epochs",
+		"/topics/t/0/segments/00000000000000000000.index:txt",
+		"/topics/t/0/segments/00000000000000000000.timeindex:txt",
+		"/brokers/1/logs", "/brokers/1/logs/t", "/brokers/1/logs/t/0",
+		"/brokers/1/logs/t/2/hw", "/brokers/2/logs/t/1/records@0:tsv",
+		"/brokers/2/logs/t/1/epochs", "/brokers/2/logs/t/1/batches:max=1",
+		"/brokers/2/logs/t/1/segments/00000000000000000000.log",
+		"/brokers/2/logs/t/1/segments/00000000000000000000.index:txt",
 	};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		node_ref ref;
@@ -79,6 +87,12 @@ static void refuses_what_does_not_exist(void **state)
 		"/brokers/3", "/brokers/01", "/topics/t/0/segments/00000000000000000001.log",
 		"/README/x", "/topics/t/-0", "/topics/t/\t1", "/topics/t/ 1",
 		"/brokers/-0", "/brokers/+1",
+		"/brokers/2/logs/t/0", "/brokers/2/logs/t/0/leo", "/brokers/1/logs/t/1",
+		"/brokers/1/logs/t/0/append", "/brokers/1/logs/t/0/state",
+		"/brokers/1/logs/t/0/isr", "/brokers/1/logs/u",
+		"/topics/t/0/segments/00000000000000000000.log:txt",
+		"/topics/t/0/segments/00000000000000000000.index:tx",
+		"/topics/t/0/batchesX",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		node_ref ref;
@@ -105,7 +119,19 @@ static void lists_children_but_not_parameters(void **state)
 	mk_node_list(&f->fs, &ref, add_name, &names);
 	mk_node_ref_release(&ref);
 	assert_string_equal(names.buf, "append records leo hw lso log_start_offset leader "
-			    "leader_epoch replicas isr state delete-records segments ");
+			    "leader_epoch replicas isr state delete-records segments epochs batches ");
+	mk_strbuf_reset(&names);
+	/* A replica's own directory keeps the rows that make sense for one log. */
+	assert_int_equal(resolve(f, "/brokers/2/logs/t/1", &ref), MK_OK);
+	mk_node_list(&f->fs, &ref, add_name, &names);
+	mk_node_ref_release(&ref);
+	assert_string_equal(names.buf, "records leo hw log_start_offset leader_epoch "
+			    "segments epochs batches ");
+	mk_strbuf_reset(&names);
+	assert_int_equal(resolve(f, "/brokers/2/logs/t", &ref), MK_OK);
+	mk_node_list(&f->fs, &ref, add_name, &names);
+	mk_node_ref_release(&ref);
+	assert_string_equal(names.buf, "1 ");
 	mk_strbuf_reset(&names);
 	assert_int_equal(resolve(f, "/topics/t", &ref), MK_OK);
 	mk_node_list(&f->fs, &ref, add_name, &names);
