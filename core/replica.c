@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "codec.h"
+#include "failpoint.h"
 #include "fileio.h"
 
 static void log_dir(const mk_env *env, int broker, const char *topic, int id,
@@ -42,6 +43,31 @@ static void meta_changed(mk_partition *p)
 	p->meta_version++;
 	if (p->env->meta_dirty)
 		atomic_fetch_add(p->env->meta_dirty, 1);
+	if (p->env->meta_notify)
+		p->env->meta_notify(p->env->meta_arg);
+}
+
+/* Is a background saver there to persist ISR changes? Without one (a
+ * cluster not started, unit tests) a decision counts as saved. */
+static bool has_saver(const mk_partition *p)
+{
+	return p->env->meta_notify != NULL;
+}
+
+/* Counted for the HW and acks=all: in the decided or the saved ISR. */
+static bool isr_counted(const mk_partition *p, const mk_replica *r)
+{
+	return r->in_isr || (has_saver(p) && r->isr_saved);
+}
+
+/* Counted for min.insync.replicas: in both. */
+static int isr_committed(const mk_partition *p)
+{
+	int n = 0;
+	for (int i = 0; i < p->nreplicas; i++)
+		n += p->replicas[i].in_isr &&
+		     (!has_saver(p) || p->replicas[i].isr_saved);
+	return n;
 }
 
 static void changed(mk_partition *p)
@@ -280,7 +306,7 @@ mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 		r->hw_view = 0;
 		for (int j = 0; j < st->nisr; j++)
 			if (st->isr[j] == r->broker)
-				r->in_isr = true;
+				r->in_isr = r->isr_saved = true;
 		if (r->online)
 			open_replica(p, i);
 		if (r->broker == st->leader && r->log)
@@ -294,6 +320,19 @@ mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 	}
 	if (st->leader >= 0 && p->leader < 0)
 		meta_changed(p);    /* the leader could not be opened */
+	/*
+	 * No epoch is ever reused: the partition's epoch is at least the
+	 * newest any open replica's log knows (a crash may have saved a log
+	 * batch under an epoch the metadata file lacks only if written by an
+	 * older version; the rule holds either way).
+	 */
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		if (r->log && mk_log_latest_epoch(r->log) > p->leader_epoch) {
+			p->leader_epoch = mk_log_latest_epoch(r->log);
+			meta_changed(p);
+		}
+	}
 	/*
 	 * The HW after a restart: the smallest log end among the ISR members
 	 * whose logs are open (what agrees with the leader's, when there is
@@ -363,19 +402,12 @@ void mk_partition_remove_files(const mk_env *env, const char *topic, int id,
 	mk_strbuf_release(&dir);
 }
 
+static void state_locked(const mk_partition *p, mk_partition_state *st);
+
 void mk_partition_state_get(mk_partition *p, mk_partition_state *st)
 {
 	pthread_mutex_lock(&p->lock);
-	memset(st, 0, sizeof(*st));
-	st->nreplicas = p->nreplicas;
-	st->leader = p->leader >= 0 ? p->replicas[p->leader].broker : -1;
-	st->leader_epoch = p->leader_epoch;
-	for (int i = 0; i < p->nreplicas; i++) {
-		st->brokers[i] = p->replicas[i].broker;
-		st->online[i] = p->replicas[i].online;
-		if (p->replicas[i].in_isr)
-			st->isr[st->nisr++] = p->replicas[i].broker;
-	}
+	state_locked(p, st);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -409,11 +441,16 @@ static void refresh_isr(mk_partition *p)
 			moved = true;
 		}
 	}
+	/* A replica dropped from the ISR holds the HW back until the
+	 * metadata file says so too; one without a log then holds it. */
 	int64_t hw = leo;
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
-		if (r->in_isr && r->log && agreed_end(r, leader) < hw)
-			hw = agreed_end(r, leader);
+		if (!isr_counted(p, r))
+			continue;
+		int64_t end = r->log ? agreed_end(r, leader) : p->hw;
+		if (end < hw)
+			hw = end;
 	}
 	if (hw > p->hw) {
 		p->hw = hw;
@@ -495,16 +532,16 @@ static mk_err await_replicas(mk_partition *p, const mk_ack_ticket *t,
 					       epoch, p->leader_epoch);
 			return MK_FENCED_LEADER_EPOCH;
 		}
-		if (isr_size(p) < p->cfg.min_insync_replicas) {
+		if (isr_committed(p) < p->cfg.min_insync_replicas) {
 			if (why)
 				mk_strbuf_addf(why, "ISR shrank to %d, below min.insync.replicas=%lld, after the batch was appended",
-					       isr_size(p), (long long)p->cfg.min_insync_replicas);
+					       isr_committed(p), (long long)p->cfg.min_insync_replicas);
 			return MK_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
 		}
 		bool done = true;
 		for (int i = 0; i < p->nreplicas; i++) {
 			mk_replica *r = &p->replicas[i];
-			if (captured[i] && r->in_isr &&
+			if (captured[i] && isr_counted(p, r) &&
 			    (!r->log || agreed_end(r, &p->replicas[p->leader]) < target))
 				done = false;
 		}
@@ -562,10 +599,10 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	}
 	if (a->acks == -1) {
 		refresh_isr(p);
-		if (isr_size(p) < p->cfg.min_insync_replicas) {
+		if (isr_committed(p) < p->cfg.min_insync_replicas) {
 			if (why)
 				mk_strbuf_addf(why, "ISR has %d replica(s), min.insync.replicas=%lld; nothing appended",
-					       isr_size(p), (long long)p->cfg.min_insync_replicas);
+					       isr_committed(p), (long long)p->cfg.min_insync_replicas);
 			return MK_NOT_ENOUGH_REPLICAS;
 		}
 	}
@@ -606,7 +643,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	t->deadline_ms = mk_deadline(mk_clock_now(p->env->clock),
 				     p->env->cfg->request_timeout_ms);
 	for (int i = 0; i < p->nreplicas; i++)
-		t->captured[i] = p->replicas[i].in_isr;
+		t->captured[i] = isr_counted(p, &p->replicas[i]);
 	if (a->defer_ack) {
 		res->pending = true;
 		return MK_OK;
@@ -821,12 +858,69 @@ out:
 	return err;
 }
 
+/* The persistent state, under the lock. */
+static void state_locked(const mk_partition *p, mk_partition_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->nreplicas = p->nreplicas;
+	st->leader = p->leader >= 0 ? p->replicas[p->leader].broker : -1;
+	st->leader_epoch = p->leader_epoch;
+	for (int i = 0; i < p->nreplicas; i++) {
+		st->brokers[i] = p->replicas[i].broker;
+		st->online[i] = p->replicas[i].online;
+		if (p->replicas[i].in_isr)
+			st->isr[st->nisr++] = p->replicas[i].broker;
+	}
+}
+
+static void isr_remove(mk_partition_state *st, int broker)
+{
+	int n = 0;
+	for (int j = 0; j < st->nisr; j++)
+		if (st->isr[j] != broker)
+			st->isr[n++] = st->isr[j];
+	st->nisr = n;
+}
+
+void mk_partition_meta_saved(mk_partition *p, const mk_partition_state *st)
+{
+	pthread_mutex_lock(&p->lock);
+	for (int i = 0; i < p->nreplicas; i++) {
+		bool in = false;
+		for (int j = 0; j < st->nisr; j++)
+			in |= st->isr[j] == p->replicas[i].broker;
+		p->replicas[i].isr_saved = in;
+	}
+	changed(p);
+	refresh_isr(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+bool mk_partition_plan_crash(mk_partition *p, int broker,
+			     mk_partition_state *st)
+{
+	pthread_mutex_lock(&p->lock);
+	int i = replica_index(p, broker);
+	bool touched = i >= 0 && p->replicas[i].online;
+	if (touched) {
+		state_locked(p, st);
+		st->online[i] = false;
+		if (p->replicas[i].in_isr && st->nisr > 1)
+			isr_remove(st, broker);
+		if (st->leader == broker)
+			st->leader = -1;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return touched;
+}
+
 void mk_partition_broker_crash(mk_partition *p, int broker, bool torn)
 {
 	pthread_mutex_lock(&p->lock);
 	int i = replica_index(p, broker);
 	if (i >= 0 && p->replicas[i].online) {
 		mk_replica *r = &p->replicas[i];
+		MK_FAILPOINT("replica.crash.before-truncate");
 		if (r->log)
 			mk_log_crash(r->log, torn);
 		r->log = NULL;
@@ -844,7 +938,32 @@ void mk_partition_broker_crash(mk_partition *p, int broker, bool torn)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void mk_partition_broker_restart(mk_partition *p, int broker)
+bool mk_partition_plan_restart(mk_partition *p, int broker,
+			       mk_partition_state *st)
+{
+	pthread_mutex_lock(&p->lock);
+	int i = replica_index(p, broker);
+	bool touched = i >= 0 && !p->replicas[i].log;
+	if (touched) {
+		state_locked(p, st);
+		st->online[i] = true;
+		/*
+		 * Kafka's controller elects the last ISR member when it comes
+		 * back to a leaderless partition: the new epoch is part of the
+		 * plan, saved before the replica serves under it.
+		 */
+		if (p->leader < 0 && p->replicas[i].in_isr &&
+		    p->leader_epoch < INT32_MAX) {
+			st->leader = broker;
+			st->leader_epoch = p->leader_epoch + 1;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return touched;
+}
+
+void mk_partition_broker_restart(mk_partition *p, int broker,
+				 const mk_partition_state *plan)
 {
 	pthread_mutex_lock(&p->lock);
 	int i = replica_index(p, broker);
@@ -858,14 +977,11 @@ void mk_partition_broker_restart(mk_partition *p, int broker)
 		r->last_fetch_ms = mk_clock_now(p->env->clock);
 		/* Back in the ISR only after a fetch, as Kafka re-admits. */
 		r->rejoining = true;
-		/*
-		 * Kafka's controller elects the last ISR member when it comes
-		 * back to a leaderless partition; anywhere else the broker
-		 * rejoins as a follower.
-		 */
-		if (r->log && p->leader < 0 && r->in_isr) {
+		/* A saved epoch is used up, whether or not the log opened. */
+		if (plan && plan->leader_epoch > p->leader_epoch)
+			p->leader_epoch = plan->leader_epoch;
+		if (r->log && p->leader < 0 && plan && plan->leader == broker) {
 			p->leader = i;
-			p->leader_epoch++;
 			int64_t leo = mk_log_end_offset(r->log);
 			if (p->hw > leo)
 				p->hw = leo;
@@ -877,44 +993,84 @@ void mk_partition_broker_restart(mk_partition *p, int broker)
 	pthread_mutex_unlock(&p->lock);
 }
 
-mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
-			    mk_strbuf *why)
+/* Can broker (replica i) become the leader? Under the lock. */
+static mk_err promotable(mk_partition *p, int i, int broker, bool unclean,
+			 mk_strbuf *why)
 {
-	pthread_mutex_lock(&p->lock);
-	mk_err err = MK_OK;
-	int i = replica_index(p, broker);
 	if (i < 0) {
 		if (why)
 			mk_strbuf_addf(why, "broker %d hosts no replica of %s-%d", broker, p->topic, p->id);
-		err = MK_UNKNOWN_TOPIC_OR_PARTITION;
-		goto out;
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
 	}
 	mk_replica *r = &p->replicas[i];
 	if (!r->log) {
 		if (why)
 			mk_strbuf_addf(why, "broker %d is offline", broker);
-		err = MK_BROKER_NOT_AVAILABLE;
-		goto out;
+		return MK_BROKER_NOT_AVAILABLE;
 	}
 	refresh_isr(p);
 	if (!r->in_isr) {
 		if (!unclean) {
 			if (why)
 				mk_strbuf_addf(why, "broker %d is not in the ISR of %s-%d", broker, p->topic, p->id);
-			err = MK_INELIGIBLE_REPLICA;
-			goto out;
+			return MK_INELIGIBLE_REPLICA;
 		}
 		if (!p->cfg.unclean_leader_election) {
 			if (why)
 				mk_strbuf_addf(why, "unclean.leader.election.enable is false for %s", p->topic);
-			err = MK_INELIGIBLE_REPLICA;
-			goto out;
+			return MK_INELIGIBLE_REPLICA;
 		}
+	}
+	if (p->leader_epoch == INT32_MAX) {
+		if (why)
+			mk_strbuf_addf(why, "%s-%d: the leader epoch cannot grow past 2^31-1", p->topic, p->id);
+		return MK_INVALID_REQUEST;
+	}
+	return MK_OK;
+}
+
+mk_err mk_partition_plan_promote(mk_partition *p, int broker, bool unclean,
+				 mk_partition_state *st, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	int i = replica_index(p, broker);
+	mk_err err = promotable(p, i, broker, unclean, why);
+	if (!err) {
+		state_locked(p, st);
+		st->leader = broker;
+		st->leader_epoch = p->leader_epoch + 1;
+		if (!p->replicas[i].in_isr) {    /* unclean: it alone */
+			st->nisr = 1;
+			st->isr[0] = broker;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
+			    const mk_partition_state *plan, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	int i = replica_index(p, broker);
+	mk_err err = MK_OK;
+	/* The saved epoch is used up even if the promotion fails now. */
+	if (plan->leader_epoch > p->leader_epoch) {
+		p->leader_epoch = plan->leader_epoch;
+		meta_changed(p);
+	}
+	if (i < 0 || !p->replicas[i].log) {
+		if (why)
+			mk_strbuf_addf(why, "broker %d went offline during the promotion", broker);
+		err = MK_BROKER_NOT_AVAILABLE;
+		goto out;
+	}
+	mk_replica *r = &p->replicas[i];
+	bool alone = plan->nisr == 1 && plan->isr[0] == broker && !r->in_isr;
+	if (alone && unclean)
 		for (int j = 0; j < p->nreplicas; j++)
 			p->replicas[j].in_isr = j == i;
-	}
 	p->leader = i;
-	p->leader_epoch++;
 	int64_t leo = mk_log_end_offset(r->log);
 	if (p->env->cfg->truncation == MK_TRUNCATE_HW && leo > p->hw) {
 		err = truncate_replica(p, i, p->hw);

@@ -103,7 +103,12 @@ static int load_config(const char *data_dir, const char *opt_config,
 	mk_strbuf_addf(&ini, "%s/minikafka.ini", data_dir);
 	const char *path = access(ini.buf, F_OK) == 0 ? ini.buf : opt_config;
 	int rc = 0;
-	if (path && access(path, R_OK) != 0) {
+	struct stat st;
+	if (path && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "minikafkafs: configuration %s is not a regular file\n",
+			path);
+		rc = 1;
+	} else if (path && access(path, R_OK) != 0) {
 		fprintf(stderr, "minikafkafs: cannot read configuration %s: %s\n",
 			path, strerror(errno));
 		rc = 1;
@@ -176,7 +181,11 @@ int main(int argc, char *argv[])
 	 */
 	mk_cluster_begin_shutdown(cluster);
 	mk_fs_release_all(&fs);
-	mk_cluster_close(cluster);
+	if (mk_cluster_close(cluster) != MK_OK) {
+		fprintf(stderr, "minikafkafs: the final flush or metadata save failed; "
+			"the next mount recovers from what is on disk\n");
+		rc = 1;
+	}
 	pthread_mutex_destroy(&fs.handles_lock);
 out:
 	fuse_opt_free_args(&args);
