@@ -5,6 +5,7 @@
  */
 #include "cluster.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "fileio.h"
 #include "failpoint.h"
 #include "metadata.h"
+#include "parse.h"
 #include "topic_name.h"
 
 /* ---- topics and references ------------------------------------------- */
@@ -919,6 +921,68 @@ static void *saver_main(void *arg)
 
 /* ---- open and close --------------------------------------------------- */
 
+/* Is DIR (broker-B/NAME-P) a replica the loaded metadata knows? */
+static bool known_replica(const mk_metadata *md, int broker, const char *part)
+{
+	const char *dash = strrchr(part, '-');
+	int64_t p;
+	if (!dash || !mk_parse_range(dash + 1, 0, 1023, &p))
+		return false;
+	for (size_t i = 0; i < md->ntopics; i++) {
+		const mk_metadata_topic *t = &md->topics[i];
+		if (t->deleting || strlen(t->name) != (size_t)(dash - part) ||
+		    strncmp(t->name, part, (size_t)(dash - part)) || p >= t->npartitions)
+			continue;
+		for (int r = 0; r < t->parts[p].nreplicas; r++)
+			if (t->parts[p].brokers[r] == broker)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Partition directories the metadata does not know are left by a creation
+ * that crashed before its save (or a deletion of old): not a topic's data.
+ * They go at mount, each with an /errors line.
+ */
+static void sweep_strays(mk_cluster *c, const mk_metadata *md)
+{
+	DIR *d = opendir(c->data_dir);
+	if (!d)
+		return;
+	mk_strbuf path = MK_STRBUF_INIT;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int64_t b;
+		if (strncmp(e->d_name, "broker-", 7) ||
+		    !mk_parse_range(e->d_name + 7, 0, INT32_MAX, &b))
+			continue;
+		mk_strbuf_reset(&path);
+		mk_strbuf_addf(&path, "%s/%s", c->data_dir, e->d_name);
+		DIR *bd = opendir(path.buf);
+		if (!bd)
+			continue;
+		bool removed = false;
+		struct dirent *pe;
+		while ((pe = readdir(bd))) {
+			if (pe->d_name[0] == '.' || known_replica(md, (int)b, pe->d_name))
+				continue;
+			mk_strbuf one = MK_STRBUF_INIT;
+			mk_strbuf_addf(&one, "%s/%s", path.buf, pe->d_name);
+			mk_remove_tree(one.buf);
+			mk_errlog_add(&c->errlog, mk_wall_ms(), NULL, MK_OK,
+				      "removed %s: no topic in metadata owns it", one.buf);
+			mk_strbuf_release(&one);
+			removed = true;
+		}
+		closedir(bd);
+		if (removed)
+			mk_fsync_dir(path.buf);
+	}
+	closedir(d);
+	mk_strbuf_release(&path);
+}
+
 /* A deletion decided before a crash: its files go now. */
 static void finish_deletion(mk_cluster *c, const mk_metadata_topic *mt)
 {
@@ -979,6 +1043,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 			if (md.broker_ids[j] == cfg->broker_ids[i])
 				c->brokers[i].online = md.broker_online[j];
 	}
+	sweep_strays(c, &md);
 	pthread_rwlock_wrlock(&c->lock);
 	c->next_producer_id = md.next_producer_id;
 	for (size_t i = 0; i < md.nproducers; i++)

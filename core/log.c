@@ -63,6 +63,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "failpoint.h"
 #include "fileio.h"
 #include "segment.h"
 
@@ -294,7 +295,8 @@ static mk_err ckpt_write_locked(mk_log *log, mk_strbuf *why)
 {
 	mk_strbuf text = MK_STRBUF_INIT;
 	ckpt_format(log, &text);
-	mk_err err = mk_file_replace(log->ckpt_path, text.buf, text.len);
+	mk_err err = mk_file_replace_fp(log->ckpt_path, text.buf, text.len,
+					"log.ckpt");
 	mk_strbuf_release(&text);
 	if (err)
 		mk_strbuf_addf(why, "%s: write failed: %s", log->ckpt_path,
@@ -434,6 +436,7 @@ static mk_err run_jobs(mk_log *log, const flush_job *jobs, size_t n,
 		if (err)
 			return err;
 	}
+	MK_FAILPOINT("log.flush.before-checkpoint");
 	pthread_mutex_lock(&log->state_lock);
 	if (jobs[n - 1].next > log->recovery_point)
 		log->recovery_point = jobs[n - 1].next;
@@ -974,16 +977,20 @@ static mk_err roll(mk_log *log)
 {
 	mk_segment *old = active(log);
 	mk_strbuf msg = MK_STRBUF_INIT;
+	MK_FAILPOINT("log.roll.before-seal");
 	mk_err err = mk_segment_seal(old, &msg);
 	mk_segment *s = NULL;
-	if (!err)
+	if (!err) {
+		MK_FAILPOINT("log.roll.after-seal");
 		err = mk_segment_create(log->dir, old->next_offset, &s, &msg);
+	}
 	if (err) {
 		old->active = true;
 		storage_error(log, &msg);
 		mk_strbuf_release(&msg);
 		return err;
 	}
+	MK_FAILPOINT("log.roll.after-create");
 	push_segment(log, s);
 	mk_strbuf_release(&msg);
 	return flusher_add(log, old, s->base);
@@ -1324,9 +1331,11 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 		if ((err = mk_segment_remove(t, &msg)))
 			goto storage;
 	}
+	MK_FAILPOINT("log.truncate.before-cut");
 	if ((err = mk_segment_cut_at(s, &cut, log->cfg.index_interval_bytes,
 				     &msg)))
 		goto storage;
+	MK_FAILPOINT("log.truncate.after-cut");
 	if (mk_fsync_dir(log->dir)) {
 		mk_strbuf_addf(&msg, "%s: fsync failed", log->dir);
 		err = MK_KAFKA_STORAGE_ERROR;
@@ -1336,6 +1345,7 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 	set_recovery_point(log, offset);
 	log->unflushed = 0;
 	err = ckpt_write(log);
+	MK_FAILPOINT("log.truncate.done");
 	goto out;
 storage:
 	storage_error(log, &msg);

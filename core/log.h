@@ -37,6 +37,12 @@
  * with the file and position in mk_log_error(), and the log is repaired by
  * nobody — the owner takes the replica offline.
  *
+ * Crash points: log.roll.{before-seal,after-seal,after-create},
+ * log.flush.before-checkpoint (rolled segments fsynced, the recovery point
+ * not yet moved), log.truncate.{before-cut,after-cut,done}, the
+ * checkpoint's replacement log.ckpt.{after-write,after-fsync,after-rename,
+ * done} (fileio.h), and segment.create.after-open (segment.h).
+ *
  * An mk_log is not thread-safe: its owner (the partition, see replica.h)
  * serialises every call under its lock. Each log has its own flusher
  * thread (started at the first roll, joined by close and crash) that only
