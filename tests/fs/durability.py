@@ -37,6 +37,13 @@ def alive(mnt):
 
 def put(mnt, path, data):
     """One write(2); the errno on failure, None on success."""
+    e = put1(mnt, path, data)
+    if e is not None and os.environ.get("MKFS_DEBUG") and "append" not in path:
+        sys.stderr.write("%s %s: %s\n" % (path, data.strip(), errno.errorcode.get(e, e)))
+    return e
+
+
+def put1(mnt, path, data):
     try:
         fd = os.open(os.path.join(mnt, path), os.O_WRONLY)
     except OSError as e:
@@ -74,6 +81,7 @@ def wait_isr(mnt, topic, want, secs=10):
         if v is not None and v.split() == want:
             return True
         time.sleep(0.005)
+    sys.stderr.write("wait_isr %s %s timed out: %s\n" % (topic, want, (get(mnt, "topics/%s/0/state" % topic) or "").replace("\n", " | ")))
     return False
 
 
@@ -99,6 +107,12 @@ class Work:
 
     def round(self, r):
         m = self.mnt
+        if os.environ.get("MKFS_DEBUG"):
+            sys.stderr.write("round %d: %s\n" % (r, (get(m, "topics/t/0/state") or "").replace("\n", " | ")))
+        # The round is written for broker 1 leading (after a kill and
+        # normalize, broker 2 may lead).
+        if (get(m, "topics/t/0/leader") or "").strip() != "1":
+            put(m, "brokers/1/promote", "t/0\n")
         self.batches("t", 15)
         put(m, "brokers/2/crash", "\n")
         self.batches("t", 5)
