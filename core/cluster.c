@@ -158,7 +158,7 @@ static bool broker_online_locked(mk_cluster *c, int id)
 /* Build a topic's partitions from their states; under the write lock. */
 static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 			  const mk_topic_config *tc, mk_partition_state *sts,
-			  mk_topic **out)
+			  bool create, mk_topic **out)
 {
 	mk_topic *t = calloc(1, sizeof(*t));
 	if (!t)
@@ -173,7 +173,8 @@ static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 		mk_partition_state *st = &sts[p];
 		for (int r = 0; r < st->nreplicas; r++)
 			st->online[r] = broker_online_locked(c, st->brokers[r]);
-		mk_err err = mk_partition_open(&c->env, name, p, tc, st, &t->partitions[p]);
+		mk_err err = (create ? mk_partition_create : mk_partition_open)(
+			&c->env, name, p, tc, st, &t->partitions[p]);
 		if (err) {
 			t->npartitions = p;
 			topic_free(t);
@@ -261,7 +262,7 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 	}
 	MK_FAILPOINT("topic.create.before-build");
 	mk_topic *t;
-	err = build_topic(c, name, partitions, rf, &tc, sts, &t);
+	err = build_topic(c, name, partitions, rf, &tc, sts, true, &t);
 	pthread_rwlock_unlock(&c->lock);
 	if (!err) {
 		MK_FAILPOINT("topic.create.before-save");
@@ -720,6 +721,16 @@ static void wake_one(mk_topic *t, mk_partition *p, void *arg)
 	mk_partition_wake(p);
 }
 
+/* The clock moved: ISR changes it causes are decided now, so that the
+ * save after it (clock_moved) carries them. */
+static void refresh_one(mk_topic *t, mk_partition *p, void *arg)
+{
+	(void)t;
+	(void)arg;
+	mk_partition_refresh(p);
+	mk_partition_wake(p);
+}
+
 /* ---- accumulators and the sender -------------------------------------- */
 
 void mk_cluster_add_accumulator(mk_cluster *c, struct mk_accumulator *acc)
@@ -797,7 +808,7 @@ static mk_err clock_moved(mk_cluster *c, bool ok, mk_strbuf *why)
 				: "the clock is the system clock; set clock = manual to move it");
 		return MK_INVALID_REQUEST;
 	}
-	mk_cluster_each_partition(c, wake_one, NULL);
+	mk_cluster_each_partition(c, refresh_one, NULL);
 	pthread_mutex_lock(&c->acc_lock);
 	tick_accumulators(c);
 	pthread_mutex_unlock(&c->acc_lock);
@@ -1062,7 +1073,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 		mk_topic *t = NULL;
 		if (!err)
 			err = build_topic(c, mt->name, mt->npartitions, mt->rf, &tc,
-					  mt->parts, &t);
+					  mt->parts, false, &t);
 		size_t pos;
 		if (!err && find_topic(c, mt->name, &pos) == NULL)
 			err = insert_topic(c, t, pos);

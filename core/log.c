@@ -922,6 +922,16 @@ void mk_log_crash(mk_log *log, bool torn)
 	log_free(log);
 }
 
+void mk_log_abandon(mk_log *log)
+{
+	if (!log)
+		return;
+	flusher_stop(log);
+	for (size_t i = 0; i < log->nsegs; i++)
+		mk_segment_close(log->segs[i]);
+	log_free(log);
+}
+
 /* ---- small accessors ----------------------------------------------------- */
 
 void mk_log_set_config(mk_log *log, const mk_log_config *cfg)

@@ -96,6 +96,12 @@ void mk_log_close(mk_log *log);
  * without flushing. Reopening it with mk_log_open is the recovery.
  */
 void mk_log_crash(mk_log *log, bool torn);
+/*
+ * After a storage error: stop using the log without touching its files —
+ * no flush, no truncation (what the page cache holds stays; the next open
+ * recovers from what is on disk). Frees the log.
+ */
+void mk_log_abandon(mk_log *log);
 
 void mk_log_set_config(mk_log *log, const mk_log_config *cfg);
 const char *mk_log_dir(const mk_log *log);

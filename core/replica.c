@@ -14,11 +14,16 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "codec.h"
 #include "failpoint.h"
 #include "fileio.h"
+#include "parse.h"
+
+/* In each log directory, beside the log's own files (log.h). */
+#define HW_FILE "high-watermark"
 
 static void log_dir(const mk_env *env, int broker, const char *topic, int id,
 		    mk_strbuf *out)
@@ -117,8 +122,9 @@ static void replica_failed(mk_partition *p, int i, const char *what)
 	mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL, MK_KAFKA_STORAGE_ERROR,
 		      "broker %d %s-%d %s: %s; replica taken offline", r->broker,
 		      p->topic, p->id, what, r->log ? mk_log_error(r->log) : "");
-	if (r->log)
-		mk_log_crash(r->log, false);
+	/* Nothing is cut: the log's files stay as they are, and the restart
+	 * of the broker recovers them. */
+	mk_log_abandon(r->log);
 	r->log = NULL;
 	r->failed = true;
 	if (isr_size(p) > 1 && r->in_isr) {
@@ -147,8 +153,32 @@ static void save_pstate(mk_replica *r)
 	pstate_path(r, &path);
 	mk_pstate_format(&r->pstate, &text);
 	mk_file_replace(path.buf, text.buf, text.len);
+	/* The HW this replica knows, for the check after a recovery. */
+	mk_strbuf_reset(&path);
+	mk_strbuf_reset(&text);
+	mk_strbuf_addf(&path, "%s/" HW_FILE, mk_log_dir(r->log));
+	mk_strbuf_addf(&text, "%lld\n", (long long)r->hw_view);
+	mk_file_replace(path.buf, text.buf, text.len);
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&text);
+}
+
+/* The checkpointed HW of replica r's log directory; -1 when none. */
+static int64_t read_hw(const mk_replica *r)
+{
+	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	mk_strbuf_addf(&path, "%s/" HW_FILE, mk_log_dir(r->log));
+	bool missing;
+	int64_t hw = -1;
+	if (!mk_file_read(path.buf, &text, &missing) && !missing &&
+	    text.len > 1 && text.buf[text.len - 1] == '\n') {
+		text.buf[text.len - 1] = '\0';
+		if (!mk_parse_range(text.buf, 0, INT64_MAX, &hw))
+			hw = -1;
+	}
+	mk_strbuf_release(&path);
+	mk_strbuf_release(&text);
+	return hw;
 }
 
 /*
@@ -237,16 +267,35 @@ static void open_replica(mk_partition *p, int i)
 	mk_strbuf dir = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
 	log_dir(p->env, r->broker, p->topic, p->id, &dir);
 	mk_log_config lc = log_config(&p->cfg);
-	mk_err err = mk_log_open(dir.buf, &lc, &r->log, &why);
+	struct stat st;
+	mk_err err = MK_OK;
+	/* A partition that exists has its directories: a missing one is
+	 * damage, never an empty log to start again from. */
+	if (!p->creating && stat(dir.buf, &st) != 0 && errno == ENOENT) {
+		err = MK_KAFKA_STORAGE_ERROR;
+		mk_strbuf_addf(&why, "%s is missing (not recreated empty: restore it, or delete the topic)",
+			       dir.buf);
+	}
+	if (!err)
+		err = mk_log_open(dir.buf, &lc, &r->log, &why);
+	r->hw_ckpt = -1;
 	if (err) {
 		r->log = NULL;
 		r->failed = true;
 		mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL, err,
-			      "broker %d %s-%d: cannot open log: %s", r->broker,
-			      p->topic, p->id, why.buf);
+			      "broker %d %s-%d: cannot open log: %s; replica offline",
+			      r->broker, p->topic, p->id, why.buf);
 	} else {
 		r->failed = false;
 		rebuild_pstate(p, i);
+		r->hw_ckpt = read_hw(r);
+		int64_t end = mk_log_end_offset(r->log);
+		if (end < r->hw_ckpt)
+			mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL,
+				      MK_KAFKA_STORAGE_ERROR,
+				      "broker %d %s-%d: recovery cut the log to %lld, below its checkpointed high watermark %lld: committed records are missing here",
+				      r->broker, p->topic, p->id, (long long)end,
+				      (long long)r->hw_ckpt);
 	}
 	mk_strbuf_release(&dir);
 	mk_strbuf_release(&why);
@@ -281,9 +330,73 @@ static int64_t agreed_end(const mk_replica *r, const mk_replica *l)
 	return lend < end ? lend : end;
 }
 
+/*
+ * A leader whose recovery cut it below its checkpointed HW lacks committed
+ * records: an in-sync replica that has them leads instead (new epoch),
+ * and the cut one leaves the ISR. At open, before anything is served; the
+ * cluster saves the result before it serves.
+ */
+static void hand_off_if_cut(mk_partition *p)
+{
+	if (p->leader < 0)
+		return;
+	mk_replica *l = &p->replicas[p->leader];
+	if (mk_log_end_offset(l->log) >= l->hw_ckpt)
+		return;
+	for (int j = 0; j < p->nreplicas; j++) {
+		mk_replica *r = &p->replicas[j];
+		if (j == p->leader || !r->log || !r->in_isr ||
+		    mk_log_end_offset(r->log) < l->hw_ckpt ||
+		    p->leader_epoch == INT32_MAX)
+			continue;
+		mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL,
+			      MK_KAFKA_STORAGE_ERROR,
+			      "%s-%d: leadership moves from broker %d (its log was cut below the high watermark) to broker %d, which has the records",
+			      p->topic, p->id, l->broker, r->broker);
+		l->in_isr = false;
+		p->leader = j;
+		p->leader_epoch++;
+		meta_changed(p);
+		return;
+	}
+}
+
+static mk_err partition_open(const mk_env *env, const char *topic, int id,
+			     const mk_topic_config *cfg,
+			     const mk_partition_state *st, bool create,
+			     mk_partition **out);
+
 mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 			 const mk_topic_config *cfg,
 			 const mk_partition_state *st, mk_partition **out)
+{
+	return partition_open(env, topic, id, cfg, st, false, out);
+}
+
+mk_err mk_partition_create(const mk_env *env, const char *topic, int id,
+			   const mk_topic_config *cfg,
+			   const mk_partition_state *st, mk_partition **out)
+{
+	/* Every replica's directory exists from the start, the offline
+	 * ones' too: later, a missing directory is damage. */
+	mk_strbuf dir = MK_STRBUF_INIT;
+	mk_err err = MK_OK;
+	for (int i = 0; i < st->nreplicas && !err; i++) {
+		log_dir(env, st->brokers[i], topic, id, &dir);
+		err = mk_mkdirs(dir.buf);
+	}
+	mk_strbuf_release(&dir);
+	if (err) {
+		*out = NULL;
+		return err;
+	}
+	return partition_open(env, topic, id, cfg, st, true, out);
+}
+
+static mk_err partition_open(const mk_env *env, const char *topic, int id,
+			     const mk_topic_config *cfg,
+			     const mk_partition_state *st, bool create,
+			     mk_partition **out)
 {
 	mk_partition *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -297,6 +410,7 @@ mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 	p->nreplicas = st->nreplicas;
 	p->leader = -1;
 	p->leader_epoch = st->leader_epoch;
+	p->creating = create;
 	int64_t now = mk_clock_now(env->clock);
 	for (int i = 0; i < st->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
@@ -333,6 +447,8 @@ mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 			meta_changed(p);
 		}
 	}
+	hand_off_if_cut(p);
+	p->creating = false;
 	/*
 	 * The HW after a restart: the smallest log end among the ISR members
 	 * whose logs are open (what agrees with the leader's, when there is
@@ -380,8 +496,7 @@ void mk_partition_retire(mk_partition *p)
 	pthread_mutex_lock(&p->lock);
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
-		if (r->log)
-			mk_log_crash(r->log, false);
+		mk_log_abandon(r->log);   /* its files go with the topic */
 		r->log = NULL;
 		r->failed = true;
 	}
@@ -464,10 +579,35 @@ static void refresh_isr(mk_partition *p)
 	check(p);
 }
 
+/* An ISR change decided, not yet saved? */
+static bool isr_pending(const mk_partition *p)
+{
+	for (int i = 0; i < p->nreplicas; i++)
+		if (p->replicas[i].in_isr != p->replicas[i].isr_saved)
+			return true;
+	return false;
+}
+
+static void timed_wait(mk_partition *p, int ms);
+
+void mk_partition_refresh(mk_partition *p)
+{
+	pthread_mutex_lock(&p->lock);
+	refresh_isr(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
 void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 {
 	pthread_mutex_lock(&p->lock);
 	refresh_isr(p);
+	/*
+	 * A reader sees an ISR change with its effect (the HW): give the
+	 * saver a moment (bounded: a failing save does not hang readers).
+	 */
+	for (int waited = 0; has_saver(p) && isr_pending(p) && waited < 1000 &&
+	     !*p->env->shutting_down; waited += 50)
+		timed_wait(p, 50);
 	memset(info, 0, sizeof(*info));
 	mk_replica *l = p->leader >= 0 ? &p->replicas[p->leader] : NULL;
 	info->leo = l ? mk_log_end_offset(l->log) : -1;

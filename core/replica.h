@@ -67,6 +67,7 @@ typedef struct {
 	bool isr_saved;         /* the ISR as the metadata file has it */
 	int64_t last_fetch_ms;  /* cluster clock */
 	int64_t hw_view;        /* the HW this replica last learned */
+	int64_t hw_ckpt;        /* hw_view as last saved (flush, close); -1 */
 	bool rejoining;         /* restarted, not fetched since: not in sync */
 	mk_producer_state pstate;   /* idempotent producers seen in this log */
 } mk_replica;
@@ -88,6 +89,7 @@ typedef struct mk_partition {
 	int32_t leader_epoch;
 	int64_t hw;
 	bool deleted;           /* topic deleted: every call fails */
+	bool creating;          /* in mk_partition_create: dirs may be new */
 } mk_partition;
 
 /* Persistent assignment and leadership, as metadata stores it. */
@@ -131,6 +133,19 @@ typedef struct {
 mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 			 const mk_topic_config *cfg,
 			 const mk_partition_state *st, mk_partition **out);
+/*
+ * The same for a partition being created: its directories are made (every
+ * replica's, the offline ones' too, fsynced into their parents). After
+ * that a missing directory is damage: mk_partition_open and a restart take
+ * that replica offline with an /errors line instead of starting it empty.
+ * Each replica's directory also keeps `high-watermark` (the HW it knew at
+ * its last flush or close): a recovery that ends below it says so in
+ * /errors, and at open such a leader hands the leadership to an in-sync
+ * replica that has the records (a new epoch; it leaves the ISR).
+ */
+mk_err mk_partition_create(const mk_env *env, const char *topic, int id,
+			   const mk_topic_config *cfg,
+			   const mk_partition_state *st, mk_partition **out);
 /* Close every log (flushing it) and free. */
 void mk_partition_close(mk_partition *p);
 /* Topic deletion: drop the logs (no flush); every later call fails. */
@@ -140,7 +155,10 @@ void mk_partition_remove_files(const mk_env *env, const char *topic, int id,
 			       const mk_partition_state *st);
 
 void mk_partition_state_get(mk_partition *p, mk_partition_state *st);
+/* The snapshot waits (at most 1 s) for an ISR change being saved. */
 void mk_partition_info_get(mk_partition *p, mk_partition_info *info);
+/* Apply the ISR rules now (the manual clock moved). */
+void mk_partition_refresh(mk_partition *p);
 void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg);
 
 /*
