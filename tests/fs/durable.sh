@@ -252,3 +252,33 @@ mv "$MK_TMP/ini" "$DATA/minikafka.ini"
 mk_mount
 assert_eq 102 "$(nrecords t/0)" "the good metadata still mounts"
 mk_unmount
+
+# ---- a missing partition directory: the replica goes offline, never empty --------------
+fresh mk_mount
+mk_unmount
+rm -rf "$DATA/broker-1/t-0"
+mk_mount
+assert_match "broker-1/t-0 is missing" "$(mk_read "$MNT/errors")" "/errors names the missing directory"
+assert_false() { if "$@"; then fail "not: $*"; else pass "not: $(mk_label "$@")"; fi; }
+assert_false test -e "$DATA/broker-1/t-0"
+assert_match "broker 1 +failed" "$(mk_read "$MNT/topics/t/0/state")" "broker 1's replica is offline (failed)"
+cmd "$MNT/brokers/2/promote" "t/0" || fail "promote 2"
+assert_eq 100 "$(nrecords t/0)" "broker 2 still serves the 100 records"
+cmd "$MNT/brokers/fetch" || fail "fetch round"
+assert_false test -e "$DATA/broker-1/t-0"
+
+# ---- a recovery below the checkpointed HW: said, and the leadership moves ---------------
+fresh mk_mount
+mk_unmount
+assert_eq 100 "$(cat "$DATA/broker-1/t-0/high-watermark")" "the unmount saved broker 1's HW"
+: >"$(mk_active_log t 0 1)"       # damage: the leader's records are gone
+mk_mount
+errs=$(mk_read "$MNT/errors")
+assert_match "recovery cut the log to 0, below its checkpointed high watermark 100" "$errs" \
+	"/errors says the recovery cut below the HW"
+assert_match "leadership moves from broker 1 .* to broker 2" "$errs" "and that the leadership moves"
+assert_eq 2 "$(val t/0 leader)" "broker 2, in sync with the records, leads"
+assert_eq "100 100" "$(val t/0 leo) $(val t/0 hw)" "no committed record lost"
+assert_eq 100 "$(nrecords t/0)" "all 100 readable"
+cmd "$MNT/brokers/fetch" || fail "fetch round"
+mk_unmount

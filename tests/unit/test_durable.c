@@ -337,10 +337,13 @@ static void edited(const mk_strbuf *good, const char *from, const char *to,
 	const char *at = strstr(good->buf, from);
 	assert_non_null(at);
 	const char *sum = strstr(good->buf, "checksum ");
-	assert_non_null(sum);
 	mk_strbuf_reset(out);
 	mk_strbuf_add(out, good->buf, (size_t)(at - good->buf));
 	mk_strbuf_addstr(out, to);
+	if (!sum) {              /* a version-1 file: no checksum to fix */
+		mk_strbuf_addstr(out, at + strlen(from));
+		return;
+	}
 	mk_strbuf_add(out, at + strlen(from), (size_t)(sum - at - (ptrdiff_t)strlen(from)));
 	char line[32];
 	snprintf(line, sizeof line, "checksum %08lx\n",
