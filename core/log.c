@@ -107,6 +107,8 @@ struct mk_log {
 	int64_t recovery_point;     /* below it, everything was fsynced */
 	mk_epoch_entry *epochs;     /* epochs and starts strictly increasing */
 	size_t nepochs, epochs_cap;
+	int64_t *bases;             /* segs' base offsets, as the checkpoint */
+	size_t nbases, bases_cap;   /* lists them (mirrored by the owner) */
 	/* The owner's thread only: */
 	int64_t unflushed;          /* records appended since the last fsync */
 	mk_strbuf err;              /* the last storage error */
@@ -278,6 +280,8 @@ typedef struct {
 	int64_t recovery_point;
 	mk_epoch_entry *epochs;
 	size_t nepochs;
+	int64_t *bases;             /* "segments": durable segments' bases */
+	size_t nbases;
 } checkpoint;
 
 static void ckpt_format(const mk_log *log, mk_strbuf *out)
@@ -288,6 +292,39 @@ static void ckpt_format(const mk_log *log, mk_strbuf *out)
 	for (size_t i = 0; i < log->nepochs; i++)
 		mk_strbuf_addf(out, "epoch %d %lld\n", (int)log->epochs[i].epoch,
 			       (long long)log->epochs[i].start_offset);
+	/* The segments below the recovery point: a missing one is damage
+	 * (open refuses the log), never a silent gap. */
+	bool any = false;
+	for (size_t i = 0; i < log->nbases; i++) {
+		int64_t b = log->bases[i];
+		if (b < log->start_offset && i + 1 < log->nbases &&
+		    log->bases[i + 1] <= log->start_offset)
+			continue;           /* wholly below the log start */
+		if (b >= log->recovery_point)
+			break;
+		mk_strbuf_addstr(out, any ? " " : "segments ");
+		mk_strbuf_addf(out, "%lld", (long long)b);
+		any = true;
+	}
+	if (any)
+		mk_strbuf_addch(out, '\n');
+}
+
+/* The owner's thread: the checkpoint's copy of the segment list follows
+ * log->segs (read by the flusher under state_lock). */
+static void mirror_bases(mk_log *log)
+{
+	pthread_mutex_lock(&log->state_lock);
+	if (log->bases_cap < log->nsegs) {
+		log->bases_cap = log->segs_cap;
+		log->bases = realloc(log->bases, log->bases_cap * sizeof(*log->bases));
+		if (!log->bases)
+			abort();
+	}
+	for (size_t i = 0; i < log->nsegs; i++)
+		log->bases[i] = log->segs[i]->base;
+	log->nbases = log->nsegs;
+	pthread_mutex_unlock(&log->state_lock);
 }
 
 /* Under state_lock (or before the flusher exists). */
@@ -307,6 +344,7 @@ static mk_err ckpt_write_locked(mk_log *log, mk_strbuf *why)
 static mk_err ckpt_write(mk_log *log)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
+	mirror_bases(log);
 	pthread_mutex_lock(&log->state_lock);
 	mk_err err = ckpt_write_locked(log, &why);
 	pthread_mutex_unlock(&log->state_lock);
@@ -402,6 +440,25 @@ static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
 			}
 			c->epochs[c->nepochs++] =
 				(mk_epoch_entry){ (int32_t)a, b };
+		} else if (!strncmp(line, "segments ", 9) && !c->nbases) {
+			p += 8;
+			size_t bcap = 0;
+			while (*p && !bad) {
+				if (!parse_num(&p, &a) ||
+				    (c->nbases && a <= c->bases[c->nbases - 1])) {
+					bad = "bad segments line";
+					break;
+				}
+				if (c->nbases == bcap) {
+					bcap = bcap ? bcap * 2 : 16;
+					c->bases = realloc(c->bases, bcap * sizeof(*c->bases));
+					if (!c->bases)
+						abort();
+				}
+				c->bases[c->nbases++] = a;
+			}
+			if (bad)
+				break;
 		} else {
 			bad = "unknown line";
 			break;
@@ -415,6 +472,9 @@ static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
 		free(c->epochs);
 		c->epochs = NULL;
 		c->nepochs = 0;
+		free(c->bases);
+		c->bases = NULL;
+		c->nbases = 0;
 		return MK_KAFKA_STORAGE_ERROR;
 	}
 	return MK_OK;
@@ -503,6 +563,7 @@ static mk_err flusher_add(mk_log *log, mk_segment *seg, int64_t next)
 {
 	flusher *fl = &log->fl;
 	flush_job job = { seg, next };
+	mirror_bases(log);
 	pthread_mutex_lock(&fl->lock);
 	mk_err err = flusher_failed(log);
 	if (err) {
@@ -638,6 +699,7 @@ static void log_free(mk_log *log)
 	free(log->ckpt_path);
 	free(log->segs);
 	free(log->epochs);
+	free(log->bases);
 	mk_strbuf_release(&log->err);
 	free(log->fl.q);
 	mk_strbuf_release(&log->fl.msg);
@@ -711,7 +773,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	mk_strbuf text = MK_STRBUF_INIT, scratch = MK_STRBUF_INIT;
 	int64_t *bases = NULL;
 	size_t nbases = 0;
-	checkpoint ck = { 0, 0, NULL, 0 };
+	checkpoint ck = { 0, 0, NULL, 0, NULL, 0 };
 	epoch_seen seen = { NULL, 0, 0 };
 	bool missing;
 	mk_err err = list_segments(dir, &bases, &nbases, why);
@@ -726,6 +788,20 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	}
 	if (!missing && (err = ckpt_parse(log->ckpt_path, text.buf, &ck, why)))
 		goto fail;
+	/* Every durable segment the checkpoint lists is there. */
+	for (size_t i = 0, j = 0; i < ck.nbases; i++) {
+		if (ck.bases[i] < ck.start_offset || ck.bases[i] >= ck.recovery_point)
+			continue;
+		while (j < nbases && bases[j] < ck.bases[i])
+			j++;
+		if (j == nbases || bases[j] != ck.bases[i]) {
+			if (why)
+				mk_strbuf_addf(why, "%s/%020lld.log is missing (the checkpoint lists it): the log would have a gap",
+					       dir, (long long)ck.bases[i]);
+			err = MK_KAFKA_STORAGE_ERROR;
+			goto fail;
+		}
+	}
 
 	/*
 	 * Recovery starts at the segment holding the recovery point: normally
@@ -831,6 +907,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	log->recovery_point = leo;
 
 	mk_strbuf_reset(&scratch);
+	mirror_bases(log);
 	ckpt_format(log, &scratch);
 	if (missing || scratch.len != text.len ||
 	    memcmp(scratch.buf, text.buf, text.len) != 0) {
@@ -842,6 +919,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	}
 	free(bases);
 	free(ck.epochs);
+	free(ck.bases);
 	free(seen.v);
 	mk_strbuf_release(&text);
 	mk_strbuf_release(&scratch);
@@ -852,6 +930,7 @@ fail:
 		mk_segment_close(log->segs[i]);
 	free(bases);
 	free(ck.epochs);
+	free(ck.bases);
 	free(seen.v);
 	mk_strbuf_release(&text);
 	mk_strbuf_release(&scratch);
@@ -1334,6 +1413,18 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 		goto out;
 	if (err)
 		goto storage;
+	/*
+	 * Decide, persist, act: the checkpoint first stops listing the
+	 * segments that go (its recovery point drops to the cut), so that a
+	 * crash part-way never finds a listed segment missing.
+	 */
+	pthread_mutex_lock(&log->state_lock);
+	bool lower = log->recovery_point > offset;
+	if (lower)
+		log->recovery_point = offset;
+	pthread_mutex_unlock(&log->state_lock);
+	if (lower && (err = ckpt_write(log)))
+		goto out;
 	/* Later segments go first, newest first: a crash part-way leaves a
 	 * prefix of the log, whose last segment is then recovered. */
 	while (log->nsegs > i + 1) {

@@ -282,3 +282,22 @@ assert_eq "100 100" "$(val t/0 leo) $(val t/0 hw)" "no committed record lost"
 assert_eq 100 "$(nrecords t/0)" "all 100 readable"
 cmd "$MNT/brokers/fetch" || fail "fetch round"
 mk_unmount
+
+# ---- a missing segment: the replica goes offline, never a silent gap ----------------------
+[ -z "$MK_PID" ] || mk_unmount
+rm -rf "${DATA:?}"/*
+mk_mount '[cluster]
+brokers = 1
+clock = manual'
+cmd "$MNT/ctl" "create-topic g segment.bytes=256" || bail "create-topic g"
+for i in $(seq 0 39); do cmd "$MNT/topics/g/0/append" "record-$i" || fail "append $i"; done
+mk_unmount
+nseg=$(ls "$DATA/broker-1/g-0"/*.log | wc -l)
+assert_true "the log rolled ($nseg segments)" test "$nseg" -ge 4
+middle=$(ls "$DATA/broker-1/g-0"/*.log | sort | sed -n 2p)
+rm "$middle"
+mk_mount
+assert_match "$(basename "$middle") is missing" "$(mk_read "$MNT/errors")" "/errors names the missing segment"
+assert_eq none "$(val g/0 leader)" "the replica is offline: no leader serves a log with a gap"
+assert_fails_with EHOSTDOWN mk_read "$MNT/topics/g/0/records"
+mk_unmount
