@@ -461,6 +461,10 @@ static mk_err broker_event(mk_cluster *c, int id, bool crash, bool torn,
 					   : "broker.restart.after-save");
 			pthread_rwlock_wrlock(&c->lock);
 			c->brokers[mk_cluster_broker_index(c, id)].online = !crash;
+			pthread_rwlock_unlock(&c->lock);
+			/* Each partition under its own lock only: lookups go on
+			 * while logs are cut or recovered (meta_lock keeps the
+			 * planned partitions alive). */
 			for (size_t i = 0; i < pl.n; i++) {
 				if (crash)
 					mk_partition_broker_crash(pl.v[i].p, id, torn);
@@ -468,7 +472,6 @@ static mk_err broker_event(mk_cluster *c, int id, bool crash, bool torn,
 					mk_partition_broker_restart(pl.v[i].p, id,
 								    &pl.v[i].st);
 			}
-			pthread_rwlock_unlock(&c->lock);
 		}
 		free(pl.v);
 	} else {
@@ -889,8 +892,11 @@ static void *fetcher_main(void *arg)
 		pthread_mutex_unlock(&c->stop_lock);
 		if (stop)
 			break;
+		/* ISR changes of the round reach the saver (meta_notify):
+		 * the fetcher never waits for a metadata fsync. */
 		fetch_round(c, fa.id);
-		mk_cluster_sync_metadata(c);
+		if (!c->saver_started)
+			mk_cluster_sync_metadata(c);
 	}
 	return NULL;
 }

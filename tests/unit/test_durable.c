@@ -28,6 +28,7 @@
 #include "config.h"
 #include "failpoint.h"
 #include "fileio.h"
+#include "log.h"
 #include "replica.h"
 
 typedef struct {
@@ -440,6 +441,44 @@ static void test_storage_error_cuts_nothing(void **state)
 	assert_int_equal(in.leo, n);
 }
 
+/* A durable segment missing at open is refused, never a silent gap. */
+static void test_missing_segment_refused(void **state)
+{
+	fixture *f = *state;
+	mk_strbuf dir = MK_STRBUF_INIT, why = MK_STRBUF_INIT, path = MK_STRBUF_INIT;
+	mk_strbuf_addf(&dir, "%s/log", f->root);
+	mk_log_config lc = { 128, 4096, 0 };
+	mk_log *log;
+	assert_int_equal(mk_log_open(dir.buf, &lc, &log, &why), MK_OK);
+	for (int i = 0; i < 20; i++) {
+		mk_batch_builder b;
+		mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
+		mk_builder_init(&b, &meta);
+		mk_builder_add(&b, 1000, MK_BYTES_NULL,
+			       mk_bytes_of("0123456789abcdef", 16), NULL, 0);
+		mk_builder_finish(&b);
+		int64_t base;
+		assert_int_equal(mk_log_append_leader(log, (uint8_t *)b.frame.buf,
+						      b.frame.len, 0, &base), MK_OK);
+		mk_builder_release(&b);
+	}
+	assert_true(mk_log_segment_count(log) >= 4);
+	mk_segment_info si;
+	mk_log_segment_info(log, 1, &si);
+	mk_log_close(log);
+	/* A clean close leaves the log whole: it opens again. */
+	assert_int_equal(mk_log_open(dir.buf, &lc, &log, &why), MK_OK);
+	mk_log_close(log);
+	mk_strbuf_addf(&path, "%s/%020lld.log", dir.buf, (long long)si.base_offset);
+	assert_int_equal(unlink(path.buf), 0);
+	assert_int_not_equal(mk_log_open(dir.buf, &lc, &log, &why), MK_OK);
+	assert_null(log);
+	assert_non_null(strstr(why.buf, "is missing"));
+	mk_strbuf_release(&dir);
+	mk_strbuf_release(&why);
+	mk_strbuf_release(&path);
+}
+
 /* At open the epoch is at least the newest in any replica's epoch cache. */
 static void test_epoch_never_goes_back(void **state)
 {
@@ -477,6 +516,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_second_open_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_storage_error_cuts_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epoch_never_goes_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_segment_refused, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
