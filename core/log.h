@@ -8,9 +8,10 @@
  *                                     offset, u32 byte position) entries
  *     NNNNNNNNNNNNNNNNNNNN.timeindex  sparse time index: (i64 max timestamp
  *                                     so far, u32 relative offset) entries
- *     checkpoint                      log start offset, recovery point and
+ *     checkpoint                      log start offset, recovery point,
  *                                     the leader-epoch cache (epoch, start
- *                                     offset), replaced atomically
+ *                                     offset) and the durable segments'
+ *                                     bases, replaced atomically
  *
  * N is the segment's base offset in 20 digits. The last segment is active,
  * the others closed. Invariants:
@@ -25,7 +26,12 @@
  *   - indexes are accelerators only: a missing or invalid index is rebuilt
  *     from its segment;
  *   - the epoch cache's start offsets increase with the epochs, and every
- *     entry starts below the log end.
+ *     entry starts below the log end;
+ *   - every segment the checkpoint lists (those below its recovery point
+ *     and not below its log start) exists: open refuses a log missing one
+ *     (no silent gap). So a segment is removed only once a checkpoint no
+ *     longer lists it (truncation lowers the recovery point first; a
+ *     deletion moves the log start first).
  *
  * Open scans the segments from the one holding the recovery point to the
  * end: normally only the active one, a few more after a crash that left

@@ -5,8 +5,10 @@
  *
  * Configuration: DATA_DIR/minikafka.ini when present, else -o config=FILE,
  * else built-in defaults. Start-up refuses (one line on stderr, exit 1)
- * only what cannot be served: an unreadable or invalid configuration, a
- * DATA_DIR that is not a directory, unreadable metadata. The root object
+ * only what cannot be served: an unreadable or invalid configuration (or
+ * one that is not a regular file), a DATA_DIR that is not a directory or
+ * that another daemon holds, damaged metadata (cluster.h, metadata.h). A
+ * failed final save at unmount exits 1. The root object
  * (mkfs) is the only state. SIGTERM and SIGINT end the request loop like
  * an unmount does; then files left open are released, the cluster is
  * closed gracefully (producers flushed, logs fsynced, metadata saved) and
