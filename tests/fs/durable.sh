@@ -248,6 +248,16 @@ out=$("$MKFS_BIN" -f "$DATA" "$MNT" 2>&1)
 assert_eq 1 "$?" "a minikafka.ini that is a directory is refused"
 assert_match "minikafka.ini is not a regular file" "$out" "with one line naming it"
 rmdir "$DATA/minikafka.ini"
+# A damaged configuration: one line naming the file and the line.
+for bad in $'[cluster]\nbrokers = 1,2\n[log\n' $'[cluster]\nbrokers = 1,2\n\nnosuch.key = 1\n' \
+	$'[cluster]\nbrokers = 1,2\nmin.insync.replicas = x\n'; do
+	printf '%s' "$bad" >"$DATA/minikafka.ini"
+	line=$(printf '%s' "$bad" | grep -n 'log$\|nosuch\|= x' | cut -d: -f1)
+	out=$("$MKFS_BIN" -f "$DATA" "$MNT" 2>&1)
+	assert_eq 1 "$?" "a damaged configuration is refused (line $line)"
+	assert_match "minikafka.ini:$line: " "$out" "the message names minikafka.ini:$line"
+	assert_eq 1 "$(printf '%s\n' "$out" | wc -l)" "in one line"
+done
 mv "$MK_TMP/ini" "$DATA/minikafka.ini"
 mk_mount
 assert_eq 102 "$(nrecords t/0)" "the good metadata still mounts"
