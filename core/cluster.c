@@ -626,10 +626,64 @@ static void put_producer(mk_cluster *c, const char *name, int64_t id, int16_t ep
 		c->next_producer_id = id + 1;
 }
 
-static mk_err producer_saved(mk_cluster *c)
+/*
+ * Decide, persist, act for producer identities: the new identity (or its
+ * removal) is saved before anyone can see it, so an id is never handed out
+ * twice and a fencing epoch never goes back.
+ */
+static mk_err producer_change(mk_cluster *c, const char *name, bool create,
+			      bool init, mk_strbuf *why)
 {
-	atomic_fetch_add(&c->meta_dirty, 1);
-	return mk_cluster_sync_metadata(c);
+	pthread_mutex_lock(&c->meta_lock);
+	pthread_rwlock_rdlock(&c->lock);
+	mk_producer_id *p = find_producer(c, name, NULL);
+	mk_meta_plan plan = MK_META_PLAN_NONE;
+	plan.producer = name;
+	plan.next_producer_id = c->next_producer_id;
+	mk_err err = MK_OK;
+	if (create && p) {
+		if (why)
+			mk_strbuf_addf(why, "producer %s already exists", name);
+		err = MK_PRODUCER_ALREADY_EXISTS;
+	} else if (!create && !p) {
+		if (why)
+			mk_strbuf_addf(why, "no producer %s", name);
+		err = MK_UNKNOWN_PRODUCER_ID;
+	} else if (create) {
+		plan.producer_id = c->next_producer_id;
+		plan.next_producer_id = plan.producer_id + 1;
+	} else if (init && p->epoch == INT16_MAX) {
+		/* Kafka gives the producer a new id when its epoch runs out. */
+		plan.producer_id = c->next_producer_id;
+		plan.next_producer_id = plan.producer_id + 1;
+	} else if (init) {
+		plan.producer_id = p->id;
+		plan.producer_epoch = (int16_t)(p->epoch + 1);
+	} else {
+		plan.producer_gone = true;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	if (!err) {
+		err = mk_metadata_save(c, &plan);
+		if (err && why)
+			mk_strbuf_addf(why, "cannot save producer %s; nothing changed", name);
+	}
+	if (!err) {
+		pthread_rwlock_wrlock(&c->lock);
+		if (plan.producer_gone) {
+			size_t pos;
+			p = find_producer(c, name, &pos);
+			free(p->name);
+			memmove(p, p + 1, (c->nproducers - pos - 1) * sizeof(*p));
+			c->nproducers--;
+		} else {
+			put_producer(c, name, plan.producer_id, plan.producer_epoch);
+		}
+		c->next_producer_id = plan.next_producer_id;
+		pthread_rwlock_unlock(&c->lock);
+	}
+	pthread_mutex_unlock(&c->meta_lock);
+	return err;
 }
 
 mk_err mk_cluster_producer_create(mk_cluster *c, const char *name, mk_strbuf *why)
@@ -640,55 +694,17 @@ mk_err mk_cluster_producer_create(mk_cluster *c, const char *name, mk_strbuf *wh
 				       name, MK_TOPIC_NAME_MAX);
 		return MK_INVALID_REQUEST;
 	}
-	pthread_rwlock_wrlock(&c->lock);
-	if (find_producer(c, name, NULL)) {
-		pthread_rwlock_unlock(&c->lock);
-		if (why)
-			mk_strbuf_addf(why, "producer %s already exists", name);
-		return MK_PRODUCER_ALREADY_EXISTS;
-	}
-	put_producer(c, name, c->next_producer_id, 0);
-	pthread_rwlock_unlock(&c->lock);
-	return producer_saved(c);
+	return producer_change(c, name, true, false, why);
 }
 
 mk_err mk_cluster_producer_init(mk_cluster *c, const char *name, mk_strbuf *why)
 {
-	pthread_rwlock_wrlock(&c->lock);
-	mk_producer_id *p = find_producer(c, name, NULL);
-	if (!p) {
-		pthread_rwlock_unlock(&c->lock);
-		if (why)
-			mk_strbuf_addf(why, "no producer %s", name);
-		return MK_UNKNOWN_PRODUCER_ID;
-	}
-	if (p->epoch == INT16_MAX) {
-		/* Kafka gives the producer a new id when its epoch runs out. */
-		p->id = c->next_producer_id++;
-		p->epoch = 0;
-	} else {
-		p->epoch++;
-	}
-	pthread_rwlock_unlock(&c->lock);
-	return producer_saved(c);
+	return producer_change(c, name, false, true, why);
 }
 
 mk_err mk_cluster_producer_delete(mk_cluster *c, const char *name, mk_strbuf *why)
 {
-	pthread_rwlock_wrlock(&c->lock);
-	size_t pos;
-	mk_producer_id *p = find_producer(c, name, &pos);
-	if (!p) {
-		pthread_rwlock_unlock(&c->lock);
-		if (why)
-			mk_strbuf_addf(why, "no producer %s", name);
-		return MK_UNKNOWN_PRODUCER_ID;
-	}
-	free(p->name);
-	memmove(p, p + 1, (c->nproducers - pos - 1) * sizeof(*p));
-	c->nproducers--;
-	pthread_rwlock_unlock(&c->lock);
-	return producer_saved(c);
+	return producer_change(c, name, false, false, why);
 }
 
 mk_err mk_cluster_producer_get(mk_cluster *c, const char *name, int64_t *id,

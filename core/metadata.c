@@ -112,10 +112,16 @@ mk_err mk_metadata_save(mk_cluster *c, const mk_meta_plan *plan)
 	}
 	if (c->clock.manual)
 		mk_strbuf_addf(&out, "clock %lld\n", (long long)mk_clock_now(&c->clock));
-	mk_strbuf_addf(&out, "next_producer_id %lld\n", (long long)c->next_producer_id);
+	const char *pn = plan ? plan->producer : NULL;
+	mk_strbuf_addf(&out, "next_producer_id %lld\n",
+		       (long long)(pn ? plan->next_producer_id : c->next_producer_id));
 	for (size_t i = 0; i < c->nproducers; i++)
-		mk_strbuf_addf(&out, "producer %s %lld %d\n", c->producers[i].name,
-			       (long long)c->producers[i].id, c->producers[i].epoch);
+		if (!pn || strcmp(pn, c->producers[i].name))
+			mk_strbuf_addf(&out, "producer %s %lld %d\n", c->producers[i].name,
+				       (long long)c->producers[i].id, c->producers[i].epoch);
+	if (pn && !plan->producer_gone)
+		mk_strbuf_addf(&out, "producer %s %lld %d\n", pn,
+			       (long long)plan->producer_id, plan->producer_epoch);
 	pthread_rwlock_unlock(&c->lock);
 	mk_strbuf_addf(&out, "checksum %08lx\n",
 		       crc32(0L, (const Bytef *)out.buf, (uInt)out.len));

@@ -54,6 +54,10 @@ typedef struct {
 	const char *deleting;
 	const mk_topic *cfg_topic;
 	const mk_topic_config *cfg;
+	const char *producer;        /* a producer identity set or removed */
+	bool producer_gone;
+	int64_t producer_id, next_producer_id;
+	int16_t producer_epoch;
 } mk_meta_plan;
 
 #define MK_META_PLAN_NONE { .broker = -1 }

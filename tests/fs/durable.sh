@@ -170,6 +170,8 @@ assert_eq "1" "$(val t/0 leader)" "a promotion whose save failed changed nothing
 assert_fails_with EIO cmd "$MNT/brokers/1/crash"
 assert_eq "online" "$(mk_read "$MNT/brokers/1/state")" "a crash whose save failed changed nothing"
 assert_fails_with EIO mk_rmdir "$MNT/topics/t"
+assert_fails_with EIO mk_mkdir "$MNT/producers/px"
+assert_fails_with ENOENT mk_stat "$MNT/producers/px"
 assert_eq 100 "$(nrecords t/0)" "a deletion whose save failed changed nothing"
 # An ISR shrink counts only once saved: broker 2 stops fetching, its lag
 # passes replica.lag.time.max.ms, but with the save failing an acks=all

@@ -268,7 +268,18 @@ static void test_failed_save_changes_nothing(void **state)
 	fixture *f = *state;
 	open_cluster(f);
 	create(f, "t", 2, NULL);
+	assert_int_equal(mk_cluster_producer_create(f->c, "p", NULL), MK_OK);
 	break_saves(f, true);
+	int64_t id;
+	int16_t epoch;
+	assert_int_equal(mk_cluster_producer_init(f->c, "p", NULL),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_int_equal(mk_cluster_producer_get(f->c, "p", &id, &epoch), MK_OK);
+	assert_int_equal(epoch, 0);
+	assert_int_equal(mk_cluster_producer_create(f->c, "q", NULL),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_int_equal(mk_cluster_producer_get(f->c, "q", &id, &epoch),
+			 MK_UNKNOWN_PRODUCER_ID);
 	assert_int_equal(mk_cluster_create_topic(f->c, "x", 1, 1, NULL, 0, NULL),
 			 MK_KAFKA_STORAGE_ERROR);
 	assert_null(mk_cluster_topic(f->c, "x"));
