@@ -313,3 +313,42 @@ assert_match "$(basename "$middle") is missing" "$(mk_read "$MNT/errors")" "/err
 assert_eq none "$(val g/0 leader)" "the replica is offline: no leader serves a log with a gap"
 assert_fails_with EHOSTDOWN mk_read "$MNT/topics/g/0/records"
 mk_unmount
+
+# ---- new directories are fsynced into their parents -----------------------------------------
+if command -v strace >/dev/null; then
+	rm -rf "${DATA:?}"/*
+	printf '[cluster]\nbrokers = 1,2\nclock = manual\n' >"$DATA/minikafka.ini"
+	strace -f -qq -e trace=mkdir,mkdirat,openat,fsync -o "$MK_TMP/strace" \
+		"$MKFS_BIN" -f "$DATA" "$MNT" >>"$MK_LOG" 2>&1 &
+	MK_PID=$!
+	mk_wait_for 20 mk_mounted || bail "mount under strace"
+	cmd "$MNT/ctl" "create-topic n replication.factor=2" || fail "create-topic n"
+	mk_unmount
+	assert_ok "every new broker and partition directory is fsynced into its parent" \
+		"$MK_PYTHON" - "$MK_TMP/strace" "$DATA" <<'PY'
+import re, sys
+trace, data = sys.argv[1], sys.argv[2]
+fds, made, synced = {}, [], set()
+for line in open(trace):
+    m = re.match(r'(\d+)\s+(\w+)\((.*)\)\s+=\s+(-?\d+)', line)
+    if not m:
+        continue
+    pid, call, args, rc = m.group(1), m.group(2), m.group(3), int(m.group(4))
+    path = re.search(r'"([^"]*)"', args)
+    if call in ("mkdir", "mkdirat") and rc == 0:
+        made.append(path.group(1))
+    elif call == "openat" and rc >= 0 and "O_DIRECTORY" in args:
+        fds[(pid, rc)] = path.group(1)
+    elif call == "fsync":
+        fd = int(args.split(",")[0])
+        if (pid, fd) in fds:
+            synced.add(fds[(pid, fd)].rstrip("/"))
+want = [d for d in made if re.search(r"/broker-\d+(/n-\d+)?$", d)]
+assert len(want) >= 4, ("directories made", made)
+for d in want:
+    parent = d.rsplit("/", 1)[0]
+    assert parent in synced, ("not fsynced into its parent", d, sorted(synced))
+PY
+else
+	skip "strace is not installed: the directory fsync check needs it"
+fi
