@@ -25,9 +25,10 @@
  *
  * Internal to the cluster: called with c->meta_lock held.
  *
- * Crash points: meta.save.before-write, meta.save.after-fsync (the
- * temporary file complete, not yet renamed), meta.save.after-rename (the
- * directory not yet fsynced), meta.save.done.
+ * Crash points: meta.save.before-write, meta.save.after-write (the
+ * temporary file written, not fsynced), meta.save.after-fsync (complete,
+ * not yet renamed), meta.save.after-rename (the directory not yet
+ * fsynced), meta.save.done.
  */
 #ifndef MK_METADATA_H
 #define MK_METADATA_H
