@@ -68,10 +68,16 @@ fresh() {
 	rm -rf "${DATA:?}"/*
 	"$@" "$TWO"
 	cmd "$MNT/ctl" "create-topic t" || bail "create-topic t"
+	# 100 acks=all records (min.insync.replicas 2): the write returns once
+	# a fetch round brought them to broker 2.
 	seq 0 99 >"$MK_TMP/100"
-	mk_write_file "$MNT/topics/t/0/append:acks=1" "$MK_TMP/100" || bail "append 100"
+	"$MK_PYTHON" -I "$MK_TMP/mkio.py" writefile "$MNT/topics/t/0/append:acks=all" "$MK_TMP/100" &
+	local wpid=$!
+	mk_wait_for 10 eval '[ "$(val t/0 leo)" = 100 ]' || bail "the acks=all batch was not appended"
 	cmd "$MNT/brokers/fetch" || bail "fetch round"
-	assert_eq "100 100" "$(val t/0 leo) $(val t/0 hw)" "100 records acknowledged by both brokers"
+	mk_wait_for 20 mk_proc_gone "$wpid" || bail "the acks=all write did not return"
+	wait "$wpid" || bail "the acks=all write failed"
+	assert_eq "100 100" "$(val t/0 leo) $(val t/0 hw)" "100 acks=all records acknowledged by both brokers"
 }
 
 # ---- a broker crash: saved before any log is cut -------------------------------------
