@@ -1001,6 +1001,25 @@ void mk_log_crash(mk_log *log, bool torn)
 	log_free(log);
 }
 
+int32_t mk_log_peek_latest_epoch(const char *dir)
+{
+	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	mk_strbuf_addf(&path, "%s/" CHECKPOINT, dir);
+	bool missing;
+	checkpoint ck;
+	int32_t e = -1;
+	if (!mk_file_read(path.buf, &text, &missing) && !missing &&
+	    !ckpt_parse(path.buf, text.buf, &ck, NULL)) {
+		if (ck.nepochs)
+			e = ck.epochs[ck.nepochs - 1].epoch;
+		free(ck.epochs);
+		free(ck.bases);
+	}
+	mk_strbuf_release(&path);
+	mk_strbuf_release(&text);
+	return e;
+}
+
 void mk_log_abandon(mk_log *log)
 {
 	if (!log)

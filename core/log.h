@@ -180,6 +180,9 @@ mk_err mk_log_wait_flusher(mk_log *log);
 
 /* Leader-epoch cache (KIP-101). */
 int32_t mk_log_latest_epoch(const mk_log *log);      /* -1 when empty */
+/* The newest epoch the checkpoint in dir holds, without opening the log
+ * (an offline replica's); -1 when none or unreadable. */
+int32_t mk_log_peek_latest_epoch(const char *dir);
 size_t mk_log_epochs(const mk_log *log, const mk_epoch_entry **entries);
 /*
  * For a follower asking "where does epoch E end on the leader": the largest

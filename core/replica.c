@@ -440,13 +440,22 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 	 * batch under an epoch the metadata file lacks only if written by an
 	 * older version; the rule holds either way).
 	 */
+	mk_strbuf dir = MK_STRBUF_INIT;
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
-		if (r->log && mk_log_latest_epoch(r->log) > p->leader_epoch) {
-			p->leader_epoch = mk_log_latest_epoch(r->log);
+		int32_t e = -1;
+		if (r->log) {
+			e = mk_log_latest_epoch(r->log);
+		} else if (!create) {     /* offline: its checkpoint */
+			log_dir(env, r->broker, topic, id, &dir);
+			e = mk_log_peek_latest_epoch(dir.buf);
+		}
+		if (e > p->leader_epoch) {
+			p->leader_epoch = e;
 			meta_changed(p);
 		}
 	}
+	mk_strbuf_release(&dir);
 	hand_off_if_cut(p);
 	p->creating = false;
 	/*

@@ -515,6 +515,30 @@ static void test_epoch_never_goes_back(void **state)
 	mk_strbuf_release(&bad);
 }
 
+/* The same when only an offline replica's epoch cache knows the epoch. */
+static void test_epoch_of_offline_replica(void **state)
+{
+	fixture *f = *state;
+	open_cluster(f);
+	create(f, "t", 2, NULL);
+	assert_int_equal(mk_cluster_promote(f->c, 2, "t", 0, false, NULL), MK_OK);
+	assert_int_equal(mk_cluster_promote(f->c, 1, "t", 0, false, NULL), MK_OK);
+	assert_int_equal(mk_cluster_promote(f->c, 2, "t", 0, false, NULL), MK_OK);
+	assert_int_equal(append(f, "t", "a", 1), MK_OK);   /* epoch 3, on 2 */
+	assert_int_equal(mk_cluster_broker_crash(f->c, 2, false, NULL), MK_OK);
+	assert_int_equal(mk_cluster_close(f->c), MK_OK);
+	f->c = NULL;
+	mk_strbuf good = MK_STRBUF_INIT, bad = MK_STRBUF_INIT;
+	file_of(f, "metadata", &good);
+	edited(&good, "epoch=3", "epoch=0", &bad);
+	write_file(f, "metadata", bad.buf, bad.len);
+	open_cluster(f);
+	assert_false(mk_cluster_broker_online(f->c, 2));
+	assert_true(info_of(f, "t").leader_epoch >= 3);
+	mk_strbuf_release(&good);
+	mk_strbuf_release(&bad);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -528,6 +552,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_storage_error_cuts_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epoch_never_goes_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_segment_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_epoch_of_offline_replica, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
