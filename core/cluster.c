@@ -5,13 +5,19 @@
  */
 #include "cluster.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "accumulator.h"
 #include "fileio.h"
+#include "failpoint.h"
 #include "metadata.h"
+#include "parse.h"
 #include "topic_name.h"
 
 /* ---- topics and references ------------------------------------------- */
@@ -152,7 +158,7 @@ static bool broker_online_locked(mk_cluster *c, int id)
 /* Build a topic's partitions from their states; under the write lock. */
 static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 			  const mk_topic_config *tc, mk_partition_state *sts,
-			  mk_topic **out)
+			  bool create, mk_topic **out)
 {
 	mk_topic *t = calloc(1, sizeof(*t));
 	if (!t)
@@ -167,7 +173,8 @@ static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 		mk_partition_state *st = &sts[p];
 		for (int r = 0; r < st->nreplicas; r++)
 			st->online[r] = broker_online_locked(c, st->brokers[r]);
-		mk_err err = mk_partition_open(&c->env, name, p, tc, st, &t->partitions[p]);
+		mk_err err = (create ? mk_partition_create : mk_partition_open)(
+			&c->env, name, p, tc, st, &t->partitions[p]);
 		if (err) {
 			t->npartitions = p;
 			topic_free(t);
@@ -212,10 +219,13 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 	if (err)
 		return err;
 
-	pthread_rwlock_wrlock(&c->lock);
-	size_t pos;
-	if (find_topic(c, name, &pos)) {
+	/* Decide, persist, act: the topic is built (its directories made
+	 * durable), saved, and only then inserted where lookups find it. */
+	pthread_mutex_lock(&c->meta_lock);
+	pthread_rwlock_rdlock(&c->lock);
+	if (find_topic(c, name, NULL)) {
 		pthread_rwlock_unlock(&c->lock);
+		pthread_mutex_unlock(&c->meta_lock);
 		if (why)
 			mk_strbuf_addf(why, "topic %s already exists", name);
 		return MK_TOPIC_ALREADY_EXISTS;
@@ -237,25 +247,57 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 		}
 		if (st->leader < 0) {
 			pthread_rwlock_unlock(&c->lock);
+			pthread_mutex_unlock(&c->meta_lock);
 			free(sts);
 			if (why)
 				mk_strbuf_addf(why, "no replica of partition %d would be online", p);
 			return MK_BROKER_NOT_AVAILABLE;
 		}
 	}
+	/* Directories left by a creation that crashed before its save are
+	 * not this topic's: they go before anything opens them. */
+	for (int p = 0; p < partitions; p++) {
+		mk_partition_state all = sts[p];
+		all.nreplicas = c->nbrokers;
+		for (int b = 0; b < c->nbrokers; b++)
+			all.brokers[b] = c->brokers[b].id;
+		mk_partition_remove_files(&c->env, name, p, &all);
+	}
+	MK_FAILPOINT("topic.create.before-build");
 	mk_topic *t;
-	err = build_topic(c, name, partitions, rf, &tc, sts, &t);
-	if (!err)
-		err = insert_topic(c, t, pos);
+	err = build_topic(c, name, partitions, rf, &tc, sts, true, &t);
 	pthread_rwlock_unlock(&c->lock);
+	if (!err) {
+		MK_FAILPOINT("topic.create.before-save");
+		mk_meta_plan plan = MK_META_PLAN_NONE;
+		plan.add = t;
+		err = mk_metadata_save(c, &plan);
+		if (err) {
+			for (int p = 0; p < partitions; p++) {
+				mk_partition_retire(t->partitions[p]);
+				mk_partition_remove_files(&c->env, name, p, &sts[p]);
+			}
+			mk_topic_put(t);
+		}
+	}
+	if (!err) {
+		MK_FAILPOINT("topic.create.before-insert");
+		size_t pos;
+		pthread_rwlock_wrlock(&c->lock);
+		find_topic(c, name, &pos);
+		err = insert_topic(c, t, pos);
+		pthread_rwlock_unlock(&c->lock);
+		if (err)
+			mk_topic_put(t);
+	}
+	pthread_mutex_unlock(&c->meta_lock);
 	free(sts);
 	if (err) {
 		if (why)
 			mk_strbuf_addf(why, "cannot create topic %s", name);
 		return err;
 	}
-	atomic_fetch_add(&c->meta_dirty, 1);
-	return mk_cluster_sync_metadata(c);
+	return MK_OK;
 }
 
 mk_err mk_cluster_delete_topic(mk_cluster *c, const char *name, mk_strbuf *why)
@@ -265,15 +307,34 @@ mk_err mk_cluster_delete_topic(mk_cluster *c, const char *name, mk_strbuf *why)
 			mk_strbuf_addf(why, "%s is an internal topic: it cannot be deleted", name);
 		return MK_TOPIC_AUTHORIZATION_FAILED;
 	}
-	pthread_rwlock_wrlock(&c->lock);
-	size_t pos;
-	mk_topic *t = find_topic(c, name, &pos);
-	if (!t) {
-		pthread_rwlock_unlock(&c->lock);
+	/*
+	 * Decide, persist, act: the deletion is saved first (a "deleting"
+	 * mark), then the topic leaves the table and its files go; a crash
+	 * anywhere after the mark is finished by the next mount.
+	 */
+	pthread_mutex_lock(&c->meta_lock);
+	pthread_rwlock_rdlock(&c->lock);
+	bool found = find_topic(c, name, NULL) != NULL;
+	pthread_rwlock_unlock(&c->lock);
+	if (!found) {
+		pthread_mutex_unlock(&c->meta_lock);
 		if (why)
 			mk_strbuf_addf(why, "no topic %s", name);
 		return MK_UNKNOWN_TOPIC_OR_PARTITION;
 	}
+	mk_meta_plan plan = MK_META_PLAN_NONE;
+	plan.deleting = name;
+	mk_err err = mk_metadata_save(c, &plan);
+	if (err) {
+		pthread_mutex_unlock(&c->meta_lock);
+		if (why)
+			mk_strbuf_addf(why, "cannot save the deletion of %s", name);
+		return err;
+	}
+	MK_FAILPOINT("topic.delete.after-mark");
+	pthread_rwlock_wrlock(&c->lock);
+	size_t pos;
+	mk_topic *t = find_topic(c, name, &pos);
 	memmove(c->topics + pos, c->topics + pos + 1,
 		(c->ntopics - pos - 1) * sizeof(*c->topics));
 	c->ntopics--;
@@ -283,30 +344,43 @@ mk_err mk_cluster_delete_topic(mk_cluster *c, const char *name, mk_strbuf *why)
 		mk_partition_state_get(t->partitions[p], &st);
 		mk_partition_retire(t->partitions[p]);
 		mk_partition_remove_files(&c->env, t->name, p, &st);
+		MK_FAILPOINT("topic.delete.after-partition");
 	}
 	pthread_rwlock_unlock(&c->lock);
 	mk_topic_put(t);
-	atomic_fetch_add(&c->meta_dirty, 1);
-	return mk_cluster_sync_metadata(c);
+	MK_FAILPOINT("topic.delete.before-save");
+	/* The deletion holds whatever this save does: the mark is there. */
+	mk_metadata_save(c, NULL);
+	pthread_mutex_unlock(&c->meta_lock);
+	return MK_OK;
 }
 
 mk_err mk_cluster_topic_configure(mk_cluster *c, mk_topic *t,
 				  const char *const *kv, size_t n,
 				  mk_strbuf *why)
 {
-	pthread_rwlock_wrlock(&c->lock);
+	pthread_mutex_lock(&c->meta_lock);
+	pthread_rwlock_rdlock(&c->lock);
 	mk_topic_config tc = t->cfg;
+	pthread_rwlock_unlock(&c->lock);
 	mk_err err = apply_overrides(&tc, kv, n, why);
 	if (!err) {
+		mk_meta_plan plan = MK_META_PLAN_NONE;
+		plan.cfg_topic = t;
+		plan.cfg = &tc;
+		err = mk_metadata_save(c, &plan);
+		if (err && why)
+			mk_strbuf_addstr(why, "cannot save the configuration");
+	}
+	if (!err) {
+		pthread_rwlock_wrlock(&c->lock);
 		t->cfg = tc;
 		for (int p = 0; p < t->npartitions; p++)
 			mk_partition_set_config(t->partitions[p], &tc);
+		pthread_rwlock_unlock(&c->lock);
 	}
-	pthread_rwlock_unlock(&c->lock);
-	if (err)
-		return err;
-	atomic_fetch_add(&c->meta_dirty, 1);
-	return mk_cluster_sync_metadata(c);
+	pthread_mutex_unlock(&c->meta_lock);
+	return err;
 }
 
 /* ---- brokers ---------------------------------------------------------- */
@@ -337,48 +411,97 @@ static mk_err broker_lookup(mk_cluster *c, int id, mk_strbuf *why)
 	return MK_OK;
 }
 
-mk_err mk_cluster_broker_crash(mk_cluster *c, int id, bool torn, mk_strbuf *why)
+/* Planned partition states of one broker event (meta_lock held, so the
+ * topic table cannot lose a partition meanwhile). */
+typedef struct {
+	mk_meta_part *v;
+	size_t n;
+} plan_list;
+
+static void plan_each(mk_cluster *c, int id, bool crash, plan_list *pl)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	size_t total = 0;
+	for (size_t i = 0; i < c->ntopics; i++)
+		total += (size_t)c->topics[i]->npartitions;
+	pl->v = calloc(total ? total : 1, sizeof(*pl->v));
+	pl->n = 0;
+	for (size_t i = 0; i < c->ntopics; i++)
+		for (int p = 0; p < c->topics[i]->npartitions; p++) {
+			mk_partition *part = c->topics[i]->partitions[p];
+			mk_meta_part *mp = &pl->v[pl->n];
+			if (crash ? mk_partition_plan_crash(part, id, &mp->st)
+				  : mk_partition_plan_restart(part, id, &mp->st)) {
+				mp->p = part;
+				pl->n++;
+			}
+		}
+	pthread_rwlock_unlock(&c->lock);
+}
+
+/*
+ * A broker going down or up: decide every partition's new state, save it
+ * all, and only then act (for a crash: cut the logs' unflushed tails).
+ */
+static mk_err broker_event(mk_cluster *c, int id, bool crash, bool torn,
+			   mk_strbuf *why)
 {
 	mk_err err = broker_lookup(c, id, why);
 	if (err)
 		return err;
-	pthread_rwlock_wrlock(&c->lock);
-	mk_broker *b = &c->brokers[mk_cluster_broker_index(c, id)];
-	if (!b->online) {
-		pthread_rwlock_unlock(&c->lock);
+	pthread_mutex_lock(&c->meta_lock);
+	if (mk_cluster_broker_online(c, id) == crash) {
+		plan_list pl;
+		plan_each(c, id, crash, &pl);
+		mk_meta_plan plan = MK_META_PLAN_NONE;
+		plan.broker = id;
+		plan.broker_online = !crash;
+		plan.parts = pl.v;
+		plan.nparts = pl.n;
+		MK_FAILPOINT(crash ? "broker.crash.before-save"
+				   : "broker.restart.before-save");
+		err = mk_metadata_save(c, &plan);
+		if (err) {
+			if (why)
+				mk_strbuf_addf(why, "cannot save broker %d's new state; nothing changed", id);
+		} else {
+			MK_FAILPOINT(crash ? "broker.crash.after-save"
+					   : "broker.restart.after-save");
+			pthread_rwlock_wrlock(&c->lock);
+			c->brokers[mk_cluster_broker_index(c, id)].online = !crash;
+			pthread_rwlock_unlock(&c->lock);
+			/* Each partition under its own lock only: lookups go on
+			 * while logs are cut or recovered (meta_lock keeps the
+			 * planned partitions alive). */
+			for (size_t i = 0; i < pl.n; i++) {
+				if (crash)
+					mk_partition_broker_crash(pl.v[i].p, id, torn);
+				else
+					mk_partition_broker_restart(pl.v[i].p, id,
+								    &pl.v[i].st);
+			}
+		}
+		free(pl.v);
+	} else {
+		err = crash ? MK_BROKER_NOT_AVAILABLE : MK_INVALID_REQUEST;
 		if (why)
-			mk_strbuf_addf(why, "broker %d is already offline", id);
-		return MK_BROKER_NOT_AVAILABLE;
+			mk_strbuf_addf(why, crash ? "broker %d is already offline"
+					    : "broker %d is online; crash it first", id);
 	}
-	b->online = false;
-	for (size_t i = 0; i < c->ntopics; i++)
-		for (int p = 0; p < c->topics[i]->npartitions; p++)
-			mk_partition_broker_crash(c->topics[i]->partitions[p], id, torn);
-	pthread_rwlock_unlock(&c->lock);
-	atomic_fetch_add(&c->meta_dirty, 1);
-	return mk_cluster_sync_metadata(c);
+	pthread_mutex_unlock(&c->meta_lock);
+	if (!err)
+		mk_cluster_sync_metadata(c);
+	return err;
+}
+
+mk_err mk_cluster_broker_crash(mk_cluster *c, int id, bool torn, mk_strbuf *why)
+{
+	return broker_event(c, id, true, torn, why);
 }
 
 mk_err mk_cluster_broker_restart(mk_cluster *c, int id, mk_strbuf *why)
 {
-	mk_err err = broker_lookup(c, id, why);
-	if (err)
-		return err;
-	pthread_rwlock_wrlock(&c->lock);
-	mk_broker *b = &c->brokers[mk_cluster_broker_index(c, id)];
-	if (b->online) {
-		pthread_rwlock_unlock(&c->lock);
-		if (why)
-			mk_strbuf_addf(why, "broker %d is online; crash it first", id);
-		return MK_INVALID_REQUEST;
-	}
-	b->online = true;
-	for (size_t i = 0; i < c->ntopics; i++)
-		for (int p = 0; p < c->topics[i]->npartitions; p++)
-			mk_partition_broker_restart(c->topics[i]->partitions[p], id);
-	pthread_rwlock_unlock(&c->lock);
-	atomic_fetch_add(&c->meta_dirty, 1);
-	return mk_cluster_sync_metadata(c);
+	return broker_event(c, id, false, false, why);
 }
 
 static mk_err fetch_round(mk_cluster *c, int id)
@@ -443,7 +566,25 @@ mk_err mk_cluster_promote(mk_cluster *c, int broker, const char *topic,
 		mk_topic_put(t);
 		return MK_UNKNOWN_TOPIC_OR_PARTITION;
 	}
-	err = mk_partition_promote(p, broker, unclean, why);
+	/* Decide, persist, act: no append runs under the new epoch before
+	 * the metadata file has it. */
+	pthread_mutex_lock(&c->meta_lock);
+	mk_meta_part mp = { p, { 0 } };
+	err = mk_partition_plan_promote(p, broker, unclean, &mp.st, why);
+	if (!err) {
+		mk_meta_plan plan = MK_META_PLAN_NONE;
+		plan.parts = &mp;
+		plan.nparts = 1;
+		MK_FAILPOINT("promote.before-save");
+		err = mk_metadata_save(c, &plan);
+		if (err && why)
+			mk_strbuf_addstr(why, "cannot save the new leader; nothing changed");
+	}
+	if (!err) {
+		MK_FAILPOINT("promote.after-save");
+		err = mk_partition_promote(p, broker, unclean, &mp.st, why);
+	}
+	pthread_mutex_unlock(&c->meta_lock);
 	mk_topic_put(t);
 	mk_cluster_sync_metadata(c);
 	return err;
@@ -493,10 +634,64 @@ static void put_producer(mk_cluster *c, const char *name, int64_t id, int16_t ep
 		c->next_producer_id = id + 1;
 }
 
-static mk_err producer_saved(mk_cluster *c)
+/*
+ * Decide, persist, act for producer identities: the new identity (or its
+ * removal) is saved before anyone can see it, so an id is never handed out
+ * twice and a fencing epoch never goes back.
+ */
+static mk_err producer_change(mk_cluster *c, const char *name, bool create,
+			      bool init, mk_strbuf *why)
 {
-	atomic_fetch_add(&c->meta_dirty, 1);
-	return mk_cluster_sync_metadata(c);
+	pthread_mutex_lock(&c->meta_lock);
+	pthread_rwlock_rdlock(&c->lock);
+	mk_producer_id *p = find_producer(c, name, NULL);
+	mk_meta_plan plan = MK_META_PLAN_NONE;
+	plan.producer = name;
+	plan.next_producer_id = c->next_producer_id;
+	mk_err err = MK_OK;
+	if (create && p) {
+		if (why)
+			mk_strbuf_addf(why, "producer %s already exists", name);
+		err = MK_PRODUCER_ALREADY_EXISTS;
+	} else if (!create && !p) {
+		if (why)
+			mk_strbuf_addf(why, "no producer %s", name);
+		err = MK_UNKNOWN_PRODUCER_ID;
+	} else if (create) {
+		plan.producer_id = c->next_producer_id;
+		plan.next_producer_id = plan.producer_id + 1;
+	} else if (init && p->epoch == INT16_MAX) {
+		/* Kafka gives the producer a new id when its epoch runs out. */
+		plan.producer_id = c->next_producer_id;
+		plan.next_producer_id = plan.producer_id + 1;
+	} else if (init) {
+		plan.producer_id = p->id;
+		plan.producer_epoch = (int16_t)(p->epoch + 1);
+	} else {
+		plan.producer_gone = true;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	if (!err) {
+		err = mk_metadata_save(c, &plan);
+		if (err && why)
+			mk_strbuf_addf(why, "cannot save producer %s; nothing changed", name);
+	}
+	if (!err) {
+		pthread_rwlock_wrlock(&c->lock);
+		if (plan.producer_gone) {
+			size_t pos;
+			p = find_producer(c, name, &pos);
+			free(p->name);
+			memmove(p, p + 1, (c->nproducers - pos - 1) * sizeof(*p));
+			c->nproducers--;
+		} else {
+			put_producer(c, name, plan.producer_id, plan.producer_epoch);
+		}
+		c->next_producer_id = plan.next_producer_id;
+		pthread_rwlock_unlock(&c->lock);
+	}
+	pthread_mutex_unlock(&c->meta_lock);
+	return err;
 }
 
 mk_err mk_cluster_producer_create(mk_cluster *c, const char *name, mk_strbuf *why)
@@ -507,55 +702,17 @@ mk_err mk_cluster_producer_create(mk_cluster *c, const char *name, mk_strbuf *wh
 				       name, MK_TOPIC_NAME_MAX);
 		return MK_INVALID_REQUEST;
 	}
-	pthread_rwlock_wrlock(&c->lock);
-	if (find_producer(c, name, NULL)) {
-		pthread_rwlock_unlock(&c->lock);
-		if (why)
-			mk_strbuf_addf(why, "producer %s already exists", name);
-		return MK_PRODUCER_ALREADY_EXISTS;
-	}
-	put_producer(c, name, c->next_producer_id, 0);
-	pthread_rwlock_unlock(&c->lock);
-	return producer_saved(c);
+	return producer_change(c, name, true, false, why);
 }
 
 mk_err mk_cluster_producer_init(mk_cluster *c, const char *name, mk_strbuf *why)
 {
-	pthread_rwlock_wrlock(&c->lock);
-	mk_producer_id *p = find_producer(c, name, NULL);
-	if (!p) {
-		pthread_rwlock_unlock(&c->lock);
-		if (why)
-			mk_strbuf_addf(why, "no producer %s", name);
-		return MK_UNKNOWN_PRODUCER_ID;
-	}
-	if (p->epoch == INT16_MAX) {
-		/* Kafka gives the producer a new id when its epoch runs out. */
-		p->id = c->next_producer_id++;
-		p->epoch = 0;
-	} else {
-		p->epoch++;
-	}
-	pthread_rwlock_unlock(&c->lock);
-	return producer_saved(c);
+	return producer_change(c, name, false, true, why);
 }
 
 mk_err mk_cluster_producer_delete(mk_cluster *c, const char *name, mk_strbuf *why)
 {
-	pthread_rwlock_wrlock(&c->lock);
-	size_t pos;
-	mk_producer_id *p = find_producer(c, name, &pos);
-	if (!p) {
-		pthread_rwlock_unlock(&c->lock);
-		if (why)
-			mk_strbuf_addf(why, "no producer %s", name);
-		return MK_UNKNOWN_PRODUCER_ID;
-	}
-	free(p->name);
-	memmove(p, p + 1, (c->nproducers - pos - 1) * sizeof(*p));
-	c->nproducers--;
-	pthread_rwlock_unlock(&c->lock);
-	return producer_saved(c);
+	return producer_change(c, name, false, false, why);
 }
 
 mk_err mk_cluster_producer_get(mk_cluster *c, const char *name, int64_t *id,
@@ -588,6 +745,16 @@ static void wake_one(mk_topic *t, mk_partition *p, void *arg)
 {
 	(void)t;
 	(void)arg;
+	mk_partition_wake(p);
+}
+
+/* The clock moved: ISR changes it causes are decided now, so that the
+ * save after it (clock_moved) carries them. */
+static void refresh_one(mk_topic *t, mk_partition *p, void *arg)
+{
+	(void)t;
+	(void)arg;
+	mk_partition_refresh(p);
 	mk_partition_wake(p);
 }
 
@@ -668,7 +835,7 @@ static mk_err clock_moved(mk_cluster *c, bool ok, mk_strbuf *why)
 				: "the clock is the system clock; set clock = manual to move it");
 		return MK_INVALID_REQUEST;
 	}
-	mk_cluster_each_partition(c, wake_one, NULL);
+	mk_cluster_each_partition(c, refresh_one, NULL);
 	pthread_mutex_lock(&c->acc_lock);
 	tick_accumulators(c);
 	pthread_mutex_unlock(&c->acc_lock);
@@ -704,7 +871,7 @@ mk_err mk_cluster_flush(mk_cluster *c, mk_strbuf *why)
 	struct flush_arg fa = { MK_OK };
 	mk_cluster_each_partition(c, flush_one, &fa);
 	pthread_mutex_lock(&c->meta_lock);
-	mk_err err = mk_metadata_save(c);
+	mk_err err = mk_metadata_save(c, NULL);
 	pthread_mutex_unlock(&c->meta_lock);
 	if (!fa.err)
 		fa.err = err;
@@ -718,7 +885,7 @@ mk_err mk_cluster_sync_metadata(mk_cluster *c)
 	mk_err err = MK_OK;
 	pthread_mutex_lock(&c->meta_lock);
 	if (atomic_load(&c->meta_dirty) != c->meta_saved)
-		err = mk_metadata_save(c);
+		err = mk_metadata_save(c, NULL);
 	pthread_mutex_unlock(&c->meta_lock);
 	return err;
 }
@@ -749,8 +916,11 @@ static void *fetcher_main(void *arg)
 		pthread_mutex_unlock(&c->stop_lock);
 		if (stop)
 			break;
+		/* ISR changes of the round reach the saver (meta_notify):
+		 * the fetcher never waits for a metadata fsync. */
 		fetch_round(c, fa.id);
-		mk_cluster_sync_metadata(c);
+		if (!c->saver_started)
+			mk_cluster_sync_metadata(c);
 	}
 	return NULL;
 }
@@ -827,7 +997,113 @@ static void *cleaner_main(void *arg)
 	return NULL;
 }
 
+/* ---- the metadata saver ------------------------------------------------ */
+
+/*
+ * ISR changes decided under a partition's lock are saved here, on a thread
+ * of their own, so that no fetcher or writer waits behind the fsync; what
+ * the change would allow (a higher HW, an acks=all completion) waits for
+ * mk_partition_meta_saved instead.
+ */
+static void meta_notify(void *arg)
+{
+	mk_cluster *c = arg;
+	pthread_mutex_lock(&c->saver_lock);
+	c->saver_kick = true;
+	pthread_cond_signal(&c->saver_cond);
+	pthread_mutex_unlock(&c->saver_lock);
+}
+
+static void *saver_main(void *arg)
+{
+	mk_cluster *c = arg;
+	pthread_mutex_lock(&c->saver_lock);
+	while (!c->saver_stop) {
+		if (!c->saver_kick) {
+			pthread_cond_wait(&c->saver_cond, &c->saver_lock);
+			continue;
+		}
+		c->saver_kick = false;
+		pthread_mutex_unlock(&c->saver_lock);
+		mk_cluster_sync_metadata(c);
+		pthread_mutex_lock(&c->saver_lock);
+	}
+	pthread_mutex_unlock(&c->saver_lock);
+	return NULL;
+}
+
 /* ---- open and close --------------------------------------------------- */
+
+/* Is DIR (broker-B/NAME-P) a replica the loaded metadata knows? */
+static bool known_replica(const mk_metadata *md, int broker, const char *part)
+{
+	const char *dash = strrchr(part, '-');
+	int64_t p;
+	if (!dash || !mk_parse_range(dash + 1, 0, 1023, &p))
+		return false;
+	for (size_t i = 0; i < md->ntopics; i++) {
+		const mk_metadata_topic *t = &md->topics[i];
+		if (t->deleting || strlen(t->name) != (size_t)(dash - part) ||
+		    strncmp(t->name, part, (size_t)(dash - part)) || p >= t->npartitions)
+			continue;
+		for (int r = 0; r < t->parts[p].nreplicas; r++)
+			if (t->parts[p].brokers[r] == broker)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Partition directories the metadata does not know are left by a creation
+ * that crashed before its save (or a deletion of old): not a topic's data.
+ * They go at mount, each with an /errors line.
+ */
+static void sweep_strays(mk_cluster *c, const mk_metadata *md)
+{
+	DIR *d = opendir(c->data_dir);
+	if (!d)
+		return;
+	mk_strbuf path = MK_STRBUF_INIT;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int64_t b;
+		if (strncmp(e->d_name, "broker-", 7) ||
+		    !mk_parse_range(e->d_name + 7, 0, INT32_MAX, &b))
+			continue;
+		mk_strbuf_reset(&path);
+		mk_strbuf_addf(&path, "%s/%s", c->data_dir, e->d_name);
+		DIR *bd = opendir(path.buf);
+		if (!bd)
+			continue;
+		bool removed = false;
+		struct dirent *pe;
+		while ((pe = readdir(bd))) {
+			if (pe->d_name[0] == '.' || known_replica(md, (int)b, pe->d_name))
+				continue;
+			mk_strbuf one = MK_STRBUF_INIT;
+			mk_strbuf_addf(&one, "%s/%s", path.buf, pe->d_name);
+			mk_remove_tree(one.buf);
+			mk_errlog_add(&c->errlog, mk_wall_ms(), NULL, MK_OK,
+				      "removed %s: no topic in metadata owns it", one.buf);
+			mk_strbuf_release(&one);
+			removed = true;
+		}
+		closedir(bd);
+		if (removed)
+			mk_fsync_dir(path.buf);
+	}
+	closedir(d);
+	mk_strbuf_release(&path);
+}
+
+/* A deletion decided before a crash: its files go now. */
+static void finish_deletion(mk_cluster *c, const mk_metadata_topic *mt)
+{
+	for (int p = 0; p < mt->npartitions; p++)
+		mk_partition_remove_files(&c->env, mt->name, p, &mt->parts[p]);
+	mk_errlog_add(&c->errlog, mk_wall_ms(), NULL, MK_OK,
+		      "topic %s: deletion finished at mount", mt->name);
+}
 
 mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 		       mk_cluster **out, mk_strbuf *why)
@@ -838,18 +1114,32 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 			mk_strbuf_addf(why, "cannot create data directory %s", data_dir);
 		return MK_KAFKA_STORAGE_ERROR;
 	}
+	/* One daemon per data directory: a second one would write at its
+	 * own offsets over the first's. */
+	int lock_fd = open(data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		if (why)
+			mk_strbuf_addf(why, "%s is in use by another minikafkafs (its lock is held); refusing to start",
+				       data_dir);
+		if (lock_fd >= 0)
+			close(lock_fd);
+		return MK_KAFKA_STORAGE_ERROR;
+	}
 	mk_metadata md;
 	mk_err err = mk_metadata_load(data_dir, &md, why);
-	if (err)
+	if (err) {
+		close(lock_fd);
 		return err;
+	}
 	mk_cluster *c = calloc(1, sizeof(*c));
+	c->lock_fd = lock_fd;
 	c->data_dir = strdup(data_dir);
 	c->cfg = *cfg;
 	/* A manual clock resumes where it stood: time never moves back. */
 	mk_clock_init(&c->clock, cfg->manual_clock, md.clock_ms);
 	mk_errlog_init(&c->errlog);
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
-			   &c->shutting_down, &c->meta_dirty };
+			   &c->shutting_down, &c->meta_dirty, NULL, NULL };
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->clean_lock, NULL);
 	pthread_mutex_init(&c->meta_lock, NULL);
@@ -857,6 +1147,8 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	pthread_cond_init(&c->stop_cond, NULL);
 	pthread_mutex_init(&c->acc_lock, NULL);
 	pthread_cond_init(&c->acc_cond, NULL);
+	pthread_mutex_init(&c->saver_lock, NULL);
+	pthread_cond_init(&c->saver_cond, NULL);
 	c->nbrokers = cfg->nbrokers;
 	for (int i = 0; i < cfg->nbrokers; i++) {
 		c->brokers[i].id = cfg->broker_ids[i];
@@ -865,6 +1157,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 			if (md.broker_ids[j] == cfg->broker_ids[i])
 				c->brokers[i].online = md.broker_online[j];
 	}
+	sweep_strays(c, &md);
 	pthread_rwlock_wrlock(&c->lock);
 	c->next_producer_id = md.next_producer_id;
 	for (size_t i = 0; i < md.nproducers; i++)
@@ -872,6 +1165,10 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 			     md.producers[i].epoch);
 	for (size_t i = 0; i < md.ntopics && !err; i++) {
 		mk_metadata_topic *mt = &md.topics[i];
+		if (mt->deleting) {
+			finish_deletion(c, mt);
+			continue;
+		}
 		mk_topic_config tc;
 		mk_topic_config_init(&tc, &c->cfg);
 		err = apply_overrides(&tc, (const char *const *)mt->overrides,
@@ -879,7 +1176,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 		mk_topic *t = NULL;
 		if (!err)
 			err = build_topic(c, mt->name, mt->npartitions, mt->rf, &tc,
-					  mt->parts, &t);
+					  mt->parts, false, &t);
 		size_t pos;
 		if (!err && find_topic(c, mt->name, &pos) == NULL)
 			err = insert_topic(c, t, pos);
@@ -894,13 +1191,26 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	}
 	c->opened = true;
 	atomic_fetch_add(&c->meta_dirty, 1);
-	mk_cluster_sync_metadata(c);
+	if ((err = mk_cluster_sync_metadata(c))) {
+		if (why)
+			mk_strbuf_addf(why, "cannot write %s/metadata", data_dir);
+		c->opened = false;
+		mk_cluster_close(c);
+		return err;
+	}
 	*out = c;
 	return MK_OK;
 }
 
 void mk_cluster_start(mk_cluster *c)
 {
+	if (!c->saver_started &&
+	    pthread_create(&c->saver, NULL, saver_main, c) == 0) {
+		c->saver_started = true;
+		/* From here on ISR changes wait for the saver (replica.h). */
+		c->env.meta_notify = meta_notify;
+		c->env.meta_arg = c;
+	}
 	if (!c->clock.manual && !c->sender_started &&
 	    pthread_create(&c->sender, NULL, sender_main, c) == 0)
 		c->sender_started = true;
@@ -931,10 +1241,22 @@ void mk_cluster_begin_shutdown(mk_cluster *c)
 	mk_cluster_each_partition(c, wake_one, NULL);
 }
 
-void mk_cluster_close(mk_cluster *c)
+static void stop_saver(mk_cluster *c)
+{
+	if (!c->saver_started)
+		return;
+	pthread_mutex_lock(&c->saver_lock);
+	c->saver_stop = true;
+	pthread_cond_signal(&c->saver_cond);
+	pthread_mutex_unlock(&c->saver_lock);
+	pthread_join(c->saver, NULL);
+	c->saver_started = false;
+}
+
+mk_err mk_cluster_close(mk_cluster *c)
 {
 	if (!c)
-		return;
+		return MK_OK;
 	mk_cluster_begin_shutdown(c);
 	for (int i = 0; i < c->nbrokers; i++)
 		if (c->brokers[i].fetcher_started)
@@ -954,8 +1276,12 @@ void mk_cluster_close(mk_cluster *c)
 		mk_strbuf_release(&why);
 	}
 	pthread_mutex_unlock(&c->acc_lock);
+	/* The final save runs here, on this thread: the saver stops first
+	 * (the partitions still call meta_notify, which only kicks). */
+	stop_saver(c);
+	mk_err err = MK_OK;
 	if (c->opened)   /* never overwrite metadata we failed to load */
-		mk_cluster_flush(c, NULL);
+		err = mk_cluster_flush(c, NULL);
 	for (size_t i = 0; i < c->ntopics; i++)
 		mk_topic_put(c->topics[i]);
 	free(c->topics);
@@ -970,7 +1296,12 @@ void mk_cluster_close(mk_cluster *c)
 	pthread_mutex_destroy(&c->acc_lock);
 	pthread_cond_destroy(&c->acc_cond);
 	free(c->accs);
+	pthread_mutex_destroy(&c->saver_lock);
+	pthread_cond_destroy(&c->saver_cond);
 	mk_errlog_destroy(&c->errlog);
 	free(c->data_dir);
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);   /* the data directory's lock goes last */
 	free(c);
+	return err;
 }

@@ -14,9 +14,28 @@
  *                      readers: lookups and listings; writers: create,
  *                      delete, config changes, broker state changes
  *   p->lock            one partition (replica.h)
- *   c->meta_lock       serialises metadata writes (taken with no other
- *                      lock held; it takes c->lock for reading and each
- *                      p->lock briefly to snapshot)
+ *   c->meta_lock       serialises metadata writes and every control
+ *                      change (taken with no other lock held; it takes
+ *                      c->lock and each p->lock briefly to plan, snapshot
+ *                      and apply, and holds neither during the fsync)
+ *   c->saver_lock      the saver's wake-up flag (a leaf: taken under
+ *                      p->lock by meta_notify)
+ *
+ * Decide, persist, act: a control change (broker crash or restart,
+ * promotion, topic creation, deletion or configuration) is planned, the
+ * plan saved to the metadata file, and only then applied; a failed save
+ * fails the change and changes nothing. ISR changes decided inside a
+ * partition are saved by the saver thread before they count (replica.h).
+ * A deletion is saved as a "deleting" mark first, and finished at the next
+ * mount if a crash interrupts it; a creation is saved before lookups find
+ * the topic (stray directories of an unsaved creation are removed when the
+ * name is created again).
+ *
+ * Crash points: topic.create.{before-build,before-save,before-insert},
+ * topic.delete.{after-mark,after-partition,before-save},
+ * broker.crash.{before-save,after-save}, replica.crash.before-truncate,
+ * broker.restart.{before-save,after-save}, promote.{before-save,after-save},
+ * and those of the metadata file (metadata.h).
  *
  * Topics are reference counted: the table holds one reference, every
  * lookup another (mk_topic_put releases). A deleted topic leaves the table
@@ -62,6 +81,7 @@ typedef struct {
 
 typedef struct mk_cluster {
 	char *data_dir;
+	int lock_fd;             /* flock(LOCK_EX) on data_dir while open */
 	mk_config cfg;
 	mk_clock clock;
 	mk_errlog errlog;
@@ -94,6 +114,11 @@ typedef struct mk_cluster {
 	bool cleaner_started;
 
 	pthread_mutex_t meta_lock;
+	pthread_t saver;             /* saves ISR changes (see cluster.c) */
+	bool saver_started;
+	pthread_mutex_t saver_lock;
+	pthread_cond_t saver_cond;
+	bool saver_kick, saver_stop; /* guarded by saver_lock */
 	pthread_mutex_t stop_lock;   /* with stop_cond: wakes the fetchers */
 	pthread_cond_t stop_cond;
 } mk_cluster;
@@ -112,8 +137,9 @@ void mk_cluster_start(mk_cluster *c);
  * follow) returns at once, so flushing what is left cannot hang.
  */
 void mk_cluster_begin_shutdown(mk_cluster *c);
-/* Graceful close: stop fetchers, flush every log, save metadata, free. */
-void mk_cluster_close(mk_cluster *c);
+/* Graceful close: stop fetchers, flush every log, save metadata, free.
+ * The error of the final flush and save (the daemon exits non-zero). */
+mk_err mk_cluster_close(mk_cluster *c);
 
 /* Topics. partitions/rf < 0 take the configured defaults. */
 mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,

@@ -4,6 +4,7 @@
  * `topic` set; their order gives the bits of mk_topic_config.overrides.
  */
 #include "config.h"
+#include "fileio.h"
 #include "parse.h"
 
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef enum { T_INT, T_BOOL, T_ENUM, T_BROKERS } key_type;
 
@@ -285,12 +287,98 @@ static mk_err check_consistent(const mk_config *cfg, mk_strbuf *why)
 	return MK_OK;
 }
 
+/* iniparser reports syntax errors on stderr by itself; ini_scan has
+ * reported them first, as one line. */
+static int quiet(const char *fmt, ...)
+{
+	(void)fmt;
+	return 0;
+}
+
+/*
+ * The file's lines, for messages that name one: with want NULL, the first
+ * line that is not blank, a comment (; or #), a [section] or KEY = VALUE
+ * (0 when all are); with want "section:key", the line setting it (0 when
+ * none does). Sections and keys compare as iniparser does (lower case).
+ */
+static int ini_scan(const char *text, const char *want)
+{
+	char sec[128] = "";
+	int lineno = 0;
+	for (const char *l = text, *next; *l; l = next) {
+		lineno++;
+		next = strchr(l, '\n');
+		size_t n = next ? (size_t)(next - l) : strlen(l);
+		next = next ? next + 1 : l + n;
+		while (n && (*l == ' ' || *l == '\t'))
+			l++, n--;
+		while (n && (l[n - 1] == ' ' || l[n - 1] == '\t' || l[n - 1] == '\r'))
+			n--;
+		if (!n || *l == ';' || *l == '#')
+			continue;
+		if (*l == '[') {
+			if (l[n - 1] != ']' || n - 2 >= sizeof sec)
+				return want ? 0 : lineno;
+			for (size_t i = 0; i < n - 2; i++)
+				sec[i] = (char)(l[i + 1] >= 'A' && l[i + 1] <= 'Z'
+						? l[i + 1] + 32 : l[i + 1]);
+			sec[n - 2] = '\0';
+			continue;
+		}
+		const char *eq = memchr(l, '=', n);
+		if (!eq || eq == l)
+			return want ? 0 : lineno;
+		if (!want)
+			continue;
+		size_t kl = (size_t)(eq - l);
+		while (kl && (l[kl - 1] == ' ' || l[kl - 1] == '\t'))
+			kl--;
+		size_t sl = strlen(sec);
+		if (!strncmp(want, sec, sl) && want[sl] == ':' &&
+		    strlen(want + sl + 1) == kl &&
+		    !strncasecmp(want + sl + 1, l, kl))
+			return lineno;
+	}
+	return 0;
+}
+
+/* "PATH:LINE: " before what why holds from byte `from` on. */
+static void at_line(mk_strbuf *why, size_t from, const char *path, int line)
+{
+	if (!why)
+		return;
+	mk_strbuf msg = MK_STRBUF_INIT;
+	mk_strbuf_addf(&msg, "%s:%d: ", path, line);
+	mk_strbuf_add(&msg, why->buf + from, why->len - from);
+	mk_strbuf_setlen(why, from);
+	mk_strbuf_add(why, msg.buf, msg.len);
+	mk_strbuf_release(&msg);
+}
+
 mk_err mk_config_load(mk_config *cfg, const char *path, mk_strbuf *why)
 {
+	mk_strbuf text = MK_STRBUF_INIT;
+	bool missing;
+	if (mk_file_read(path, &text, &missing) || missing) {
+		if (why)
+			mk_strbuf_addf(why, "%s: cannot read the configuration", path);
+		mk_strbuf_release(&text);
+		return MK_INVALID_CONFIG;
+	}
+	int bad = ini_scan(text.buf, NULL);
+	if (bad || memchr(text.buf, '\0', text.len)) {
+		if (why)
+			mk_strbuf_addf(why, "%s:%d: not a [section], KEY = VALUE, comment or blank line",
+				       path, bad ? bad : 1);
+		mk_strbuf_release(&text);
+		return MK_INVALID_CONFIG;
+	}
+	iniparser_set_error_callback(quiet);
 	dictionary *d = iniparser_load(path);
 	if (!d) {
 		if (why)
 			mk_strbuf_addf(why, "%s: cannot read or parse configuration", path);
+		mk_strbuf_release(&text);
 		return MK_INVALID_CONFIG;
 	}
 	mk_err err = MK_OK;
@@ -309,9 +397,11 @@ mk_err mk_config_load(mk_config *cfg, const char *path, mk_strbuf *why)
 		for (int i = 0; i < nk && !err; i++) {
 			/* iniparser lowercases and joins as "section:key". */
 			const key_def *k = find_key(names[i]);
+			size_t from = why ? why->len : 0;
 			if (!k) {
 				if (why)
-					mk_strbuf_addf(why, "%s: unknown key '%s'", path, names[i]);
+					mk_strbuf_addf(why, "unknown key '%s'", names[i]);
+				at_line(why, from, path, ini_scan(text.buf, names[i]));
 				err = MK_INVALID_CONFIG;
 				break;
 			}
@@ -321,12 +411,14 @@ mk_err mk_config_load(mk_config *cfg, const char *path, mk_strbuf *why)
 			else
 				err = parse_value(k, v, field(cfg, k, false), why);
 			if (err && why) {
-				mk_strbuf_addf(why, " in %s [%s]", path, sec);
+				mk_strbuf_addf(why, " [%s]", sec);
+				at_line(why, from, path, ini_scan(text.buf, names[i]));
 			}
 		}
 		free(names);
 	}
 	iniparser_freedict(d);
+	mk_strbuf_release(&text);
 	if (!err)
 		err = check_consistent(cfg, why);
 	return err;

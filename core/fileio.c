@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "failpoint.h"
+
 mk_err mk_fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -55,7 +57,24 @@ mk_err mk_pread_all(int fd, void *buf, size_t len, long long off)
 	return MK_OK;
 }
 
+/* A crash point PREFIX.STEP, named only when points are active. */
+static void point(const char *prefix, const char *step)
+{
+	if (!prefix || !atomic_load_explicit(&mk_failpoints_active,
+					     memory_order_relaxed))
+		return;
+	char name[64];
+	snprintf(name, sizeof name, "%s.%s", prefix, step);
+	mk_failpoint_hit_slow(name);
+}
+
 mk_err mk_file_replace(const char *path, const void *data, size_t len)
+{
+	return mk_file_replace_fp(path, data, len, NULL);
+}
+
+mk_err mk_file_replace_fp(const char *path, const void *data, size_t len,
+			  const char *prefix)
 {
 	mk_strbuf tmp = MK_STRBUF_INIT;
 	mk_strbuf_addf(&tmp, "%s.tmp", path);
@@ -63,16 +82,24 @@ mk_err mk_file_replace(const char *path, const void *data, size_t len)
 	int fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		goto out;
-	if (mk_pwrite_all(fd, data, len, 0) || fsync(fd)) {
+	if (mk_pwrite_all(fd, data, len, 0)) {
+		close(fd);
+		unlink(tmp.buf);
+		goto out;
+	}
+	point(prefix, "after-write");
+	if (fsync(fd)) {
 		close(fd);
 		unlink(tmp.buf);
 		goto out;
 	}
 	close(fd);
+	point(prefix, "after-fsync");
 	if (rename(tmp.buf, path)) {
 		unlink(tmp.buf);
 		goto out;
 	}
+	point(prefix, "after-rename");
 	/* The directory is the part of path before its last slash. */
 	const char *slash = strrchr(path, '/');
 	mk_strbuf_reset(&tmp);
@@ -81,6 +108,8 @@ mk_err mk_file_replace(const char *path, const void *data, size_t len)
 	else
 		mk_strbuf_addch(&tmp, '.');
 	err = mk_fsync_dir(tmp.buf);
+	if (!err)
+		point(prefix, "done");
 out:
 	mk_strbuf_release(&tmp);
 	return err;
@@ -124,7 +153,19 @@ mk_err mk_mkdirs(const char *path)
 			continue;
 		char save = p.buf[i];
 		p.buf[i] = '\0';
-		if (mkdir(p.buf, 0755) && errno != EEXIST) {
+		if (mkdir(p.buf, 0755) == 0) {
+			/* A new directory is durable once its parent is. */
+			char *slash = strrchr(p.buf, '/');
+			if (slash && slash != p.buf) {
+				*slash = '\0';
+				err = mk_fsync_dir(p.buf);
+				*slash = '/';
+			} else if (slash == NULL) {
+				err = mk_fsync_dir(".");
+			}
+			if (err)
+				break;
+		} else if (errno != EEXIST) {
 			err = MK_KAFKA_STORAGE_ERROR;
 			break;
 		}

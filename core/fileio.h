@@ -17,11 +17,19 @@
 
 /* Atomically replace path with data. */
 mk_err mk_file_replace(const char *path, const void *data, size_t len);
+/*
+ * The same, with crash points named PREFIX.after-write (the temporary file
+ * written, not fsynced), PREFIX.after-fsync, PREFIX.after-rename (the
+ * directory not yet fsynced) and PREFIX.done.
+ */
+mk_err mk_file_replace_fp(const char *path, const void *data, size_t len,
+			  const char *prefix);
 /* Read a whole file. ENOENT is reported as *missing = true, MK_OK. */
 mk_err mk_file_read(const char *path, mk_strbuf *out, bool *missing);
 /* fsync a directory so that renames and creations in it are durable. */
 mk_err mk_fsync_dir(const char *dir);
-/* mkdir -p; existing directories are fine. */
+/* mkdir -p; existing directories are fine. Each directory it creates is
+ * fsynced into its parent. */
 mk_err mk_mkdirs(const char *path);
 /* rm -rf of a directory we own. */
 mk_err mk_remove_tree(const char *path);

@@ -63,6 +63,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "failpoint.h"
 #include "fileio.h"
 #include "segment.h"
 #include "segswap.h"
@@ -108,6 +109,8 @@ struct mk_log {
 	int64_t recovery_point;     /* below it, everything was fsynced */
 	mk_epoch_entry *epochs;     /* epochs and starts strictly increasing */
 	size_t nepochs, epochs_cap;
+	int64_t *bases;             /* segs' base offsets, as the checkpoint */
+	size_t nbases, bases_cap;   /* lists them (mirrored by the owner) */
 	/* The owner's thread only: */
 	int64_t unflushed;          /* records appended since the last fsync */
 	mk_strbuf err;              /* the last storage error */
@@ -279,6 +282,8 @@ typedef struct {
 	int64_t recovery_point;
 	mk_epoch_entry *epochs;
 	size_t nepochs;
+	int64_t *bases;             /* "segments": durable segments' bases */
+	size_t nbases;
 } checkpoint;
 
 static void ckpt_format(const mk_log *log, mk_strbuf *out)
@@ -289,6 +294,39 @@ static void ckpt_format(const mk_log *log, mk_strbuf *out)
 	for (size_t i = 0; i < log->nepochs; i++)
 		mk_strbuf_addf(out, "epoch %d %lld\n", (int)log->epochs[i].epoch,
 			       (long long)log->epochs[i].start_offset);
+	/* The segments below the recovery point: a missing one is damage
+	 * (open refuses the log), never a silent gap. */
+	bool any = false;
+	for (size_t i = 0; i < log->nbases; i++) {
+		int64_t b = log->bases[i];
+		if (b < log->start_offset && i + 1 < log->nbases &&
+		    log->bases[i + 1] <= log->start_offset)
+			continue;           /* wholly below the log start */
+		if (b >= log->recovery_point)
+			break;
+		mk_strbuf_addstr(out, any ? " " : "segments ");
+		mk_strbuf_addf(out, "%lld", (long long)b);
+		any = true;
+	}
+	if (any)
+		mk_strbuf_addch(out, '\n');
+}
+
+/* The owner's thread: the checkpoint's copy of the segment list follows
+ * log->segs (read by the flusher under state_lock). */
+static void mirror_bases(mk_log *log)
+{
+	pthread_mutex_lock(&log->state_lock);
+	if (log->bases_cap < log->nsegs) {
+		log->bases_cap = log->segs_cap;
+		log->bases = realloc(log->bases, log->bases_cap * sizeof(*log->bases));
+		if (!log->bases)
+			abort();
+	}
+	for (size_t i = 0; i < log->nsegs; i++)
+		log->bases[i] = log->segs[i]->base;
+	log->nbases = log->nsegs;
+	pthread_mutex_unlock(&log->state_lock);
 }
 
 /* Under state_lock (or before the flusher exists). */
@@ -296,7 +334,8 @@ static mk_err ckpt_write_locked(mk_log *log, mk_strbuf *why)
 {
 	mk_strbuf text = MK_STRBUF_INIT;
 	ckpt_format(log, &text);
-	mk_err err = mk_file_replace(log->ckpt_path, text.buf, text.len);
+	mk_err err = mk_file_replace_fp(log->ckpt_path, text.buf, text.len,
+					"log.ckpt");
 	mk_strbuf_release(&text);
 	if (err)
 		mk_strbuf_addf(why, "%s: write failed: %s", log->ckpt_path,
@@ -307,6 +346,7 @@ static mk_err ckpt_write_locked(mk_log *log, mk_strbuf *why)
 static mk_err ckpt_write(mk_log *log)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
+	mirror_bases(log);
 	pthread_mutex_lock(&log->state_lock);
 	mk_err err = ckpt_write_locked(log, &why);
 	pthread_mutex_unlock(&log->state_lock);
@@ -402,6 +442,25 @@ static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
 			}
 			c->epochs[c->nepochs++] =
 				(mk_epoch_entry){ (int32_t)a, b };
+		} else if (!strncmp(line, "segments ", 9) && !c->nbases) {
+			p += 8;
+			size_t bcap = 0;
+			while (*p && !bad) {
+				if (!parse_num(&p, &a) ||
+				    (c->nbases && a <= c->bases[c->nbases - 1])) {
+					bad = "bad segments line";
+					break;
+				}
+				if (c->nbases == bcap) {
+					bcap = bcap ? bcap * 2 : 16;
+					c->bases = realloc(c->bases, bcap * sizeof(*c->bases));
+					if (!c->bases)
+						abort();
+				}
+				c->bases[c->nbases++] = a;
+			}
+			if (bad)
+				break;
 		} else {
 			bad = "unknown line";
 			break;
@@ -415,6 +474,9 @@ static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
 		free(c->epochs);
 		c->epochs = NULL;
 		c->nepochs = 0;
+		free(c->bases);
+		c->bases = NULL;
+		c->nbases = 0;
 		return MK_KAFKA_STORAGE_ERROR;
 	}
 	return MK_OK;
@@ -436,6 +498,7 @@ static mk_err run_jobs(mk_log *log, const flush_job *jobs, size_t n,
 		if (err)
 			return err;
 	}
+	MK_FAILPOINT("log.flush.before-checkpoint");
 	pthread_mutex_lock(&log->state_lock);
 	if (jobs[n - 1].next > log->recovery_point)
 		log->recovery_point = jobs[n - 1].next;
@@ -502,6 +565,7 @@ static mk_err flusher_add(mk_log *log, mk_segment *seg, int64_t next)
 {
 	flusher *fl = &log->fl;
 	flush_job job = { seg, next };
+	mirror_bases(log);
 	pthread_mutex_lock(&fl->lock);
 	mk_err err = flusher_failed(log);
 	if (err) {
@@ -637,6 +701,7 @@ static void log_free(mk_log *log)
 	free(log->ckpt_path);
 	free(log->segs);
 	free(log->epochs);
+	free(log->bases);
 	mk_strbuf_release(&log->err);
 	free(log->fl.q);
 	mk_strbuf_release(&log->fl.msg);
@@ -710,7 +775,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	mk_strbuf text = MK_STRBUF_INIT, scratch = MK_STRBUF_INIT;
 	int64_t *bases = NULL;
 	size_t nbases = 0;
-	checkpoint ck = { 0, 0, NULL, 0 };
+	checkpoint ck = { 0, 0, NULL, 0, NULL, 0 };
 	epoch_seen seen = { NULL, 0, 0 };
 	bool missing;
 	mk_err err = mk_segswap_recover(dir, why);  /* a cleaner swap */
@@ -727,6 +792,20 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	}
 	if (!missing && (err = ckpt_parse(log->ckpt_path, text.buf, &ck, why)))
 		goto fail;
+	/* Every durable segment the checkpoint lists is there. */
+	for (size_t i = 0, j = 0; i < ck.nbases; i++) {
+		if (ck.bases[i] < ck.start_offset || ck.bases[i] >= ck.recovery_point)
+			continue;
+		while (j < nbases && bases[j] < ck.bases[i])
+			j++;
+		if (j == nbases || bases[j] != ck.bases[i]) {
+			if (why)
+				mk_strbuf_addf(why, "%s/%020lld.log is missing (the checkpoint lists it): the log would have a gap",
+					       dir, (long long)ck.bases[i]);
+			err = MK_KAFKA_STORAGE_ERROR;
+			goto fail;
+		}
+	}
 
 	/*
 	 * Recovery starts at the segment holding the recovery point: normally
@@ -832,6 +911,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	log->recovery_point = leo;
 
 	mk_strbuf_reset(&scratch);
+	mirror_bases(log);
 	ckpt_format(log, &scratch);
 	if (missing || scratch.len != text.len ||
 	    memcmp(scratch.buf, text.buf, text.len) != 0) {
@@ -843,6 +923,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	}
 	free(bases);
 	free(ck.epochs);
+	free(ck.bases);
 	free(seen.v);
 	mk_strbuf_release(&text);
 	mk_strbuf_release(&scratch);
@@ -853,6 +934,7 @@ fail:
 		mk_segment_close(log->segs[i]);
 	free(bases);
 	free(ck.epochs);
+	free(ck.bases);
 	free(seen.v);
 	mk_strbuf_release(&text);
 	mk_strbuf_release(&scratch);
@@ -923,6 +1005,35 @@ void mk_log_crash(mk_log *log, bool torn)
 	log_free(log);
 }
 
+int32_t mk_log_peek_latest_epoch(const char *dir)
+{
+	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	mk_strbuf_addf(&path, "%s/" CHECKPOINT, dir);
+	bool missing;
+	checkpoint ck;
+	int32_t e = -1;
+	if (!mk_file_read(path.buf, &text, &missing) && !missing &&
+	    !ckpt_parse(path.buf, text.buf, &ck, NULL)) {
+		if (ck.nepochs)
+			e = ck.epochs[ck.nepochs - 1].epoch;
+		free(ck.epochs);
+		free(ck.bases);
+	}
+	mk_strbuf_release(&path);
+	mk_strbuf_release(&text);
+	return e;
+}
+
+void mk_log_abandon(mk_log *log)
+{
+	if (!log)
+		return;
+	flusher_stop(log);
+	for (size_t i = 0; i < log->nsegs; i++)
+		mk_segment_close(log->segs[i]);
+	log_free(log);
+}
+
 /* ---- small accessors ----------------------------------------------------- */
 
 void mk_log_set_config(mk_log *log, const mk_log_config *cfg)
@@ -978,16 +1089,20 @@ static mk_err roll(mk_log *log)
 {
 	mk_segment *old = active(log);
 	mk_strbuf msg = MK_STRBUF_INIT;
+	MK_FAILPOINT("log.roll.before-seal");
 	mk_err err = mk_segment_seal(old, &msg);
 	mk_segment *s = NULL;
-	if (!err)
+	if (!err) {
+		MK_FAILPOINT("log.roll.after-seal");
 		err = mk_segment_create(log->dir, old->next_offset, &s, &msg);
+	}
 	if (err) {
 		old->active = true;
 		storage_error(log, &msg);
 		mk_strbuf_release(&msg);
 		return err;
 	}
+	MK_FAILPOINT("log.roll.after-create");
 	push_segment(log, s);
 	mk_strbuf_release(&msg);
 	return flusher_add(log, old, s->base);
@@ -1322,6 +1437,18 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 		goto out;
 	if (err)
 		goto storage;
+	/*
+	 * Decide, persist, act: the checkpoint first stops listing the
+	 * segments that go (its recovery point drops to the cut), so that a
+	 * crash part-way never finds a listed segment missing.
+	 */
+	pthread_mutex_lock(&log->state_lock);
+	bool lower = log->recovery_point > offset;
+	if (lower)
+		log->recovery_point = offset;
+	pthread_mutex_unlock(&log->state_lock);
+	if (lower && (err = ckpt_write(log)))
+		goto out;
 	/* Later segments go first, newest first: a crash part-way leaves a
 	 * prefix of the log, whose last segment is then recovered. */
 	while (log->nsegs > i + 1) {
@@ -1329,9 +1456,11 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 		if ((err = mk_segment_remove(t, &msg)))
 			goto storage;
 	}
+	MK_FAILPOINT("log.truncate.before-cut");
 	if ((err = mk_segment_cut_at(s, &cut, log->cfg.index_interval_bytes,
 				     &msg)))
 		goto storage;
+	MK_FAILPOINT("log.truncate.after-cut");
 	if (mk_fsync_dir(log->dir)) {
 		mk_strbuf_addf(&msg, "%s: fsync failed", log->dir);
 		err = MK_KAFKA_STORAGE_ERROR;
@@ -1341,6 +1470,7 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 	set_recovery_point(log, offset);
 	log->unflushed = 0;
 	err = ckpt_write(log);
+	MK_FAILPOINT("log.truncate.done");
 	goto out;
 storage:
 	storage_error(log, &msg);
@@ -1460,6 +1590,20 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	for (size_t i = 0; i < n; i++)
 		olds[i] = log->segs[first + i]->base;
 	mk_strbuf msg = MK_STRBUF_INIT;
+	/* The checkpoint first stops listing the segments the swap replaces,
+	 * so that a crash at any step of the swap never finds a listed
+	 * segment missing at open; it lists the new ones once they are in. */
+	mirror_bases(log);
+	pthread_mutex_lock(&log->state_lock);
+	memmove(log->bases + first, log->bases + first + n,
+		(log->nbases - first - n) * sizeof(*log->bases));
+	log->nbases -= n;
+	err = ckpt_write_locked(log, &msg);
+	pthread_mutex_unlock(&log->state_lock);
+	if (err) {
+		storage_error(log, &msg);
+		goto out;
+	}
 	err = mk_segswap_commit(log->dir, olds, n, news, nnew, state,
 				state_len, &msg);
 	for (size_t i = 0; i < nnew && !err; i++)
@@ -1488,6 +1632,7 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	}
 	for (size_t i = 0; i < nnew; i++)
 		log->segs[first + i] = fresh[i];
+	err = ckpt_write(log);
 out:
 	free(olds);
 	free(fresh);

@@ -8,9 +8,10 @@
  *                                     offset, u32 byte position) entries
  *     NNNNNNNNNNNNNNNNNNNN.timeindex  sparse time index: (i64 max timestamp
  *                                     so far, u32 relative offset) entries
- *     checkpoint                      log start offset, recovery point and
+ *     checkpoint                      log start offset, recovery point,
  *                                     the leader-epoch cache (epoch, start
- *                                     offset), replaced atomically
+ *                                     offset) and the durable segments'
+ *                                     bases, replaced atomically
  *
  * N is the segment's base offset in 20 digits. The last segment is active,
  * the others closed. Invariants:
@@ -25,7 +26,12 @@
  *   - indexes are accelerators only: a missing or invalid index is rebuilt
  *     from its segment;
  *   - the epoch cache's start offsets increase with the epochs, and every
- *     entry starts below the log end.
+ *     entry starts below the log end;
+ *   - every segment the checkpoint lists (those below its recovery point
+ *     and not below its log start) exists: open refuses a log missing one
+ *     (no silent gap). So a segment is removed only once a checkpoint no
+ *     longer lists it (truncation lowers the recovery point first; a
+ *     deletion moves the log start first).
  *
  * Open scans the segments from the one holding the recovery point to the
  * end: normally only the active one, a few more after a crash that left
@@ -36,6 +42,12 @@
  * read: a frame failing its CRC there is reported as KAFKA_STORAGE_ERROR
  * with the file and position in mk_log_error(), and the log is repaired by
  * nobody — the owner takes the replica offline.
+ *
+ * Crash points: log.roll.{before-seal,after-seal,after-create},
+ * log.flush.before-checkpoint (rolled segments fsynced, the recovery point
+ * not yet moved), log.truncate.{before-cut,after-cut,done}, the
+ * checkpoint's replacement log.ckpt.{after-write,after-fsync,after-rename,
+ * done} (fileio.h), and segment.create.after-open (segment.h).
  *
  * An mk_log is not thread-safe: its owner (the partition, see replica.h)
  * serialises every call under its lock. Each log has its own flusher
@@ -90,6 +102,12 @@ void mk_log_close(mk_log *log);
  * without flushing. Reopening it with mk_log_open is the recovery.
  */
 void mk_log_crash(mk_log *log, bool torn);
+/*
+ * After a storage error: stop using the log without touching its files —
+ * no flush, no truncation (what the page cache holds stays; the next open
+ * recovers from what is on disk). Frees the log.
+ */
+void mk_log_abandon(mk_log *log);
 
 void mk_log_set_config(mk_log *log, const mk_log_config *cfg);
 const char *mk_log_dir(const mk_log *log);
@@ -163,6 +181,9 @@ mk_err mk_log_wait_flusher(mk_log *log);
 
 /* Leader-epoch cache (KIP-101). */
 int32_t mk_log_latest_epoch(const mk_log *log);      /* -1 when empty */
+/* The newest epoch the checkpoint in dir holds, without opening the log
+ * (an offline replica's); -1 when none or unreadable. */
+int32_t mk_log_peek_latest_epoch(const char *dir);
 size_t mk_log_epochs(const mk_log *log, const mk_epoch_entry **entries);
 /*
  * For a follower asking "where does epoch E end on the leader": the largest

@@ -1,11 +1,23 @@
 #include "metadata.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
+#include "failpoint.h"
 #include "fileio.h"
+#include "parse.h"
 #include "topic_name.h"
+
+static size_t mk_count_lines(const char *s, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += s[i] == '\n';
+	return k;
+}
 
 static void add_ids(mk_strbuf *out, const int *ids, int n)
 {
@@ -13,53 +25,124 @@ static void add_ids(mk_strbuf *out, const int *ids, int n)
 		mk_strbuf_addf(out, "%s%d", i ? "," : "", ids[i]);
 }
 
-mk_err mk_metadata_save(mk_cluster *c)
+static const mk_partition_state *planned(const mk_meta_plan *plan,
+					 const mk_partition *p)
+{
+	for (size_t i = 0; plan && i < plan->nparts; i++)
+		if (plan->parts[i].p == p)
+			return &plan->parts[i].st;
+	return NULL;
+}
+
+/* A topic's lines; its partitions' states are appended to saved. */
+static void format_topic(mk_strbuf *out, mk_topic *t, const mk_meta_plan *plan,
+			 mk_meta_part **saved, size_t *nsaved)
+{
+	const mk_topic_config *cfg =
+		plan && plan->cfg_topic == t ? plan->cfg : &t->cfg;
+	mk_strbuf_addf(out, "topic %s %d %d", t->name, t->npartitions,
+		       t->replication_factor);
+	if (cfg->overrides) {
+		mk_strbuf_addch(out, ' ');
+		mk_topic_config_format_overrides(cfg, out);
+	}
+	mk_strbuf_addch(out, '\n');
+	*saved = realloc(*saved, (*nsaved + (size_t)t->npartitions) * sizeof(**saved));
+	if (!*saved)
+		abort();
+	for (int p = 0; p < t->npartitions; p++) {
+		mk_meta_part *mp = &(*saved)[(*nsaved)++];
+		mp->p = t->partitions[p];
+		const mk_partition_state *pl = planned(plan, mp->p);
+		if (pl)
+			mp->st = *pl;
+		else
+			mk_partition_state_get(mp->p, &mp->st);
+		const mk_partition_state *st = &mp->st;
+		mk_strbuf_addf(out, "partition %s %d leader=", t->name, p);
+		if (st->leader < 0)
+			mk_strbuf_addstr(out, "none");
+		else
+			mk_strbuf_addf(out, "%d", st->leader);
+		mk_strbuf_addf(out, " epoch=%d replicas=", st->leader_epoch);
+		add_ids(out, st->brokers, st->nreplicas);
+		mk_strbuf_addstr(out, " isr=");
+		add_ids(out, st->isr, st->nisr);
+		mk_strbuf_addch(out, '\n');
+	}
+	if (plan && plan->deleting && !strcmp(plan->deleting, t->name))
+		mk_strbuf_addf(out, "deleting %s\n", t->name);
+}
+
+mk_err mk_metadata_save(mk_cluster *c, const mk_meta_plan *plan)
 {
 	mk_strbuf out = MK_STRBUF_INIT, path = MK_STRBUF_INIT;
+	mk_meta_part *saved = NULL;
+	size_t nsaved = 0;
+	mk_topic **held = NULL;
+	size_t nheld = 0;
 	uint64_t version = atomic_load(&c->meta_dirty);
-	mk_strbuf_addstr(&out, "minikafka-metadata 1\n");
+	mk_strbuf_addstr(&out, "minikafka-metadata 2\n");
 	pthread_rwlock_rdlock(&c->lock);
-	for (int b = 0; b < c->nbrokers; b++)
+	for (int b = 0; b < c->nbrokers; b++) {
+		bool online = c->brokers[b].online;
+		if (plan && plan->broker == c->brokers[b].id)
+			online = plan->broker_online;
 		mk_strbuf_addf(&out, "broker %d %s\n", c->brokers[b].id,
-			       c->brokers[b].online ? "online" : "offline");
-	for (size_t i = 0; i < c->ntopics; i++) {
+			       online ? "online" : "offline");
+	}
+	/* Topics stay referenced until their partitions hear of the save. */
+	held = calloc(c->ntopics + 1, sizeof(*held));
+	if (!held)
+		abort();
+	bool added = false;
+	for (size_t i = 0; i <= c->ntopics; i++) {
+		mk_topic *add = plan ? plan->add : NULL;
+		if (add && !added &&
+		    (i == c->ntopics || strcmp(add->name, c->topics[i]->name) < 0)) {
+			format_topic(&out, add, plan, &saved, &nsaved);
+			added = true;
+		}
+		if (i == c->ntopics)
+			break;
 		mk_topic *t = c->topics[i];
-		mk_strbuf_addf(&out, "topic %s %d %d", t->name, t->npartitions,
-			       t->replication_factor);
-		if (t->cfg.overrides) {
-			mk_strbuf_addch(&out, ' ');
-			mk_topic_config_format_overrides(&t->cfg, &out);
-		}
-		mk_strbuf_addch(&out, '\n');
-		for (int p = 0; p < t->npartitions; p++) {
-			mk_partition_state st;
-			mk_partition_state_get(t->partitions[p], &st);
-			mk_strbuf_addf(&out, "partition %s %d leader=", t->name, p);
-			if (st.leader < 0)
-				mk_strbuf_addstr(&out, "none");
-			else
-				mk_strbuf_addf(&out, "%d", st.leader);
-			mk_strbuf_addf(&out, " epoch=%d replicas=", st.leader_epoch);
-			add_ids(&out, st.brokers, st.nreplicas);
-			mk_strbuf_addstr(&out, " isr=");
-			add_ids(&out, st.isr, st.nisr);
-			mk_strbuf_addch(&out, '\n');
-		}
+		atomic_fetch_add(&t->refs, 1);
+		held[nheld++] = t;
+		format_topic(&out, t, plan, &saved, &nsaved);
 	}
 	if (c->clock.manual)
 		mk_strbuf_addf(&out, "clock %lld\n", (long long)mk_clock_now(&c->clock));
-	mk_strbuf_addf(&out, "next_producer_id %lld\n", (long long)c->next_producer_id);
+	const char *pn = plan ? plan->producer : NULL;
+	mk_strbuf_addf(&out, "next_producer_id %lld\n",
+		       (long long)(pn ? plan->next_producer_id : c->next_producer_id));
 	for (size_t i = 0; i < c->nproducers; i++)
-		mk_strbuf_addf(&out, "producer %s %lld %d\n", c->producers[i].name,
-			       (long long)c->producers[i].id, c->producers[i].epoch);
+		if (!pn || strcmp(pn, c->producers[i].name))
+			mk_strbuf_addf(&out, "producer %s %lld %d\n", c->producers[i].name,
+				       (long long)c->producers[i].id, c->producers[i].epoch);
+	if (pn && !plan->producer_gone)
+		mk_strbuf_addf(&out, "producer %s %lld %d\n", pn,
+			       (long long)plan->producer_id, plan->producer_epoch);
 	pthread_rwlock_unlock(&c->lock);
+	mk_strbuf_addf(&out, "checksum %08lx\n",
+		       crc32(0L, (const Bytef *)out.buf, (uInt)out.len));
 	mk_strbuf_addf(&path, "%s/metadata", c->data_dir);
-	mk_err err = mk_file_replace(path.buf, out.buf, out.len);
-	if (!err)
+	MK_FAILPOINT("meta.save.before-write");
+	mk_err err = mk_file_replace_fp(path.buf, out.buf, out.len, "meta.save");
+	if (!err) {
+		MK_FAILPOINT("meta.save.done");
 		c->meta_saved = version;
-	else
+		/* No lock is held here: each partition takes its own. */
+		for (size_t i = 0; i < nsaved; i++)
+			mk_partition_meta_saved(saved[i].p, &saved[i].st);
+	} else {
 		mk_errlog_add(&c->errlog, mk_wall_ms(), NULL, err,
-			      "cannot write %s", path.buf);
+			      "cannot write %s: %s; the change is not made",
+			      path.buf, strerror(errno));
+	}
+	for (size_t i = 0; i < nheld; i++)
+		mk_topic_put(held[i]);
+	free(held);
+	free(saved);
 	mk_strbuf_release(&out);
 	mk_strbuf_release(&path);
 	return err;
@@ -93,16 +176,52 @@ static mk_metadata_topic *find_topic(mk_metadata *md, const char *name)
 	return NULL;
 }
 
+static bool has_id(const int *ids, int n, int id)
+{
+	for (int i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+/* The values of a partition line make sense together. */
+static bool partition_valid(const mk_metadata_topic *t,
+			    const mk_partition_state *st, mk_strbuf *why)
+{
+	const char *what = NULL;
+	if (st->nreplicas != t->rf)
+		what = "replicas do not match the replication factor";
+	for (int i = 0; !what && i < st->nreplicas; i++)
+		if (has_id(st->brokers, i, st->brokers[i]))
+			what = "a broker is listed twice in replicas";
+	for (int i = 0; !what && i < st->nisr; i++)
+		if (has_id(st->isr, i, st->isr[i]) ||
+		    !has_id(st->brokers, st->nreplicas, st->isr[i]))
+			what = "isr is not a set of the replicas";
+	if (!what && st->nisr < 1)
+		what = "isr is empty";
+	if (!what && st->leader != -1 &&
+	    !has_id(st->brokers, st->nreplicas, st->leader))
+		what = "the leader is not a replica";
+	if (what && why)
+		mk_strbuf_addf(why, "%s; ", what);
+	return what == NULL;
+}
+
 static mk_err parse_line(mk_metadata *md, char *line, mk_strbuf *why)
 {
 	char *save = NULL;
 	char *kind = strtok_r(line, " ", &save);
 	if (!kind)
 		return MK_OK;
-	if (!strcmp(kind, "minikafka-metadata")) {
-		char *v = strtok_r(NULL, " ", &save);
-		if (!v || strcmp(v, "1"))
+	if (!strcmp(kind, "minikafka-metadata"))
+		goto bad;    /* only as the first line (mk_metadata_load) */
+	if (!strcmp(kind, "deleting")) {
+		char *name = strtok_r(NULL, " ", &save);
+		mk_metadata_topic *t = name ? find_topic(md, name) : NULL;
+		if (!t || strtok_r(NULL, " ", &save))
 			goto bad;
+		t->deleting = true;
 		return MK_OK;
 	}
 	if (!strcmp(kind, "broker")) {
@@ -183,8 +302,12 @@ static mk_err parse_line(mk_metadata *md, char *line, mk_strbuf *why)
 		for (char *kv = strtok_r(NULL, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
 			if (!strncmp(kv, "leader=", 7))
 				st->leader = !strcmp(kv + 7, "none") ? -1 : atoi(kv + 7);
-			else if (!strncmp(kv, "epoch=", 6))
-				st->leader_epoch = atoi(kv + 6);
+			else if (!strncmp(kv, "epoch=", 6)) {
+				int64_t e;
+				if (!mk_parse_range(kv + 6, 0, INT32_MAX, &e))
+					goto bad;
+				st->leader_epoch = (int32_t)e;
+			}
 			else if (!strncmp(kv, "replicas=", 9)) {
 				if (!parse_ids(kv + 9, st->brokers, &st->nreplicas))
 					goto bad;
@@ -194,7 +317,8 @@ static mk_err parse_line(mk_metadata *md, char *line, mk_strbuf *why)
 			} else
 				goto bad;
 		}
-		if (st->nreplicas < 1 || st->leader == -2)
+		if (st->nreplicas < 1 || st->leader == -2 ||
+		    !partition_valid(t, st, why))
 			goto bad;
 		return MK_OK;
 	}
@@ -202,6 +326,80 @@ bad:
 	if (why)
 		mk_strbuf_addf(why, "malformed metadata line starting '%s'", kind);
 	return MK_INVALID_CONFIG;
+}
+
+/* "PATH:LINE: what" into why. */
+static mk_err refuse(mk_strbuf *why, const char *path, int line,
+		     const char *what)
+{
+	if (why)
+		mk_strbuf_addf(why, "%s:%d: %s; refusing to start (the file is left as it is)",
+			       path, line, what);
+	return MK_INVALID_CONFIG;
+}
+
+/*
+ * The framing: a header naming version 1 or 2 on line 1; for version 2 a
+ * last line "checksum X" with the CRC-32 of everything before it; no NUL
+ * byte; every line ends with a newline. Then each line is parsed.
+ */
+static mk_err parse_text(mk_metadata *md, char *text, size_t len,
+			 const char *path, mk_strbuf *why)
+{
+	if (len == 0)
+		return refuse(why, path, 1, "empty file");
+	if (memchr(text, '\0', len))
+		return refuse(why, path, 1 + (int)mk_count_lines(text, (size_t)(
+			(char *)memchr(text, '\0', len) - text)), "NUL byte");
+	int version;
+	if (!strncmp(text, "minikafka-metadata 2\n", 21))
+		version = 2;
+	else if (!strncmp(text, "minikafka-metadata 1\n", 21))
+		version = 1;
+	else
+		return refuse(why, path, 1, "not a minikafka-metadata 1 or 2 header");
+	int nlines = (int)mk_count_lines(text, len);
+	if (text[len - 1] != '\n')
+		return refuse(why, path, nlines + 1, "the last line is cut short");
+	size_t body = len;
+	if (version == 2) {
+		/* The last line: "checksum XXXXXXXX\n". */
+		size_t start = len - 1;
+		while (start > 0 && text[start - 1] != '\n')
+			start--;
+		unsigned long want;
+		char tail;
+		if (sscanf(text + start, "checksum %8lx%c", &want, &tail) != 2 ||
+		    tail != '\n' || len - start != 18)
+			return refuse(why, path, nlines,
+				      "no checksum line: the file was cut short");
+		if (crc32(0L, (const Bytef *)text, (uInt)start) != want)
+			return refuse(why, path, nlines,
+				      "checksum mismatch: the file is damaged");
+		body = start;
+	}
+	text[body] = '\0';
+	int lineno = 1;
+	bool npid = false;
+	for (char *line = text, *next; *line; line = next, lineno++) {
+		next = strchr(line, '\n');
+		*next++ = '\0';
+		if (lineno == 1)
+			continue;
+		npid |= !strncmp(line, "next_producer_id ", 17);
+		mk_strbuf msg = MK_STRBUF_INIT;
+		mk_err err = parse_line(md, line, &msg);
+		if (err) {
+			refuse(why, path, lineno, msg.buf);
+			mk_strbuf_release(&msg);
+			return err;
+		}
+		mk_strbuf_release(&msg);
+	}
+	if (!npid)
+		return refuse(why, path, lineno - 1,
+			      "no next_producer_id line: the file was cut short");
+	return MK_OK;
 }
 
 mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why)
@@ -217,10 +415,10 @@ mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why)
 		goto out;
 	}
 	md->present = !missing;
-	char *save = NULL;
-	for (char *line = strtok_r(text.buf, "\n", &save); line && !err;
-	     line = strtok_r(NULL, "\n", &save))
-		err = parse_line(md, line, why);
+	if (!missing)
+		err = parse_text(md, text.buf, text.len, path.buf, why);
+	if (err)
+		goto out;
 	for (size_t i = 0; i < md->ntopics && !err; i++)
 		for (int p = 0; p < md->topics[i].npartitions; p++)
 			if (md->topics[i].parts[p].leader == -2) {
@@ -230,8 +428,14 @@ mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why)
 				err = MK_INVALID_CONFIG;
 				break;
 			}
-	if (err && why)
-		mk_strbuf_addf(why, " in %s", path.buf);
+	if (err && why && !missing && why->len &&
+	    strncmp(why->buf, path.buf, path.len) != 0) {
+		mk_strbuf msg = MK_STRBUF_INIT;
+		mk_strbuf_addf(&msg, "%s: %s", path.buf, why->buf);
+		mk_strbuf_reset(why);
+		mk_strbuf_add(why, msg.buf, msg.len);
+		mk_strbuf_release(&msg);
+	}
 out:
 	if (err)
 		mk_metadata_free(md);    /* the caller gets nothing to free */

@@ -14,11 +14,17 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cleaner.h"
 #include "codec.h"
+#include "failpoint.h"
 #include "fileio.h"
+#include "parse.h"
+
+/* In each log directory, beside the log's own files (log.h). */
+#define HW_FILE "high-watermark"
 
 static void log_dir(const mk_env *env, int broker, const char *topic, int id,
 		    mk_strbuf *out)
@@ -43,6 +49,31 @@ static void meta_changed(mk_partition *p)
 	p->meta_version++;
 	if (p->env->meta_dirty)
 		atomic_fetch_add(p->env->meta_dirty, 1);
+	if (p->env->meta_notify)
+		p->env->meta_notify(p->env->meta_arg);
+}
+
+/* Is a background saver there to persist ISR changes? Without one (a
+ * cluster not started, unit tests) a decision counts as saved. */
+static bool has_saver(const mk_partition *p)
+{
+	return p->env->meta_notify != NULL;
+}
+
+/* Counted for the HW and acks=all: in the decided or the saved ISR. */
+static bool isr_counted(const mk_partition *p, const mk_replica *r)
+{
+	return r->in_isr || (has_saver(p) && r->isr_saved);
+}
+
+/* Counted for min.insync.replicas: in both. */
+static int isr_committed(const mk_partition *p)
+{
+	int n = 0;
+	for (int i = 0; i < p->nreplicas; i++)
+		n += p->replicas[i].in_isr &&
+		     (!has_saver(p) || p->replicas[i].isr_saved);
+	return n;
 }
 
 static void changed(mk_partition *p)
@@ -92,8 +123,9 @@ static void replica_failed(mk_partition *p, int i, const char *what)
 	mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL, MK_KAFKA_STORAGE_ERROR,
 		      "broker %d %s-%d %s: %s; replica taken offline", r->broker,
 		      p->topic, p->id, what, r->log ? mk_log_error(r->log) : "");
-	if (r->log)
-		mk_log_crash(r->log, false);
+	/* Nothing is cut: the log's files stay as they are, and the restart
+	 * of the broker recovers them. */
+	mk_log_abandon(r->log);
 	r->log = NULL;
 	r->failed = true;
 	if (isr_size(p) > 1 && r->in_isr) {
@@ -122,8 +154,32 @@ static void save_pstate(mk_replica *r)
 	pstate_path(r, &path);
 	mk_pstate_format(&r->pstate, &text);
 	mk_file_replace(path.buf, text.buf, text.len);
+	/* The HW this replica knows, for the check after a recovery. */
+	mk_strbuf_reset(&path);
+	mk_strbuf_reset(&text);
+	mk_strbuf_addf(&path, "%s/" HW_FILE, mk_log_dir(r->log));
+	mk_strbuf_addf(&text, "%lld\n", (long long)r->hw_view);
+	mk_file_replace(path.buf, text.buf, text.len);
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&text);
+}
+
+/* The checkpointed HW of replica r's log directory; -1 when none. */
+static int64_t read_hw(const mk_replica *r)
+{
+	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	mk_strbuf_addf(&path, "%s/" HW_FILE, mk_log_dir(r->log));
+	bool missing;
+	int64_t hw = -1;
+	if (!mk_file_read(path.buf, &text, &missing) && !missing &&
+	    text.len > 1 && text.buf[text.len - 1] == '\n') {
+		text.buf[text.len - 1] = '\0';
+		if (!mk_parse_range(text.buf, 0, INT64_MAX, &hw))
+			hw = -1;
+	}
+	mk_strbuf_release(&path);
+	mk_strbuf_release(&text);
+	return hw;
 }
 
 /*
@@ -212,16 +268,35 @@ static void open_replica(mk_partition *p, int i)
 	mk_strbuf dir = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
 	log_dir(p->env, r->broker, p->topic, p->id, &dir);
 	mk_log_config lc = log_config(&p->cfg);
-	mk_err err = mk_log_open(dir.buf, &lc, &r->log, &why);
+	struct stat st;
+	mk_err err = MK_OK;
+	/* A partition that exists has its directories: a missing one is
+	 * damage, never an empty log to start again from. */
+	if (!p->creating && stat(dir.buf, &st) != 0 && errno == ENOENT) {
+		err = MK_KAFKA_STORAGE_ERROR;
+		mk_strbuf_addf(&why, "%s is missing (not recreated empty: restore it, or delete the topic)",
+			       dir.buf);
+	}
+	if (!err)
+		err = mk_log_open(dir.buf, &lc, &r->log, &why);
+	r->hw_ckpt = -1;
 	if (err) {
 		r->log = NULL;
 		r->failed = true;
 		mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL, err,
-			      "broker %d %s-%d: cannot open log: %s", r->broker,
-			      p->topic, p->id, why.buf);
+			      "broker %d %s-%d: cannot open log: %s; replica offline",
+			      r->broker, p->topic, p->id, why.buf);
 	} else {
 		r->failed = false;
 		rebuild_pstate(p, i);
+		r->hw_ckpt = read_hw(r);
+		int64_t end = mk_log_end_offset(r->log);
+		if (end < r->hw_ckpt)
+			mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL,
+				      MK_KAFKA_STORAGE_ERROR,
+				      "broker %d %s-%d: recovery cut the log to %lld, below its checkpointed high watermark %lld: committed records are missing here",
+				      r->broker, p->topic, p->id, (long long)end,
+				      (long long)r->hw_ckpt);
 	}
 	mk_strbuf_release(&dir);
 	mk_strbuf_release(&why);
@@ -256,9 +331,73 @@ static int64_t agreed_end(const mk_replica *r, const mk_replica *l)
 	return lend < end ? lend : end;
 }
 
+/*
+ * A leader whose recovery cut it below its checkpointed HW lacks committed
+ * records: an in-sync replica that has them leads instead (new epoch),
+ * and the cut one leaves the ISR. At open, before anything is served; the
+ * cluster saves the result before it serves.
+ */
+static void hand_off_if_cut(mk_partition *p)
+{
+	if (p->leader < 0)
+		return;
+	mk_replica *l = &p->replicas[p->leader];
+	if (mk_log_end_offset(l->log) >= l->hw_ckpt)
+		return;
+	for (int j = 0; j < p->nreplicas; j++) {
+		mk_replica *r = &p->replicas[j];
+		if (j == p->leader || !r->log || !r->in_isr ||
+		    mk_log_end_offset(r->log) < l->hw_ckpt ||
+		    p->leader_epoch == INT32_MAX)
+			continue;
+		mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL,
+			      MK_KAFKA_STORAGE_ERROR,
+			      "%s-%d: leadership moves from broker %d (its log was cut below the high watermark) to broker %d, which has the records",
+			      p->topic, p->id, l->broker, r->broker);
+		l->in_isr = false;
+		p->leader = j;
+		p->leader_epoch++;
+		meta_changed(p);
+		return;
+	}
+}
+
+static mk_err partition_open(const mk_env *env, const char *topic, int id,
+			     const mk_topic_config *cfg,
+			     const mk_partition_state *st, bool create,
+			     mk_partition **out);
+
 mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 			 const mk_topic_config *cfg,
 			 const mk_partition_state *st, mk_partition **out)
+{
+	return partition_open(env, topic, id, cfg, st, false, out);
+}
+
+mk_err mk_partition_create(const mk_env *env, const char *topic, int id,
+			   const mk_topic_config *cfg,
+			   const mk_partition_state *st, mk_partition **out)
+{
+	/* Every replica's directory exists from the start, the offline
+	 * ones' too: later, a missing directory is damage. */
+	mk_strbuf dir = MK_STRBUF_INIT;
+	mk_err err = MK_OK;
+	for (int i = 0; i < st->nreplicas && !err; i++) {
+		log_dir(env, st->brokers[i], topic, id, &dir);
+		err = mk_mkdirs(dir.buf);
+	}
+	mk_strbuf_release(&dir);
+	if (err) {
+		*out = NULL;
+		return err;
+	}
+	return partition_open(env, topic, id, cfg, st, true, out);
+}
+
+static mk_err partition_open(const mk_env *env, const char *topic, int id,
+			     const mk_topic_config *cfg,
+			     const mk_partition_state *st, bool create,
+			     mk_partition **out)
 {
 	mk_partition *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -272,6 +411,7 @@ mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 	p->nreplicas = st->nreplicas;
 	p->leader = -1;
 	p->leader_epoch = st->leader_epoch;
+	p->creating = create;
 	int64_t now = mk_clock_now(env->clock);
 	for (int i = 0; i < st->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
@@ -281,7 +421,7 @@ mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 		r->hw_view = 0;
 		for (int j = 0; j < st->nisr; j++)
 			if (st->isr[j] == r->broker)
-				r->in_isr = true;
+				r->in_isr = r->isr_saved = true;
 		if (r->online)
 			open_replica(p, i);
 		if (r->broker == st->leader && r->log)
@@ -295,6 +435,30 @@ mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 	}
 	if (st->leader >= 0 && p->leader < 0)
 		meta_changed(p);    /* the leader could not be opened */
+	/*
+	 * No epoch is ever reused: the partition's epoch is at least the
+	 * newest any open replica's log knows (a crash may have saved a log
+	 * batch under an epoch the metadata file lacks only if written by an
+	 * older version; the rule holds either way).
+	 */
+	mk_strbuf dir = MK_STRBUF_INIT;
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		int32_t e = -1;
+		if (r->log) {
+			e = mk_log_latest_epoch(r->log);
+		} else if (!create) {     /* offline: its checkpoint */
+			log_dir(env, r->broker, topic, id, &dir);
+			e = mk_log_peek_latest_epoch(dir.buf);
+		}
+		if (e > p->leader_epoch) {
+			p->leader_epoch = e;
+			meta_changed(p);
+		}
+	}
+	mk_strbuf_release(&dir);
+	hand_off_if_cut(p);
+	p->creating = false;
 	/*
 	 * The HW after a restart: the smallest log end among the ISR members
 	 * whose logs are open (what agrees with the leader's, when there is
@@ -342,8 +506,7 @@ void mk_partition_retire(mk_partition *p)
 	pthread_mutex_lock(&p->lock);
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
-		if (r->log)
-			mk_log_crash(r->log, false);
+		mk_log_abandon(r->log);   /* its files go with the topic */
 		r->log = NULL;
 		r->failed = true;
 	}
@@ -364,19 +527,12 @@ void mk_partition_remove_files(const mk_env *env, const char *topic, int id,
 	mk_strbuf_release(&dir);
 }
 
+static void state_locked(const mk_partition *p, mk_partition_state *st);
+
 void mk_partition_state_get(mk_partition *p, mk_partition_state *st)
 {
 	pthread_mutex_lock(&p->lock);
-	memset(st, 0, sizeof(*st));
-	st->nreplicas = p->nreplicas;
-	st->leader = p->leader >= 0 ? p->replicas[p->leader].broker : -1;
-	st->leader_epoch = p->leader_epoch;
-	for (int i = 0; i < p->nreplicas; i++) {
-		st->brokers[i] = p->replicas[i].broker;
-		st->online[i] = p->replicas[i].online;
-		if (p->replicas[i].in_isr)
-			st->isr[st->nisr++] = p->replicas[i].broker;
-	}
+	state_locked(p, st);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -410,11 +566,16 @@ static void refresh_isr(mk_partition *p)
 			moved = true;
 		}
 	}
+	/* A replica dropped from the ISR holds the HW back until the
+	 * metadata file says so too; one without a log then holds it. */
 	int64_t hw = leo;
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
-		if (r->in_isr && r->log && agreed_end(r, leader) < hw)
-			hw = agreed_end(r, leader);
+		if (!isr_counted(p, r))
+			continue;
+		int64_t end = r->log ? agreed_end(r, leader) : p->hw;
+		if (end < hw)
+			hw = end;
 	}
 	if (hw > p->hw) {
 		p->hw = hw;
@@ -428,10 +589,35 @@ static void refresh_isr(mk_partition *p)
 	check(p);
 }
 
+/* An ISR change decided, not yet saved? */
+static bool isr_pending(const mk_partition *p)
+{
+	for (int i = 0; i < p->nreplicas; i++)
+		if (p->replicas[i].in_isr != p->replicas[i].isr_saved)
+			return true;
+	return false;
+}
+
+static void timed_wait(mk_partition *p, int ms);
+
+void mk_partition_refresh(mk_partition *p)
+{
+	pthread_mutex_lock(&p->lock);
+	refresh_isr(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
 void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 {
 	pthread_mutex_lock(&p->lock);
 	refresh_isr(p);
+	/*
+	 * A reader sees an ISR change with its effect (the HW): give the
+	 * saver a moment (bounded: a failing save does not hang readers).
+	 */
+	for (int waited = 0; has_saver(p) && isr_pending(p) && waited < 1000 &&
+	     !*p->env->shutting_down; waited += 50)
+		timed_wait(p, 50);
 	memset(info, 0, sizeof(*info));
 	mk_replica *l = p->leader >= 0 ? &p->replicas[p->leader] : NULL;
 	info->leo = l ? mk_log_end_offset(l->log) : -1;
@@ -497,16 +683,16 @@ static mk_err await_replicas(mk_partition *p, const mk_ack_ticket *t,
 					       epoch, p->leader_epoch);
 			return MK_FENCED_LEADER_EPOCH;
 		}
-		if (isr_size(p) < p->cfg.min_insync_replicas) {
+		if (isr_committed(p) < p->cfg.min_insync_replicas) {
 			if (why)
 				mk_strbuf_addf(why, "ISR shrank to %d, below min.insync.replicas=%lld, after the batch was appended",
-					       isr_size(p), (long long)p->cfg.min_insync_replicas);
+					       isr_committed(p), (long long)p->cfg.min_insync_replicas);
 			return MK_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
 		}
 		bool done = true;
 		for (int i = 0; i < p->nreplicas; i++) {
 			mk_replica *r = &p->replicas[i];
-			if (captured[i] && r->in_isr &&
+			if (captured[i] && isr_counted(p, r) &&
 			    (!r->log || agreed_end(r, &p->replicas[p->leader]) < target))
 				done = false;
 		}
@@ -589,10 +775,10 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	}
 	if (a->acks == -1) {
 		refresh_isr(p);
-		if (isr_size(p) < p->cfg.min_insync_replicas) {
+		if (isr_committed(p) < p->cfg.min_insync_replicas) {
 			if (why)
 				mk_strbuf_addf(why, "ISR has %d replica(s), min.insync.replicas=%lld; nothing appended",
-					       isr_size(p), (long long)p->cfg.min_insync_replicas);
+					       isr_committed(p), (long long)p->cfg.min_insync_replicas);
 			return MK_NOT_ENOUGH_REPLICAS;
 		}
 	}
@@ -635,7 +821,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	t->deadline_ms = mk_deadline(mk_clock_now(p->env->clock),
 				     p->env->cfg->request_timeout_ms);
 	for (int i = 0; i < p->nreplicas; i++)
-		t->captured[i] = p->replicas[i].in_isr;
+		t->captured[i] = isr_counted(p, &p->replicas[i]);
 	if (a->defer_ack) {
 		res->pending = true;
 		return MK_OK;
@@ -881,12 +1067,69 @@ out:
 	return err;
 }
 
+/* The persistent state, under the lock. */
+static void state_locked(const mk_partition *p, mk_partition_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->nreplicas = p->nreplicas;
+	st->leader = p->leader >= 0 ? p->replicas[p->leader].broker : -1;
+	st->leader_epoch = p->leader_epoch;
+	for (int i = 0; i < p->nreplicas; i++) {
+		st->brokers[i] = p->replicas[i].broker;
+		st->online[i] = p->replicas[i].online;
+		if (p->replicas[i].in_isr)
+			st->isr[st->nisr++] = p->replicas[i].broker;
+	}
+}
+
+static void isr_remove(mk_partition_state *st, int broker)
+{
+	int n = 0;
+	for (int j = 0; j < st->nisr; j++)
+		if (st->isr[j] != broker)
+			st->isr[n++] = st->isr[j];
+	st->nisr = n;
+}
+
+void mk_partition_meta_saved(mk_partition *p, const mk_partition_state *st)
+{
+	pthread_mutex_lock(&p->lock);
+	for (int i = 0; i < p->nreplicas; i++) {
+		bool in = false;
+		for (int j = 0; j < st->nisr; j++)
+			in |= st->isr[j] == p->replicas[i].broker;
+		p->replicas[i].isr_saved = in;
+	}
+	changed(p);
+	refresh_isr(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+bool mk_partition_plan_crash(mk_partition *p, int broker,
+			     mk_partition_state *st)
+{
+	pthread_mutex_lock(&p->lock);
+	int i = replica_index(p, broker);
+	bool touched = i >= 0 && p->replicas[i].online;
+	if (touched) {
+		state_locked(p, st);
+		st->online[i] = false;
+		if (p->replicas[i].in_isr && st->nisr > 1)
+			isr_remove(st, broker);
+		if (st->leader == broker)
+			st->leader = -1;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return touched;
+}
+
 void mk_partition_broker_crash(mk_partition *p, int broker, bool torn)
 {
 	pthread_mutex_lock(&p->lock);
 	int i = replica_index(p, broker);
 	if (i >= 0 && p->replicas[i].online) {
 		mk_replica *r = &p->replicas[i];
+		MK_FAILPOINT("replica.crash.before-truncate");
 		if (r->log)
 			mk_log_crash(r->log, torn);
 		r->log = NULL;
@@ -904,7 +1147,32 @@ void mk_partition_broker_crash(mk_partition *p, int broker, bool torn)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void mk_partition_broker_restart(mk_partition *p, int broker)
+bool mk_partition_plan_restart(mk_partition *p, int broker,
+			       mk_partition_state *st)
+{
+	pthread_mutex_lock(&p->lock);
+	int i = replica_index(p, broker);
+	bool touched = i >= 0 && !p->replicas[i].log;
+	if (touched) {
+		state_locked(p, st);
+		st->online[i] = true;
+		/*
+		 * Kafka's controller elects the last ISR member when it comes
+		 * back to a leaderless partition: the new epoch is part of the
+		 * plan, saved before the replica serves under it.
+		 */
+		if (p->leader < 0 && p->replicas[i].in_isr &&
+		    p->leader_epoch < INT32_MAX) {
+			st->leader = broker;
+			st->leader_epoch = p->leader_epoch + 1;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return touched;
+}
+
+void mk_partition_broker_restart(mk_partition *p, int broker,
+				 const mk_partition_state *plan)
 {
 	pthread_mutex_lock(&p->lock);
 	int i = replica_index(p, broker);
@@ -918,14 +1186,11 @@ void mk_partition_broker_restart(mk_partition *p, int broker)
 		r->last_fetch_ms = mk_clock_now(p->env->clock);
 		/* Back in the ISR only after a fetch, as Kafka re-admits. */
 		r->rejoining = true;
-		/*
-		 * Kafka's controller elects the last ISR member when it comes
-		 * back to a leaderless partition; anywhere else the broker
-		 * rejoins as a follower.
-		 */
-		if (r->log && p->leader < 0 && r->in_isr) {
+		/* A saved epoch is used up, whether or not the log opened. */
+		if (plan && plan->leader_epoch > p->leader_epoch)
+			p->leader_epoch = plan->leader_epoch;
+		if (r->log && p->leader < 0 && plan && plan->leader == broker) {
 			p->leader = i;
-			p->leader_epoch++;
 			int64_t leo = mk_log_end_offset(r->log);
 			if (p->hw > leo)
 				p->hw = leo;
@@ -937,44 +1202,84 @@ void mk_partition_broker_restart(mk_partition *p, int broker)
 	pthread_mutex_unlock(&p->lock);
 }
 
-mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
-			    mk_strbuf *why)
+/* Can broker (replica i) become the leader? Under the lock. */
+static mk_err promotable(mk_partition *p, int i, int broker, bool unclean,
+			 mk_strbuf *why)
 {
-	pthread_mutex_lock(&p->lock);
-	mk_err err = MK_OK;
-	int i = replica_index(p, broker);
 	if (i < 0) {
 		if (why)
 			mk_strbuf_addf(why, "broker %d hosts no replica of %s-%d", broker, p->topic, p->id);
-		err = MK_UNKNOWN_TOPIC_OR_PARTITION;
-		goto out;
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
 	}
 	mk_replica *r = &p->replicas[i];
 	if (!r->log) {
 		if (why)
 			mk_strbuf_addf(why, "broker %d is offline", broker);
-		err = MK_BROKER_NOT_AVAILABLE;
-		goto out;
+		return MK_BROKER_NOT_AVAILABLE;
 	}
 	refresh_isr(p);
 	if (!r->in_isr) {
 		if (!unclean) {
 			if (why)
 				mk_strbuf_addf(why, "broker %d is not in the ISR of %s-%d", broker, p->topic, p->id);
-			err = MK_INELIGIBLE_REPLICA;
-			goto out;
+			return MK_INELIGIBLE_REPLICA;
 		}
 		if (!p->cfg.unclean_leader_election) {
 			if (why)
 				mk_strbuf_addf(why, "unclean.leader.election.enable is false for %s", p->topic);
-			err = MK_INELIGIBLE_REPLICA;
-			goto out;
+			return MK_INELIGIBLE_REPLICA;
 		}
+	}
+	if (p->leader_epoch == INT32_MAX) {
+		if (why)
+			mk_strbuf_addf(why, "%s-%d: the leader epoch cannot grow past 2^31-1", p->topic, p->id);
+		return MK_INVALID_REQUEST;
+	}
+	return MK_OK;
+}
+
+mk_err mk_partition_plan_promote(mk_partition *p, int broker, bool unclean,
+				 mk_partition_state *st, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	int i = replica_index(p, broker);
+	mk_err err = promotable(p, i, broker, unclean, why);
+	if (!err) {
+		state_locked(p, st);
+		st->leader = broker;
+		st->leader_epoch = p->leader_epoch + 1;
+		if (!p->replicas[i].in_isr) {    /* unclean: it alone */
+			st->nisr = 1;
+			st->isr[0] = broker;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
+			    const mk_partition_state *plan, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	int i = replica_index(p, broker);
+	mk_err err = MK_OK;
+	/* The saved epoch is used up even if the promotion fails now. */
+	if (plan->leader_epoch > p->leader_epoch) {
+		p->leader_epoch = plan->leader_epoch;
+		meta_changed(p);
+	}
+	if (i < 0 || !p->replicas[i].log) {
+		if (why)
+			mk_strbuf_addf(why, "broker %d went offline during the promotion", broker);
+		err = MK_BROKER_NOT_AVAILABLE;
+		goto out;
+	}
+	mk_replica *r = &p->replicas[i];
+	bool alone = plan->nisr == 1 && plan->isr[0] == broker && !r->in_isr;
+	if (alone && unclean)
 		for (int j = 0; j < p->nreplicas; j++)
 			p->replicas[j].in_isr = j == i;
-	}
 	p->leader = i;
-	p->leader_epoch++;
 	int64_t leo = mk_log_end_offset(r->log);
 	if (p->env->cfg->truncation == MK_TRUNCATE_HW && leo > p->hw) {
 		err = truncate_replica(p, i, p->hw);

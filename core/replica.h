@@ -7,6 +7,16 @@
  * may care about moves (log end, HW, leader, ISR, broker state, the manual
  * clock, shutdown); `seq` counts those moves so a waiter can tell.
  *
+ * Decide, persist, act. An ISR change is decided here (in_isr) and acted
+ * on only once the metadata file has it (isr_saved, set by
+ * mk_partition_meta_saved): until then the HW and acks=all count every
+ * replica in either set (a shrink waits for the save; an expansion only
+ * makes them wait for one more) and min.insync.replicas counts only the
+ * replicas in both. Leader and epoch changes (promote, a restart's
+ * election) are planned (mk_partition_plan_*), saved by the cluster, and
+ * only then applied, so no append ever runs under an epoch the metadata
+ * file lacks.
+ *
  * Invariants (checked by mk_partition_check in debug builds):
  *   - the leader, when there is one, is online and in the ISR;
  *   - every ISR member is an assigned replica; the ISR is never empty
@@ -40,6 +50,13 @@ typedef struct {
 	mk_errlog *errlog;
 	volatile bool *shutting_down;
 	_Atomic uint64_t *meta_dirty;   /* bumped when metadata must be saved */
+	/*
+	 * Wakes the owner's metadata saver (a leaf lock at most: called under
+	 * p->lock). NULL when nothing saves in the background (a cluster not
+	 * started, a unit test): a change then counts as saved at once.
+	 */
+	void (*meta_notify)(void *arg);
+	void *meta_arg;
 } mk_env;
 
 typedef struct {
@@ -47,9 +64,11 @@ typedef struct {
 	mk_log *log;            /* NULL while offline or failed */
 	bool online;            /* the broker is up */
 	bool failed;            /* storage error: offline until restart */
-	bool in_isr;
+	bool in_isr;            /* the ISR as decided (what /isr shows) */
+	bool isr_saved;         /* the ISR as the metadata file has it */
 	int64_t last_fetch_ms;  /* cluster clock */
 	int64_t hw_view;        /* the HW this replica last learned */
+	int64_t hw_ckpt;        /* hw_view as last saved (flush, close); -1 */
 	bool rejoining;         /* restarted, not fetched since: not in sync */
 	mk_producer_state pstate;   /* idempotent producers seen in this log */
 } mk_replica;
@@ -71,6 +90,7 @@ typedef struct mk_partition {
 	int32_t leader_epoch;
 	int64_t hw;
 	bool deleted;           /* topic deleted: every call fails */
+	bool creating;          /* in mk_partition_create: dirs may be new */
 } mk_partition;
 
 /* Persistent assignment and leadership, as metadata stores it. */
@@ -118,6 +138,19 @@ typedef struct {
 mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
 			 const mk_topic_config *cfg,
 			 const mk_partition_state *st, mk_partition **out);
+/*
+ * The same for a partition being created: its directories are made (every
+ * replica's, the offline ones' too, fsynced into their parents). After
+ * that a missing directory is damage: mk_partition_open and a restart take
+ * that replica offline with an /errors line instead of starting it empty.
+ * Each replica's directory also keeps `high-watermark` (the HW it knew at
+ * its last flush or close): a recovery that ends below it says so in
+ * /errors, and at open such a leader hands the leadership to an in-sync
+ * replica that has the records (a new epoch; it leaves the ISR).
+ */
+mk_err mk_partition_create(const mk_env *env, const char *topic, int id,
+			   const mk_topic_config *cfg,
+			   const mk_partition_state *st, mk_partition **out);
 /* Close every log (flushing it) and free. */
 void mk_partition_close(mk_partition *p);
 /* Topic deletion: drop the logs (no flush); every later call fails. */
@@ -127,7 +160,10 @@ void mk_partition_remove_files(const mk_env *env, const char *topic, int id,
 			       const mk_partition_state *st);
 
 void mk_partition_state_get(mk_partition *p, mk_partition_state *st);
+/* The snapshot waits (at most 1 s) for an ISR change being saved. */
 void mk_partition_info_get(mk_partition *p, mk_partition_info *info);
+/* Apply the ISR rules now (the manual clock moved). */
+void mk_partition_refresh(mk_partition *p);
 void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg);
 
 /*
@@ -219,11 +255,27 @@ void mk_partition_wake(mk_partition *p);
 /* One fetch round for the follower replica on broker b (no-op otherwise). */
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker);
 
-/* Broker events. */
+/*
+ * Broker events, each in two steps: plan (the state the event leads to,
+ * changing nothing; false or an error when the event does not touch or is
+ * refused by this partition), then — once the cluster saved the planned
+ * states — apply. Apply takes the planned leader and epoch as they are:
+ * an epoch once saved is never used for another term.
+ */
+bool mk_partition_plan_crash(mk_partition *p, int broker,
+			     mk_partition_state *st);
 void mk_partition_broker_crash(mk_partition *p, int broker, bool torn);
-void mk_partition_broker_restart(mk_partition *p, int broker);
+bool mk_partition_plan_restart(mk_partition *p, int broker,
+			       mk_partition_state *st);
+void mk_partition_broker_restart(mk_partition *p, int broker,
+				 const mk_partition_state *plan);
+mk_err mk_partition_plan_promote(mk_partition *p, int broker, bool unclean,
+				 mk_partition_state *st, mk_strbuf *why);
 mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
-			    mk_strbuf *why);
+			    const mk_partition_state *plan, mk_strbuf *why);
+/* The metadata file now holds st for this partition (ISR, leader, epoch):
+ * what waited for the save may proceed. */
+void mk_partition_meta_saved(mk_partition *p, const mk_partition_state *st);
 
 /*
  * Retention and compaction (cleaner.h) on every open replica, bounded by

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "failpoint.h"
 #include "fileio.h"
 
 #define FIRST_CHUNK (16u * 1024)
@@ -431,6 +432,7 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_segment **out,
 		err = io_error(why, s->log_path, "cannot create");
 		goto fail;
 	}
+	MK_FAILPOINT("segment.create.after-open");
 	/* Stale index files of an earlier segment at this base go. */
 	if ((err = open_indexes(s, why)) || (err = write_indexes(s, why)))
 		goto fail;

@@ -25,6 +25,9 @@
  *     last_base describe its batches.
  *
  * Errors name the file and position: "PATH at byte POS: REASON".
+ *
+ * Crash point: segment.create.after-open (the new .log exists, its index
+ * files not yet).
  */
 #ifndef MK_SEGMENT_H
 #define MK_SEGMENT_H

@@ -13,8 +13,10 @@
  *
  * Configuration: DATA_DIR/minikafka.ini when present, else -o config=FILE,
  * else built-in defaults. Start-up refuses (one line on stderr, exit 1)
- * only what cannot be served: an unreadable or invalid configuration, a
- * DATA_DIR that is not a directory, unreadable metadata. The root object
+ * only what cannot be served: an unreadable or invalid configuration (or
+ * one that is not a regular file), a DATA_DIR that is not a directory or
+ * that another daemon holds, damaged metadata (cluster.h, metadata.h). A
+ * failed final save at unmount exits 1. The root object
  * (mkfs) is the only state. SIGTERM and SIGINT end the request loop like
  * an unmount does; then files left open are released, the cluster is
  * closed gracefully (producers flushed, logs fsynced, metadata saved) and
@@ -123,7 +125,12 @@ static int load_config(const char *data_dir, const char *opt_config,
 	mk_strbuf_addf(&ini, "%s/minikafka.ini", data_dir);
 	const char *path = access(ini.buf, F_OK) == 0 ? ini.buf : opt_config;
 	int rc = 0;
-	if (path && access(path, R_OK) != 0) {
+	struct stat st;
+	if (path && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "minikafkafs: configuration %s is not a regular file\n",
+			path);
+		rc = 1;
+	} else if (path && access(path, R_OK) != 0) {
 		fprintf(stderr, "minikafkafs: cannot read configuration %s: %s\n",
 			path, strerror(errno));
 		rc = 1;
@@ -218,7 +225,11 @@ int main(int argc, char *argv[])
 	mk_cluster_begin_shutdown(cluster);
 	mk_fs_release_all(&fs);
 	mk_groups_close(groups);
-	mk_cluster_close(cluster);
+	if (mk_cluster_close(cluster) != MK_OK) {
+		fprintf(stderr, "minikafkafs: the final flush or metadata save failed; "
+			"the next mount recovers from what is on disk\n");
+		rc = 1;
+	}
 	pthread_mutex_destroy(&fs.handles_lock);
 out:
 	fuse_opt_free_args(&args);
