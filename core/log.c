@@ -1028,7 +1028,8 @@ mk_err mk_log_append_leader(mk_log *log, uint8_t *frame, size_t len,
 			    int32_t epoch, int64_t *base_out)
 {
 	/* A frame built here: its header is checked, its records are not
-	 * walked and its CRC not computed (mk_frame_assign patches it). */
+	 * walked and its CRC not computed (base offset and epoch lie outside
+	 * it: mk_frame_assign only stores them). */
 	mk_batch_view b;
 	if (mk_frame_decode_header(frame, len, 0, false, &b, NULL) ||
 	    b.frame_len != len)
@@ -1106,8 +1107,14 @@ static mk_err bad_frame(mk_log *log, const mk_segment *s, uint64_t pos,
 	return MK_KAFKA_STORAGE_ERROR;
 }
 
-/* Checks a forward scan makes of each batch besides its decoding. */
-static const char *batch_misplaced(const mk_batch_view *b, int64_t prev_next,
+/*
+ * Checks a forward scan makes of each batch besides its decoding. Base
+ * offset and epoch lie outside the frame's CRC (codec.h): offsets must
+ * increase, and an epoch (when not -1) may neither go down from the one
+ * before it (*prev_epoch, updated) nor exceed the epoch cache's latest.
+ */
+static const char *batch_misplaced(const mk_log *log, const mk_batch_view *b,
+				   int64_t prev_next, int32_t *prev_epoch,
 				   int64_t base, int64_t limit)
 {
 	if (b->meta.base_offset < base)
@@ -1116,6 +1123,11 @@ static const char *batch_misplaced(const mk_batch_view *b, int64_t prev_next,
 		return "offsets out of order";
 	if (mk_batch_last_offset(b) >= limit)
 		return "offset at or past the next segment's base";
+	int32_t e = b->meta.leader_epoch;
+	if (e >= 0 && (e < *prev_epoch || e > mk_log_latest_epoch(log)))
+		return "leader epoch out of order";
+	if (e >= 0)
+		*prev_epoch = e;
 	return NULL;
 }
 
@@ -1133,6 +1145,7 @@ static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 {
 	mk_segment *s = log->segs[i];
 	int64_t limit = end_limit(log, i), prev_next = s->base;
+	int32_t prev_epoch = -1;
 	/* Read ahead no more than the caller may take (but a frame at least,
 	 * which the reader handles), and at most 4 MiB at a time. */
 	size_t chunk = rs->max_bytes > rs->added ? rs->max_bytes - rs->added : 0;
@@ -1150,7 +1163,8 @@ static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 		err = mk_segment_reader_next(&r, &b, &done);
 		const char *bad = err ? (r.reason ? r.reason : "bad frame") : NULL;
 		if (!err && !done)
-			bad = batch_misplaced(&b, prev_next, s->base, limit);
+			bad = batch_misplaced(log, &b, prev_next, &prev_epoch,
+					      s->base, limit);
 		if (bad) {
 			rs->bad_pos = at;
 			err = bad_frame(log, s, at, bad);
@@ -1224,6 +1238,7 @@ static mk_err time_scan(mk_log *log, size_t i, uint64_t pos, int64_t ts,
 {
 	mk_segment *s = log->segs[i];
 	int64_t limit = end_limit(log, i), prev_next = s->base;
+	int32_t prev_epoch = -1;
 	mk_strbuf buf = MK_STRBUF_INIT;
 	mk_segment_reader r;
 	mk_segment_reader_init(&r, s, pos, s->size, &buf, 0);
@@ -1236,7 +1251,8 @@ static mk_err time_scan(mk_log *log, size_t i, uint64_t pos, int64_t ts,
 		err = mk_segment_reader_next(&r, &b, &done);
 		const char *bad = err ? (r.reason ? r.reason : "bad frame") : NULL;
 		if (!err && !done)
-			bad = batch_misplaced(&b, prev_next, s->base, limit);
+			bad = batch_misplaced(log, &b, prev_next, &prev_epoch,
+					      s->base, limit);
 		if (bad) {
 			*bad_pos = at;
 			err = bad_frame(log, s, at, bad);

@@ -266,12 +266,15 @@ typedef struct {
 	int64_t next_offset;
 	int64_t max_ts;
 	int64_t last_base;
+	int32_t last_epoch;     /* the last epoch >= 0 seen, or -1 */
 } scan_result;
 
 /*
  * Walk [0, limit) frame by frame. Each batch must decode, start at or after
- * the previous one's end (and the segment base), end below end_limit and fit
- * the u32 index fields; the first that does not ends the scan with a
+ * the previous one's end (and the segment base), end below end_limit, fit
+ * the u32 index fields and carry an epoch that is none (-1) or at least the
+ * last one before it (base offset and epoch are outside the CRC: these
+ * checks are what guards them); the first that does not ends the scan with a
  * reason. The scan also ends before a batch whose base is >= stop. With
  * build, the indexes are rebuilt in memory. Only I/O failure is an error.
  */
@@ -284,6 +287,7 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 	res->next_offset = s->base;
 	res->max_ts = INT64_MIN;
 	res->last_base = -1;
+	res->last_epoch = -1;
 	if (build) {
 		mk_index_clear(&s->index);
 		mk_timeindex_clear(&s->tindex);
@@ -320,6 +324,9 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 			bad = "offset too far from the segment base";
 		else if (pos + b.frame_len > UINT32_MAX)
 			bad = "segment larger than 4 GiB";
+		else if (b.meta.leader_epoch >= 0 &&
+			 b.meta.leader_epoch < res->last_epoch)
+			bad = "leader epoch went down";
 		if (bad) {
 			res->reason = bad;
 			res->bad_pos = pos;
@@ -339,6 +346,8 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 			fn(arg, &b, pos);
 		res->next_offset = mk_batch_next_offset(&b);
 		res->last_base = base;
+		if (b.meta.leader_epoch >= 0)
+			res->last_epoch = b.meta.leader_epoch;
 		res->valid = pos + b.frame_len;
 		mk_segment_reader_skip(&r);
 	}
@@ -741,8 +750,8 @@ void mk_segment_crash(mk_segment *s, bool torn)
 		uint8_t part[MK_FRAME_HEADER + 3];
 		memcpy(part, MK_FRAME_MAGIC, 4);
 		mk_store_be32(part + 4, 200);
-		mk_store_be32(part + 8, 0xdeadbeef);
-		memcpy(part + MK_FRAME_HEADER, "\x01\x00\x00", 3);
+		mk_store_be32(part + MK_FRAME_OFF_CRC, 0xdeadbeef);
+		memcpy(part + MK_FRAME_HEADER, "\x00\x00\x00", 3);
 		if (mk_pwrite_all(s->fd, part, sizeof(part),
 				  (long long)s->flushed)) {
 		}

@@ -418,7 +418,7 @@ static void test_leader_append(void **state)
 	assert_int_equal(mk_log_append_leader(log, (uint8_t *)fr.buf, fr.len, 4,
 					      NULL), MK_CORRUPT_MESSAGE);
 	fr.buf[0] ^= 1;
-	fr.buf[MK_FRAME_HEADER] ^= 1;     /* version */
+	fr.buf[MK_FRAME_HEADER] ^= 1;     /* flags */
 	assert_int_equal(mk_log_append_leader(log, (uint8_t *)fr.buf, fr.len, 4,
 					      NULL), MK_CORRUPT_MESSAGE);
 	fr.buf[MK_FRAME_HEADER] ^= 1;
@@ -1038,6 +1038,91 @@ static void test_closed_damage(void **state)
 	mk_strbuf_release(&out);
 }
 
+static void put_be_at(const char *path, off_t at, uint64_t v, int width)
+{
+	uint8_t b[8];
+	if (width == 8)
+		mk_store_be64(b, v);
+	else
+		mk_store_be32(b, (uint32_t)v);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, b, (size_t)width, at), width);
+	close(fd);
+}
+
+/*
+ * Base offset and epoch lie outside the frame CRC (codec.h): on disk, the
+ * log's order checks stand guard. A closed segment whose batch moved to an
+ * earlier offset, or to an epoch above the cache's latest, fails the read
+ * naming the batch; an active segment whose epoch goes down is cut there
+ * at recovery.
+ */
+static void test_stamp_sanity(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1000, 100, 0);
+	for (int i = 0; i < 20; i++)
+		append_n(log, i < 10 ? 1 : 2, 2, NULL, 100);
+	assert_true(mk_log_segment_count(log) >= 3);
+	mk_segment_info last;
+	mk_log_segment_info(log, mk_log_segment_count(log) - 1, &last);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 2, SIZE_MAX, &out), MK_OK);
+	size_t flen = out.len;   /* every batch has this size */
+	assert_true(last.size >= 2 * flen);
+	mk_log_close(log);
+
+	char path[256], tail[256];
+	seg_path(f, 0, "log", path, sizeof(path));
+	seg_path(f, last.base_offset, "log", tail, sizeof(tail));
+	off_t b1 = (off_t)flen;   /* the second batch, base offset 2 */
+
+	/* An earlier base offset: offsets out of order. */
+	put_be_at(path, b1 + MK_FRAME_OFF_BASE_OFFSET, 0, 8);
+	log = open_log(f, 1000, 100, 0);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 40, SIZE_MAX, &out),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_non_null(strstr(mk_log_error(log), "offsets out of order"));
+	mk_log_close(log);
+	put_be_at(path, b1 + MK_FRAME_OFF_BASE_OFFSET, 2, 8);
+
+	/* An epoch past the latest known: refused. */
+	put_be_at(path, b1 + MK_FRAME_OFF_LEADER_EPOCH, 7, 4);
+	log = open_log(f, 1000, 100, 0);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 40, SIZE_MAX, &out),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_non_null(strstr(mk_log_error(log), "leader epoch out of order"));
+	mk_log_close(log);
+	/* An epoch below the batch before it: refused too. */
+	put_be_at(path, b1 + MK_FRAME_OFF_LEADER_EPOCH, 1, 4);
+	put_be_at(path, MK_FRAME_OFF_LEADER_EPOCH, 2, 4);
+	log = open_log(f, 1000, 100, 0);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 40, SIZE_MAX, &out),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_non_null(strstr(mk_log_error(log), "leader epoch out of order"));
+	mk_log_close(log);
+	put_be_at(path, MK_FRAME_OFF_LEADER_EPOCH, 1, 4);
+	log = open_log(f, 1000, 100, 0);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 40, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 39);
+	mk_log_close(log);
+
+	/* The active segment's last batch going down to epoch 1 is where
+	 * recovery cuts. */
+	put_be_at(tail, (off_t)(last.size - flen) + MK_FRAME_OFF_LEADER_EPOCH,
+		  1, 4);
+	log = open_log(f, 1000, 100, 0);
+	assert_int_equal(mk_log_end_offset(log), 38);
+	assert_int_equal(mk_log_latest_epoch(log), 2);
+	mk_log_close(log);
+	mk_strbuf_release(&out);
+}
+
 static void test_startup_skips_closed(void **state)
 {
 	fixture *f = *state;
@@ -1585,6 +1670,7 @@ int main(void)
 		T(test_tail_repair),
 		T(test_index_rebuild),
 		T(test_closed_damage),
+		T(test_stamp_sanity),
 		T(test_startup_skips_closed),
 		T(test_ignores_other_files),
 		T(test_epoch_cache),
