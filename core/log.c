@@ -64,6 +64,7 @@
 
 #include "codec.h"
 #include "fileio.h"
+#include "parse.h"
 #include "segment.h"
 
 #define CHECKPOINT "checkpoint"
@@ -272,12 +273,7 @@ static void on_batch_epoch(void *arg, const mk_batch_view *b, uint64_t pos)
 
 /* ---- the checkpoint ------------------------------------------------------ */
 
-typedef struct {
-	int64_t start_offset;
-	int64_t recovery_point;
-	mk_epoch_entry *epochs;
-	size_t nepochs;
-} checkpoint;
+typedef mk_log_checkpoint checkpoint;
 
 static void ckpt_format(const mk_log *log, mk_strbuf *out)
 {
@@ -323,21 +319,24 @@ static void set_recovery_point(mk_log *log, int64_t offset)
 	pthread_mutex_unlock(&log->state_lock);
 }
 
-/* A decimal integer in [0, INT64_MAX] filling the token at *p. */
-static bool parse_num(char **p, int64_t *out)
+/*
+ * A space, then a decimal integer in [lo, hi] (core/parse.h) ending at the
+ * next space or at the end of the line; *p moves past it.
+ */
+static bool parse_num(char **p, int64_t lo, int64_t hi, int64_t *out)
 {
-	char *s = *p, *end;
-	while (*s == ' ')
-		s++;
-	if (*s < '0' || *s > '9')
+	char *s = *p;
+	if (*s != ' ')
 		return false;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || (*end != ' ' && *end != '\0'))
-		return false;
-	*out = v;
-	*p = end;
-	return true;
+	s++;
+	char *end = s + strcspn(s, " ");
+	char saved = *end;
+	*end = '\0';
+	bool ok = mk_parse_range(s, lo, hi, out);
+	*end = saved;
+	if (ok)
+		*p = end;
+	return ok;
 }
 
 static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
@@ -366,22 +365,24 @@ static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
 			version = true;
 		} else if (!strncmp(line, "log_start_offset ", 17) && !start) {
 			p += 16;
-			if (!parse_num(&p, &c->start_offset) || *p) {
+			if (!parse_num(&p, 0, INT64_MAX, &c->start_offset) ||
+			    *p) {
 				bad = "bad log_start_offset";
 				break;
 			}
 			start = true;
 		} else if (!strncmp(line, "recovery_point ", 15) && !rp) {
 			p += 14;
-			if (!parse_num(&p, &c->recovery_point) || *p) {
+			if (!parse_num(&p, 0, INT64_MAX, &c->recovery_point) ||
+			    *p) {
 				bad = "bad recovery_point";
 				break;
 			}
 			rp = true;
 		} else if (!strncmp(line, "epoch ", 6)) {
 			p += 5;
-			if (!parse_num(&p, &a) || a > INT32_MAX ||
-			    !parse_num(&p, &b) || *p) {
+			if (!parse_num(&p, 0, INT32_MAX, &a) ||
+			    !parse_num(&p, 0, INT64_MAX, &b) || *p) {
 				bad = "bad epoch line";
 				break;
 			}
@@ -416,6 +417,12 @@ static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
 		return MK_KAFKA_STORAGE_ERROR;
 	}
 	return MK_OK;
+}
+
+mk_err mk_log_checkpoint_parse(const char *path, char *text,
+			       mk_log_checkpoint *c, mk_strbuf *why)
+{
+	return ckpt_parse(path, text, c, why);
 }
 
 /* ---- the flusher --------------------------------------------------------- */

@@ -178,4 +178,22 @@ void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info);
 /* The last storage error: "FILE at byte POS: REASON". "" when none. */
 const char *mk_log_error(const mk_log *log);
 
+/*
+ * The checkpoint file's parser, exposed for tests and the fuzzer. text is
+ * the whole file (cut in place): "version 1", "log_start_offset N",
+ * "recovery_point N", then "epoch E START" lines, epochs and starts
+ * strictly increasing, every integer through core/parse.h, every line
+ * ending in a newline. On failure (MK_KAFKA_STORAGE_ERROR, "PATH: line N:
+ * REASON" in why) nothing is left to free; on success free(c->epochs).
+ */
+typedef struct {
+	int64_t start_offset;
+	int64_t recovery_point;
+	mk_epoch_entry *epochs;
+	size_t nepochs;
+} mk_log_checkpoint;
+
+mk_err mk_log_checkpoint_parse(const char *path, char *text,
+			       mk_log_checkpoint *c, mk_strbuf *why);
+
 #endif

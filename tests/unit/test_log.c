@@ -1294,6 +1294,80 @@ static void test_epoch_cache(void **state)
 	mk_strbuf_release(&text);
 }
 
+/* The checkpoint parser on its own: strict integers, strict lines. */
+static mk_err ckpt_try(const char *text, mk_log_checkpoint *c, mk_strbuf *why)
+{
+	char *copy = strdup(text);
+	assert_non_null(copy);
+	mk_strbuf_reset(why);
+	mk_err err = mk_log_checkpoint_parse("ck", copy, c, why);
+	free(copy);
+	return err;
+}
+
+static void test_checkpoint_parse(void **state)
+{
+	(void)state;
+	mk_log_checkpoint c;
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(ckpt_try("version 1\nlog_start_offset 3\n"
+				  "recovery_point 9\nepoch 0 3\nepoch 2 7\n",
+				  &c, &why), MK_OK);
+	assert_int_equal(c.start_offset, 3);
+	assert_int_equal(c.recovery_point, 9);
+	assert_int_equal(c.nepochs, 2);
+	assert_int_equal(c.epochs[1].epoch, 2);
+	assert_int_equal(c.epochs[1].start_offset, 7);
+	free(c.epochs);
+	assert_int_equal(ckpt_try("version 1\nlog_start_offset 9223372036854775807\n"
+				  "recovery_point 0\nepoch 2147483647 1\n",
+				  &c, &why), MK_OK);
+	assert_true(c.start_offset == INT64_MAX);
+	free(c.epochs);
+
+	static const struct { const char *text, *reason; } bad[] = {
+		{ "version 1\nlog_start_offset +3\nrecovery_point 9\n",
+		  "line 2: bad log_start_offset" },
+		{ "version 1\nlog_start_offset  3\nrecovery_point 9\n",
+		  "line 2: bad log_start_offset" },
+		{ "version 1\nlog_start_offset 3 \nrecovery_point 9\n",
+		  "line 2: bad log_start_offset" },
+		{ "version 1\nlog_start_offset -1\nrecovery_point 9\n",
+		  "line 2: bad log_start_offset" },
+		{ "version 1\nlog_start_offset 9223372036854775808\nrecovery_point 9\n",
+		  "line 2: bad log_start_offset" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point 0x9\n",
+		  "line 3: bad recovery_point" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point\n",
+		  "line 3: unknown line" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point 9\nepoch 2147483648 1\n",
+		  "line 4: bad epoch line" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point 9\nepoch 1\n",
+		  "line 4: bad epoch line" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point 9\nepoch 1 2 3\n",
+		  "line 4: bad epoch line" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point 9\nepoch 2 5\nepoch 1 6\n",
+		  "line 5: epochs out of order" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point 9",
+		  "line 3: missing newline" },
+		{ "version 2\n", "line 1: unknown version" },
+		{ "version 1\nlog_start_offset 3\n", "line 2: missing fields" },
+		{ "version 1\nlog_start_offset 3\nlog_start_offset 3\n",
+		  "line 3: unknown line" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (ckpt_try(bad[i].text, &c, &why) != MK_KAFKA_STORAGE_ERROR)
+			print_error("accepted: %s\n", bad[i].text);
+		assert_int_equal(ckpt_try(bad[i].text, &c, &why),
+				 MK_KAFKA_STORAGE_ERROR);
+		char want[128];
+		snprintf(want, sizeof(want), "ck: %s", bad[i].reason);
+		assert_string_equal(why.buf, want);
+		assert_null(c.epochs);
+	}
+	mk_strbuf_release(&why);
+}
+
 static void test_checkpoint_damage(void **state)
 {
 	fixture *f = *state;
@@ -1675,6 +1749,7 @@ int main(void)
 		T(test_ignores_other_files),
 		T(test_epoch_cache),
 		T(test_checkpoint_damage),
+		T(test_checkpoint_parse),
 		T(test_crash),
 		T(test_crash_after_roll),
 		T(test_roll_advances_recovery_point),
