@@ -609,16 +609,11 @@ static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
 		const char *name = de->d_name;
 		if (strlen(name) != 24 || strcmp(name + 20, ".log") != 0)
 			continue;
-		uint64_t v = 0;
-		bool ok = true;
-		for (int i = 0; i < 20 && ok; i++) {
-			if (name[i] < '0' || name[i] > '9' ||
-			    v > ((uint64_t)INT64_MAX - (uint64_t)(name[i] - '0')) / 10)
-				ok = false;
-			else
-				v = v * 10 + (uint64_t)(name[i] - '0');
-		}
-		if (!ok)
+		char digits[21];
+		int64_t v;
+		memcpy(digits, name, 20);
+		digits[20] = '\0';
+		if (name[0] == '-' || !mk_parse_range(digits, 0, INT64_MAX, &v))
 			continue;
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
@@ -626,7 +621,7 @@ static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
 			if (!*out)
 				abort();
 		}
-		(*out)[(*n)++] = (int64_t)v;
+		(*out)[(*n)++] = v;
 	}
 	closedir(d);
 	if (*n)
