@@ -66,6 +66,7 @@
 #include "fileio.h"
 #include "parse.h"
 #include "segment.h"
+#include "xalloc.h"
 
 #define CHECKPOINT "checkpoint"
 
@@ -148,9 +149,7 @@ static void push_segment(mk_log *log, mk_segment *s)
 {
 	if (log->nsegs == log->segs_cap) {
 		size_t cap = log->segs_cap ? log->segs_cap * 2 : 8;
-		mk_segment **v = realloc(log->segs, cap * sizeof(*v));
-		if (!v)
-			abort();
+		mk_segment **v = mk_xrealloc(log->segs, cap * sizeof(*v));
 		log->segs = v;
 		log->segs_cap = cap;
 	}
@@ -176,9 +175,7 @@ static void epoch_push(mk_log *log, int32_t epoch, int64_t start)
 	pthread_mutex_lock(&log->state_lock);
 	if (log->nepochs == log->epochs_cap) {
 		size_t cap = log->epochs_cap ? log->epochs_cap * 2 : 8;
-		mk_epoch_entry *v = realloc(log->epochs, cap * sizeof(*v));
-		if (!v)
-			abort();
+		mk_epoch_entry *v = mk_xrealloc(log->epochs, cap * sizeof(*v));
 		log->epochs = v;
 		log->epochs_cap = cap;
 	}
@@ -264,9 +261,7 @@ static void on_batch_epoch(void *arg, const mk_batch_view *b, uint64_t pos)
 		return;
 	if (s->n == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 8;
-		s->v = realloc(s->v, s->cap * sizeof(*s->v));
-		if (!s->v)
-			abort();
+		s->v = mk_xrealloc(s->v, s->cap * sizeof(*s->v));
 	}
 	s->v[s->n++] = (mk_epoch_entry){ e, b->meta.base_offset };
 }
@@ -394,10 +389,8 @@ static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
 			}
 			if (c->nepochs == cap) {
 				cap = cap ? cap * 2 : 8;
-				c->epochs = realloc(c->epochs,
+				c->epochs = mk_xrealloc(c->epochs,
 						    cap * sizeof(*c->epochs));
-				if (!c->epochs)
-					abort();
 			}
 			c->epochs[c->nepochs++] =
 				(mk_epoch_entry){ (int32_t)a, b };
@@ -528,9 +521,7 @@ static mk_err flusher_add(mk_log *log, mk_segment *seg, int64_t next)
 	}
 	if (fl->n == fl->cap) {
 		fl->cap = fl->cap ? fl->cap * 2 : MAX_PENDING + 1;
-		fl->q = realloc(fl->q, fl->cap * sizeof(*fl->q));
-		if (!fl->q)
-			abort();
+		fl->q = mk_xrealloc(fl->q, fl->cap * sizeof(*fl->q));
 	}
 	fl->q[fl->n++] = job;
 	pthread_cond_broadcast(&fl->cond);
@@ -617,7 +608,7 @@ static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
 			continue;
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
-			*out = realloc(*out, cap * sizeof(**out));
+			*out = mk_xrealloc(*out, cap * sizeof(**out));
 			if (!*out)
 				abort();
 		}
@@ -693,10 +684,8 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 				       strerror(errno));
 		return MK_KAFKA_STORAGE_ERROR;
 	}
-	mk_log *log = calloc(1, sizeof(*log));
-	if (!log)
-		abort();
-	log->dir = strdup(dir);
+	mk_log *log = mk_xcalloc(1, sizeof(*log));
+	log->dir = mk_xstrdup(dir);
 	mk_strbuf p = MK_STRBUF_INIT;
 	mk_strbuf_addf(&p, "%s/" CHECKPOINT, dir);
 	log->ckpt_path = mk_strbuf_detach(&p, NULL);

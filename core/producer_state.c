@@ -109,9 +109,7 @@ static mk_producer_entry *entry_for(mk_producer_state *ps, int64_t pid)
 		return e;
 	if (ps->n == ps->alloc) {
 		size_t n = ps->alloc ? ps->alloc * 2 : 8;
-		mk_producer_entry *v = realloc(ps->v, n * sizeof(*v));
-		if (!v)
-			abort();
+		mk_producer_entry *v = mk_xrealloc(ps->v, n * sizeof(*v));
 		ps->v = v;
 		ps->alloc = n;
 	}

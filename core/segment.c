@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "xalloc.h"
 
 #define FIRST_CHUNK (16u * 1024)
 #define SCAN_CHUNK (1024u * 1024)
@@ -359,9 +360,7 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 
 static mk_segment *seg_new(const char *dir, int64_t base)
 {
-	mk_segment *s = calloc(1, sizeof(*s));
-	if (!s)
-		abort();
+	mk_segment *s = mk_xcalloc(1, sizeof(*s));
 	s->base = base;
 	mk_strbuf p = MK_STRBUF_INIT;
 	mk_strbuf_addf(&p, "%s/%020lld.log", dir, (long long)base);

@@ -25,6 +25,7 @@
 #include "failpoint.h"
 #include "fileio.h"
 #include "ops.h"
+#include "xalloc.h"
 
 struct options {
 	char *config;
@@ -47,7 +48,7 @@ static int take_data_dir(void *data, const char *arg, int key,
 	(void)outargs;
 	struct options *o = data;
 	if (key == FUSE_OPT_KEY_NONOPT && !o->data_dir) {
-		o->data_dir = strdup(arg);
+		o->data_dir = mk_xstrdup(arg);
 		return 0;
 	}
 	return 1;
