@@ -394,9 +394,11 @@ void mk_segment_close(mk_segment *s)
 
 static mk_err open_indexes(mk_segment *s, mk_strbuf *why)
 {
-	if (s->index.fd < 0 && mk_index_open(&s->index, s->index_path))
+	if (!mk_index_attached(&s->index) &&
+	    mk_index_open(&s->index, s->index_path))
 		return io_error(why, s->index_path, "cannot open");
-	if (s->tindex.fd < 0 && mk_timeindex_open(&s->tindex, s->time_path))
+	if (!mk_timeindex_attached(&s->tindex) &&
+	    mk_timeindex_open(&s->tindex, s->time_path))
 		return io_error(why, s->time_path, "cannot open");
 	return MK_OK;
 }

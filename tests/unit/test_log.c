@@ -241,7 +241,7 @@ static void test_index_unit(void **state)
 	assert_int_equal(mk_index_open(&ix, path), MK_OK);
 	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
 	assert_true(valid);
-	assert_int_equal(ix.n, 3);
+	assert_int_equal(mk_index_count(&ix), 3);
 	assert_int_equal(mk_index_load(&ix, 900, UINT64_MAX, &valid), MK_OK);
 	assert_false(valid);   /* position 900 is not inside 900 bytes */
 	assert_int_equal(mk_index_load(&ix, 1000, 20, &valid), MK_OK);
@@ -250,10 +250,10 @@ static void test_index_unit(void **state)
 	assert_true(valid);
 	/* Truncation by offset and by position, in the file too. */
 	assert_int_equal(mk_index_truncate_rel(&ix, 25), MK_OK);
-	assert_int_equal(ix.n, 2);
+	assert_int_equal(mk_index_count(&ix), 2);
 	assert_int_equal(file_size(path), 16);
 	assert_int_equal(mk_index_truncate_pos(&ix, 1), MK_OK);
-	assert_int_equal(ix.n, 1);
+	assert_int_equal(mk_index_count(&ix), 1);
 	assert_int_equal(file_size(path), 8);
 	mk_index_close(&ix);
 
@@ -263,7 +263,7 @@ static void test_index_unit(void **state)
 	assert_int_equal(mk_index_open(&ix, path), MK_OK);
 	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
 	assert_false(valid);
-	assert_int_equal(ix.n, 0);
+	assert_int_equal(mk_index_count(&ix), 0);
 	mk_index_close(&ix);
 	uint8_t bad[16];
 	mk_store_be32(bad, 0);
@@ -301,7 +301,7 @@ static void test_index_unit(void **state)
 	assert_int_equal(mk_timeindex_open(&ti, path), MK_OK);
 	assert_int_equal(mk_timeindex_load(&ti, 50, UINT64_MAX, &valid), MK_OK);
 	assert_true(valid);
-	assert_int_equal(ti.n, 3);
+	assert_int_equal(mk_timeindex_count(&ti), 3);
 	assert_int_equal(mk_timeindex_load(&ti, 50, 9, &valid), MK_OK);
 	assert_false(valid);
 	mk_timeindex_close(&ti);
