@@ -666,6 +666,201 @@ static bool config_ok(const mk_log_config *cfg)
 	       cfg->flush_messages >= 0;
 }
 
+/* A new log object for dir, with no segment yet. */
+static mk_log *log_new(const char *dir, const mk_log_config *cfg)
+{
+	mk_log *log = mk_xcalloc(1, sizeof(*log));
+	log->dir = mk_xstrdup(dir);
+	mk_strbuf p = MK_STRBUF_INIT;
+	mk_strbuf_addf(&p, "%s/" CHECKPOINT, dir);
+	log->ckpt_path = mk_strbuf_detach(&p, NULL);
+	log->cfg = *cfg;
+	mk_strbuf_init(&log->err, 0);
+	pthread_mutex_init(&log->state_lock, NULL);
+	pthread_mutex_init(&log->fl.lock, NULL);
+	pthread_cond_init(&log->fl.cond, NULL);
+	mk_strbuf_init(&log->fl.msg, 0);
+	return log;
+}
+
+/* What mk_log_open gathers on its way, for its steps to share. */
+typedef struct {
+	const char *dir;
+	const mk_log_config *cfg;
+	int64_t *bases;             /* the NNN.log files, ascending */
+	size_t nbases;
+	bool missing;               /* no checkpoint file */
+	mk_strbuf text;             /* the checkpoint as read */
+	checkpoint ck;              /* and as parsed */
+	size_t first;               /* the first segment to recover */
+	epoch_seen seen;            /* epochs in the recovered segments */
+	mk_strbuf scratch;
+} opening;
+
+/* Read and parse the checkpoint, when there is one. */
+static mk_err open_read_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
+{
+	if (mk_file_read(log->ckpt_path, &o->text, &o->missing)) {
+		if (why)
+			mk_strbuf_addf(why, "%s: read failed: %s",
+				       log->ckpt_path, strerror(errno));
+		return MK_KAFKA_STORAGE_ERROR;
+	}
+	if (o->missing)
+		return MK_OK;
+	return ckpt_parse(log->ckpt_path, o->text.buf, &o->ck, why);
+}
+
+/*
+ * Recovery starts at the segment holding the recovery point: normally
+ * the active one; earlier when rolled segments were still waiting for
+ * the flusher. Without a checkpoint (a new log, or outside damage),
+ * at the active one.
+ */
+static size_t open_first_to_recover(const opening *o)
+{
+	size_t first = o->nbases ? o->nbases - 1 : 0;
+	while (!o->missing && first > 0 &&
+	       o->bases[first] > o->ck.recovery_point)
+		first--;
+	return first;
+}
+
+/* Closed segments below the first to recover: opened, never read. */
+static mk_err open_closed_segments(mk_log *log, opening *o, mk_strbuf *why)
+{
+	for (size_t i = 0; i < o->first; i++) {
+		mk_segment *s;
+		mk_err err = mk_segment_open_closed(o->dir, o->bases[i], &s,
+						    why);
+		if (err)
+			return err;
+		push_segment(log, s);
+	}
+	return MK_OK;
+}
+
+/*
+ * From the first to recover on, each segment is recovered (its torn or
+ * corrupt tail cut, its indexes rebuilt, fsynced). One that had to be cut,
+ * or that ends short of the next one's base, ends the log: the segments
+ * after it were written after data now lost, and are deleted. The others
+ * are closed again, durable now.
+ */
+static mk_err open_recover_segments(mk_log *log, opening *o, mk_strbuf *why)
+{
+	mk_err err;
+	for (size_t i = o->first; i < o->nbases; i++) {
+		bool last = i + 1 == o->nbases;
+		mk_segment *s;
+		uint64_t cut;
+		err = mk_segment_open_active(o->dir, o->bases[i],
+					     last ? INT64_MAX : o->bases[i + 1],
+					     o->cfg->index_interval_bytes,
+					     on_batch_epoch, &o->seen, &s, &cut,
+					     &o->scratch);
+		if (err) {
+			if (why)
+				mk_strbuf_add(why, o->scratch.buf,
+					      o->scratch.len);
+			return err;
+		}
+		push_segment(log, s);
+		if (last)
+			break;
+		if (cut || s->next_offset != o->bases[i + 1])
+			return remove_from(o->dir, o->bases + i + 1,
+					   o->nbases - i - 1, why);
+		mk_strbuf_reset(&o->scratch);
+		if ((err = mk_segment_seal(s, &o->scratch)) ||
+		    (err = mk_segment_flush(s, &o->scratch))) {
+			if (why)
+				mk_strbuf_add(why, o->scratch.buf,
+					      o->scratch.len);
+			return err;
+		}
+	}
+	return MK_OK;
+}
+
+/* No segment at all: an empty one at the checkpoint's log start. */
+static mk_err open_create_first(mk_log *log, opening *o, mk_strbuf *why)
+{
+	mk_segment *s;
+	mk_err err = mk_segment_create(o->dir,
+				       o->missing ? 0 : o->ck.start_offset,
+				       &s, why);
+	if (err)
+		return err;
+	push_segment(log, s);
+	if (mk_fsync_dir(o->dir)) {
+		if (why)
+			mk_strbuf_addf(why, "%s: fsync failed", o->dir);
+		return MK_KAFKA_STORAGE_ERROR;
+	}
+	return MK_OK;
+}
+
+/*
+ * The epoch cache: the checkpoint's, or — when it is missing while
+ * closed segments exist, which only outside damage causes — rebuilt by
+ * scanning them. Then everything from the first recovered segment's
+ * base on is taken from what the recovered segments actually hold: the
+ * checkpoint may have run ahead of data lost in a crash, or lag behind
+ * it.
+ */
+static mk_err open_epoch_cache(mk_log *log, opening *o, mk_strbuf *why)
+{
+	mk_err err = MK_OK;
+	for (size_t i = 0; i < o->ck.nepochs; i++)
+		epoch_push(log, o->ck.epochs[i].epoch,
+			   o->ck.epochs[i].start_offset);
+	if (o->missing && o->first > 0) {
+		epoch_seen closed = { NULL, 0, 0 };
+		for (size_t i = 0; i < o->first && !err; i++)
+			err = mk_segment_scan(log->segs[i], end_limit(log, i),
+					      on_batch_epoch, &closed, why);
+		for (size_t i = 0; i < closed.n; i++)
+			epoch_observe(log, closed.v[i].epoch,
+				      closed.v[i].start_offset);
+		free(closed.v);
+		if (err)
+			return err;
+	}
+	epoch_trim(log, log->segs[o->first]->base);
+	for (size_t i = 0; i < o->seen.n; i++)
+		epoch_observe(log, o->seen.v[i].epoch,
+			      o->seen.v[i].start_offset);
+	return MK_OK;
+}
+
+/* Log start (the checkpoint's, within the segments) and recovery point. */
+static void open_settle_offsets(mk_log *log, const opening *o)
+{
+	int64_t leo = mk_log_end_offset(log);
+	log->start_offset = o->missing ? log->segs[0]->base : o->ck.start_offset;
+	if (log->start_offset < log->segs[0]->base)
+		log->start_offset = log->segs[0]->base;
+	if (log->start_offset > leo)
+		log->start_offset = leo;
+	/* Recovery fsynced what it scanned: all of the log is durable. */
+	log->recovery_point = leo;
+}
+
+/* Write the checkpoint when it is missing or says something else. */
+static mk_err open_write_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
+{
+	mk_strbuf_reset(&o->scratch);
+	ckpt_format(log, &o->scratch);
+	if (!o->missing && o->scratch.len == o->text.len &&
+	    memcmp(o->scratch.buf, o->text.buf, o->text.len) == 0)
+		return MK_OK;
+	mk_err err = ckpt_write(log);
+	if (err && why)
+		mk_strbuf_add(why, log->err.buf, log->err.len);
+	return err;
+}
+
 mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		   mk_strbuf *why)
 {
@@ -684,167 +879,37 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 				       strerror(errno));
 		return MK_KAFKA_STORAGE_ERROR;
 	}
-	mk_log *log = mk_xcalloc(1, sizeof(*log));
-	log->dir = mk_xstrdup(dir);
-	mk_strbuf p = MK_STRBUF_INIT;
-	mk_strbuf_addf(&p, "%s/" CHECKPOINT, dir);
-	log->ckpt_path = mk_strbuf_detach(&p, NULL);
-	log->cfg = *cfg;
-	mk_strbuf_init(&log->err, 0);
-	pthread_mutex_init(&log->state_lock, NULL);
-	pthread_mutex_init(&log->fl.lock, NULL);
-	pthread_cond_init(&log->fl.cond, NULL);
-	mk_strbuf_init(&log->fl.msg, 0);
-
-	mk_strbuf text = MK_STRBUF_INIT, scratch = MK_STRBUF_INIT;
-	int64_t *bases = NULL;
-	size_t nbases = 0;
-	checkpoint ck = { 0, 0, NULL, 0 };
-	epoch_seen seen = { NULL, 0, 0 };
-	bool missing;
-	mk_err err = list_segments(dir, &bases, &nbases, why);
-	if (err)
-		goto fail;
-	if (mk_file_read(log->ckpt_path, &text, &missing)) {
-		if (why)
-			mk_strbuf_addf(why, "%s: read failed: %s",
-				       log->ckpt_path, strerror(errno));
-		err = MK_KAFKA_STORAGE_ERROR;
-		goto fail;
+	mk_log *log = log_new(dir, cfg);
+	opening o = {
+		.dir = dir, .cfg = cfg,
+		.text = MK_STRBUF_INIT, .scratch = MK_STRBUF_INIT,
+	};
+	mk_err err;
+	if ((err = list_segments(dir, &o.bases, &o.nbases, why)) ||
+	    (err = open_read_checkpoint(log, &o, why)))
+		goto done;
+	o.first = open_first_to_recover(&o);
+	if ((err = open_closed_segments(log, &o, why)) ||
+	    (err = open_recover_segments(log, &o, why)) ||
+	    (!o.nbases && (err = open_create_first(log, &o, why))) ||
+	    (err = open_epoch_cache(log, &o, why)))
+		goto done;
+	open_settle_offsets(log, &o);
+	err = open_write_checkpoint(log, &o, why);
+done:
+	if (err) {
+		for (size_t i = 0; i < log->nsegs; i++)
+			mk_segment_close(log->segs[i]);
+		log_free(log);
+	} else {
+		*out = log;
 	}
-	if (!missing && (err = ckpt_parse(log->ckpt_path, text.buf, &ck, why)))
-		goto fail;
-
-	/*
-	 * Recovery starts at the segment holding the recovery point: normally
-	 * the active one; earlier when rolled segments were still waiting for
-	 * the flusher. Without a checkpoint (a new log, or outside damage),
-	 * at the active one.
-	 */
-	size_t first = nbases ? nbases - 1 : 0;
-	while (!missing && first > 0 && bases[first] > ck.recovery_point)
-		first--;
-	/* Closed segments below it: opened, never read. */
-	for (size_t i = 0; i < first; i++) {
-		mk_segment *s;
-		if ((err = mk_segment_open_closed(dir, bases[i], &s, why)))
-			goto fail;
-		push_segment(log, s);
-	}
-	/*
-	 * From it on, each segment is recovered (its torn or corrupt tail cut,
-	 * its indexes rebuilt, fsynced). One that had to be cut, or that ends
-	 * short of the next one's base, ends the log: the segments after it
-	 * were written after data now lost, and are deleted. The others are
-	 * closed again, durable now.
-	 */
-	for (size_t i = first; i < nbases; i++) {
-		bool last = i + 1 == nbases;
-		mk_segment *s;
-		uint64_t cut;
-		err = mk_segment_open_active(dir, bases[i],
-					     last ? INT64_MAX : bases[i + 1],
-					     cfg->index_interval_bytes,
-					     on_batch_epoch, &seen, &s, &cut,
-					     &scratch);
-		if (err) {
-			if (why)
-				mk_strbuf_add(why, scratch.buf, scratch.len);
-			goto fail;
-		}
-		push_segment(log, s);
-		if (last)
-			break;
-		if (cut || s->next_offset != bases[i + 1]) {
-			if ((err = remove_from(dir, bases + i + 1,
-					       nbases - i - 1, why)))
-				goto fail;
-			break;
-		}
-		mk_strbuf_reset(&scratch);
-		if ((err = mk_segment_seal(s, &scratch)) ||
-		    (err = mk_segment_flush(s, &scratch))) {
-			if (why)
-				mk_strbuf_add(why, scratch.buf, scratch.len);
-			goto fail;
-		}
-	}
-	if (!nbases) {
-		mk_segment *s;
-		if ((err = mk_segment_create(dir, missing ? 0 : ck.start_offset,
-					     &s, why)))
-			goto fail;
-		push_segment(log, s);
-		if (mk_fsync_dir(dir)) {
-			if (why)
-				mk_strbuf_addf(why, "%s: fsync failed", dir);
-			err = MK_KAFKA_STORAGE_ERROR;
-			goto fail;
-		}
-	}
-
-	/*
-	 * The epoch cache: the checkpoint's, or — when it is missing while
-	 * closed segments exist, which only outside damage causes — rebuilt by
-	 * scanning them. Then everything from the first recovered segment's
-	 * base on is taken from what the recovered segments actually hold: the
-	 * checkpoint may have run ahead of data lost in a crash, or lag behind
-	 * it.
-	 */
-	for (size_t i = 0; i < ck.nepochs; i++)
-		epoch_push(log, ck.epochs[i].epoch, ck.epochs[i].start_offset);
-	if (missing && first > 0) {
-		epoch_seen closed = { NULL, 0, 0 };
-		for (size_t i = 0; i < first && !err; i++)
-			err = mk_segment_scan(log->segs[i], end_limit(log, i),
-					      on_batch_epoch, &closed, why);
-		for (size_t i = 0; i < closed.n; i++)
-			epoch_observe(log, closed.v[i].epoch,
-				      closed.v[i].start_offset);
-		free(closed.v);
-		if (err)
-			goto fail;
-	}
-	epoch_trim(log, log->segs[first]->base);
-	for (size_t i = 0; i < seen.n; i++)
-		epoch_observe(log, seen.v[i].epoch, seen.v[i].start_offset);
-
-	int64_t leo = mk_log_end_offset(log);
-	log->start_offset = missing ? log->segs[0]->base : ck.start_offset;
-	if (log->start_offset < log->segs[0]->base)
-		log->start_offset = log->segs[0]->base;
-	if (log->start_offset > leo)
-		log->start_offset = leo;
-	/* Recovery fsynced what it scanned: all of the log is durable. */
-	log->recovery_point = leo;
-
-	mk_strbuf_reset(&scratch);
-	ckpt_format(log, &scratch);
-	if (missing || scratch.len != text.len ||
-	    memcmp(scratch.buf, text.buf, text.len) != 0) {
-		if ((err = ckpt_write(log))) {
-			if (why)
-				mk_strbuf_add(why, log->err.buf, log->err.len);
-			goto fail;
-		}
-	}
-	free(bases);
-	free(ck.epochs);
-	free(seen.v);
-	mk_strbuf_release(&text);
-	mk_strbuf_release(&scratch);
-	*out = log;
-	return MK_OK;
-fail:
-	for (size_t i = 0; i < log->nsegs; i++)
-		mk_segment_close(log->segs[i]);
-	free(bases);
-	free(ck.epochs);
-	free(seen.v);
-	mk_strbuf_release(&text);
-	mk_strbuf_release(&scratch);
-	log_free(log);
-	return err ? err : MK_KAFKA_STORAGE_ERROR;
+	free(o.bases);
+	free(o.ck.epochs);
+	free(o.seen.v);
+	mk_strbuf_release(&o.text);
+	mk_strbuf_release(&o.scratch);
+	return err;
 }
 
 /*
