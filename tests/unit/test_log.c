@@ -20,6 +20,7 @@
 #include "fileio.h"
 #include "index.h"
 #include "log.h"
+#include "testlib.h"
 #include "timeindex.h"
 
 /* ---- fixture ------------------------------------------------------------- */
@@ -30,29 +31,13 @@ typedef struct {
 	int nfds;
 } fixture;
 
-/* Open file descriptors of this process: a closed log leaves none. */
-static int count_fds(void)
-{
-	int n = 0;
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return -1;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 static int setup(void **state)
 {
 	fixture *f = calloc(1, sizeof(*f));
-	strcpy(f->root, "/tmp/mk-test-log-XXXXXX");
-	if (!mkdtemp(f->root)) {
-		free(f);
-		return -1;
-	}
+	tl_tmpdir(f->root, sizeof(f->root), "log");
 	snprintf(f->dir, sizeof(f->dir), "%s/t-0", f->root);
-	f->nfds = count_fds();
+	/* Open file descriptors: a closed log leaves none. */
+	f->nfds = tl_count_fds();
 	*state = f;
 	return 0;
 }
@@ -60,8 +45,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	fixture *f = *state;
-	int leaked = count_fds() - f->nfds;
-	mk_remove_tree(f->root);
+	int leaked = tl_count_fds() - f->nfds;
+	tl_rmtree(f->root);
 	free(f);
 	if (leaked)
 		print_error("%d file descriptors leaked\n", leaked);
@@ -112,22 +97,21 @@ static bool exists(const char *path)
 static void build(mk_strbuf *out, int64_t base, int32_t epoch, int n,
 		  const int64_t *ts, size_t pad)
 {
-	mk_batch_meta meta = { 0, base, epoch, -1, -1, -1, MK_BYTES_NULL };
-	mk_batch_builder b;
-	mk_builder_init(&b, &meta);
+	char (*v)[512] = calloc((size_t)n, sizeof(*v));
+	const char **vals = calloc((size_t)n, sizeof(*vals));
+	assert_true(v && vals);
 	for (int i = 0; i < n; i++) {
-		char v[512];
-		int len = snprintf(v, sizeof(v), "value-%lld",
+		int len = snprintf(v[i], sizeof(v[i]), "value-%lld",
 				   (long long)(base + i));
-		while ((size_t)len < pad && (size_t)len < sizeof(v) - 1)
-			v[len++] = '.';
-		mk_builder_add(&b, ts ? ts[i] : 1000 + base + i, MK_BYTES_NULL,
-			       mk_bytes_of(v, (size_t)len), NULL, 0);
+		while ((size_t)len < pad && (size_t)len < sizeof(v[i]) - 1)
+			v[i][len++] = '.';
+		v[i][len] = '\0';
+		vals[i] = v[i];
 	}
-	mk_builder_finish(&b);
 	mk_strbuf_reset(out);
-	mk_strbuf_add(out, b.frame.buf, b.frame.len);
-	mk_builder_release(&b);
+	tl_frame(out, base, epoch, vals, n, ts);
+	free(vals);
+	free(v);
 }
 
 /* Leader append of n records; returns the base offset. */
