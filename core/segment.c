@@ -749,6 +749,7 @@ void mk_segment_crash(mk_segment *s, bool torn)
 	if (torn) {
 		/* A frame header promising 200 payload bytes, then 3 of them. */
 		uint8_t part[MK_FRAME_HEADER + 3];
+		memset(part, 0, sizeof(part));
 		memcpy(part, MK_FRAME_MAGIC, 4);
 		mk_store_be32(part + 4, 200);
 		mk_store_be32(part + MK_FRAME_OFF_CRC, 0xdeadbeef);
