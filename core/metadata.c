@@ -146,7 +146,7 @@ static bool parse_version(mk_metadata *md, char **a, int n)
 	return n == 1 && !strcmp(a[0], "1");
 }
 
-/* "broker ID online|offline" */
+/* "broker ID online|offline", each broker once */
 static bool parse_broker(mk_metadata *md, char **a, int n)
 {
 	int id;
@@ -154,6 +154,9 @@ static bool parse_broker(mk_metadata *md, char **a, int n)
 	    !parse_int(a[0], 0, INT32_MAX, &id) ||
 	    (strcmp(a[1], "online") && strcmp(a[1], "offline")))
 		return false;
+	for (int i = 0; i < md->nbrokers; i++)
+		if (md->broker_ids[i] == id)
+			return false;
 	md->broker_ids[md->nbrokers] = id;
 	md->broker_online[md->nbrokers++] = !strcmp(a[1], "online");
 	return true;
@@ -172,7 +175,7 @@ static bool parse_next_producer_id(mk_metadata *md, char **a, int n)
 	       mk_parse_range(a[0], 0, INT64_MAX, &md->next_producer_id);
 }
 
-/* "producer NAME ID EPOCH" */
+/* "producer NAME ID EPOCH", each name once */
 static bool parse_producer(mk_metadata *md, char **a, int n)
 {
 	int64_t id;
@@ -181,6 +184,9 @@ static bool parse_producer(mk_metadata *md, char **a, int n)
 	    !mk_parse_range(a[1], 0, INT64_MAX, &id) ||
 	    !parse_int(a[2], 0, INT16_MAX, &epoch))
 		return false;
+	for (size_t i = 0; i < md->nproducers; i++)
+		if (!strcmp(md->producers[i].name, a[0]))
+			return false;
 	md->producers = mk_xreallocarray(md->producers, md->nproducers + 1,
 					 sizeof(*md->producers));
 	mk_producer_id *v = &md->producers[md->nproducers++];
@@ -243,6 +249,8 @@ static bool parse_partition(mk_metadata *md, char **a, int n)
 	if (!t || !parse_int(a[1], 0, t->npartitions - 1, &p))
 		return false;
 	mk_partition_state *st = &t->parts[p];
+	if (st->leader != -2)
+		return false;       /* the partition's second line */
 	for (int i = 2; i < n; i++)
 		if (!parse_partition_field(st, a[i]))
 			return false;

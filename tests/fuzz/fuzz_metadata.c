@@ -9,7 +9,8 @@
  * 1..1024 partitions and a replication factor in 1..MK_MAX_BROKERS, every
  * partition present with a leader of -1 or >= 0, an epoch >= 0, 1..16
  * replicas and 0..16 ISR members, all ids >= 0; a clock and a next producer
- * id >= 0; producers with ids >= 0 and epochs in 0..INT16_MAX.
+ * id >= 0; producers with ids >= 0 and epochs in 0..INT16_MAX; each
+ * broker, topic and producer once.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	CHECK(md.present);
 	check_ids(md.broker_ids, md.nbrokers, 0, MK_MAX_BROKERS);
+	for (int i = 0; i < md.nbrokers; i++)
+		for (int j = 0; j < i; j++)
+			CHECK(md.broker_ids[i] != md.broker_ids[j]);
 	CHECK(md.clock_ms >= 0 && md.next_producer_id >= 0);
 	for (size_t i = 0; i < md.ntopics; i++) {
 		const mk_metadata_topic *t = &md.topics[i];
@@ -75,6 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < md.nproducers; i++) {
 		CHECK(mk_topic_name_valid(md.producers[i].name));
 		CHECK(md.producers[i].id >= 0 && md.producers[i].epoch >= 0);
+		for (size_t j = 0; j < i; j++)
+			CHECK(strcmp(md.producers[i].name, md.producers[j].name));
 	}
 	mk_metadata_free(&md);
 out:

@@ -164,6 +164,18 @@ static void test_strict_integers(void **state)
 	expect_refused("partition t 0", "frobnicate 1", "frobnicate");
 }
 
+/* Each broker, producer and partition has one line. */
+static void test_duplicates(void **state)
+{
+	(void)state;
+	expect_refused("broker 2", "broker 1 offline", "broker");
+	expect_refused("producer", "producer p 6 2\nproducer p 7 0", "producer");
+	expect_refused("partition t 1",
+		       "partition t 0 leader=2 epoch=4 replicas=2,1 isr=2",
+		       "partition");
+	expect_refused("topic", "topic t 2 2\ntopic t 1 1", "topic");
+}
+
 /* A partition line missing: the load says which. */
 static void test_missing_partition(void **state)
 {
@@ -214,6 +226,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good_file),
 		cmocka_unit_test(test_strict_integers),
+		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_missing_partition),
 		cmocka_unit_test(test_load_file),
 	};
