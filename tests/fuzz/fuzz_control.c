@@ -77,14 +77,24 @@ static void drop_cluster(void)
 	mk_remove_tree(dir);
 }
 
+/* libFuzzer ends with exit(): leave no data directory behind. */
+static void at_exit(void)
+{
+	if (cluster)
+		drop_cluster();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0 || size > 4096)
 		return 0;
 	if (cluster && runs++ % RESET_EVERY == RESET_EVERY - 1)
 		drop_cluster();
-	if (!cluster)
+	if (!cluster) {
+		if (runs <= 1)
+			atexit(at_exit);
 		make_cluster();
+	}
 
 	const char *path = files[data[0] % NFILES];
 	node_ref ref;
