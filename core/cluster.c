@@ -19,6 +19,7 @@
 #include "metadata.h"
 #include "parse.h"
 #include "topic_name.h"
+#include "xalloc.h"
 
 /* ---- topics and references ------------------------------------------- */
 
@@ -80,9 +81,9 @@ size_t mk_cluster_topic_names(mk_cluster *c, char ***names)
 {
 	pthread_rwlock_rdlock(&c->lock);
 	size_t n = c->ntopics;
-	*names = calloc(n ? n : 1, sizeof(char *));
+	*names = mk_xcalloc(n ? n : 1, sizeof(char *));
 	for (size_t i = 0; i < n; i++)
-		(*names)[i] = strdup(c->topics[i]->name);
+		(*names)[i] = mk_xstrdup(c->topics[i]->name);
 	pthread_rwlock_unlock(&c->lock);
 	return n;
 }
@@ -110,9 +111,7 @@ static mk_err insert_topic(mk_cluster *c, mk_topic *t, size_t pos)
 {
 	if (c->ntopics == c->topics_alloc) {
 		size_t n = c->topics_alloc ? c->topics_alloc * 2 : 16;
-		mk_topic **nt = realloc(c->topics, n * sizeof(*nt));
-		if (!nt)
-			return MK_OUT_OF_MEMORY;
+		mk_topic **nt = mk_xrealloc(c->topics, n * sizeof(*nt));
 		c->topics = nt;
 		c->topics_alloc = n;
 	}
@@ -160,15 +159,13 @@ static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 			  const mk_topic_config *tc, mk_partition_state *sts,
 			  bool create, mk_topic **out)
 {
-	mk_topic *t = calloc(1, sizeof(*t));
-	if (!t)
-		return MK_OUT_OF_MEMORY;
-	t->name = strdup(name);
+	mk_topic *t = mk_xcalloc(1, sizeof(*t));
+	t->name = mk_xstrdup(name);
 	t->npartitions = n;
 	t->replication_factor = rf;
 	t->cfg = *tc;
 	atomic_store(&t->refs, 1);
-	t->partitions = calloc((size_t)n, sizeof(*t->partitions));
+	t->partitions = mk_xcalloc((size_t)n, sizeof(*t->partitions));
 	for (int p = 0; p < n; p++) {
 		mk_partition_state *st = &sts[p];
 		for (int r = 0; r < st->nreplicas; r++)
@@ -231,7 +228,7 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 		return MK_TOPIC_ALREADY_EXISTS;
 	}
 	/* Round-robin assignment: partition p starts at broker p mod n. */
-	mk_partition_state *sts = calloc((size_t)partitions, sizeof(*sts));
+	mk_partition_state *sts = mk_xcalloc((size_t)partitions, sizeof(*sts));
 	for (int p = 0; p < partitions; p++) {
 		mk_partition_state *st = &sts[p];
 		st->nreplicas = rf;
@@ -619,14 +616,12 @@ static void put_producer(mk_cluster *c, const char *name, int64_t id, int16_t ep
 	size_t pos;
 	mk_producer_id *p = find_producer(c, name, &pos);
 	if (!p) {
-		mk_producer_id *v = realloc(c->producers, (c->nproducers + 1) * sizeof(*v));
-		if (!v)
-			abort();
+		mk_producer_id *v = mk_xrealloc(c->producers, (c->nproducers + 1) * sizeof(*v));
 		c->producers = v;
 		memmove(v + pos + 1, v + pos, (c->nproducers - pos) * sizeof(*v));
 		c->nproducers++;
 		p = &v[pos];
-		p->name = strdup(name);
+		p->name = mk_xstrdup(name);
 	}
 	p->id = id;
 	p->epoch = epoch;
@@ -732,9 +727,9 @@ size_t mk_cluster_producer_names(mk_cluster *c, char ***names)
 {
 	pthread_rwlock_rdlock(&c->lock);
 	size_t n = c->nproducers;
-	*names = calloc(n ? n : 1, sizeof(char *));
+	*names = mk_xcalloc(n ? n : 1, sizeof(char *));
 	for (size_t i = 0; i < n; i++)
-		(*names)[i] = strdup(c->producers[i].name);
+		(*names)[i] = mk_xstrdup(c->producers[i].name);
 	pthread_rwlock_unlock(&c->lock);
 	return n;
 }
@@ -1131,9 +1126,9 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 		close(lock_fd);
 		return err;
 	}
-	mk_cluster *c = calloc(1, sizeof(*c));
+	mk_cluster *c = mk_xcalloc(1, sizeof(*c));
 	c->lock_fd = lock_fd;
-	c->data_dir = strdup(data_dir);
+	c->data_dir = mk_xstrdup(data_dir);
 	c->cfg = *cfg;
 	/* A manual clock resumes where it stood: time never moves back. */
 	mk_clock_init(&c->clock, cfg->manual_clock, md.clock_ms);
@@ -1222,7 +1217,7 @@ void mk_cluster_start(mk_cluster *c)
 	for (int i = 0; i < c->nbrokers; i++) {
 		if (c->brokers[i].fetcher_started)
 			continue;
-		fetcher_arg *fa = malloc(sizeof(*fa));
+		fetcher_arg *fa = mk_xmalloc(sizeof(*fa));
 		fa->c = c;
 		fa->id = c->brokers[i].id;
 		if (pthread_create(&c->brokers[i].fetcher, NULL, fetcher_main, fa) == 0)

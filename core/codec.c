@@ -17,10 +17,11 @@
  *     only at the end (last offset delta, timestamps, record count, payload
  *     length, CRC). The builder, mk_frame_filter() and mk_frame_marker() are
  *     built from these three;
- *   - mk_frame_assign() and mk_frame_set_producer() rewrite fields in place
- *     and update the CRC for those bytes only (crc_patch()), so that a
- *     batch costs one CRC pass over its payload, its builder's, on the way
- *     to the log.
+ *   - mk_frame_assign() stores base offset and epoch, which lie outside
+ *     the CRC'd payload; mk_frame_set_producer() rewrites producer fields
+ *     inside it and updates the CRC for those bytes only (crc_patch()), so
+ *     that a batch costs one CRC pass over its payload, its builder's, on
+ *     the way to the log.
  */
 #include "codec.h"
 
@@ -31,17 +32,14 @@
 
 /* Byte offsets of the fixed fields inside the payload. */
 enum {
-	P_VERSION = 0,
-	P_FLAGS = 1,
-	P_BASE_OFFSET = 3,
-	P_LEADER_EPOCH = 11,
-	P_PRODUCER_ID = 15,
-	P_PRODUCER_EPOCH = 23,
-	P_BASE_SEQUENCE = 25,
-	P_LAST_OFFSET_DELTA = 29,
-	P_FIRST_TIMESTAMP = 33,
-	P_MAX_TIMESTAMP = 41,
-	P_TXN_ID_LEN = 49,
+	P_FLAGS = 0,
+	P_PRODUCER_ID = 2,
+	P_PRODUCER_EPOCH = 10,
+	P_BASE_SEQUENCE = 12,
+	P_LAST_OFFSET_DELTA = 16,
+	P_FIRST_TIMESTAMP = 20,
+	P_MAX_TIMESTAMP = 28,
+	P_TXN_ID_LEN = 36,
 };
 
 /* offset_delta + timestamp + key_len + value_len + header_count */
@@ -50,10 +48,12 @@ enum {
 #define HEADER_MIN (2 + 4)
 
 _Static_assert(P_TXN_ID_LEN == MK_BATCH_FIXED, "fixed payload layout");
-_Static_assert(MK_FRAME_OFF_BASE_OFFSET == MK_FRAME_HEADER + P_BASE_OFFSET,
-	       "base offset position");
-_Static_assert(MK_FRAME_OFF_LEADER_EPOCH == MK_FRAME_HEADER + P_LEADER_EPOCH,
-	       "leader epoch position");
+_Static_assert(MK_FRAME_OFF_PRODUCER_ID == MK_FRAME_HEADER + P_PRODUCER_ID &&
+	       MK_FRAME_OFF_PRODUCER_EPOCH ==
+		       MK_FRAME_HEADER + P_PRODUCER_EPOCH &&
+	       MK_FRAME_OFF_BASE_SEQUENCE == MK_FRAME_HEADER + P_BASE_SEQUENCE,
+	       "producer field positions");
+_Static_assert(MK_FRAME_OFF_CRC + 4 == MK_FRAME_HEADER, "frame header layout");
 
 /*
  * The payload CRC is zlib's CRC-32 (the gzip polynomial). ISA-L computes
@@ -201,11 +201,13 @@ mk_err mk_frame_decode_header(const uint8_t *buf, size_t len,
 	 * frame but garbage: say so. */
 	size_t m = len < 4 ? len : 4;
 	if (m && memcmp(buf, MK_FRAME_MAGIC, m) != 0)
-		return reject(why, "bad magic");
+		return reject(why, m == 4 && !memcmp(buf, MK_FRAME_MAGIC_V1, 4)
+				   ? "unsupported frame version 1"
+				   : "bad magic");
 	if (len < MK_FRAME_HEADER)
 		return reject(why, "truncated frame");
 
-	uint32_t plen = mk_load_be32(buf + 4);
+	uint32_t plen = mk_load_be32(buf + MK_FRAME_OFF_LENGTH);
 	if (max_payload == 0)
 		max_payload = MK_FRAME_MAX_PAYLOAD;
 	if (plen > max_payload)
@@ -214,15 +216,14 @@ mk_err mk_frame_decode_header(const uint8_t *buf, size_t len,
 		return reject(why, "truncated frame");
 
 	const uint8_t *pl = buf + MK_FRAME_HEADER;
-	if (check_crc && payload_crc(pl, plen) != mk_load_be32(buf + 8))
+	if (check_crc &&
+	    payload_crc(pl, plen) != mk_load_be32(buf + MK_FRAME_OFF_CRC))
 		return reject(why, "bad crc");
 	if (plen < MK_BATCH_FIXED)
 		return reject(why, "short payload");
 
 	mk_batch_view v;
 	memset(&v, 0, sizeof(v));
-	if (pl[P_VERSION] != MK_BATCH_VERSION)
-		return reject(why, "bad version");
 	v.meta.flags = mk_load_be16(pl + P_FLAGS);
 	if (v.meta.flags & ~(unsigned)MK_BATCH_FLAGS_KNOWN)
 		return reject(why, "unknown flags");
@@ -233,8 +234,8 @@ mk_err mk_frame_decode_header(const uint8_t *buf, size_t len,
 	if (control && !(v.meta.flags & MK_BATCH_TRANSACTIONAL))
 		return reject(why, "bad marker");
 
-	v.meta.base_offset = load_i64(pl + P_BASE_OFFSET);
-	v.meta.leader_epoch = load_i32(pl + P_LEADER_EPOCH);
+	v.meta.base_offset = load_i64(buf + MK_FRAME_OFF_BASE_OFFSET);
+	v.meta.leader_epoch = load_i32(buf + MK_FRAME_OFF_LEADER_EPOCH);
 	v.meta.producer_id = load_i64(pl + P_PRODUCER_ID);
 	v.meta.producer_epoch = load_i16(pl + P_PRODUCER_EPOCH);
 	v.meta.base_sequence = load_i32(pl + P_BASE_SEQUENCE);
@@ -243,9 +244,14 @@ mk_err mk_frame_decode_header(const uint8_t *buf, size_t len,
 	v.max_timestamp = load_i64(pl + P_MAX_TIMESTAMP);
 	if (v.last_offset_delta < 0)
 		return reject(why, "bad last offset delta");
-	/* base_offset + last_offset_delta + 1 (the next offset) must exist. */
-	if (v.meta.base_offset > INT64_MAX - 1 - v.last_offset_delta)
+	/* Outside the CRC: a base offset >= 0 after which
+	 * base_offset + last_offset_delta + 1 (the next offset) exists, and
+	 * an epoch that is none (-1) or real. */
+	if (v.meta.base_offset < 0 ||
+	    v.meta.base_offset > INT64_MAX - 1 - v.last_offset_delta)
 		return reject(why, "bad base offset");
+	if (v.meta.leader_epoch < -1)
+		return reject(why, "bad leader epoch");
 
 	reader r = { pl + MK_BATCH_FIXED, plen - MK_BATCH_FIXED };
 	int16_t tlen;
@@ -389,11 +395,11 @@ static size_t begin_frame(mk_strbuf *sb, const mk_batch_meta *meta,
 	uint8_t *f = (uint8_t *)sb->buf + start;
 	memset(f, 0, n);
 	memcpy(f, MK_FRAME_MAGIC, 4);
+	mk_store_be64(f + MK_FRAME_OFF_BASE_OFFSET, (uint64_t)meta->base_offset);
+	mk_store_be32(f + MK_FRAME_OFF_LEADER_EPOCH,
+		      (uint32_t)meta->leader_epoch);
 	uint8_t *pl = f + MK_FRAME_HEADER;
-	pl[P_VERSION] = MK_BATCH_VERSION;
 	mk_store_be16(pl + P_FLAGS, flags);
-	mk_store_be64(pl + P_BASE_OFFSET, (uint64_t)meta->base_offset);
-	mk_store_be32(pl + P_LEADER_EPOCH, (uint32_t)meta->leader_epoch);
 	mk_store_be64(pl + P_PRODUCER_ID, (uint64_t)meta->producer_id);
 	mk_store_be16(pl + P_PRODUCER_EPOCH, (uint16_t)meta->producer_epoch);
 	mk_store_be32(pl + P_BASE_SEQUENCE, (uint32_t)meta->base_sequence);
@@ -471,8 +477,8 @@ static void seal_frame(mk_strbuf *sb, size_t start, int32_t last_offset_delta,
 	size_t count_at = P_TXN_ID_LEN + 2 + (tlen > 0 ? (size_t)tlen : 0);
 	assert(count_at + 4 <= plen);
 	mk_store_be32(pl + count_at, (uint32_t)count);
-	mk_store_be32(f + 4, (uint32_t)plen);
-	mk_store_be32(f + 8, payload_crc(pl, (uint32_t)plen));
+	mk_store_be32(f + MK_FRAME_OFF_LENGTH, (uint32_t)plen);
+	mk_store_be32(f + MK_FRAME_OFF_CRC, payload_crc(pl, (uint32_t)plen));
 }
 
 void mk_builder_init(mk_batch_builder *b, const mk_batch_meta *meta)
@@ -557,20 +563,16 @@ void mk_frame_assign(uint8_t *frame, size_t frame_len, int64_t base_offset,
 {
 	assert(frame_len >= MK_FRAME_HEADER + MK_BATCH_FIXED);
 	assert(memcmp(frame, MK_FRAME_MAGIC, 4) == 0);
-	assert(mk_load_be32(frame + 4) == frame_len - MK_FRAME_HEADER);
-	uint8_t *pl = frame + MK_FRAME_HEADER;
-	int32_t lod = load_i32(pl + P_LAST_OFFSET_DELTA);
-	assert(lod >= 0 && base_offset <= INT64_MAX - 1 - lod);
+	assert(mk_load_be32(frame + MK_FRAME_OFF_LENGTH) ==
+	       frame_len - MK_FRAME_HEADER);
+	(void)frame_len;
+	int32_t lod = load_i32(frame + MK_FRAME_HEADER + P_LAST_OFFSET_DELTA);
+	assert(lod >= 0 && base_offset >= 0 &&
+	       base_offset <= INT64_MAX - 1 - lod && leader_epoch >= -1);
 	(void)lod;
-	/* Base offset and leader epoch are adjacent: 12 bytes change. */
-	_Static_assert(P_LEADER_EPOCH == P_BASE_OFFSET + 8, "adjacent fields");
-	uint8_t old[12];
-	memcpy(old, pl + P_BASE_OFFSET, sizeof(old));
-	mk_store_be64(pl + P_BASE_OFFSET, (uint64_t)base_offset);
-	mk_store_be32(pl + P_LEADER_EPOCH, (uint32_t)leader_epoch);
-	mk_store_be32(frame + 8, crc_patch(mk_load_be32(frame + 8), pl,
-					   frame_len - MK_FRAME_HEADER,
-					   P_BASE_OFFSET, old, sizeof(old)));
+	/* Outside the CRC'd payload: two stores, nothing to fix up. */
+	mk_store_be64(frame + MK_FRAME_OFF_BASE_OFFSET, (uint64_t)base_offset);
+	mk_store_be32(frame + MK_FRAME_OFF_LEADER_EPOCH, (uint32_t)leader_epoch);
 }
 
 void mk_frame_filter(const mk_batch_view *b,
@@ -621,7 +623,8 @@ void mk_frame_set_producer(uint8_t *frame, size_t frame_len, int64_t pid,
 			   int16_t epoch, int32_t base_sequence)
 {
 	assert(frame_len >= MK_FRAME_HEADER + MK_BATCH_FIXED);
-	assert(mk_load_be32(frame + 4) == frame_len - MK_FRAME_HEADER);
+	assert(mk_load_be32(frame + MK_FRAME_OFF_LENGTH) ==
+	       frame_len - MK_FRAME_HEADER);
 	/* Id, epoch and sequence are adjacent: 14 bytes change. */
 	_Static_assert(P_PRODUCER_EPOCH == P_PRODUCER_ID + 8 &&
 		       P_BASE_SEQUENCE == P_PRODUCER_EPOCH + 2,
@@ -632,7 +635,8 @@ void mk_frame_set_producer(uint8_t *frame, size_t frame_len, int64_t pid,
 	mk_store_be64(frame + MK_FRAME_OFF_PRODUCER_ID, (uint64_t)pid);
 	mk_store_be16(frame + MK_FRAME_OFF_PRODUCER_EPOCH, (uint16_t)epoch);
 	mk_store_be32(frame + MK_FRAME_OFF_BASE_SEQUENCE, (uint32_t)base_sequence);
-	mk_store_be32(frame + 8, crc_patch(mk_load_be32(frame + 8), pl,
-					   frame_len - MK_FRAME_HEADER,
-					   P_PRODUCER_ID, old, sizeof(old)));
+	mk_store_be32(frame + MK_FRAME_OFF_CRC,
+		      crc_patch(mk_load_be32(frame + MK_FRAME_OFF_CRC), pl,
+				frame_len - MK_FRAME_HEADER, P_PRODUCER_ID, old,
+				sizeof(old)));
 }

@@ -1,17 +1,31 @@
 /*
  * codec.h — the on-disk batch frame: encoding, validation, record iteration.
  *
- * A frame is
+ * A frame (version 2) is
  *
- *     magic "MKF1" (4) | payload length u32 | CRC32(payload) u32 | payload
+ *     magic "MKF2" (4) | payload length u32 | base_offset i64 |
+ *     leader_epoch i32 | CRC32(payload) u32 | payload
  *
  * all integers big-endian. The payload is
  *
- *     version u8 (=1) | flags u16 | base_offset i64 | leader_epoch i32 |
- *     producer_id i64 | producer_epoch i16 | base_sequence i32 |
+ *     flags u16 | producer_id i64 | producer_epoch i16 | base_sequence i32 |
  *     last_offset_delta i32 | first_timestamp i64 | max_timestamp i64 |
  *     txn_id_len i16 (-1 = null) | txn_id bytes | record_count i32 |
  *     records...
+ *
+ * As in Kafka's v2 record batch, the base offset and the leader epoch sit
+ * before the CRC'd region: they are what the leader stamps on a batch built
+ * before it knew them, and stamping is two stores (mk_frame_assign), with no
+ * CRC pass and no CRC fix-up. The CRC covers everything after it. What the
+ * CRC no longer covers is checked for sanity instead: the decoder wants a
+ * base offset >= 0 (and room for the batch after it) and an epoch >= -1;
+ * the log wants offsets increasing along a segment and epochs that never go
+ * down (segment.c's scan, log.c's reads).
+ *
+ * Version 1 frames ("MKF1": base offset and epoch inside the CRC'd payload,
+ * after a version byte) are not read: no data directory holding them was
+ * ever deployed. The decoder names them ("unsupported frame version 1")
+ * rather than calling them garbage.
  *
  * and each record is
  *
@@ -47,10 +61,12 @@
 #include "error.h"
 #include "strbuf.h"
 
-#define MK_FRAME_MAGIC "MKF1"
-#define MK_FRAME_HEADER 12         /* magic + length + crc */
-#define MK_BATCH_VERSION 1
-#define MK_BATCH_FIXED 49          /* payload bytes before txn_id_len */
+#define MK_FRAME_MAGIC "MKF2"
+#define MK_FRAME_MAGIC_V1 "MKF1"   /* recognised only to be refused */
+/* magic + length + base offset + leader epoch + crc */
+#define MK_FRAME_HEADER 24
+#define MK_BATCH_VERSION 2         /* the digit of the magic */
+#define MK_BATCH_FIXED 36          /* payload bytes before txn_id_len */
 #define MK_FRAME_MAX_PAYLOAD (64u * 1024 * 1024)
 /* A frame without a transactional id and with no record yet: what a
  * builder holds before its first add. */
@@ -63,12 +79,15 @@ enum {
 	MK_BATCH_FLAGS_KNOWN = 0x7,
 };
 
-/* Byte offsets inside the frame (from the magic) of fields that get patched. */
-#define MK_FRAME_OFF_BASE_OFFSET (MK_FRAME_HEADER + 3)
-#define MK_FRAME_OFF_LEADER_EPOCH (MK_FRAME_HEADER + 11)
-#define MK_FRAME_OFF_PRODUCER_ID (MK_FRAME_HEADER + 15)
-#define MK_FRAME_OFF_PRODUCER_EPOCH (MK_FRAME_HEADER + 23)
-#define MK_FRAME_OFF_BASE_SEQUENCE (MK_FRAME_HEADER + 25)
+/* Byte offsets inside the frame (from the magic) of fields that get
+ * stamped: the first two outside the CRC'd payload, the others inside. */
+#define MK_FRAME_OFF_LENGTH 4
+#define MK_FRAME_OFF_BASE_OFFSET 8
+#define MK_FRAME_OFF_LEADER_EPOCH 16
+#define MK_FRAME_OFF_CRC 20
+#define MK_FRAME_OFF_PRODUCER_ID (MK_FRAME_HEADER + 2)
+#define MK_FRAME_OFF_PRODUCER_EPOCH (MK_FRAME_HEADER + 10)
+#define MK_FRAME_OFF_BASE_SEQUENCE (MK_FRAME_HEADER + 12)
 
 /* A slice of bytes; len -1 means null (ptr is then NULL). */
 typedef struct {
@@ -208,20 +227,22 @@ size_t mk_frame_size_of_one(mk_bytes key, mk_bytes value,
 void mk_builder_finish(mk_batch_builder *b);
 
 /*
- * Rewrite base offset and leader epoch of an encoded, valid frame in place
- * and update its CRC. This is how the leader assigns offsets to a batch
- * built before it knew them. The CRC is patched for the 12 bytes that
- * change, not recomputed (O(log n), no pass over the payload): a CRC that
- * was right stays right, and one that was wrong — the frame damaged after
- * it was built — stays wrong, so the damage is still caught when read.
+ * Rewrite base offset and leader epoch of an encoded, valid frame in place.
+ * This is how the leader assigns offsets to a batch built before it knew
+ * them. Both fields lie outside the CRC'd payload, so the CRC is untouched:
+ * one that was wrong — the frame damaged after it was built — stays wrong,
+ * and the damage is still caught when read.
  */
 void mk_frame_assign(uint8_t *frame, size_t frame_len, int64_t base_offset,
 		     int32_t leader_epoch);
 
 /*
  * Stamp an encoded frame with an idempotent producer's id, epoch and base
- * sequence, in place, patching the CRC as mk_frame_assign does (so either
- * may come first, and a frame damaged since it was built stays detectable).
+ * sequence, in place. These fields are inside the CRC'd payload (as in
+ * Kafka), so the CRC is patched for the 14 bytes that change, not
+ * recomputed (crc32_combine, O(log n), no pass over the payload): a CRC
+ * that was right stays right and one that was wrong stays wrong. Either
+ * this or mk_frame_assign may come first.
  */
 void mk_frame_set_producer(uint8_t *frame, size_t frame_len, int64_t pid,
 			   int16_t epoch, int32_t base_sequence);

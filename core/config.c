@@ -6,6 +6,7 @@
 #include "config.h"
 #include "fileio.h"
 #include "parse.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <iniparser.h>
@@ -388,11 +389,7 @@ mk_err mk_config_load(mk_config *cfg, const char *path, mk_strbuf *why)
 		int nk = iniparser_getsecnkeys(d, sec);
 		if (nk <= 0)
 			continue;
-		const char **names = calloc((size_t)nk, sizeof(*names));
-		if (!names) {
-			err = MK_OUT_OF_MEMORY;
-			break;
-		}
+		const char **names = mk_xcalloc((size_t)nk, sizeof(*names));
 		iniparser_getseckeys(d, sec, names);
 		for (int i = 0; i < nk && !err; i++) {
 			/* iniparser lowercases and joins as "section:key". */

@@ -1,236 +1,153 @@
 /*
- * index.c — the sparse offset index of index.h: an array in memory, the
- * same entries appended to the .index file.
+ * index.c — the offset index of index.h: a typed face of the entry file
+ * (entryfile.h). An entry is u32 relative offset | u32 position on disk.
  */
 #include "index.h"
 
-#include <assert.h>
-#include <fcntl.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "fileio.h"
-#include "strbuf.h"
+
+static void encode(uint8_t *b, const void *v)
+{
+	const mk_index_entry *e = v;
+	mk_store_be32(b, e->rel);
+	mk_store_be32(b + 4, e->pos);
+}
+
+static void decode(const uint8_t *b, void *v)
+{
+	mk_index_entry *e = v;
+	e->rel = mk_load_be32(b);
+	e->pos = mk_load_be32(b + 4);
+}
+
+/* Offsets and positions both strictly increase. */
+static bool ordered(const void *p, const void *n)
+{
+	const mk_index_entry *a = p, *b = n;
+	return b->rel > a->rel && b->pos > a->pos;
+}
+
+/* Inside the segment, the first entry at its first batch. */
+static bool plausible(const void *v, size_t i, uint64_t seg_size,
+		      uint64_t rel_limit)
+{
+	const mk_index_entry *e = v;
+	return e->rel < rel_limit && e->pos < seg_size && (i > 0 || e->pos == 0);
+}
+
+static const mk_entry_kind offset_entries = {
+	sizeof(mk_index_entry), MK_INDEX_ENTRY_SIZE, encode, decode, ordered,
+	plausible,
+};
 
 void mk_index_init(mk_index *ix)
 {
-	ix->fd = -1;
-	ix->e = NULL;
-	ix->n = ix->cap = 0;
-	ix->synced = 0;
-	ix->dirty = false;
+	mk_entries_init(&ix->f, &offset_entries);
 }
 
 mk_err mk_index_open(mk_index *ix, const char *path)
 {
-	assert(ix->fd < 0);
-	ix->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	return ix->fd < 0 ? MK_KAFKA_STORAGE_ERROR : MK_OK;
+	return mk_entries_open(&ix->f, path);
 }
 
-static void reserve(mk_index *ix, size_t n)
+bool mk_index_attached(const mk_index *ix)
 {
-	if (n <= ix->cap)
-		return;
-	size_t cap = ix->cap ? ix->cap : 16;
-	while (cap < n)
-		cap *= 2;
-	mk_index_entry *e = realloc(ix->e, cap * sizeof(*e));
-	if (!e)
-		abort();
-	ix->e = e;
-	ix->cap = cap;
+	return mk_entries_attached(&ix->f);
 }
 
-void mk_index_clear(mk_index *ix)
+size_t mk_index_count(const mk_index *ix)
 {
-	ix->n = 0;
-	ix->synced = 0;
-}
-
-void mk_index_push(mk_index *ix, uint32_t rel, uint32_t pos)
-{
-	assert(ix->n == 0 ||
-	       (rel > ix->e[ix->n - 1].rel && pos > ix->e[ix->n - 1].pos));
-	reserve(ix, ix->n + 1);
-	ix->e[ix->n++] = (mk_index_entry){ rel, pos };
-}
-
-mk_err mk_index_append(mk_index *ix, uint32_t rel, uint32_t pos)
-{
-	assert(ix->fd >= 0);
-	uint8_t b[MK_INDEX_ENTRY_SIZE];
-	mk_store_be32(b, rel);
-	mk_store_be32(b + 4, pos);
-	mk_err err = mk_pwrite_all(ix->fd, b, sizeof(b),
-				   (long long)ix->n * MK_INDEX_ENTRY_SIZE);
-	if (err)
-		return MK_KAFKA_STORAGE_ERROR;
-	mk_index_push(ix, rel, pos);
-	ix->dirty = true;
-	return MK_OK;
-}
-
-mk_err mk_index_write_all(mk_index *ix)
-{
-	assert(ix->fd >= 0);
-	size_t len = ix->n * MK_INDEX_ENTRY_SIZE;
-	uint8_t *b = malloc(len ? len : 1);
-	if (!b)
-		abort();
-	for (size_t i = 0; i < ix->n; i++) {
-		mk_store_be32(b + i * MK_INDEX_ENTRY_SIZE, ix->e[i].rel);
-		mk_store_be32(b + i * MK_INDEX_ENTRY_SIZE + 4, ix->e[i].pos);
-	}
-	mk_err err = MK_OK;
-	if (ftruncate(ix->fd, 0) || mk_pwrite_all(ix->fd, b, len, 0))
-		err = MK_KAFKA_STORAGE_ERROR;
-	free(b);
-	ix->synced = 0;
-	ix->dirty = true;
-	return err;
+	return ix->f.n;
 }
 
 mk_err mk_index_load(mk_index *ix, uint64_t seg_size, uint64_t rel_limit,
 		     bool *valid)
 {
-	assert(ix->fd >= 0);
-	*valid = false;
-	mk_index_clear(ix);
-	struct stat st;
-	if (fstat(ix->fd, &st))
-		return MK_KAFKA_STORAGE_ERROR;
-	uint64_t len = (uint64_t)st.st_size;
-	if (len % MK_INDEX_ENTRY_SIZE)
-		return MK_OK;
-	size_t n = (size_t)(len / MK_INDEX_ENTRY_SIZE);
-	/* More entries than bytes in the segment cannot be right. */
-	if (n > seg_size)
-		return MK_OK;
-	if ((n == 0) != (seg_size == 0))
-		return MK_OK;
-	uint8_t *b = malloc(len ? len : 1);
-	if (!b)
-		abort();
-	mk_err err = mk_pread_all(ix->fd, b, len, 0);
-	if (err) {
-		free(b);
-		/* A short read means the file shrank under us: rebuild. */
-		return err == MK_CORRUPT_MESSAGE ? MK_OK : MK_KAFKA_STORAGE_ERROR;
-	}
-	reserve(ix, n);
-	bool ok = true;
-	for (size_t i = 0; i < n && ok; i++) {
-		uint32_t rel = mk_load_be32(b + i * MK_INDEX_ENTRY_SIZE);
-		uint32_t pos = mk_load_be32(b + i * MK_INDEX_ENTRY_SIZE + 4);
-		if (rel >= rel_limit || pos >= seg_size)
-			ok = false;
-		else if (i == 0 && pos != 0)
-			ok = false;
-		else if (i > 0 && (rel <= ix->e[i - 1].rel ||
-				   pos <= ix->e[i - 1].pos))
-			ok = false;
-		ix->e[i] = (mk_index_entry){ rel, pos };
-	}
-	free(b);
-	if (!ok)
-		return MK_OK;
-	ix->n = n;
-	ix->synced = n;   /* what we read is what the disk holds */
-	ix->dirty = false;
-	*valid = true;
-	return MK_OK;
+	return mk_entries_load(&ix->f, seg_size, rel_limit, valid);
+}
+
+void mk_index_clear(mk_index *ix)
+{
+	mk_entries_clear(&ix->f);
+}
+
+void mk_index_push(mk_index *ix, uint32_t rel, uint32_t pos)
+{
+	mk_index_entry e = { rel, pos };
+	mk_entries_push(&ix->f, &e);
+}
+
+mk_err mk_index_append(mk_index *ix, uint32_t rel, uint32_t pos)
+{
+	mk_index_entry e = { rel, pos };
+	return mk_entries_append(&ix->f, &e);
+}
+
+mk_err mk_index_write_all(mk_index *ix)
+{
+	return mk_entries_write_all(&ix->f);
+}
+
+static bool rel_at_most(const void *v, const void *arg)
+{
+	return ((const mk_index_entry *)v)->rel <= *(const uint32_t *)arg;
+}
+
+static bool rel_below(const void *v, const void *arg)
+{
+	return ((const mk_index_entry *)v)->rel < *(const uint32_t *)arg;
+}
+
+static bool pos_below(const void *v, const void *arg)
+{
+	return ((const mk_index_entry *)v)->pos < *(const uint32_t *)arg;
 }
 
 bool mk_index_floor(const mk_index *ix, uint32_t rel, mk_index_entry *out)
 {
-	/* First entry with e.rel > rel; the answer is the one before it. */
-	size_t lo = 0, hi = ix->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ix->e[mid].rel <= rel)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
+	size_t n = mk_entries_partition(&ix->f, rel_at_most, &rel);
+	if (n == 0)
 		return false;
-	*out = ix->e[lo - 1];
+	*out = *(const mk_index_entry *)mk_entries_at(&ix->f, n - 1);
 	return true;
 }
 
 bool mk_index_last(const mk_index *ix, mk_index_entry *out)
 {
-	if (!ix->n)
+	if (!ix->f.n)
 		return false;
-	*out = ix->e[ix->n - 1];
+	*out = *(const mk_index_entry *)mk_entries_at(&ix->f, ix->f.n - 1);
 	return true;
-}
-
-static mk_err cut(mk_index *ix, size_t n)
-{
-	if (n >= ix->n)
-		return MK_OK;
-	ix->n = n;
-	if (ix->synced > n)
-		ix->synced = n;
-	if (ix->fd >= 0) {
-		if (ftruncate(ix->fd, (off_t)(n * MK_INDEX_ENTRY_SIZE)))
-			return MK_KAFKA_STORAGE_ERROR;
-		ix->dirty = true;
-	}
-	return MK_OK;
 }
 
 mk_err mk_index_truncate_rel(mk_index *ix, uint32_t rel)
 {
-	size_t n = ix->n;
-	while (n > 0 && ix->e[n - 1].rel >= rel)
-		n--;
-	return cut(ix, n);
+	return mk_entries_truncate(&ix->f,
+				   mk_entries_partition(&ix->f, rel_below, &rel));
 }
 
 mk_err mk_index_truncate_pos(mk_index *ix, uint32_t pos)
 {
-	size_t n = ix->n;
-	while (n > 0 && ix->e[n - 1].pos >= pos)
-		n--;
-	return cut(ix, n);
+	return mk_entries_truncate(&ix->f,
+				   mk_entries_partition(&ix->f, pos_below, &pos));
 }
 
 mk_err mk_index_sync(mk_index *ix)
 {
-	if (ix->fd < 0 || !ix->dirty)
-		return MK_OK;
-	if (fsync(ix->fd))
-		return MK_KAFKA_STORAGE_ERROR;
-	ix->dirty = false;
-	ix->synced = ix->n;
-	return MK_OK;
+	return mk_entries_sync(&ix->f);
 }
 
 void mk_index_crash(mk_index *ix)
 {
-	/* Best effort: this only simulates losing the page cache. */
-	if (ix->fd >= 0 && ix->dirty &&
-	    ftruncate(ix->fd, (off_t)(ix->synced * MK_INDEX_ENTRY_SIZE))) {
-	}
+	mk_entries_crash(&ix->f);
 }
 
 void mk_index_detach(mk_index *ix)
 {
-	assert(!ix->dirty);
-	if (ix->fd >= 0)
-		close(ix->fd);
-	ix->fd = -1;
+	mk_entries_detach(&ix->f);
 }
 
 void mk_index_close(mk_index *ix)
 {
-	if (ix->fd >= 0)
-		close(ix->fd);
-	free(ix->e);
-	mk_index_init(ix);
+	mk_entries_close(&ix->f);
 }

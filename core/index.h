@@ -16,6 +16,10 @@
  *
  * The index is only an accelerator: whoever owns it (the segment) rebuilds it
  * from the log when mk_index_load() reports it invalid.
+ *
+ * This is one typed face of the fixed-width entry file (entryfile.h, which
+ * owns the array, the file and the invariants below the entry order); the
+ * time index (timeindex.h) is the other.
  */
 #ifndef MK_INDEX_H
 #define MK_INDEX_H
@@ -24,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "entryfile.h"
 #include "error.h"
 
 #define MK_INDEX_ENTRY_SIZE 8
@@ -34,16 +39,14 @@ typedef struct {
 } mk_index_entry;
 
 typedef struct {
-	int fd;                 /* -1: no file attached */
-	mk_index_entry *e;
-	size_t n, cap;
-	size_t synced;          /* entries known durable */
-	bool dirty;             /* written since the last sync */
+	mk_entry_file f;        /* of mk_index_entry */
 } mk_index;
 
 void mk_index_init(mk_index *ix);
 /* Attach the file at path, creating it when missing. Entries untouched. */
 mk_err mk_index_open(mk_index *ix, const char *path);
+bool mk_index_attached(const mk_index *ix);
+size_t mk_index_count(const mk_index *ix);
 /*
  * Read the attached file into memory and validate it against the segment:
  * length a multiple of 8, offsets strictly increasing and below rel_limit,

@@ -65,8 +65,10 @@
 #include "codec.h"
 #include "failpoint.h"
 #include "fileio.h"
+#include "parse.h"
 #include "segment.h"
 #include "segswap.h"
+#include "xalloc.h"
 
 #define CHECKPOINT "checkpoint"
 
@@ -152,9 +154,7 @@ static void push_segment(mk_log *log, mk_segment *s)
 {
 	if (log->nsegs == log->segs_cap) {
 		size_t cap = log->segs_cap ? log->segs_cap * 2 : 8;
-		mk_segment **v = realloc(log->segs, cap * sizeof(*v));
-		if (!v)
-			abort();
+		mk_segment **v = mk_xrealloc(log->segs, cap * sizeof(*v));
 		log->segs = v;
 		log->segs_cap = cap;
 	}
@@ -180,9 +180,7 @@ static void epoch_push(mk_log *log, int32_t epoch, int64_t start)
 	pthread_mutex_lock(&log->state_lock);
 	if (log->nepochs == log->epochs_cap) {
 		size_t cap = log->epochs_cap ? log->epochs_cap * 2 : 8;
-		mk_epoch_entry *v = realloc(log->epochs, cap * sizeof(*v));
-		if (!v)
-			abort();
+		mk_epoch_entry *v = mk_xrealloc(log->epochs, cap * sizeof(*v));
 		log->epochs = v;
 		log->epochs_cap = cap;
 	}
@@ -268,23 +266,14 @@ static void on_batch_epoch(void *arg, const mk_batch_view *b, uint64_t pos)
 		return;
 	if (s->n == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 8;
-		s->v = realloc(s->v, s->cap * sizeof(*s->v));
-		if (!s->v)
-			abort();
+		s->v = mk_xrealloc(s->v, s->cap * sizeof(*s->v));
 	}
 	s->v[s->n++] = (mk_epoch_entry){ e, b->meta.base_offset };
 }
 
 /* ---- the checkpoint ------------------------------------------------------ */
 
-typedef struct {
-	int64_t start_offset;
-	int64_t recovery_point;
-	mk_epoch_entry *epochs;
-	size_t nepochs;
-	int64_t *bases;             /* "segments": durable segments' bases */
-	size_t nbases;
-} checkpoint;
+typedef mk_log_checkpoint checkpoint;
 
 static void ckpt_format(const mk_log *log, mk_strbuf *out)
 {
@@ -365,21 +354,24 @@ static void set_recovery_point(mk_log *log, int64_t offset)
 	pthread_mutex_unlock(&log->state_lock);
 }
 
-/* A decimal integer in [0, INT64_MAX] filling the token at *p. */
-static bool parse_num(char **p, int64_t *out)
+/*
+ * A space, then a decimal integer in [lo, hi] (core/parse.h) ending at the
+ * next space or at the end of the line; *p moves past it.
+ */
+static bool parse_num(char **p, int64_t lo, int64_t hi, int64_t *out)
 {
-	char *s = *p, *end;
-	while (*s == ' ')
-		s++;
-	if (*s < '0' || *s > '9')
+	char *s = *p;
+	if (*s != ' ')
 		return false;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || (*end != ' ' && *end != '\0'))
-		return false;
-	*out = v;
-	*p = end;
-	return true;
+	s++;
+	char *end = s + strcspn(s, " ");
+	char saved = *end;
+	*end = '\0';
+	bool ok = mk_parse_range(s, lo, hi, out);
+	*end = saved;
+	if (ok)
+		*p = end;
+	return ok;
 }
 
 static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
@@ -408,22 +400,24 @@ static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
 			version = true;
 		} else if (!strncmp(line, "log_start_offset ", 17) && !start) {
 			p += 16;
-			if (!parse_num(&p, &c->start_offset) || *p) {
+			if (!parse_num(&p, 0, INT64_MAX, &c->start_offset) ||
+			    *p) {
 				bad = "bad log_start_offset";
 				break;
 			}
 			start = true;
 		} else if (!strncmp(line, "recovery_point ", 15) && !rp) {
 			p += 14;
-			if (!parse_num(&p, &c->recovery_point) || *p) {
+			if (!parse_num(&p, 0, INT64_MAX, &c->recovery_point) ||
+			    *p) {
 				bad = "bad recovery_point";
 				break;
 			}
 			rp = true;
 		} else if (!strncmp(line, "epoch ", 6)) {
 			p += 5;
-			if (!parse_num(&p, &a) || a > INT32_MAX ||
-			    !parse_num(&p, &b) || *p) {
+			if (!parse_num(&p, 0, INT32_MAX, &a) ||
+			    !parse_num(&p, 0, INT64_MAX, &b) || *p) {
 				bad = "bad epoch line";
 				break;
 			}
@@ -435,10 +429,8 @@ static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
 			}
 			if (c->nepochs == cap) {
 				cap = cap ? cap * 2 : 8;
-				c->epochs = realloc(c->epochs,
+				c->epochs = mk_xrealloc(c->epochs,
 						    cap * sizeof(*c->epochs));
-				if (!c->epochs)
-					abort();
 			}
 			c->epochs[c->nepochs++] =
 				(mk_epoch_entry){ (int32_t)a, b };
@@ -446,16 +438,14 @@ static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
 			p += 8;
 			size_t bcap = 0;
 			while (*p && !bad) {
-				if (!parse_num(&p, &a) ||
+				if (!parse_num(&p, 0, INT64_MAX, &a) ||
 				    (c->nbases && a <= c->bases[c->nbases - 1])) {
 					bad = "bad segments line";
 					break;
 				}
 				if (c->nbases == bcap) {
 					bcap = bcap ? bcap * 2 : 16;
-					c->bases = realloc(c->bases, bcap * sizeof(*c->bases));
-					if (!c->bases)
-						abort();
+					c->bases = mk_xrealloc(c->bases, bcap * sizeof(*c->bases));
 				}
 				c->bases[c->nbases++] = a;
 			}
@@ -480,6 +470,12 @@ static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
 		return MK_KAFKA_STORAGE_ERROR;
 	}
 	return MK_OK;
+}
+
+mk_err mk_log_checkpoint_parse(const char *path, char *text,
+			       mk_log_checkpoint *c, mk_strbuf *why)
+{
+	return ckpt_parse(path, text, c, why);
 }
 
 /* ---- the flusher --------------------------------------------------------- */
@@ -587,9 +583,7 @@ static mk_err flusher_add(mk_log *log, mk_segment *seg, int64_t next)
 	}
 	if (fl->n == fl->cap) {
 		fl->cap = fl->cap ? fl->cap * 2 : MAX_PENDING + 1;
-		fl->q = realloc(fl->q, fl->cap * sizeof(*fl->q));
-		if (!fl->q)
-			abort();
+		fl->q = mk_xrealloc(fl->q, fl->cap * sizeof(*fl->q));
 	}
 	fl->q[fl->n++] = job;
 	pthread_cond_broadcast(&fl->cond);
@@ -668,24 +662,19 @@ static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
 		const char *name = de->d_name;
 		if (strlen(name) != 24 || strcmp(name + 20, ".log") != 0)
 			continue;
-		uint64_t v = 0;
-		bool ok = true;
-		for (int i = 0; i < 20 && ok; i++) {
-			if (name[i] < '0' || name[i] > '9' ||
-			    v > ((uint64_t)INT64_MAX - (uint64_t)(name[i] - '0')) / 10)
-				ok = false;
-			else
-				v = v * 10 + (uint64_t)(name[i] - '0');
-		}
-		if (!ok)
+		char digits[21];
+		int64_t v;
+		memcpy(digits, name, 20);
+		digits[20] = '\0';
+		if (name[0] == '-' || !mk_parse_range(digits, 0, INT64_MAX, &v))
 			continue;
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
-			*out = realloc(*out, cap * sizeof(**out));
+			*out = mk_xrealloc(*out, cap * sizeof(**out));
 			if (!*out)
 				abort();
 		}
-		(*out)[(*n)++] = (int64_t)v;
+		(*out)[(*n)++] = v;
 	}
 	closedir(d);
 	if (*n)
@@ -740,6 +729,222 @@ static bool config_ok(const mk_log_config *cfg)
 	       cfg->flush_messages >= 0;
 }
 
+/* A new log object for dir, with no segment yet. */
+static mk_log *log_new(const char *dir, const mk_log_config *cfg)
+{
+	mk_log *log = mk_xcalloc(1, sizeof(*log));
+	log->dir = mk_xstrdup(dir);
+	mk_strbuf p = MK_STRBUF_INIT;
+	mk_strbuf_addf(&p, "%s/" CHECKPOINT, dir);
+	log->ckpt_path = mk_strbuf_detach(&p, NULL);
+	log->cfg = *cfg;
+	mk_strbuf_init(&log->err, 0);
+	pthread_mutex_init(&log->state_lock, NULL);
+	pthread_mutex_init(&log->fl.lock, NULL);
+	pthread_cond_init(&log->fl.cond, NULL);
+	mk_strbuf_init(&log->fl.msg, 0);
+	return log;
+}
+
+/* What mk_log_open gathers on its way, for its steps to share. */
+typedef struct {
+	const char *dir;
+	const mk_log_config *cfg;
+	int64_t *bases;             /* the NNN.log files, ascending */
+	size_t nbases;
+	bool missing;               /* no checkpoint file */
+	mk_strbuf text;             /* the checkpoint as read */
+	checkpoint ck;              /* and as parsed */
+	size_t first;               /* the first segment to recover */
+	epoch_seen seen;            /* epochs in the recovered segments */
+	mk_strbuf scratch;
+} opening;
+
+/* Read and parse the checkpoint, when there is one. */
+static mk_err open_read_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
+{
+	if (mk_file_read(log->ckpt_path, &o->text, &o->missing)) {
+		if (why)
+			mk_strbuf_addf(why, "%s: read failed: %s",
+				       log->ckpt_path, strerror(errno));
+		return MK_KAFKA_STORAGE_ERROR;
+	}
+	if (o->missing)
+		return MK_OK;
+	return ckpt_parse(log->ckpt_path, o->text.buf, &o->ck, why);
+}
+
+/* Every durable segment the checkpoint lists is there: a missing one is
+ * damage (a gap in the log), never silently skipped. */
+static mk_err open_check_listed(const opening *o, mk_strbuf *why)
+{
+	for (size_t i = 0, j = 0; i < o->ck.nbases; i++) {
+		if (o->ck.bases[i] < o->ck.start_offset ||
+		    o->ck.bases[i] >= o->ck.recovery_point)
+			continue;
+		while (j < o->nbases && o->bases[j] < o->ck.bases[i])
+			j++;
+		if (j == o->nbases || o->bases[j] != o->ck.bases[i]) {
+			if (why)
+				mk_strbuf_addf(why, "%s/%020lld.log is missing (the checkpoint lists it): the log would have a gap",
+					       o->dir, (long long)o->ck.bases[i]);
+			return MK_KAFKA_STORAGE_ERROR;
+		}
+	}
+	return MK_OK;
+}
+
+/*
+ * Recovery starts at the segment holding the recovery point: normally
+ * the active one; earlier when rolled segments were still waiting for
+ * the flusher. Without a checkpoint (a new log, or outside damage),
+ * at the active one.
+ */
+static size_t open_first_to_recover(const opening *o)
+{
+	size_t first = o->nbases ? o->nbases - 1 : 0;
+	while (!o->missing && first > 0 &&
+	       o->bases[first] > o->ck.recovery_point)
+		first--;
+	return first;
+}
+
+/* Closed segments below the first to recover: opened, never read. */
+static mk_err open_closed_segments(mk_log *log, opening *o, mk_strbuf *why)
+{
+	for (size_t i = 0; i < o->first; i++) {
+		mk_segment *s;
+		mk_err err = mk_segment_open_closed(o->dir, o->bases[i], &s,
+						    why);
+		if (err)
+			return err;
+		push_segment(log, s);
+	}
+	return MK_OK;
+}
+
+/*
+ * From the first to recover on, each segment is recovered (its torn or
+ * corrupt tail cut, its indexes rebuilt, fsynced). One that had to be cut,
+ * or that ends short of the next one's base, ends the log: the segments
+ * after it were written after data now lost, and are deleted. The others
+ * are closed again, durable now.
+ */
+static mk_err open_recover_segments(mk_log *log, opening *o, mk_strbuf *why)
+{
+	mk_err err;
+	for (size_t i = o->first; i < o->nbases; i++) {
+		bool last = i + 1 == o->nbases;
+		mk_segment *s;
+		uint64_t cut;
+		err = mk_segment_open_active(o->dir, o->bases[i],
+					     last ? INT64_MAX : o->bases[i + 1],
+					     o->cfg->index_interval_bytes,
+					     on_batch_epoch, &o->seen, &s, &cut,
+					     &o->scratch);
+		if (err) {
+			if (why)
+				mk_strbuf_add(why, o->scratch.buf,
+					      o->scratch.len);
+			return err;
+		}
+		push_segment(log, s);
+		if (last)
+			break;
+		if (cut || s->next_offset != o->bases[i + 1])
+			return remove_from(o->dir, o->bases + i + 1,
+					   o->nbases - i - 1, why);
+		mk_strbuf_reset(&o->scratch);
+		if ((err = mk_segment_seal(s, &o->scratch)) ||
+		    (err = mk_segment_flush(s, &o->scratch))) {
+			if (why)
+				mk_strbuf_add(why, o->scratch.buf,
+					      o->scratch.len);
+			return err;
+		}
+	}
+	return MK_OK;
+}
+
+/* No segment at all: an empty one at the checkpoint's log start. */
+static mk_err open_create_first(mk_log *log, opening *o, mk_strbuf *why)
+{
+	mk_segment *s;
+	mk_err err = mk_segment_create(o->dir,
+				       o->missing ? 0 : o->ck.start_offset,
+				       &s, why);
+	if (err)
+		return err;
+	push_segment(log, s);
+	if (mk_fsync_dir(o->dir)) {
+		if (why)
+			mk_strbuf_addf(why, "%s: fsync failed", o->dir);
+		return MK_KAFKA_STORAGE_ERROR;
+	}
+	return MK_OK;
+}
+
+/*
+ * The epoch cache: the checkpoint's, or — when it is missing while
+ * closed segments exist, which only outside damage causes — rebuilt by
+ * scanning them. Then everything from the first recovered segment's
+ * base on is taken from what the recovered segments actually hold: the
+ * checkpoint may have run ahead of data lost in a crash, or lag behind
+ * it.
+ */
+static mk_err open_epoch_cache(mk_log *log, opening *o, mk_strbuf *why)
+{
+	mk_err err = MK_OK;
+	for (size_t i = 0; i < o->ck.nepochs; i++)
+		epoch_push(log, o->ck.epochs[i].epoch,
+			   o->ck.epochs[i].start_offset);
+	if (o->missing && o->first > 0) {
+		epoch_seen closed = { NULL, 0, 0 };
+		for (size_t i = 0; i < o->first && !err; i++)
+			err = mk_segment_scan(log->segs[i], end_limit(log, i),
+					      on_batch_epoch, &closed, why);
+		for (size_t i = 0; i < closed.n; i++)
+			epoch_observe(log, closed.v[i].epoch,
+				      closed.v[i].start_offset);
+		free(closed.v);
+		if (err)
+			return err;
+	}
+	epoch_trim(log, log->segs[o->first]->base);
+	for (size_t i = 0; i < o->seen.n; i++)
+		epoch_observe(log, o->seen.v[i].epoch,
+			      o->seen.v[i].start_offset);
+	return MK_OK;
+}
+
+/* Log start (the checkpoint's, within the segments) and recovery point. */
+static void open_settle_offsets(mk_log *log, const opening *o)
+{
+	int64_t leo = mk_log_end_offset(log);
+	log->start_offset = o->missing ? log->segs[0]->base : o->ck.start_offset;
+	if (log->start_offset < log->segs[0]->base)
+		log->start_offset = log->segs[0]->base;
+	if (log->start_offset > leo)
+		log->start_offset = leo;
+	/* Recovery fsynced what it scanned: all of the log is durable. */
+	log->recovery_point = leo;
+}
+
+/* Write the checkpoint when it is missing or says something else. */
+static mk_err open_write_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
+{
+	mk_strbuf_reset(&o->scratch);
+	mirror_bases(log);
+	ckpt_format(log, &o->scratch);
+	if (!o->missing && o->scratch.len == o->text.len &&
+	    memcmp(o->scratch.buf, o->text.buf, o->text.len) == 0)
+		return MK_OK;
+	mk_err err = ckpt_write(log);
+	if (err && why)
+		mk_strbuf_add(why, log->err.buf, log->err.len);
+	return err;
+}
+
 mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		   mk_strbuf *why)
 {
@@ -758,188 +963,40 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 				       strerror(errno));
 		return MK_KAFKA_STORAGE_ERROR;
 	}
-	mk_log *log = calloc(1, sizeof(*log));
-	if (!log)
-		abort();
-	log->dir = strdup(dir);
-	mk_strbuf p = MK_STRBUF_INIT;
-	mk_strbuf_addf(&p, "%s/" CHECKPOINT, dir);
-	log->ckpt_path = mk_strbuf_detach(&p, NULL);
-	log->cfg = *cfg;
-	mk_strbuf_init(&log->err, 0);
-	pthread_mutex_init(&log->state_lock, NULL);
-	pthread_mutex_init(&log->fl.lock, NULL);
-	pthread_cond_init(&log->fl.cond, NULL);
-	mk_strbuf_init(&log->fl.msg, 0);
-
-	mk_strbuf text = MK_STRBUF_INIT, scratch = MK_STRBUF_INIT;
-	int64_t *bases = NULL;
-	size_t nbases = 0;
-	checkpoint ck = { 0, 0, NULL, 0, NULL, 0 };
-	epoch_seen seen = { NULL, 0, 0 };
-	bool missing;
-	mk_err err = mk_segswap_recover(dir, why);  /* a cleaner swap */
-	if (!err)
-		err = list_segments(dir, &bases, &nbases, why);
-	if (err)
-		goto fail;
-	if (mk_file_read(log->ckpt_path, &text, &missing)) {
-		if (why)
-			mk_strbuf_addf(why, "%s: read failed: %s",
-				       log->ckpt_path, strerror(errno));
-		err = MK_KAFKA_STORAGE_ERROR;
-		goto fail;
+	mk_log *log = log_new(dir, cfg);
+	opening o = {
+		.dir = dir, .cfg = cfg,
+		.text = MK_STRBUF_INIT, .scratch = MK_STRBUF_INIT,
+	};
+	mk_err err;
+	if ((err = mk_segswap_recover(dir, why)) ||    /* a cleaner swap */
+	    (err = list_segments(dir, &o.bases, &o.nbases, why)) ||
+	    (err = open_read_checkpoint(log, &o, why)) ||
+	    (err = open_check_listed(&o, why)))
+		goto done;
+	o.first = open_first_to_recover(&o);
+	if ((err = open_closed_segments(log, &o, why)) ||
+	    (err = open_recover_segments(log, &o, why)) ||
+	    (!o.nbases && (err = open_create_first(log, &o, why))) ||
+	    (err = open_epoch_cache(log, &o, why)))
+		goto done;
+	open_settle_offsets(log, &o);
+	err = open_write_checkpoint(log, &o, why);
+done:
+	if (err) {
+		for (size_t i = 0; i < log->nsegs; i++)
+			mk_segment_close(log->segs[i]);
+		log_free(log);
+	} else {
+		*out = log;
 	}
-	if (!missing && (err = ckpt_parse(log->ckpt_path, text.buf, &ck, why)))
-		goto fail;
-	/* Every durable segment the checkpoint lists is there. */
-	for (size_t i = 0, j = 0; i < ck.nbases; i++) {
-		if (ck.bases[i] < ck.start_offset || ck.bases[i] >= ck.recovery_point)
-			continue;
-		while (j < nbases && bases[j] < ck.bases[i])
-			j++;
-		if (j == nbases || bases[j] != ck.bases[i]) {
-			if (why)
-				mk_strbuf_addf(why, "%s/%020lld.log is missing (the checkpoint lists it): the log would have a gap",
-					       dir, (long long)ck.bases[i]);
-			err = MK_KAFKA_STORAGE_ERROR;
-			goto fail;
-		}
-	}
-
-	/*
-	 * Recovery starts at the segment holding the recovery point: normally
-	 * the active one; earlier when rolled segments were still waiting for
-	 * the flusher. Without a checkpoint (a new log, or outside damage),
-	 * at the active one.
-	 */
-	size_t first = nbases ? nbases - 1 : 0;
-	while (!missing && first > 0 && bases[first] > ck.recovery_point)
-		first--;
-	/* Closed segments below it: opened, never read. */
-	for (size_t i = 0; i < first; i++) {
-		mk_segment *s;
-		if ((err = mk_segment_open_closed(dir, bases[i], &s, why)))
-			goto fail;
-		push_segment(log, s);
-	}
-	/*
-	 * From it on, each segment is recovered (its torn or corrupt tail cut,
-	 * its indexes rebuilt, fsynced). One that had to be cut, or that ends
-	 * short of the next one's base, ends the log: the segments after it
-	 * were written after data now lost, and are deleted. The others are
-	 * closed again, durable now.
-	 */
-	for (size_t i = first; i < nbases; i++) {
-		bool last = i + 1 == nbases;
-		mk_segment *s;
-		uint64_t cut;
-		err = mk_segment_open_active(dir, bases[i],
-					     last ? INT64_MAX : bases[i + 1],
-					     cfg->index_interval_bytes,
-					     on_batch_epoch, &seen, &s, &cut,
-					     &scratch);
-		if (err) {
-			if (why)
-				mk_strbuf_add(why, scratch.buf, scratch.len);
-			goto fail;
-		}
-		push_segment(log, s);
-		if (last)
-			break;
-		if (cut || s->next_offset != bases[i + 1]) {
-			if ((err = remove_from(dir, bases + i + 1,
-					       nbases - i - 1, why)))
-				goto fail;
-			break;
-		}
-		mk_strbuf_reset(&scratch);
-		if ((err = mk_segment_seal(s, &scratch)) ||
-		    (err = mk_segment_flush(s, &scratch))) {
-			if (why)
-				mk_strbuf_add(why, scratch.buf, scratch.len);
-			goto fail;
-		}
-	}
-	if (!nbases) {
-		mk_segment *s;
-		if ((err = mk_segment_create(dir, missing ? 0 : ck.start_offset,
-					     &s, why)))
-			goto fail;
-		push_segment(log, s);
-		if (mk_fsync_dir(dir)) {
-			if (why)
-				mk_strbuf_addf(why, "%s: fsync failed", dir);
-			err = MK_KAFKA_STORAGE_ERROR;
-			goto fail;
-		}
-	}
-
-	/*
-	 * The epoch cache: the checkpoint's, or — when it is missing while
-	 * closed segments exist, which only outside damage causes — rebuilt by
-	 * scanning them. Then everything from the first recovered segment's
-	 * base on is taken from what the recovered segments actually hold: the
-	 * checkpoint may have run ahead of data lost in a crash, or lag behind
-	 * it.
-	 */
-	for (size_t i = 0; i < ck.nepochs; i++)
-		epoch_push(log, ck.epochs[i].epoch, ck.epochs[i].start_offset);
-	if (missing && first > 0) {
-		epoch_seen closed = { NULL, 0, 0 };
-		for (size_t i = 0; i < first && !err; i++)
-			err = mk_segment_scan(log->segs[i], end_limit(log, i),
-					      on_batch_epoch, &closed, why);
-		for (size_t i = 0; i < closed.n; i++)
-			epoch_observe(log, closed.v[i].epoch,
-				      closed.v[i].start_offset);
-		free(closed.v);
-		if (err)
-			goto fail;
-	}
-	epoch_trim(log, log->segs[first]->base);
-	for (size_t i = 0; i < seen.n; i++)
-		epoch_observe(log, seen.v[i].epoch, seen.v[i].start_offset);
-
-	int64_t leo = mk_log_end_offset(log);
-	log->start_offset = missing ? log->segs[0]->base : ck.start_offset;
-	if (log->start_offset < log->segs[0]->base)
-		log->start_offset = log->segs[0]->base;
-	if (log->start_offset > leo)
-		log->start_offset = leo;
-	/* Recovery fsynced what it scanned: all of the log is durable. */
-	log->recovery_point = leo;
-
-	mk_strbuf_reset(&scratch);
-	mirror_bases(log);
-	ckpt_format(log, &scratch);
-	if (missing || scratch.len != text.len ||
-	    memcmp(scratch.buf, text.buf, text.len) != 0) {
-		if ((err = ckpt_write(log))) {
-			if (why)
-				mk_strbuf_add(why, log->err.buf, log->err.len);
-			goto fail;
-		}
-	}
-	free(bases);
-	free(ck.epochs);
-	free(ck.bases);
-	free(seen.v);
-	mk_strbuf_release(&text);
-	mk_strbuf_release(&scratch);
-	*out = log;
-	return MK_OK;
-fail:
-	for (size_t i = 0; i < log->nsegs; i++)
-		mk_segment_close(log->segs[i]);
-	free(bases);
-	free(ck.epochs);
-	free(ck.bases);
-	free(seen.v);
-	mk_strbuf_release(&text);
-	mk_strbuf_release(&scratch);
-	log_free(log);
-	return err ? err : MK_KAFKA_STORAGE_ERROR;
+	free(o.bases);
+	free(o.ck.epochs);
+	free(o.ck.bases);
+	free(o.seen.v);
+	mk_strbuf_release(&o.text);
+	mk_strbuf_release(&o.scratch);
+	return err;
 }
 
 /*
@@ -1147,7 +1204,8 @@ mk_err mk_log_append_leader(mk_log *log, uint8_t *frame, size_t len,
 			    int32_t epoch, int64_t *base_out)
 {
 	/* A frame built here: its header is checked, its records are not
-	 * walked and its CRC not computed (mk_frame_assign patches it). */
+	 * walked and its CRC not computed (base offset and epoch lie outside
+	 * it: mk_frame_assign only stores them). */
 	mk_batch_view b;
 	if (mk_frame_decode_header(frame, len, 0, false, &b, NULL) ||
 	    b.frame_len != len)
@@ -1226,8 +1284,14 @@ static mk_err bad_frame(mk_log *log, const mk_segment *s, uint64_t pos,
 	return MK_KAFKA_STORAGE_ERROR;
 }
 
-/* Checks a forward scan makes of each batch besides its decoding. */
-static const char *batch_misplaced(const mk_batch_view *b, int64_t prev_next,
+/*
+ * Checks a forward scan makes of each batch besides its decoding. Base
+ * offset and epoch lie outside the frame's CRC (codec.h): offsets must
+ * increase, and an epoch (when not -1) may neither go down from the one
+ * before it (*prev_epoch, updated) nor exceed the epoch cache's latest.
+ */
+static const char *batch_misplaced(const mk_log *log, const mk_batch_view *b,
+				   int64_t prev_next, int32_t *prev_epoch,
 				   int64_t base, int64_t limit)
 {
 	if (b->meta.base_offset < base)
@@ -1236,6 +1300,11 @@ static const char *batch_misplaced(const mk_batch_view *b, int64_t prev_next,
 		return "offsets out of order";
 	if (mk_batch_last_offset(b) >= limit)
 		return "offset at or past the next segment's base";
+	int32_t e = b->meta.leader_epoch;
+	if (e >= 0 && (e < *prev_epoch || e > mk_log_latest_epoch(log)))
+		return "leader epoch out of order";
+	if (e >= 0)
+		*prev_epoch = e;
 	return NULL;
 }
 
@@ -1253,6 +1322,7 @@ static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 {
 	mk_segment *s = log->segs[i];
 	int64_t limit = end_limit(log, i), prev_next = s->base;
+	int32_t prev_epoch = -1;
 	/* Read ahead no more than the caller may take (but a frame at least,
 	 * which the reader handles), and at most 4 MiB at a time. */
 	size_t chunk = rs->max_bytes > rs->added ? rs->max_bytes - rs->added : 0;
@@ -1270,7 +1340,8 @@ static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 		err = mk_segment_reader_next(&r, &b, &done);
 		const char *bad = err ? (r.reason ? r.reason : "bad frame") : NULL;
 		if (!err && !done)
-			bad = batch_misplaced(&b, prev_next, s->base, limit);
+			bad = batch_misplaced(log, &b, prev_next, &prev_epoch,
+					      s->base, limit);
 		if (bad) {
 			rs->bad_pos = at;
 			err = bad_frame(log, s, at, bad);
@@ -1344,6 +1415,7 @@ static mk_err time_scan(mk_log *log, size_t i, uint64_t pos, int64_t ts,
 {
 	mk_segment *s = log->segs[i];
 	int64_t limit = end_limit(log, i), prev_next = s->base;
+	int32_t prev_epoch = -1;
 	mk_strbuf buf = MK_STRBUF_INIT;
 	mk_segment_reader r;
 	mk_segment_reader_init(&r, s, pos, s->size, &buf, 0);
@@ -1356,7 +1428,8 @@ static mk_err time_scan(mk_log *log, size_t i, uint64_t pos, int64_t ts,
 		err = mk_segment_reader_next(&r, &b, &done);
 		const char *bad = err ? (r.reason ? r.reason : "bad frame") : NULL;
 		if (!err && !done)
-			bad = batch_misplaced(&b, prev_next, s->base, limit);
+			bad = batch_misplaced(log, &b, prev_next, &prev_epoch,
+					      s->base, limit);
 		if (bad) {
 			*bad_pos = at;
 			err = bad_frame(log, s, at, bad);
@@ -1675,6 +1748,7 @@ mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,
 		if ((err = load_indexes(log, i)))
 			break;
 		int64_t limit = end_limit(log, i), prev_next = s->base;
+		int32_t prev_epoch = -1;
 		uint64_t pos = *n == 0 ? mk_segment_lookup(s, from) : 0;
 		mk_segment_reader r;
 		mk_strbuf_reset(&buf);
@@ -1686,7 +1760,8 @@ mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,
 			err = mk_segment_reader_next(&r, &b, &done);
 			const char *bad = err ? (r.reason ? r.reason : "bad frame") : NULL;
 			if (!err && !done)
-				bad = batch_misplaced(&b, prev_next, s->base, limit);
+				bad = batch_misplaced(log, &b, prev_next, &prev_epoch,
+						      s->base, limit);
 			if (bad) {
 				err = bad_frame(log, s, at, bad);
 				break;

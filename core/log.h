@@ -276,5 +276,26 @@ typedef struct {
  */
 mk_err mk_log_index_rows(mk_log *log, int64_t segment, bool time,
 			 mk_index_row **out, size_t *n);
+/*
+ * The checkpoint file's parser, exposed for tests and the fuzzer. text is
+ * the whole file (cut in place): "version 1", "log_start_offset N",
+ * "recovery_point N", then "epoch E START" lines, epochs and starts
+ * strictly increasing, then an optional "segments B..." line (bases
+ * ascending), every integer through core/parse.h, every line
+ * ending in a newline. On failure (MK_KAFKA_STORAGE_ERROR, "PATH: line N:
+ * REASON" in why) nothing is left to free; on success free(c->epochs)
+ * and c->bases.
+ */
+typedef struct {
+	int64_t start_offset;
+	int64_t recovery_point;
+	mk_epoch_entry *epochs;
+	size_t nepochs;
+	int64_t *bases;             /* "segments": durable segments' bases */
+	size_t nbases;
+} mk_log_checkpoint;
+
+mk_err mk_log_checkpoint_parse(const char *path, char *text,
+			       mk_log_checkpoint *c, mk_strbuf *why);
 
 #endif

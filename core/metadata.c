@@ -9,6 +9,7 @@
 #include "failpoint.h"
 #include "fileio.h"
 #include "parse.h"
+#include "xalloc.h"
 #include "topic_name.h"
 
 static size_t mk_count_lines(const char *s, size_t n)
@@ -148,24 +149,68 @@ mk_err mk_metadata_save(mk_cluster *c, const mk_meta_plan *plan)
 	return err;
 }
 
+/*
+ * Parsing. One step per line kind (the table below), each taking the
+ * line's tokens after the kind; every integer goes through core/parse.h
+ * (no atoi: `broker x online` is refused, not read as broker 0), every
+ * token is accounted for, and a line that does not parse fails the load
+ * with its kind named.
+ */
+
+#define MAX_TOKENS 64
+
+/* A line cut at spaces: tok[0] is the kind. */
+typedef struct {
+	char *tok[MAX_TOKENS];
+	int n;
+	bool too_many;
+} tokens;
+
+static void tokenize(char *line, tokens *t)
+{
+	char *save = NULL;
+	t->n = 0;
+	t->too_many = false;
+	for (char *w = strtok_r(line, " ", &save); w;
+	     w = strtok_r(NULL, " ", &save)) {
+		if (t->n == MAX_TOKENS) {
+			t->too_many = true;
+			return;
+		}
+		t->tok[t->n++] = w;
+	}
+}
+
+static bool parse_int(const char *s, int64_t lo, int64_t hi, int *out)
+{
+	int64_t v;
+	if (!mk_parse_range(s, lo, hi, &v))
+		return false;
+	*out = (int)v;
+	return true;
+}
+
+/* "ID,ID,..." (possibly empty): broker ids >= 0, at most MK_MAX_BROKERS. */
 static bool parse_ids(const char *s, int *ids, int *n)
 {
 	*n = 0;
 	if (!*s)
 		return true;
-	while (*s) {
-		char *end;
-		long v = strtol(s, &end, 10);
-		if (end == s || v < 0 || *n == MK_MAX_BROKERS)
+	for (;;) {
+		const char *comma = strchr(s, ',');
+		size_t len = comma ? (size_t)(comma - s) : strlen(s);
+		char num[24];
+		if (len == 0 || len >= sizeof(num) || *n == MK_MAX_BROKERS)
 			return false;
-		ids[(*n)++] = (int)v;
-		s = end;
-		if (*s == ',')
-			s++;
-		else if (*s)
+		memcpy(num, s, len);
+		num[len] = '\0';
+		if (!parse_int(num, 0, INT32_MAX, &ids[*n]))
 			return false;
+		(*n)++;
+		if (!comma)
+			return true;
+		s = comma + 1;
 	}
-	return true;
 }
 
 static mk_metadata_topic *find_topic(mk_metadata *md, const char *name)
@@ -208,123 +253,165 @@ static bool partition_valid(const mk_metadata_topic *t,
 	return what == NULL;
 }
 
+/* "broker ID online|offline", each broker once */
+static bool parse_broker(mk_metadata *md, char **a, int n, mk_strbuf *why)
+{
+	(void)why;
+	int id;
+	if (n != 2 || md->nbrokers == MK_MAX_BROKERS ||
+	    !parse_int(a[0], 0, INT32_MAX, &id) ||
+	    (strcmp(a[1], "online") && strcmp(a[1], "offline")))
+		return false;
+	for (int i = 0; i < md->nbrokers; i++)
+		if (md->broker_ids[i] == id)
+			return false;
+	md->broker_ids[md->nbrokers] = id;
+	md->broker_online[md->nbrokers++] = !strcmp(a[1], "online");
+	return true;
+}
+
+/* "clock MS" */
+static bool parse_clock(mk_metadata *md, char **a, int n, mk_strbuf *why)
+{
+	(void)why;
+	return n == 1 && mk_parse_range(a[0], 0, INT64_MAX, &md->clock_ms);
+}
+
+/* "next_producer_id N" */
+static bool parse_next_producer_id(mk_metadata *md, char **a, int n, mk_strbuf *why)
+{
+	(void)why;
+	return n == 1 &&
+	       mk_parse_range(a[0], 0, INT64_MAX, &md->next_producer_id);
+}
+
+/* "producer NAME ID EPOCH", each name once */
+static bool parse_producer(mk_metadata *md, char **a, int n, mk_strbuf *why)
+{
+	(void)why;
+	int64_t id;
+	int epoch;
+	if (n != 3 || !mk_topic_name_valid(a[0]) ||
+	    !mk_parse_range(a[1], 0, INT64_MAX, &id) ||
+	    !parse_int(a[2], 0, INT16_MAX, &epoch))
+		return false;
+	for (size_t i = 0; i < md->nproducers; i++)
+		if (!strcmp(md->producers[i].name, a[0]))
+			return false;
+	md->producers = mk_xreallocarray(md->producers, md->nproducers + 1,
+					 sizeof(*md->producers));
+	mk_producer_id *v = &md->producers[md->nproducers++];
+	v->name = mk_xstrdup(a[0]);
+	v->id = id;
+	v->epoch = (int16_t)epoch;
+	return true;
+}
+
+/* "topic NAME PARTITIONS RF [KEY=VALUE]..." */
+static bool parse_topic(mk_metadata *md, char **a, int n, mk_strbuf *why)
+{
+	(void)why;
+	int np, rf;
+	if (n < 3 || !mk_topic_name_valid(a[0]) || find_topic(md, a[0]) ||
+	    !parse_int(a[1], 1, 1024, &np) ||
+	    !parse_int(a[2], 1, MK_MAX_BROKERS, &rf))
+		return false;
+	md->topics = mk_xreallocarray(md->topics, md->ntopics + 1,
+				      sizeof(*md->topics));
+	mk_metadata_topic *t = &md->topics[md->ntopics++];
+	memset(t, 0, sizeof(*t));
+	t->name = mk_xstrdup(a[0]);
+	t->npartitions = np;
+	t->rf = rf;
+	t->parts = mk_xcalloc((size_t)np, sizeof(*t->parts));
+	for (int p = 0; p < np; p++)
+		t->parts[p].leader = -2;   /* not yet read */
+	if (n > 3) {
+		t->overrides = mk_xcalloc((size_t)(n - 3), sizeof(char *));
+		for (int i = 3; i < n; i++)
+			t->overrides[t->noverrides++] = mk_xstrdup(a[i]);
+	}
+	return true;
+}
+
+/* One KEY=VALUE of a partition line. */
+static bool parse_partition_field(mk_partition_state *st, const char *kv)
+{
+	if (!strncmp(kv, "leader=", 7)) {
+		if (!strcmp(kv + 7, "none")) {
+			st->leader = -1;
+			return true;
+		}
+		return parse_int(kv + 7, 0, INT32_MAX, &st->leader);
+	}
+	if (!strncmp(kv, "epoch=", 6))
+		return parse_int(kv + 6, 0, INT32_MAX, &st->leader_epoch);
+	if (!strncmp(kv, "replicas=", 9))
+		return parse_ids(kv + 9, st->brokers, &st->nreplicas);
+	if (!strncmp(kv, "isr=", 4))
+		return parse_ids(kv + 4, st->isr, &st->nisr);
+	return false;
+}
+
+/* "partition NAME P leader=ID|none epoch=E replicas=ID,... isr=ID,..." */
+static bool parse_partition(mk_metadata *md, char **a, int n, mk_strbuf *why)
+{
+	mk_metadata_topic *t = n >= 2 ? find_topic(md, a[0]) : NULL;
+	int p;
+	if (!t || !parse_int(a[1], 0, t->npartitions - 1, &p))
+		return false;
+	mk_partition_state *st = &t->parts[p];
+	if (st->leader != -2)
+		return false;       /* the partition's second line */
+	for (int i = 2; i < n; i++)
+		if (!parse_partition_field(st, a[i]))
+			return false;
+	return st->nreplicas >= 1 && st->leader != -2 &&
+	       partition_valid(t, st, why);
+}
+
+/* "deleting NAME": the topic's deletion was decided (finished at mount) */
+static bool parse_deleting(mk_metadata *md, char **a, int n, mk_strbuf *why)
+{
+	(void)why;
+	mk_metadata_topic *t = n == 1 ? find_topic(md, a[0]) : NULL;
+	if (!t || t->deleting)
+		return false;
+	t->deleting = true;
+	return true;
+}
+
+static const struct {
+	const char *kind;
+	bool (*parse)(mk_metadata *md, char **args, int nargs,
+		      mk_strbuf *why);
+} line_kinds[] = {
+	/* "minikafka-metadata N" only as the first line (parse_text) */
+	{ "broker", parse_broker },
+	{ "clock", parse_clock },
+	{ "next_producer_id", parse_next_producer_id },
+	{ "producer", parse_producer },
+	{ "topic", parse_topic },
+	{ "partition", parse_partition },
+	{ "deleting", parse_deleting },
+};
+
 static mk_err parse_line(mk_metadata *md, char *line, mk_strbuf *why)
 {
-	char *save = NULL;
-	char *kind = strtok_r(line, " ", &save);
-	if (!kind)
+	tokens t;
+	tokenize(line, &t);
+	if (t.n == 0)
 		return MK_OK;
-	if (!strcmp(kind, "minikafka-metadata"))
-		goto bad;    /* only as the first line (mk_metadata_load) */
-	if (!strcmp(kind, "deleting")) {
-		char *name = strtok_r(NULL, " ", &save);
-		mk_metadata_topic *t = name ? find_topic(md, name) : NULL;
-		if (!t || strtok_r(NULL, " ", &save))
-			goto bad;
-		t->deleting = true;
-		return MK_OK;
-	}
-	if (!strcmp(kind, "broker")) {
-		char *id = strtok_r(NULL, " ", &save), *st = strtok_r(NULL, " ", &save);
-		if (!id || !st || md->nbrokers == MK_MAX_BROKERS)
-			goto bad;
-		md->broker_ids[md->nbrokers] = atoi(id);
-		md->broker_online[md->nbrokers++] = !strcmp(st, "online");
-		return MK_OK;
-	}
-	if (!strcmp(kind, "clock")) {
-		char *v = strtok_r(NULL, " ", &save);
-		if (!v || atoll(v) < 0)
-			goto bad;
-		md->clock_ms = atoll(v);
-		return MK_OK;
-	}
-	if (!strcmp(kind, "next_producer_id")) {
-		char *v = strtok_r(NULL, " ", &save);
-		if (!v || atoll(v) < 0)
-			goto bad;
-		md->next_producer_id = atoll(v);
-		return MK_OK;
-	}
-	if (!strcmp(kind, "producer")) {
-		char *name = strtok_r(NULL, " ", &save);
-		char *id = strtok_r(NULL, " ", &save), *ep = strtok_r(NULL, " ", &save);
-		if (!name || !id || !ep || !mk_topic_name_valid(name) || atoll(id) < 0 ||
-		    atoi(ep) < 0 || atoi(ep) > INT16_MAX)
-			goto bad;
-		mk_producer_id *v = realloc(md->producers, (md->nproducers + 1) * sizeof(*v));
-		if (!v)
-			return MK_OUT_OF_MEMORY;
-		md->producers = v;
-		v[md->nproducers].name = strdup(name);
-		v[md->nproducers].id = atoll(id);
-		v[md->nproducers].epoch = (int16_t)atoi(ep);
-		md->nproducers++;
-		return MK_OK;
-	}
-	if (!strcmp(kind, "topic")) {
-		char *name = strtok_r(NULL, " ", &save);
-		char *np = strtok_r(NULL, " ", &save), *rf = strtok_r(NULL, " ", &save);
-		if (!name || !np || !rf || !mk_topic_name_valid(name) ||
-		    find_topic(md, name))
-			goto bad;
-		int n = atoi(np);
-		if (n < 1 || n > 1024 || atoi(rf) < 1)
-			goto bad;
-		mk_metadata_topic *nt = realloc(md->topics, (md->ntopics + 1) * sizeof(*nt));
-		if (!nt)
-			return MK_OUT_OF_MEMORY;
-		md->topics = nt;
-		mk_metadata_topic *t = &md->topics[md->ntopics++];
-		memset(t, 0, sizeof(*t));
-		t->name = strdup(name);
-		t->npartitions = n;
-		t->rf = atoi(rf);
-		t->parts = calloc((size_t)n, sizeof(*t->parts));
-		for (int p = 0; p < n; p++)
-			t->parts[p].leader = -2;   /* not yet read */
-		for (char *kv = strtok_r(NULL, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
-			t->overrides = realloc(t->overrides, (t->noverrides + 1) * sizeof(char *));
-			t->overrides[t->noverrides++] = strdup(kv);
+	for (size_t i = 0; i < sizeof(line_kinds) / sizeof(line_kinds[0]); i++)
+		if (!strcmp(t.tok[0], line_kinds[i].kind)) {
+			if (!t.too_many &&
+			    line_kinds[i].parse(md, t.tok + 1, t.n - 1, why))
+				return MK_OK;
+			break;
 		}
-		return MK_OK;
-	}
-	if (!strcmp(kind, "partition")) {
-		char *name = strtok_r(NULL, " ", &save);
-		char *pid = strtok_r(NULL, " ", &save);
-		mk_metadata_topic *t = name ? find_topic(md, name) : NULL;
-		if (!t || !pid)
-			goto bad;
-		int p = atoi(pid);
-		if (p < 0 || p >= t->npartitions)
-			goto bad;
-		mk_partition_state *st = &t->parts[p];
-		for (char *kv = strtok_r(NULL, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
-			if (!strncmp(kv, "leader=", 7))
-				st->leader = !strcmp(kv + 7, "none") ? -1 : atoi(kv + 7);
-			else if (!strncmp(kv, "epoch=", 6)) {
-				int64_t e;
-				if (!mk_parse_range(kv + 6, 0, INT32_MAX, &e))
-					goto bad;
-				st->leader_epoch = (int32_t)e;
-			}
-			else if (!strncmp(kv, "replicas=", 9)) {
-				if (!parse_ids(kv + 9, st->brokers, &st->nreplicas))
-					goto bad;
-			} else if (!strncmp(kv, "isr=", 4)) {
-				if (!parse_ids(kv + 4, st->isr, &st->nisr))
-					goto bad;
-			} else
-				goto bad;
-		}
-		if (st->nreplicas < 1 || st->leader == -2 ||
-		    !partition_valid(t, st, why))
-			goto bad;
-		return MK_OK;
-	}
-bad:
 	if (why)
-		mk_strbuf_addf(why, "malformed metadata line starting '%s'", kind);
+		mk_strbuf_addf(why, "malformed metadata line starting '%s'",
+			       t.tok[0]);
 	return MK_INVALID_CONFIG;
 }
 
@@ -402,6 +489,32 @@ static mk_err parse_text(mk_metadata *md, char *text, size_t len,
 	return MK_OK;
 }
 
+/* Every partition of every topic must have had its line. */
+static mk_err check_complete(const mk_metadata *md, mk_strbuf *why)
+{
+	for (size_t i = 0; i < md->ntopics; i++)
+		for (int p = 0; p < md->topics[i].npartitions; p++)
+			if (md->topics[i].parts[p].leader == -2) {
+				if (why)
+					mk_strbuf_addf(why, "metadata lacks partition %s-%d",
+						       md->topics[i].name, p);
+				return MK_INVALID_CONFIG;
+			}
+	return MK_OK;
+}
+
+mk_err mk_metadata_parse(char *text, mk_metadata *md, mk_strbuf *why)
+{
+	memset(md, 0, sizeof(*md));
+	md->present = true;
+	mk_err err = parse_text(md, text, strlen(text), "metadata", why);
+	if (!err)
+		err = check_complete(md, why);
+	if (err)
+		mk_metadata_free(md);    /* the caller gets nothing to free */
+	return err;
+}
+
 mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why)
 {
 	memset(md, 0, sizeof(*md));
@@ -417,17 +530,8 @@ mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why)
 	md->present = !missing;
 	if (!missing)
 		err = parse_text(md, text.buf, text.len, path.buf, why);
-	if (err)
-		goto out;
-	for (size_t i = 0; i < md->ntopics && !err; i++)
-		for (int p = 0; p < md->topics[i].npartitions; p++)
-			if (md->topics[i].parts[p].leader == -2) {
-				if (why)
-					mk_strbuf_addf(why, "metadata lacks partition %s-%d",
-						       md->topics[i].name, p);
-				err = MK_INVALID_CONFIG;
-				break;
-			}
+	if (!err)
+		err = check_complete(md, why);
 	if (err && why && !missing && why->len &&
 	    strncmp(why->buf, path.buf, path.len) != 0) {
 		mk_strbuf msg = MK_STRBUF_INIT;
@@ -437,8 +541,6 @@ mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why)
 		mk_strbuf_release(&msg);
 	}
 out:
-	if (err)
-		mk_metadata_free(md);    /* the caller gets nothing to free */
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&text);
 	return err;

@@ -93,7 +93,19 @@ typedef struct {
 	size_t nproducers;
 } mk_metadata;
 
+/*
+ * Read DATA_DIR/metadata into *md (a missing file: md->present false, MK_OK).
+ * On failure (MK_INVALID_CONFIG, with "malformed metadata line starting
+ * 'KIND'" or "metadata lacks partition T-P" in why) *md holds nothing.
+ */
 mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why);
+/*
+ * The parser behind mk_metadata_load, on the file's text (cut in place):
+ * integers through core/parse.h, every token accounted for, each broker,
+ * topic, partition and producer on one line, every partition of every
+ * topic present. Exposed for tests and the fuzzer.
+ */
+mk_err mk_metadata_parse(char *text, mk_metadata *md, mk_strbuf *why);
 void mk_metadata_free(mk_metadata *md);
 
 #endif

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parse.h"
+#include "xalloc.h"
+
 void mk_pstate_init(mk_producer_state *ps)
 {
 	memset(ps, 0, sizeof(*ps));
@@ -106,9 +109,7 @@ static mk_producer_entry *entry_for(mk_producer_state *ps, int64_t pid)
 		return e;
 	if (ps->n == ps->alloc) {
 		size_t n = ps->alloc ? ps->alloc * 2 : 8;
-		mk_producer_entry *v = realloc(ps->v, n * sizeof(*v));
-		if (!v)
-			abort();
+		mk_producer_entry *v = mk_xrealloc(ps->v, n * sizeof(*v));
 		ps->v = v;
 		ps->alloc = n;
 	}
@@ -169,42 +170,120 @@ void mk_pstate_format(const mk_producer_state *ps, mk_strbuf *out)
 	}
 }
 
+/*
+ * The snapshot's text, line by line ("producer-snapshot 1", "covered_to N",
+ * then "producer PID EPOCH [FIRST:LAST:BASE:DELTA]..."), every integer
+ * through core/parse.h with the range its field can hold, one space
+ * between fields, every line ending in '\n', each producer once, at most
+ * MK_PRODUCER_WINDOW batches each. Anything else: the snapshot is damaged.
+ */
+
+/* Cut the next field of *p at one of `ends` (or the end); NULL when it is
+ * empty. */
+static char *field(char **p, const char *ends)
+{
+	char *f = *p;
+	size_t n = strcspn(f, ends);
+	if (n == 0)
+		return NULL;
+	*p = f + n;
+	if (**p) {
+		**p = '\0';
+		(*p)++;
+	}
+	return f;
+}
+
+/* No empty field: sep neither first, last, nor doubled. */
+static bool fields_ok(const char *s, char sep)
+{
+	size_t n = strlen(s);
+	char two[3] = { sep, sep, '\0' };
+	return n > 0 && s[0] != sep && s[n - 1] != sep && !strstr(s, two);
+}
+
+static bool parse_batch(char *text, mk_seq_entry *s)
+{
+	if (!fields_ok(text, ':'))
+		return false;
+	char *p = text, *f[4];
+	for (int i = 0; i < 4; i++)
+		if (!(f[i] = field(&p, ":")))
+			return false;
+	int64_t first, last, base, delta;
+	if (*p || !mk_parse_range(f[0], 0, INT32_MAX, &first) ||
+	    !mk_parse_range(f[1], INT32_MIN, INT32_MAX, &last) ||
+	    !mk_parse_range(f[2], 0, INT64_MAX, &base) ||
+	    !mk_parse_range(f[3], 0, INT32_MAX, &delta))
+		return false;
+	*s = (mk_seq_entry){ (int32_t)first, (int32_t)last, base,
+			     (int32_t)delta };
+	return true;
+}
+
+static bool parse_producer_line(mk_producer_state *ps, char *line)
+{
+	if (!fields_ok(line, ' '))
+		return false;
+	char *p = line, *kw = field(&p, " "), *pid_s = field(&p, " ");
+	char *epoch_s = field(&p, " ");
+	int64_t pid, epoch;
+	if (!kw || strcmp(kw, "producer") || !pid_s || !epoch_s ||
+	    !mk_parse_range(pid_s, 0, INT64_MAX, &pid) ||
+	    !mk_parse_range(epoch_s, INT16_MIN, INT16_MAX, &epoch) ||
+	    lookup(ps, pid, NULL))
+		return false;
+	mk_producer_entry *e = entry_for(ps, pid);
+	e->epoch = (int16_t)epoch;
+	while (*p) {
+		char *b = field(&p, " ");
+		mk_seq_entry s;
+		if (!b || e->n == MK_PRODUCER_WINDOW || !parse_batch(b, &s))
+			return false;
+		push(e, &s);
+	}
+	return true;
+}
+
+/* The next line of *p, cut at its '\n'; NULL at the end or when the last
+ * line has no newline (*bad then). */
+static char *next_line(char **p, bool *bad)
+{
+	if (!**p)
+		return NULL;
+	char *nl = strchr(*p, '\n');
+	if (!nl) {
+		*bad = true;
+		return NULL;
+	}
+	char *line = *p;
+	*nl = '\0';
+	*p = nl + 1;
+	return line;
+}
+
 mk_err mk_pstate_parse(mk_producer_state *ps, const char *text)
 {
 	mk_pstate_reset(ps);
-	const char *p = text;
-	int ver;
-	long long cov;
-	int n;
-	if (sscanf(p, "producer-snapshot %d\ncovered_to %lld\n%n", &ver, &cov, &n) != 2 ||
-	    ver != 1 || cov < 0)
-		return MK_CORRUPT_MESSAGE;
+	char *copy = mk_xstrdup(text), *p = copy;
+	bool bad = false;
+	char *l1 = next_line(&p, &bad), *l2 = next_line(&p, &bad);
+	int64_t cov;
+	if (!l1 || strcmp(l1, "producer-snapshot 1") || !l2 ||
+	    strncmp(l2, "covered_to ", 11) ||
+	    !mk_parse_range(l2 + 11, 0, INT64_MAX, &cov)) {
+		bad = true;
+		goto out;
+	}
 	ps->covered_to = cov;
-	p += n;
-	while (*p) {
-		long long pid;
-		int epoch;
-		if (sscanf(p, "producer %lld %d%n", &pid, &epoch, &n) != 2 || pid < 0)
-			goto bad;
-		p += n;
-		mk_producer_entry *e = entry_for(ps, pid);
-		e->epoch = (int16_t)epoch;
-		while (*p == ' ') {
-			mk_seq_entry s;
-			long long base;
-			if (sscanf(p, " %d:%d:%lld:%d%n", &s.first_seq, &s.last_seq,
-				   &base, &s.last_offset_delta, &n) != 4)
-				goto bad;
-			s.base_offset = base;
-			push(e, &s);
-			p += n;
-		}
-		if (*p != '\n')
-			goto bad;
-		p++;
+	for (char *line; !bad && (line = next_line(&p, &bad));)
+		if (!parse_producer_line(ps, line))
+			bad = true;
+out:
+	free(copy);
+	if (bad) {
+		mk_pstate_reset(ps);
+		return MK_CORRUPT_MESSAGE;
 	}
 	return MK_OK;
-bad:
-	mk_pstate_reset(ps);
-	return MK_CORRUPT_MESSAGE;
 }

@@ -25,6 +25,7 @@
 
 /* In each log directory, beside the log's own files (log.h). */
 #define HW_FILE "high-watermark"
+#include "xalloc.h"
 
 static void log_dir(const mk_env *env, int broker, const char *topic, int id,
 		    mk_strbuf *out)
@@ -399,13 +400,11 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 			     const mk_partition_state *st, bool create,
 			     mk_partition **out)
 {
-	mk_partition *p = calloc(1, sizeof(*p));
-	if (!p)
-		return MK_OUT_OF_MEMORY;
+	mk_partition *p = mk_xcalloc(1, sizeof(*p));
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->changed, NULL);
 	p->env = env;
-	p->topic = strdup(topic);
+	p->topic = mk_xstrdup(topic);
 	p->id = id;
 	p->cfg = *cfg;
 	p->nreplicas = st->nreplicas;
@@ -1326,7 +1325,7 @@ size_t mk_partition_segments(mk_partition *p, mk_segment_info **out,
 	if (p->leader >= 0) {
 		mk_log *log = p->replicas[p->leader].log;
 		n = mk_log_segment_count(log);
-		*out = calloc(n ? n : 1, sizeof(**out));
+		*out = mk_xcalloc(n ? n : 1, sizeof(**out));
 		for (size_t i = 0; i < n; i++)
 			mk_log_segment_info(log, i, &(*out)[i]);
 		if (dir)

@@ -27,6 +27,7 @@
 
 #include "failpoint.h"
 #include "fileio.h"
+#include "xalloc.h"
 
 #define FIRST_CHUNK (16u * 1024)
 #define SCAN_CHUNK (1024u * 1024)
@@ -267,12 +268,15 @@ typedef struct {
 	int64_t next_offset;
 	int64_t max_ts;
 	int64_t last_base;
+	int32_t last_epoch;     /* the last epoch >= 0 seen, or -1 */
 } scan_result;
 
 /*
  * Walk [0, limit) frame by frame. Each batch must decode, start at or after
- * the previous one's end (and the segment base), end below end_limit and fit
- * the u32 index fields; the first that does not ends the scan with a
+ * the previous one's end (and the segment base), end below end_limit, fit
+ * the u32 index fields and carry an epoch that is none (-1) or at least the
+ * last one before it (base offset and epoch are outside the CRC: these
+ * checks are what guards them); the first that does not ends the scan with a
  * reason. The scan also ends before a batch whose base is >= stop. With
  * build, the indexes are rebuilt in memory. Only I/O failure is an error.
  */
@@ -285,6 +289,7 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 	res->next_offset = s->base;
 	res->max_ts = INT64_MIN;
 	res->last_base = -1;
+	res->last_epoch = -1;
 	if (build) {
 		mk_index_clear(&s->index);
 		mk_timeindex_clear(&s->tindex);
@@ -321,6 +326,9 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 			bad = "offset too far from the segment base";
 		else if (pos + b.frame_len > UINT32_MAX)
 			bad = "segment larger than 4 GiB";
+		else if (b.meta.leader_epoch >= 0 &&
+			 b.meta.leader_epoch < res->last_epoch)
+			bad = "leader epoch went down";
 		if (bad) {
 			res->reason = bad;
 			res->bad_pos = pos;
@@ -340,6 +348,8 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 			fn(arg, &b, pos);
 		res->next_offset = mk_batch_next_offset(&b);
 		res->last_base = base;
+		if (b.meta.leader_epoch >= 0)
+			res->last_epoch = b.meta.leader_epoch;
 		res->valid = pos + b.frame_len;
 		mk_segment_reader_skip(&r);
 	}
@@ -351,9 +361,7 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 
 static mk_segment *seg_new(const char *dir, int64_t base)
 {
-	mk_segment *s = calloc(1, sizeof(*s));
-	if (!s)
-		abort();
+	mk_segment *s = mk_xcalloc(1, sizeof(*s));
 	s->base = base;
 	mk_strbuf p = MK_STRBUF_INIT;
 	mk_strbuf_addf(&p, "%s/%020lld.log", dir, (long long)base);
@@ -387,9 +395,11 @@ void mk_segment_close(mk_segment *s)
 
 static mk_err open_indexes(mk_segment *s, mk_strbuf *why)
 {
-	if (s->index.fd < 0 && mk_index_open(&s->index, s->index_path))
+	if (!mk_index_attached(&s->index) &&
+	    mk_index_open(&s->index, s->index_path))
 		return io_error(why, s->index_path, "cannot open");
-	if (s->tindex.fd < 0 && mk_timeindex_open(&s->tindex, s->time_path))
+	if (!mk_timeindex_attached(&s->tindex) &&
+	    mk_timeindex_open(&s->tindex, s->time_path))
 		return io_error(why, s->time_path, "cannot open");
 	return MK_OK;
 }
@@ -750,10 +760,11 @@ void mk_segment_crash(mk_segment *s, bool torn)
 	if (torn) {
 		/* A frame header promising 200 payload bytes, then 3 of them. */
 		uint8_t part[MK_FRAME_HEADER + 3];
+		memset(part, 0, sizeof(part));
 		memcpy(part, MK_FRAME_MAGIC, 4);
 		mk_store_be32(part + 4, 200);
-		mk_store_be32(part + 8, 0xdeadbeef);
-		memcpy(part + MK_FRAME_HEADER, "\x01\x00\x00", 3);
+		mk_store_be32(part + MK_FRAME_OFF_CRC, 0xdeadbeef);
+		memcpy(part + MK_FRAME_HEADER, "\x00\x00\x00", 3);
 		if (mk_pwrite_all(s->fd, part, sizeof(part),
 				  (long long)s->flushed)) {
 		}
@@ -786,7 +797,7 @@ uint32_t mk_segment_reader_crc(const mk_segment_reader *r)
 size_t mk_segment_index_count(const mk_segment *s, bool time)
 {
 	assert(s->indexes_loaded);
-	return time ? s->tindex.n : s->index.n;
+	return time ? mk_timeindex_count(&s->tindex) : mk_index_count(&s->index);
 }
 
 void mk_segment_index_entry(const mk_segment *s, bool time, size_t i,
@@ -794,12 +805,14 @@ void mk_segment_index_entry(const mk_segment *s, bool time, size_t i,
 {
 	assert(s->indexes_loaded);
 	if (time) {
-		assert(i < s->tindex.n);
-		*first = s->tindex.e[i].ts;
-		*second = s->base + s->tindex.e[i].rel;
+		assert(i < mk_timeindex_count(&s->tindex));
+		const mk_time_entry *e = mk_entries_at(&s->tindex.f, i);
+		*first = e->ts;
+		*second = s->base + e->rel;
 	} else {
-		assert(i < s->index.n);
-		*first = s->base + s->index.e[i].rel;
-		*second = s->index.e[i].pos;
+		assert(i < mk_index_count(&s->index));
+		const mk_index_entry *e = mk_entries_at(&s->index.f, i);
+		*first = s->base + e->rel;
+		*second = e->pos;
 	}
 }

@@ -4,13 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-char mk_strbuf_empty[1];
+#include "xalloc.h"
 
-static void die_oom(void)
-{
-	fputs("minikafkafs: out of memory\n", stderr);
-	abort();
-}
+char mk_strbuf_empty[1];
 
 void mk_strbuf_init(mk_strbuf *sb, size_t hint)
 {
@@ -32,15 +28,13 @@ void mk_strbuf_grow(mk_strbuf *sb, size_t extra)
 {
 	size_t need = sb->len + extra + 1;
 	if (need < sb->len)
-		die_oom();
+		mk_xreallocarray(NULL, SIZE_MAX, 2);   /* overflow: aborts */
 	if (need <= sb->alloc)
 		return;
 	size_t alloc = sb->alloc ? sb->alloc : 64;
 	while (alloc < need)
 		alloc = alloc < SIZE_MAX / 2 ? alloc * 2 : need;
-	char *p = realloc(sb->alloc ? sb->buf : NULL, alloc);
-	if (!p)
-		die_oom();
+	char *p = mk_xrealloc(sb->alloc ? sb->buf : NULL, alloc);
 	if (!sb->alloc)
 		p[0] = '\0';
 	sb->buf = p;

@@ -6,8 +6,8 @@
  * fine: len, not strlen, is the truth. An initialised strbuf with no storage
  * points at a shared empty string and must not be written through directly.
  *
- * Allocation failure aborts: the daemon cannot do anything useful without
- * memory, and every caller checking for it would hide the real logic.
+ * Allocation failure aborts, as everywhere (core/xalloc.h, the project's one
+ * allocation policy).
  */
 #ifndef MK_STRBUF_H
 #define MK_STRBUF_H

@@ -1,220 +1,144 @@
 /*
- * timeindex.c — the sparse time index of timeindex.h: an array in memory,
- * the same entries appended to the .timeindex file.
+ * timeindex.c — the time index of timeindex.h: a typed face of the entry
+ * file (entryfile.h). An entry is i64 timestamp | u32 relative offset on
+ * disk.
  */
 #include "timeindex.h"
 
-#include <assert.h>
-#include <fcntl.h>
-#include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "fileio.h"
-#include "strbuf.h"
 
-void mk_timeindex_init(mk_timeindex *ti)
+static void encode(uint8_t *b, const void *v)
 {
-	ti->fd = -1;
-	ti->e = NULL;
-	ti->n = ti->cap = 0;
-	ti->synced = 0;
-	ti->dirty = false;
-}
-
-mk_err mk_timeindex_open(mk_timeindex *ti, const char *path)
-{
-	assert(ti->fd < 0);
-	ti->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	return ti->fd < 0 ? MK_KAFKA_STORAGE_ERROR : MK_OK;
-}
-
-static void reserve(mk_timeindex *ti, size_t n)
-{
-	if (n <= ti->cap)
-		return;
-	size_t cap = ti->cap ? ti->cap : 16;
-	while (cap < n)
-		cap *= 2;
-	mk_time_entry *e = realloc(ti->e, cap * sizeof(*e));
-	if (!e)
-		abort();
-	ti->e = e;
-	ti->cap = cap;
-}
-
-static void encode(uint8_t *b, const mk_time_entry *e)
-{
+	const mk_time_entry *e = v;
 	mk_store_be64(b, (uint64_t)e->ts);
 	mk_store_be32(b + 8, e->rel);
 }
 
-void mk_timeindex_clear(mk_timeindex *ti)
+static void decode(const uint8_t *b, void *v)
 {
-	ti->n = 0;
-	ti->synced = 0;
+	mk_time_entry *e = v;
+	e->ts = (int64_t)mk_load_be64(b);
+	e->rel = mk_load_be32(b + 8);
 }
 
-void mk_timeindex_push(mk_timeindex *ti, int64_t ts, uint32_t rel)
+/* Timestamps never decrease, offsets strictly increase. */
+static bool ordered(const void *p, const void *n)
 {
-	assert(ti->n == 0 ||
-	       (ts >= ti->e[ti->n - 1].ts && rel > ti->e[ti->n - 1].rel));
-	reserve(ti, ti->n + 1);
-	ti->e[ti->n++] = (mk_time_entry){ ts, rel };
+	const mk_time_entry *a = p, *b = n;
+	return b->ts >= a->ts && b->rel > a->rel;
 }
 
-mk_err mk_timeindex_append(mk_timeindex *ti, int64_t ts, uint32_t rel)
+static bool plausible(const void *v, size_t i, uint64_t seg_size,
+		      uint64_t rel_limit)
 {
-	assert(ti->fd >= 0);
-	uint8_t b[MK_TIMEINDEX_ENTRY_SIZE];
-	mk_time_entry e = { ts, rel };
-	encode(b, &e);
-	if (mk_pwrite_all(ti->fd, b, sizeof(b),
-			  (long long)ti->n * MK_TIMEINDEX_ENTRY_SIZE))
-		return MK_KAFKA_STORAGE_ERROR;
-	mk_timeindex_push(ti, ts, rel);
-	ti->dirty = true;
-	return MK_OK;
+	(void)i;
+	(void)seg_size;
+	return ((const mk_time_entry *)v)->rel < rel_limit;
 }
 
-mk_err mk_timeindex_write_all(mk_timeindex *ti)
+static const mk_entry_kind time_entries = {
+	sizeof(mk_time_entry), MK_TIMEINDEX_ENTRY_SIZE, encode, decode, ordered,
+	plausible,
+};
+
+void mk_timeindex_init(mk_timeindex *ti)
 {
-	assert(ti->fd >= 0);
-	size_t len = ti->n * MK_TIMEINDEX_ENTRY_SIZE;
-	uint8_t *b = malloc(len ? len : 1);
-	if (!b)
-		abort();
-	for (size_t i = 0; i < ti->n; i++)
-		encode(b + i * MK_TIMEINDEX_ENTRY_SIZE, &ti->e[i]);
-	mk_err err = MK_OK;
-	if (ftruncate(ti->fd, 0) || mk_pwrite_all(ti->fd, b, len, 0))
-		err = MK_KAFKA_STORAGE_ERROR;
-	free(b);
-	ti->synced = 0;
-	ti->dirty = true;
-	return err;
+	mk_entries_init(&ti->f, &time_entries);
+}
+
+mk_err mk_timeindex_open(mk_timeindex *ti, const char *path)
+{
+	return mk_entries_open(&ti->f, path);
+}
+
+bool mk_timeindex_attached(const mk_timeindex *ti)
+{
+	return mk_entries_attached(&ti->f);
+}
+
+size_t mk_timeindex_count(const mk_timeindex *ti)
+{
+	return ti->f.n;
 }
 
 mk_err mk_timeindex_load(mk_timeindex *ti, uint64_t seg_size,
 			 uint64_t rel_limit, bool *valid)
 {
-	assert(ti->fd >= 0);
-	*valid = false;
-	mk_timeindex_clear(ti);
-	struct stat st;
-	if (fstat(ti->fd, &st))
-		return MK_KAFKA_STORAGE_ERROR;
-	uint64_t len = (uint64_t)st.st_size;
-	if (len % MK_TIMEINDEX_ENTRY_SIZE)
-		return MK_OK;
-	size_t n = (size_t)(len / MK_TIMEINDEX_ENTRY_SIZE);
-	if (n > seg_size || (n == 0) != (seg_size == 0))
-		return MK_OK;
-	uint8_t *b = malloc(len ? len : 1);
-	if (!b)
-		abort();
-	mk_err err = mk_pread_all(ti->fd, b, len, 0);
-	if (err) {
-		free(b);
-		return err == MK_CORRUPT_MESSAGE ? MK_OK : MK_KAFKA_STORAGE_ERROR;
-	}
-	reserve(ti, n);
-	bool ok = true;
-	for (size_t i = 0; i < n && ok; i++) {
-		const uint8_t *p = b + i * MK_TIMEINDEX_ENTRY_SIZE;
-		mk_time_entry e = { (int64_t)mk_load_be64(p),
-				    mk_load_be32(p + 8) };
-		if (e.rel >= rel_limit)
-			ok = false;
-		else if (i > 0 && (e.ts < ti->e[i - 1].ts ||
-				   e.rel <= ti->e[i - 1].rel))
-			ok = false;
-		ti->e[i] = e;
-	}
-	free(b);
-	if (!ok)
-		return MK_OK;
-	ti->n = n;
-	ti->synced = n;
-	ti->dirty = false;
-	*valid = true;
-	return MK_OK;
+	return mk_entries_load(&ti->f, seg_size, rel_limit, valid);
+}
+
+void mk_timeindex_clear(mk_timeindex *ti)
+{
+	mk_entries_clear(&ti->f);
+}
+
+void mk_timeindex_push(mk_timeindex *ti, int64_t ts, uint32_t rel)
+{
+	mk_time_entry e = { ts, rel };
+	mk_entries_push(&ti->f, &e);
+}
+
+mk_err mk_timeindex_append(mk_timeindex *ti, int64_t ts, uint32_t rel)
+{
+	mk_time_entry e = { ts, rel };
+	return mk_entries_append(&ti->f, &e);
+}
+
+mk_err mk_timeindex_write_all(mk_timeindex *ti)
+{
+	return mk_entries_write_all(&ti->f);
+}
+
+static bool ts_below(const void *v, const void *arg)
+{
+	return ((const mk_time_entry *)v)->ts < *(const int64_t *)arg;
+}
+
+static bool rel_below(const void *v, const void *arg)
+{
+	return ((const mk_time_entry *)v)->rel < *(const uint32_t *)arg;
 }
 
 bool mk_timeindex_before(const mk_timeindex *ti, int64_t target,
 			 mk_time_entry *out)
 {
-	/* First entry with ts >= target; the answer is the one before it. */
-	size_t lo = 0, hi = ti->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ti->e[mid].ts < target)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
+	size_t n = mk_entries_partition(&ti->f, ts_below, &target);
+	if (n == 0)
 		return false;
-	*out = ti->e[lo - 1];
+	*out = *(const mk_time_entry *)mk_entries_at(&ti->f, n - 1);
 	return true;
 }
 
 bool mk_timeindex_last(const mk_timeindex *ti, mk_time_entry *out)
 {
-	if (!ti->n)
+	if (!ti->f.n)
 		return false;
-	*out = ti->e[ti->n - 1];
+	*out = *(const mk_time_entry *)mk_entries_at(&ti->f, ti->f.n - 1);
 	return true;
 }
 
 mk_err mk_timeindex_truncate_rel(mk_timeindex *ti, uint32_t rel)
 {
-	size_t n = ti->n;
-	while (n > 0 && ti->e[n - 1].rel >= rel)
-		n--;
-	if (n == ti->n)
-		return MK_OK;
-	ti->n = n;
-	if (ti->synced > n)
-		ti->synced = n;
-	if (ti->fd >= 0) {
-		if (ftruncate(ti->fd, (off_t)(n * MK_TIMEINDEX_ENTRY_SIZE)))
-			return MK_KAFKA_STORAGE_ERROR;
-		ti->dirty = true;
-	}
-	return MK_OK;
+	return mk_entries_truncate(&ti->f,
+				   mk_entries_partition(&ti->f, rel_below, &rel));
 }
 
 mk_err mk_timeindex_sync(mk_timeindex *ti)
 {
-	if (ti->fd < 0 || !ti->dirty)
-		return MK_OK;
-	if (fsync(ti->fd))
-		return MK_KAFKA_STORAGE_ERROR;
-	ti->dirty = false;
-	ti->synced = ti->n;
-	return MK_OK;
+	return mk_entries_sync(&ti->f);
 }
 
 void mk_timeindex_crash(mk_timeindex *ti)
 {
-	if (ti->fd >= 0 && ti->dirty &&
-	    ftruncate(ti->fd, (off_t)(ti->synced * MK_TIMEINDEX_ENTRY_SIZE))) {
-	}
+	mk_entries_crash(&ti->f);
 }
 
 void mk_timeindex_detach(mk_timeindex *ti)
 {
-	assert(!ti->dirty);
-	if (ti->fd >= 0)
-		close(ti->fd);
-	ti->fd = -1;
+	mk_entries_detach(&ti->f);
 }
 
 void mk_timeindex_close(mk_timeindex *ti)
 {
-	if (ti->fd >= 0)
-		close(ti->fd);
-	free(ti->e);
-	mk_timeindex_init(ti);
+	mk_entries_close(&ti->f);
 }

@@ -16,6 +16,9 @@
  * Lookup: to find the first record with timestamp >= T, start scanning at
  * the batch of the last entry whose ts < T (nothing before it qualifies),
  * or at the start of the segment when there is none.
+ *
+ * One typed face of the fixed-width entry file (entryfile.h); the offset
+ * index (index.h) is the other.
  */
 #ifndef MK_TIMEINDEX_H
 #define MK_TIMEINDEX_H
@@ -24,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "entryfile.h"
 #include "error.h"
 
 #define MK_TIMEINDEX_ENTRY_SIZE 12
@@ -34,16 +38,14 @@ typedef struct {
 } mk_time_entry;
 
 typedef struct {
-	int fd;                 /* -1: no file attached */
-	mk_time_entry *e;
-	size_t n, cap;
-	size_t synced;
-	bool dirty;
+	mk_entry_file f;        /* of mk_time_entry */
 } mk_timeindex;
 
 void mk_timeindex_init(mk_timeindex *ti);
 /* Attach the file at path, creating it when missing. */
 mk_err mk_timeindex_open(mk_timeindex *ti, const char *path);
+bool mk_timeindex_attached(const mk_timeindex *ti);
+size_t mk_timeindex_count(const mk_timeindex *ti);
 /*
  * Read and validate the attached file: length a multiple of 12, timestamps
  * nondecreasing, relative offsets strictly increasing and below rel_limit,

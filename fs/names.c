@@ -17,11 +17,17 @@
  *   - tsv and json exclude each other; json is for records files only.
  *   - Any flag given twice, any empty flag ("records::tsv", a trailing ':'),
  *     any flag value (or POS) longer than MK_NAME_VALUE_MAX, and any '/' is
- *     INVALID_REQUEST.
+ *     INVALID_REQUEST. A flag given twice is refused before its value is
+ *     looked at.
+ *
+ * Every flag is known in one place: the table `flags` (name, takes a value
+ * or not, which files take it, its setter). Numbers go through core/parse.h.
  */
 #include "names.h"
 
 #include <string.h>
+
+#include "parse.h"
 
 /* A piece of the name: [p, p+len). Never NUL-terminated. */
 typedef struct {
@@ -60,23 +66,18 @@ static bool piece_has_prefix(piece s, const char *prefix, piece *val)
 	return true;
 }
 
-/* Plain decimal digits, non-empty, fitting int64. */
+/*
+ * Plain decimal digits, non-empty, fitting int64: core/parse.h's parser
+ * (the one integer parser) on a NUL-terminated copy, without its sign.
+ */
 static bool parse_decimal(piece s, int64_t *out)
 {
-	if (s.len == 0)
+	char buf[MK_NAME_VALUE_MAX + 1];
+	if (s.len == 0 || s.len >= sizeof(buf) || s.p[0] == '-')
 		return false;
-	int64_t v = 0;
-	for (size_t i = 0; i < s.len; i++) {
-		unsigned char c = (unsigned char)s.p[i];
-		if (c < '0' || c > '9')
-			return false;
-		int d = c - '0';
-		if (v > (INT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return true;
+	memcpy(buf, s.p, s.len);
+	buf[s.len] = '\0';
+	return mk_parse_range(buf, 0, INT64_MAX, out);
 }
 
 static bool ident_ok(piece s)
@@ -160,98 +161,200 @@ static mk_err each_flag(const char *s, flag_fn fn, void *ctx, mk_strbuf *why)
 	return MK_OK;
 }
 
-/* Common checks on a flag's value. */
-static mk_err check_value(piece flag, piece val, mk_strbuf *why)
+/* ---- the flags ---------------------------------------------------------- */
+
+/*
+ * Every flag, once: its name, whether it takes "=VALUE", which files take
+ * it, and what it does. A flag is known by its name alone ("acks" and
+ * "acks=x" are both the acks flag; "tsv=1" is no flag at all), so that one
+ * meant for the other kind of file is named as such.
+ */
+enum { FOR_RECORDS = 1 << 0, FOR_APPEND = 1 << 1 };
+
+typedef struct {
+	unsigned kind;            /* FOR_RECORDS or FOR_APPEND: this name's */
+	mk_read_params *rp;       /* set when kind is FOR_RECORDS */
+	mk_append_params *ap;     /* set when kind is FOR_APPEND */
+	unsigned seen;            /* bit i: flags[i] given */
+} flag_ctx;
+
+typedef mk_err (*flag_apply)(flag_ctx *c, piece val, mk_strbuf *why);
+
+static mk_err set_tsv(flag_ctx *c, piece val, mk_strbuf *why)
 {
-	if (val.len > MK_NAME_VALUE_MAX)
+	(void)val;
+	(void)why;
+	if (c->rp)
+		c->rp->format = MK_FORMAT_TSV;
+	else
+		c->ap->format = MK_FORMAT_TSV;
+	return MK_OK;
+}
+
+static mk_err set_json(flag_ctx *c, piece val, mk_strbuf *why)
+{
+	(void)val;
+	(void)why;
+	c->rp->format = MK_FORMAT_JSON;
+	return MK_OK;
+}
+
+static mk_err set_committed(flag_ctx *c, piece val, mk_strbuf *why)
+{
+	(void)val;
+	(void)why;
+	c->rp->committed = true;
+	return MK_OK;
+}
+
+static mk_err set_follow(flag_ctx *c, piece val, mk_strbuf *why)
+{
+	(void)val;
+	(void)why;
+	c->rp->follow = true;
+	return MK_OK;
+}
+
+static mk_err set_max(flag_ctx *c, piece val, mk_strbuf *why)
+{
+	int64_t n;
+	if (!parse_decimal(val, &n) || n < 1)
+		return fail(why, "bad max '%.*s' (want N >= 1)", val);
+	c->rp->max = n;
+	return MK_OK;
+}
+
+static mk_err set_acks(flag_ctx *c, piece val, mk_strbuf *why)
+{
+	if (piece_is(val, "0"))
+		c->ap->acks = 0;
+	else if (piece_is(val, "1"))
+		c->ap->acks = 1;
+	else if (piece_is(val, "all") || piece_is(val, "-1"))
+		c->ap->acks = MK_ACKS_ALL;
+	else
+		return fail(why, "bad acks '%.*s' (want 0, 1 or all)", val);
+	return MK_OK;
+}
+
+static mk_err set_key(flag_ctx *c, piece val, mk_strbuf *why)
+{
+	(void)why;
+	/* ':' and '/' cannot reach here; any other byte is fine */
+	memcpy(c->ap->key, val.p, val.len);
+	c->ap->key[val.len] = '\0';
+	c->ap->key_len = (int)val.len;
+	c->ap->has_key = true;
+	return MK_OK;
+}
+
+static mk_err set_producer(flag_ctx *c, piece val, mk_strbuf *why)
+{
+	if (!ident_ok(val))
+		return fail(why, "bad producer name '%.*s'", val);
+	memcpy(c->ap->producer, val.p, val.len);
+	c->ap->producer[val.len] = '\0';
+	return MK_OK;
+}
+
+static mk_err set_seq(flag_ctx *c, piece val, mk_strbuf *why)
+{
+	int64_t n;
+	if (!parse_decimal(val, &n) || n > INT32_MAX)
+		return fail(why, "bad seq '%.*s'", val);
+	c->ap->seq = n;
+	return MK_OK;
+}
+
+static mk_err set_txn(flag_ctx *c, piece val, mk_strbuf *why)
+{
+	if (!ident_ok(val))
+		return fail(why, "bad transaction id '%.*s'", val);
+	memcpy(c->ap->txn, val.p, val.len);
+	c->ap->txn[val.len] = '\0';
+	return MK_OK;
+}
+
+static const struct flag_def {
+	const char *name;
+	bool has_value;           /* NAME=VALUE; otherwise bare NAME */
+	unsigned files;           /* FOR_RECORDS | FOR_APPEND */
+	flag_apply apply;
+} flags[] = {
+	{ "tsv", false, FOR_RECORDS | FOR_APPEND, set_tsv },
+	{ "json", false, FOR_RECORDS, set_json },
+	{ "committed", false, FOR_RECORDS, set_committed },
+	{ "follow", false, FOR_RECORDS, set_follow },
+	{ "max", true, FOR_RECORDS, set_max },
+	{ "acks", true, FOR_APPEND, set_acks },
+	{ "key", true, FOR_APPEND, set_key },
+	{ "producer", true, FOR_APPEND, set_producer },
+	{ "seq", true, FOR_APPEND, set_seq },
+	{ "txn", true, FOR_APPEND, set_txn },
+};
+#define NFLAGS (sizeof(flags) / sizeof(flags[0]))
+_Static_assert(NFLAGS <= 32, "seen is a 32-bit set");
+
+static size_t flag_index(const char *name)
+{
+	for (size_t i = 0; i < NFLAGS; i++)
+		if (!strcmp(flags[i].name, name))
+			return i;
+	return NFLAGS;
+}
+
+/*
+ * The flag a piece names: a bare flag by its exact name, a value flag by
+ * its name alone or followed by '=' (*has_eq and *val then tell which).
+ */
+static const struct flag_def *find_flag(piece flag, bool *has_eq, piece *val)
+{
+	const char *eq = memchr(flag.p, '=', flag.len);
+	piece name = { flag.p, eq ? (size_t)(eq - flag.p) : flag.len };
+	*has_eq = eq != NULL;
+	if (eq)
+		*val = (piece){ eq + 1, flag.len - name.len - 1 };
+	for (size_t i = 0; i < NFLAGS; i++) {
+		if (!piece_is(name, flags[i].name))
+			continue;
+		if (!flags[i].has_value && eq)
+			return NULL;     /* "tsv=1" */
+		return &flags[i];
+	}
+	return NULL;
+}
+
+/* One flag of a name: known, for this kind of file, once, valid. */
+static mk_err apply_flag(void *vctx, piece flag, mk_strbuf *why)
+{
+	flag_ctx *c = vctx;
+	bool has_eq;
+	piece val = { flag.p, 0 }, name = flag;
+	const struct flag_def *f = find_flag(flag, &has_eq, &val);
+	if (f && !(f->files & c->kind))
+		return fail(why, c->kind == FOR_RECORDS
+				 ? "flag '%.*s' is for append files"
+				 : "flag '%.*s' is for records files", flag);
+	if (!f || (f->has_value && !has_eq))
+		return fail(why, "unknown flag '%.*s'", flag);
+	unsigned bit = 1u << (f - flags);
+	if (has_eq)
+		name.len = (size_t)(val.p - 1 - flag.p);
+	if (c->seen & bit)
+		return fail(why, "flag '%.*s' given twice", name);
+	c->seen |= bit;
+	if (f->has_value && val.len > MK_NAME_VALUE_MAX)
 		return fail(why, "value of '%.*s' too long", flag);
+	mk_err err = f->apply(c, val, why);
+	if (err)
+		return err;
+	unsigned fmt = 1u << flag_index("tsv") | 1u << flag_index("json");
+	if ((c->seen & fmt) == fmt)
+		return fail0(why, "flags 'tsv' and 'json' exclude each other");
 	return MK_OK;
 }
 
 /* ---- records ------------------------------------------------------------ */
-
-enum {
-	RF_TSV = 1 << 0,
-	RF_JSON = 1 << 1,
-	RF_COMMITTED = 1 << 2,
-	RF_FOLLOW = 1 << 3,
-	RF_MAX = 1 << 4,
-};
-
-typedef struct {
-	mk_read_params p;
-	unsigned seen;
-} records_ctx;
-
-static bool is_append_flag(piece flag)
-{
-	piece v;
-	return piece_is(flag, "acks") || piece_is(flag, "key") ||
-	       piece_is(flag, "producer") || piece_is(flag, "seq") ||
-	       piece_is(flag, "txn") || piece_has_prefix(flag, "acks=", &v) ||
-	       piece_has_prefix(flag, "key=", &v) ||
-	       piece_has_prefix(flag, "producer=", &v) ||
-	       piece_has_prefix(flag, "seq=", &v) ||
-	       piece_has_prefix(flag, "txn=", &v);
-}
-
-static bool is_records_flag(piece flag)
-{
-	piece v;
-	return piece_is(flag, "json") || piece_is(flag, "committed") ||
-	       piece_is(flag, "follow") || piece_is(flag, "max") ||
-	       piece_has_prefix(flag, "max=", &v);
-}
-
-static mk_err records_flag(void *vctx, piece flag, mk_strbuf *why)
-{
-	records_ctx *c = vctx;
-	unsigned bit;
-	piece val;
-
-	if (piece_is(flag, "tsv")) {
-		bit = RF_TSV;
-	} else if (piece_is(flag, "json")) {
-		bit = RF_JSON;
-	} else if (piece_is(flag, "committed")) {
-		bit = RF_COMMITTED;
-	} else if (piece_is(flag, "follow")) {
-		bit = RF_FOLLOW;
-	} else if (piece_has_prefix(flag, "max=", &val)) {
-		bit = RF_MAX;
-		mk_err err = check_value(flag, val, why);
-		if (err)
-			return err;
-		int64_t n;
-		if (!parse_decimal(val, &n) || n < 1)
-			return fail(why, "bad max '%.*s' (want N >= 1)", val);
-		c->p.max = n;
-	} else if (is_append_flag(flag)) {
-		return fail(why, "flag '%.*s' is for append files", flag);
-	} else {
-		return fail(why, "unknown flag '%.*s'", flag);
-	}
-
-	if (c->seen & bit) {
-		piece name = flag;
-		const char *eq = memchr(flag.p, '=', flag.len);
-		if (eq)
-			name.len = (size_t)(eq - flag.p);
-		return fail(why, "flag '%.*s' given twice", name);
-	}
-	c->seen |= bit;
-	if (bit == RF_TSV)
-		c->p.format = MK_FORMAT_TSV;
-	else if (bit == RF_JSON)
-		c->p.format = MK_FORMAT_JSON;
-	else if (bit == RF_COMMITTED)
-		c->p.committed = true;
-	else if (bit == RF_FOLLOW)
-		c->p.follow = true;
-	if ((c->seen & (RF_TSV | RF_JSON)) == (RF_TSV | RF_JSON))
-		return fail0(why, "flags 'tsv' and 'json' exclude each other");
-	return MK_OK;
-}
 
 static mk_err parse_pos(piece s, mk_pos *pos, mk_strbuf *why)
 {
@@ -322,16 +425,14 @@ static mk_err parse_read(const char *name, mk_read_params *out,
 	if (strchr(name, '/'))
 		return fail0(why, "'/' in name");
 
-	records_ctx c = {
-		.p = {
-			.pos = { MK_POS_EARLIEST, 0 },
-			.format = MK_FORMAT_PLAIN,
-			.committed = false,
-			.follow = false,
-			.max = -1,
-		},
-		.seen = 0,
+	mk_read_params p = {
+		.pos = { MK_POS_EARLIEST, 0 },
+		.format = MK_FORMAT_PLAIN,
+		.committed = false,
+		.follow = false,
+		.max = -1,
 	};
+	flag_ctx c = { FOR_RECORDS, &p, NULL, 0 };
 	const char *s = name + 7;
 	if (*s == '@') {
 		const char *start = s + 1;
@@ -339,15 +440,15 @@ static mk_err parse_read(const char *name, mk_read_params *out,
 		if (!end)
 			end = start + strlen(start);
 		mk_err err = parse_pos((piece){ start, (size_t)(end - start) },
-				       &c.p.pos, why);
+				       &p.pos, why);
 		if (err)
 			return err;
 		s = end;
 	}
-	mk_err err = each_flag(s, records_flag, &c, why);
+	mk_err err = each_flag(s, apply_flag, &c, why);
 	if (err)
 		return err;
-	*out = c.p;
+	*out = p;
 	return MK_OK;
 }
 
@@ -358,121 +459,22 @@ mk_err mk_name_parse_poll(const char *name, mk_read_params *out,
 		return fail0(why, "not a poll name");
 	if (strchr(name, '/'))
 		return fail0(why, "'/' in name");
-	records_ctx c = {
-		.p = {
-			.pos = { MK_POS_EARLIEST, 0 },   /* unused: the member's positions */
-			.format = MK_FORMAT_PLAIN,
-			.committed = false,
-			.follow = false,
-			.max = -1,
-		},
-		.seen = 0,
+	mk_read_params p = {
+		.pos = { MK_POS_EARLIEST, 0 },   /* unused: the member's positions */
+		.format = MK_FORMAT_PLAIN,
+		.committed = false,
+		.follow = false,
+		.max = -1,
 	};
-	mk_err err = each_flag(name + 4, records_flag, &c, why);
+	flag_ctx c = { FOR_RECORDS, &p, NULL, 0 };
+	mk_err err = each_flag(name + 4, apply_flag, &c, why);
 	if (err)
 		return err;
-	*out = c.p;
+	*out = p;
 	return MK_OK;
 }
 
 /* ---- append ------------------------------------------------------------- */
-
-enum {
-	AF_TSV = 1 << 0,
-	AF_ACKS = 1 << 1,
-	AF_KEY = 1 << 2,
-	AF_PRODUCER = 1 << 3,
-	AF_SEQ = 1 << 4,
-	AF_TXN = 1 << 5,
-};
-
-typedef struct {
-	mk_append_params p;
-	unsigned seen;
-} append_ctx;
-
-static mk_err append_flag(void *vctx, piece flag, mk_strbuf *why)
-{
-	append_ctx *c = vctx;
-	unsigned bit;
-	piece val;
-	mk_err err;
-
-	if (piece_is(flag, "tsv")) {
-		bit = AF_TSV;
-	} else if (piece_has_prefix(flag, "acks=", &val)) {
-		bit = AF_ACKS;
-	} else if (piece_has_prefix(flag, "key=", &val)) {
-		bit = AF_KEY;
-	} else if (piece_has_prefix(flag, "producer=", &val)) {
-		bit = AF_PRODUCER;
-	} else if (piece_has_prefix(flag, "seq=", &val)) {
-		bit = AF_SEQ;
-	} else if (piece_has_prefix(flag, "txn=", &val)) {
-		bit = AF_TXN;
-	} else if (is_records_flag(flag)) {
-		return fail(why, "flag '%.*s' is for records files", flag);
-	} else {
-		return fail(why, "unknown flag '%.*s'", flag);
-	}
-
-	if (c->seen & bit) {
-		piece name = flag;
-		const char *eq = memchr(flag.p, '=', flag.len);
-		if (eq)
-			name.len = (size_t)(eq - flag.p);
-		return fail(why, "flag '%.*s' given twice", name);
-	}
-	c->seen |= bit;
-
-	if (bit == AF_TSV) {
-		c->p.format = MK_FORMAT_TSV;
-		return MK_OK;
-	}
-	err = check_value(flag, val, why);
-	if (err)
-		return err;
-	switch (bit) {
-	case AF_ACKS:
-		if (piece_is(val, "0"))
-			c->p.acks = 0;
-		else if (piece_is(val, "1"))
-			c->p.acks = 1;
-		else if (piece_is(val, "all") || piece_is(val, "-1"))
-			c->p.acks = MK_ACKS_ALL;
-		else
-			return fail(why, "bad acks '%.*s' (want 0, 1 or all)",
-				    val);
-		break;
-	case AF_KEY:
-		/* ':' and '/' cannot reach here; any other byte is fine */
-		memcpy(c->p.key, val.p, val.len);
-		c->p.key[val.len] = '\0';
-		c->p.key_len = (int)val.len;
-		c->p.has_key = true;
-		break;
-	case AF_PRODUCER:
-		if (!ident_ok(val))
-			return fail(why, "bad producer name '%.*s'", val);
-		memcpy(c->p.producer, val.p, val.len);
-		c->p.producer[val.len] = '\0';
-		break;
-	case AF_SEQ: {
-		int64_t n;
-		if (!parse_decimal(val, &n) || n > INT32_MAX)
-			return fail(why, "bad seq '%.*s'", val);
-		c->p.seq = n;
-		break;
-	}
-	case AF_TXN:
-		if (!ident_ok(val))
-			return fail(why, "bad transaction id '%.*s'", val);
-		memcpy(c->p.txn, val.p, val.len);
-		c->p.txn[val.len] = '\0';
-		break;
-	}
-	return MK_OK;
-}
 
 mk_err mk_name_parse_append(const char *name, mk_append_params *out,
 			    mk_strbuf *why)
@@ -482,19 +484,21 @@ mk_err mk_name_parse_append(const char *name, mk_append_params *out,
 	if (strchr(name, '/'))
 		return fail0(why, "'/' in name");
 
-	append_ctx c;
-	memset(&c, 0, sizeof(c));
-	c.p.acks = MK_ACKS_DEFAULT;
-	c.p.format = MK_FORMAT_PLAIN;
-	c.p.has_key = false;
-	c.p.key_len = 0;
-	c.p.seq = -1;
+	mk_append_params p;
+	memset(&p, 0, sizeof(p));
+	p.acks = MK_ACKS_DEFAULT;
+	p.format = MK_FORMAT_PLAIN;
+	p.has_key = false;
+	p.key_len = 0;
+	p.seq = -1;
+	flag_ctx c = { FOR_APPEND, NULL, &p, 0 };
 
-	mk_err err = each_flag(name + 6, append_flag, &c, why);
+	mk_err err = each_flag(name + 6, apply_flag, &c, why);
 	if (err)
 		return err;
-	if ((c.seen & AF_SEQ) && !(c.seen & AF_PRODUCER))
+	if ((c.seen & 1u << flag_index("seq")) &&
+	    !(c.seen & 1u << flag_index("producer")))
 		return fail0(why, "seq= needs producer=");
-	*out = c.p;
+	*out = p;
 	return MK_OK;
 }

@@ -16,6 +16,7 @@
 #include "errno_map.h"
 #include "group.h"
 #include "handles.h"
+#include "xalloc.h"
 
 static mkfs *self(void)
 {
@@ -62,9 +63,7 @@ static void track(mkfs *fs, mk_handle *h)
 	pthread_mutex_lock(&fs->handles_lock);
 	if (fs->nhandles == fs->handles_alloc) {
 		fs->handles_alloc = fs->handles_alloc ? fs->handles_alloc * 2 : 64;
-		fs->handles = realloc(fs->handles, fs->handles_alloc * sizeof(*fs->handles));
-		if (!fs->handles)
-			abort();
+		fs->handles = mk_xrealloc(fs->handles, fs->handles_alloc * sizeof(*fs->handles));
 	}
 	fs->handles[fs->nhandles++] = h;
 	pthread_mutex_unlock(&fs->handles_lock);

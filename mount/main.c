@@ -36,6 +36,7 @@
 #include "fileio.h"
 #include "group.h"
 #include "ops.h"
+#include "xalloc.h"
 
 struct options {
 	char *config;
@@ -69,7 +70,7 @@ static int take_data_dir(void *data, const char *arg, int key,
 	(void)outargs;
 	struct options *o = data;
 	if (key == FUSE_OPT_KEY_NONOPT && !o->data_dir) {
-		o->data_dir = strdup(arg);
+		o->data_dir = mk_xstrdup(arg);
 		return 0;
 	}
 	return 1;

@@ -35,7 +35,7 @@ assert_eq "5" "$(cat "$P/leo")" "leo 5 after 2 + 3 records"
 assert_eq "$(printf '2\t0\t\\N\ta\n3\t0\t\\N\tb\n4\t0\t\\N\tc')" \
 	"$(mk_read "$P/records@2:tsv")" "the batch's records have offsets 2, 3, 4"
 head4=$(head -c 4 "$seg")
-assert_eq "MKF1" "$head4" "segment .log starts with the frame magic"
+assert_eq "MKF2" "$head4" "segment .log starts with the frame magic"
 
 # An unterminated last line is a record when the file is closed.
 assert_ok "write without a trailing newline" mk_write "$P/append" "tail"

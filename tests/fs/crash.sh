@@ -45,7 +45,7 @@ valid=$(mk_valid_size "$active")
 size=$(mk_size "$active")
 note "active segment: $size bytes, valid prefix $valid"
 head -c "$valid" "$active" >"$MK_TMP/prefix"
-printf 'MKF1\x00\x00\x01\x00xx' >>"$active"
+printf 'MKF2\x00\x00\x01\x00xx' >>"$active"
 assert_eq "$((size + 10))" "$(mk_size "$active")" "a 10-byte torn frame appended to the active segment"
 
 mk_mount
@@ -98,10 +98,10 @@ d = open(path, "rb").read()
 # Copy the last whole frame and flip one payload byte: a full-length frame
 # whose CRC does not match.
 pos, last = 0, None
-while pos + 12 <= len(d):
+while pos + 24 <= len(d):
     n = struct.unpack(">I", d[pos + 4:pos + 8])[0]
-    last = (pos, 12 + n)
-    pos += 12 + n
+    last = (pos, 24 + n)
+    pos += 24 + n
 p, n = last
 bad = bytearray(d[p:p + n])
 bad[-1] ^= 0xff

@@ -485,17 +485,19 @@ mk_active_log() {
 }
 
 # The size of the valid prefix of a segment file: whole frames
-# ("MKF1" | u32 length | u32 CRC32(payload) | payload) from byte 0.
+# ("MKF2" | u32 length | i64 base offset | i32 epoch | u32 CRC32(payload) |
+# payload) from byte 0.
 mk_valid_size() {
 	"$MK_PYTHON" - "$1" <<'PY'
 import struct, sys, zlib
 d = open(sys.argv[1], "rb").read()
 pos = 0
-while pos + 12 <= len(d) and d[pos:pos + 4] == b"MKF1":
-    n, crc = struct.unpack(">II", d[pos + 4:pos + 12])
-    if pos + 12 + n > len(d) or zlib.crc32(d[pos + 12:pos + 12 + n]) != crc:
+while pos + 24 <= len(d) and d[pos:pos + 4] == b"MKF2":
+    n = struct.unpack(">I", d[pos + 4:pos + 8])[0]
+    crc = struct.unpack(">I", d[pos + 20:pos + 24])[0]
+    if pos + 24 + n > len(d) or zlib.crc32(d[pos + 24:pos + 24 + n]) != crc:
         break
-    pos += 12 + n
+    pos += 24 + n
 print(pos)
 PY
 }
@@ -506,11 +508,11 @@ mk_frame_count() {
 import struct, sys
 d = open(sys.argv[1], "rb").read()
 pos = count = 0
-while pos + 12 <= len(d) and d[pos:pos + 4] == b"MKF1":
+while pos + 24 <= len(d) and d[pos:pos + 4] == b"MKF2":
     n = struct.unpack(">I", d[pos + 4:pos + 8])[0]
-    if pos + 12 + n > len(d):
+    if pos + 24 + n > len(d):
         break
-    pos += 12 + n
+    pos += 24 + n
     count += 1
 print(count)
 PY

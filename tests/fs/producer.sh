@@ -73,16 +73,16 @@ assert_eq "u 0 1 2|u 0 3 1" "${R[3]}" "their receipts"
 assert_eq "u 0 3" "$(mk_read "$MNT/producers/p/sequences")" \
 	"sequences: the next sequence per partition (T P SEQ)"
 # The frames carry id, epoch and sequence (codec.h: producer id at frame
-# byte 27, epoch at 35, base sequence at 37).
+# byte 26, epoch at 34, base sequence at 36).
 frames=$("$MK_PYTHON" - "$(mk_active_log u 0)" <<'PY'
 import struct, sys
 d = open(sys.argv[1], "rb").read()
 pos, out = 0, []
-while pos + 12 <= len(d):
+while pos + 24 <= len(d):
     n = struct.unpack(">I", d[pos + 4:pos + 8])[0]
-    pid, ep, seq = struct.unpack(">qhi", d[pos + 27:pos + 41])
+    pid, ep, seq = struct.unpack(">qhi", d[pos + 26:pos + 40])
     out.append("%d/%d/%d" % (pid, ep, seq))
-    pos += 12 + n
+    pos += 24 + n
 print(" ".join(out))
 PY
 )

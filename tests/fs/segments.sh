@@ -38,7 +38,7 @@ all_ok=1
 for f in $(printf '%s\n' "$names" | grep '\.log$' | sort); do
 	base=$((10#${f%.log}))
 	magic=$(head -c 4 "$P/segments/$f")
-	[ "$magic" = "MKF1" ] || { all_ok=0; note "$f starts with '$magic'"; }
+	[ "$magic" = "MKF2" ] || { all_ok=0; note "$f starts with '$magic'"; }
 	size=$(stat -c %s "$P/segments/$f")
 	[ "$size" = "$(mk_size "$D/$f")" ] || { all_ok=0; note "$f: st_size $size differs from DATA_DIR"; }
 	cmp -s "$P/segments/$f" "$D/$f" || { all_ok=0; note "$f: raw read differs from DATA_DIR"; }

@@ -15,7 +15,9 @@
  *   - through mk_frame_filter keeping everything (offsets, meta and range
  *     kept; the very same bytes when the timestamps were consistent);
  *   - through mk_frame_filter keeping every other record;
- *   - through mk_frame_assign on a copy (new base offset and epoch).
+ *   - through mk_frame_assign on a copy (new base offset and epoch), which
+ *     must leave the CRC and the whole payload as they were: both fields
+ *     lie outside the CRC'd region (frame version 2).
  * Any mismatch aborts.
  *
  * libFuzzer is guided only by code compiled with -fsanitize=fuzzer, and
@@ -249,9 +251,9 @@ static void check_frame(const uint8_t *data, size_t size)
 	CHECK(z.meta.base_offset == base && z.meta.leader_epoch == epoch);
 	CHECK(z.last_offset_delta == v.last_offset_delta);
 	CHECK(z.record_count == v.record_count);
-	CHECK(memcmp(copy + MK_FRAME_HEADER + MK_BATCH_FIXED,
-		     data + MK_FRAME_HEADER + MK_BATCH_FIXED,
-		     v.frame_len - MK_FRAME_HEADER - MK_BATCH_FIXED) == 0);
+	CHECK(memcmp(copy, data, MK_FRAME_OFF_BASE_OFFSET) == 0);
+	CHECK(memcmp(copy + MK_FRAME_OFF_CRC, data + MK_FRAME_OFF_CRC,
+		     v.frame_len - MK_FRAME_OFF_CRC) == 0);
 	free(copy);
 
 	mk_strbuf_release(&out);
@@ -271,10 +273,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (len >= MK_FRAME_HEADER) {
 		size_t avail = len - MK_FRAME_HEADER;
 		if ((mode & 2) && avail <= UINT32_MAX)
-			mk_store_be32(buf + 4, (uint32_t)avail);
-		uint32_t plen = mk_load_be32(buf + 4);
+			mk_store_be32(buf + MK_FRAME_OFF_LENGTH, (uint32_t)avail);
+		uint32_t plen = mk_load_be32(buf + MK_FRAME_OFF_LENGTH);
 		if ((mode & 1) && plen <= avail)
-			mk_store_be32(buf + 8,
+			mk_store_be32(buf + MK_FRAME_OFF_CRC,
 				      (uint32_t)crc32(crc32(0L, Z_NULL, 0),
 						      buf + MK_FRAME_HEADER, plen));
 	}

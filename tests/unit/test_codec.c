@@ -33,8 +33,8 @@ static uint32_t crc_of(const uint8_t *p, size_t n)
 /* Recompute the CRC of a frame from its declared payload length. */
 static void fix_crc(uint8_t *f)
 {
-	uint32_t plen = mk_load_be32(f + 4);
-	mk_store_be32(f + 8, crc_of(f + MK_FRAME_HEADER, plen));
+	uint32_t plen = mk_load_be32(f + MK_FRAME_OFF_LENGTH);
+	mk_store_be32(f + MK_FRAME_OFF_CRC, crc_of(f + MK_FRAME_HEADER, plen));
 }
 
 /* A heap copy of exactly len bytes, so that overreads are caught. */
@@ -112,7 +112,7 @@ typedef struct {
 } raw_record;
 
 typedef struct {
-	uint8_t version;
+	uint8_t version;           /* the digit of the magic "MKF<d>" */
 	uint16_t flags;
 	int64_t base_offset;
 	int32_t leader_epoch;
@@ -139,13 +139,14 @@ static void put_str(mk_strbuf *sb, const char *s)
 static void raw_encode(const raw_batch *b, mk_strbuf *out)
 {
 	mk_strbuf_reset(out);
-	mk_strbuf_add(out, "MKF1", 4);
-	mk_strbuf_add_be32(out, 0);
-	mk_strbuf_add_be32(out, 0);
-	mk_strbuf_addch(out, b->version);
-	mk_strbuf_add_be16(out, b->flags);
+	mk_strbuf_add(out, "MKF", 3);
+	mk_strbuf_addch(out, (char)('0' + b->version));
+	mk_strbuf_add_be32(out, 0);                      /* length */
 	mk_strbuf_add_be64(out, (uint64_t)b->base_offset);
 	mk_strbuf_add_be32(out, (uint32_t)b->leader_epoch);
+	mk_strbuf_add_be32(out, 0);                      /* crc */
+	assert_int_equal(out->len, MK_FRAME_HEADER);
+	mk_strbuf_add_be16(out, b->flags);
 	mk_strbuf_add_be64(out, (uint64_t)b->producer_id);
 	mk_strbuf_add_be16(out, (uint16_t)b->producer_epoch);
 	mk_strbuf_add_be32(out, (uint32_t)b->base_sequence);
@@ -176,7 +177,8 @@ static void raw_encode(const raw_batch *b, mk_strbuf *out)
 	for (size_t i = 0; i < b->trailing; i++)
 		mk_strbuf_addch(out, 0);
 	uint8_t *f = (uint8_t *)out->buf;
-	mk_store_be32(f + 4, (uint32_t)(out->len - MK_FRAME_HEADER));
+	mk_store_be32(f + MK_FRAME_OFF_LENGTH,
+		      (uint32_t)(out->len - MK_FRAME_HEADER));
 	fix_crc(f);
 }
 
@@ -188,7 +190,7 @@ static void raw_encode(const raw_batch *b, mk_strbuf *out)
 static raw_batch valid_batch(void)
 {
 	return (raw_batch){
-		.version = 1,
+		.version = 2,
 		.flags = 0,
 		.base_offset = 100,
 		.leader_epoch = 3,
@@ -787,10 +789,9 @@ static void test_frame_assign(void **state)
 
 	uint8_t *f = (uint8_t *)b.frame.buf;
 	mk_frame_assign(f, len, 1000, 5);
-	/* Only the base offset, the epoch and the CRC changed. */
+	/* Only the base offset and the epoch changed: not the CRC. */
 	for (size_t i = 0; i < len; i++) {
-		bool patched = (i >= 8 && i < 12) ||
-			       (i >= MK_FRAME_OFF_BASE_OFFSET &&
+		bool patched = (i >= MK_FRAME_OFF_BASE_OFFSET &&
 				i < MK_FRAME_OFF_BASE_OFFSET + 8) ||
 			       (i >= MK_FRAME_OFF_LEADER_EPOCH &&
 				i < MK_FRAME_OFF_LEADER_EPOCH + 4);
@@ -801,8 +802,10 @@ static void test_frame_assign(void **state)
 			 1000);
 	assert_int_equal((int32_t)mk_load_be32(f + MK_FRAME_OFF_LEADER_EPOCH),
 			 5);
-	/* The old CRC would no longer match. */
-	assert_memory_not_equal(f + 8, orig + 8, 4);
+	/* Both lie outside the CRC'd payload. */
+	assert_true(MK_FRAME_OFF_BASE_OFFSET + 8 <= MK_FRAME_HEADER &&
+		    MK_FRAME_OFF_LEADER_EPOCH + 4 <= MK_FRAME_HEADER);
+	assert_memory_equal(f + MK_FRAME_OFF_CRC, orig + MK_FRAME_OFF_CRC, 4);
 
 	mk_batch_view v;
 	const char *why;
@@ -830,8 +833,8 @@ static void test_frame_assign(void **state)
 }
 
 /*
- * The patched CRC is the CRC recomputed over the whole payload, whatever the
- * frame size, the old and the new values.
+ * After an assignment the CRC is still the CRC of the whole payload,
+ * whatever the frame size, the old and the new values.
  */
 static void test_frame_assign_crc_patch(void **state)
 {
@@ -860,7 +863,7 @@ static void test_frame_assign_crc_patch(void **state)
 					      : (int64_t)x * (k + 1);
 			int32_t epoch = k == 2 ? -1 : (int32_t)(x >> 4);
 			mk_frame_assign(f, len, base, epoch);
-			assert_int_equal(mk_load_be32(f + 8),
+			assert_int_equal(mk_load_be32(f + MK_FRAME_OFF_CRC),
 					 crc_of(f + MK_FRAME_HEADER,
 						len - MK_FRAME_HEADER));
 			mk_batch_view v;
@@ -913,7 +916,7 @@ static void test_frame_set_producer(void **state)
 	mk_batch_view v;
 	const char *why = NULL;
 	mk_frame_set_producer(f, len, 42, 3, 17);
-	assert_int_equal(mk_load_be32(f + 8),
+	assert_int_equal(mk_load_be32(f + MK_FRAME_OFF_CRC),
 			 crc_of(f + MK_FRAME_HEADER, len - MK_FRAME_HEADER));
 	mk_frame_assign(f, len, 900, 4);
 	assert_int_equal(mk_frame_decode(f, len, 0, &v, &why), MK_OK);
@@ -1061,16 +1064,21 @@ static void test_decode_header_rejects(void **state)
 	sb.buf[sb.len - 1] ^= 0x01;   /* in a header value: records unwalked */
 	expect_header_ok(sb.buf, sb.len, false);
 	sb.buf[sb.len - 1] ^= 0x01;
-	sb.buf[8] ^= 0x01;            /* the CRC field itself */
+	sb.buf[MK_FRAME_OFF_CRC] ^= 0x01;   /* the CRC field itself */
 	expect_header_reject(sb.buf, sb.len, true, "bad crc");
 	expect_header_ok(sb.buf, sb.len, false);
-	sb.buf[8] ^= 0x01;
+	sb.buf[MK_FRAME_OFF_CRC] ^= 0x01;
 
 	/* Header fields, with a valid CRC so that they are what fires. */
 	raw_batch bad = valid_batch();
-	bad.version = 2;
+	bad.version = 1;
 	raw_encode(&bad, &sb);
-	expect_header_reject(sb.buf, sb.len, false, "bad version");
+	expect_header_reject(sb.buf, sb.len, false,
+			     "unsupported frame version 1");
+	bad = valid_batch();
+	bad.leader_epoch = -2;
+	raw_encode(&bad, &sb);
+	expect_header_reject(sb.buf, sb.len, false, "bad leader epoch");
 	bad = valid_batch();
 	bad.flags = 0x8;
 	raw_encode(&bad, &sb);
@@ -1316,6 +1324,10 @@ static void test_reject_bad_magic(void **state)
 		sb.buf[i] ^= 0x20;
 	}
 	expect_bytes_reject("MKF0", 4, 0, "bad magic");
+	expect_bytes_reject("MKF3", 4, 0, "bad magic");
+	/* A version 1 frame is named, not called garbage (codec.h). */
+	expect_bytes_reject("MKF1", 4, 0, "unsupported frame version 1");
+	expect_bytes_reject("MKF", 3, 0, "truncated frame");
 	expect_bytes_reject("XY", 2, 0, "bad magic");
 	mk_strbuf_release(&sb);
 }
@@ -1345,7 +1357,7 @@ static void test_reject_truncated(void **state)
 static void test_reject_payload_too_large(void **state)
 {
 	(void)state;
-	uint8_t hdr[MK_FRAME_HEADER] = { 'M', 'K', 'F', '1' };
+	uint8_t hdr[MK_FRAME_HEADER] = { 'M', 'K', 'F', '2' };
 	mk_store_be32(hdr + 4, MK_FRAME_MAX_PAYLOAD + 1);
 	expect_bytes_reject(hdr, sizeof(hdr), 0, "payload too large");
 	mk_store_be32(hdr + 4, UINT32_MAX);
@@ -1367,7 +1379,7 @@ static void test_reject_bad_crc(void **state)
 	raw_encode(&b, &sb);
 	expect_ok(&b);
 	/* Any flipped bit of the payload or of the CRC itself. */
-	for (size_t i = 8; i < sb.len; i++) {
+	for (size_t i = MK_FRAME_OFF_CRC; i < sb.len; i++) {
 		for (int bit = 0; bit < 8; bit += 7) {
 			sb.buf[i] ^= (char)(1 << bit);
 			expect_bytes_reject(sb.buf, sb.len, 0, "bad crc");
@@ -1394,7 +1406,7 @@ static void test_reject_short_payload(void **state)
 		uint8_t *f = malloc(n);
 		assert_non_null(f);
 		memcpy(f, sb.buf, n);
-		mk_store_be32(f + 4, (uint32_t)cuts[i]);
+		mk_store_be32(f + MK_FRAME_OFF_LENGTH, (uint32_t)cuts[i]);
 		fix_crc(f);
 		expect_bytes_reject(f, n, 0, "short payload");
 		free(f);
@@ -1408,12 +1420,14 @@ static void test_reject_bad_version(void **state)
 {
 	(void)state;
 	raw_batch ok = valid_batch(), b = ok;
+	/* The version is the digit of the magic: 1 is named, others are
+	 * not frames at all. */
+	b.version = 1;
+	expect_reject(&ok, &b, "unsupported frame version 1");
 	b.version = 0;
-	expect_reject(&ok, &b, "bad version");
-	b.version = 2;
-	expect_reject(&ok, &b, "bad version");
-	b.version = 0xff;
-	expect_reject(&ok, &b, "bad version");
+	expect_reject(&ok, &b, "bad magic");
+	b.version = 3;
+	expect_reject(&ok, &b, "bad magic");
 }
 
 static void test_reject_unknown_flags(void **state)
@@ -1553,9 +1567,61 @@ static void test_reject_base_offset_overflow(void **state)
 	expect_reject(&ok, &b, "bad base offset");
 	b.base_offset = INT64_MAX;
 	expect_reject(&ok, &b, "bad base offset");
-	/* Negative base offsets (not yet assigned) are representable. */
+	/* Outside the CRC, a base offset is checked for sanity: >= 0. */
+	b.base_offset = -1;
+	expect_reject(&ok, &b, "bad base offset");
 	b.base_offset = INT64_MIN;
+	expect_reject(&ok, &b, "bad base offset");
+	b.base_offset = 0;
 	expect_ok(&b);
+}
+
+/* The epoch, outside the CRC too, is none (-1) or real. */
+static void test_reject_leader_epoch(void **state)
+{
+	(void)state;
+	raw_batch ok = valid_batch(), b = ok;
+	b.leader_epoch = -2;
+	expect_reject(&ok, &b, "bad leader epoch");
+	b.leader_epoch = INT32_MIN;
+	expect_reject(&ok, &b, "bad leader epoch");
+	b.leader_epoch = -1;
+	expect_ok(&b);
+	b.leader_epoch = INT32_MAX;
+	expect_ok(&b);
+}
+
+/*
+ * Base offset and epoch are not covered by the CRC: a flipped bit there
+ * decodes (to other values) or fails the sanity checks, never "bad crc".
+ * The log's order checks are what catch the rest (test_log.c).
+ */
+static void test_stamp_fields_outside_crc(void **state)
+{
+	(void)state;
+	raw_batch b = valid_batch();
+	mk_strbuf sb = MK_STRBUF_INIT;
+	raw_encode(&b, &sb);
+	for (size_t i = MK_FRAME_OFF_BASE_OFFSET; i < MK_FRAME_OFF_CRC; i++) {
+		for (int bit = 0; bit < 8; bit++) {
+			sb.buf[i] ^= (char)(1 << bit);
+			owned o = own(sb.buf, sb.len);
+			mk_batch_view v;
+			const char *why = NULL;
+			mk_err err = decode_owned(&o, 0, &v, &why);
+			if (err) {
+				assert_non_null(why);
+				assert_true(!strcmp(why, "bad base offset") ||
+					    !strcmp(why, "bad leader epoch"));
+			} else {
+				assert_true(v.meta.base_offset != 100 ||
+					    v.meta.leader_epoch != 3);
+			}
+			free(o.buf);
+			sb.buf[i] ^= (char)(1 << bit);
+		}
+	}
+	mk_strbuf_release(&sb);
 }
 
 static void test_reject_offset_deltas(void **state)
@@ -1781,7 +1847,8 @@ static void test_crc_is_zlib_crc32(void **state)
 		const uint8_t *f = (const uint8_t *)b.frame.buf;
 		uLong want = crc32(crc32(0L, Z_NULL, 0), f + MK_FRAME_HEADER,
 				   (uInt)(b.frame.len - MK_FRAME_HEADER));
-		assert_int_equal(mk_load_be32(f + 8), (uint32_t)want);
+		assert_int_equal(mk_load_be32(f + MK_FRAME_OFF_CRC),
+				 (uint32_t)want);
 	}
 	mk_builder_release(&b);
 }
@@ -1839,6 +1906,8 @@ int main(void)
 		cmocka_unit_test(test_reject_bad_crc),
 		cmocka_unit_test(test_reject_short_payload),
 		cmocka_unit_test(test_reject_bad_version),
+		cmocka_unit_test(test_reject_leader_epoch),
+		cmocka_unit_test(test_stamp_fields_outside_crc),
 		cmocka_unit_test(test_reject_unknown_flags),
 		cmocka_unit_test(test_reject_both_markers),
 		cmocka_unit_test(test_reject_marker_not_transactional),

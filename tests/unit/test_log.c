@@ -20,6 +20,7 @@
 #include "fileio.h"
 #include "index.h"
 #include "log.h"
+#include "testlib.h"
 #include "timeindex.h"
 
 /* ---- fixture ------------------------------------------------------------- */
@@ -30,29 +31,13 @@ typedef struct {
 	int nfds;
 } fixture;
 
-/* Open file descriptors of this process: a closed log leaves none. */
-static int count_fds(void)
-{
-	int n = 0;
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return -1;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 static int setup(void **state)
 {
 	fixture *f = calloc(1, sizeof(*f));
-	strcpy(f->root, "/tmp/mk-test-log-XXXXXX");
-	if (!mkdtemp(f->root)) {
-		free(f);
-		return -1;
-	}
+	tl_tmpdir(f->root, sizeof(f->root), "log");
 	snprintf(f->dir, sizeof(f->dir), "%s/t-0", f->root);
-	f->nfds = count_fds();
+	/* Open file descriptors: a closed log leaves none. */
+	f->nfds = tl_count_fds();
 	*state = f;
 	return 0;
 }
@@ -60,8 +45,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	fixture *f = *state;
-	int leaked = count_fds() - f->nfds;
-	mk_remove_tree(f->root);
+	int leaked = tl_count_fds() - f->nfds;
+	tl_rmtree(f->root);
 	free(f);
 	if (leaked)
 		print_error("%d file descriptors leaked\n", leaked);
@@ -112,22 +97,21 @@ static bool exists(const char *path)
 static void build(mk_strbuf *out, int64_t base, int32_t epoch, int n,
 		  const int64_t *ts, size_t pad)
 {
-	mk_batch_meta meta = { 0, base, epoch, -1, -1, -1, MK_BYTES_NULL };
-	mk_batch_builder b;
-	mk_builder_init(&b, &meta);
+	char (*v)[512] = calloc((size_t)n, sizeof(*v));
+	const char **vals = calloc((size_t)n, sizeof(*vals));
+	assert_true(v && vals);
 	for (int i = 0; i < n; i++) {
-		char v[512];
-		int len = snprintf(v, sizeof(v), "value-%lld",
+		int len = snprintf(v[i], sizeof(v[i]), "value-%lld",
 				   (long long)(base + i));
-		while ((size_t)len < pad && (size_t)len < sizeof(v) - 1)
-			v[len++] = '.';
-		mk_builder_add(&b, ts ? ts[i] : 1000 + base + i, MK_BYTES_NULL,
-			       mk_bytes_of(v, (size_t)len), NULL, 0);
+		while ((size_t)len < pad && (size_t)len < sizeof(v[i]) - 1)
+			v[i][len++] = '.';
+		v[i][len] = '\0';
+		vals[i] = v[i];
 	}
-	mk_builder_finish(&b);
 	mk_strbuf_reset(out);
-	mk_strbuf_add(out, b.frame.buf, b.frame.len);
-	mk_builder_release(&b);
+	tl_frame(out, base, epoch, vals, n, ts);
+	free(vals);
+	free(v);
 }
 
 /* Leader append of n records; returns the base offset. */
@@ -241,7 +225,7 @@ static void test_index_unit(void **state)
 	assert_int_equal(mk_index_open(&ix, path), MK_OK);
 	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
 	assert_true(valid);
-	assert_int_equal(ix.n, 3);
+	assert_int_equal(mk_index_count(&ix), 3);
 	assert_int_equal(mk_index_load(&ix, 900, UINT64_MAX, &valid), MK_OK);
 	assert_false(valid);   /* position 900 is not inside 900 bytes */
 	assert_int_equal(mk_index_load(&ix, 1000, 20, &valid), MK_OK);
@@ -250,10 +234,10 @@ static void test_index_unit(void **state)
 	assert_true(valid);
 	/* Truncation by offset and by position, in the file too. */
 	assert_int_equal(mk_index_truncate_rel(&ix, 25), MK_OK);
-	assert_int_equal(ix.n, 2);
+	assert_int_equal(mk_index_count(&ix), 2);
 	assert_int_equal(file_size(path), 16);
 	assert_int_equal(mk_index_truncate_pos(&ix, 1), MK_OK);
-	assert_int_equal(ix.n, 1);
+	assert_int_equal(mk_index_count(&ix), 1);
 	assert_int_equal(file_size(path), 8);
 	mk_index_close(&ix);
 
@@ -263,7 +247,7 @@ static void test_index_unit(void **state)
 	assert_int_equal(mk_index_open(&ix, path), MK_OK);
 	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
 	assert_false(valid);
-	assert_int_equal(ix.n, 0);
+	assert_int_equal(mk_index_count(&ix), 0);
 	mk_index_close(&ix);
 	uint8_t bad[16];
 	mk_store_be32(bad, 0);
@@ -301,7 +285,7 @@ static void test_index_unit(void **state)
 	assert_int_equal(mk_timeindex_open(&ti, path), MK_OK);
 	assert_int_equal(mk_timeindex_load(&ti, 50, UINT64_MAX, &valid), MK_OK);
 	assert_true(valid);
-	assert_int_equal(ti.n, 3);
+	assert_int_equal(mk_timeindex_count(&ti), 3);
 	assert_int_equal(mk_timeindex_load(&ti, 50, 9, &valid), MK_OK);
 	assert_false(valid);
 	mk_timeindex_close(&ti);
@@ -418,7 +402,7 @@ static void test_leader_append(void **state)
 	assert_int_equal(mk_log_append_leader(log, (uint8_t *)fr.buf, fr.len, 4,
 					      NULL), MK_CORRUPT_MESSAGE);
 	fr.buf[0] ^= 1;
-	fr.buf[MK_FRAME_HEADER] ^= 1;     /* version */
+	fr.buf[MK_FRAME_HEADER] ^= 1;     /* flags */
 	assert_int_equal(mk_log_append_leader(log, (uint8_t *)fr.buf, fr.len, 4,
 					      NULL), MK_CORRUPT_MESSAGE);
 	fr.buf[MK_FRAME_HEADER] ^= 1;
@@ -1036,6 +1020,91 @@ static void test_closed_damage(void **state)
 	mk_strbuf_release(&out);
 }
 
+static void put_be_at(const char *path, off_t at, uint64_t v, int width)
+{
+	uint8_t b[8];
+	if (width == 8)
+		mk_store_be64(b, v);
+	else
+		mk_store_be32(b, (uint32_t)v);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, b, (size_t)width, at), width);
+	close(fd);
+}
+
+/*
+ * Base offset and epoch lie outside the frame CRC (codec.h): on disk, the
+ * log's order checks stand guard. A closed segment whose batch moved to an
+ * earlier offset, or to an epoch above the cache's latest, fails the read
+ * naming the batch; an active segment whose epoch goes down is cut there
+ * at recovery.
+ */
+static void test_stamp_sanity(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1000, 100, 0);
+	for (int i = 0; i < 20; i++)
+		append_n(log, i < 10 ? 1 : 2, 2, NULL, 100);
+	assert_true(mk_log_segment_count(log) >= 3);
+	mk_segment_info last;
+	mk_log_segment_info(log, mk_log_segment_count(log) - 1, &last);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 2, SIZE_MAX, &out), MK_OK);
+	size_t flen = out.len;   /* every batch has this size */
+	assert_true(last.size >= 2 * flen);
+	mk_log_close(log);
+
+	char path[256], tail[256];
+	seg_path(f, 0, "log", path, sizeof(path));
+	seg_path(f, last.base_offset, "log", tail, sizeof(tail));
+	off_t b1 = (off_t)flen;   /* the second batch, base offset 2 */
+
+	/* An earlier base offset: offsets out of order. */
+	put_be_at(path, b1 + MK_FRAME_OFF_BASE_OFFSET, 0, 8);
+	log = open_log(f, 1000, 100, 0);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 40, SIZE_MAX, &out),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_non_null(strstr(mk_log_error(log), "offsets out of order"));
+	mk_log_close(log);
+	put_be_at(path, b1 + MK_FRAME_OFF_BASE_OFFSET, 2, 8);
+
+	/* An epoch past the latest known: refused. */
+	put_be_at(path, b1 + MK_FRAME_OFF_LEADER_EPOCH, 7, 4);
+	log = open_log(f, 1000, 100, 0);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 40, SIZE_MAX, &out),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_non_null(strstr(mk_log_error(log), "leader epoch out of order"));
+	mk_log_close(log);
+	/* An epoch below the batch before it: refused too. */
+	put_be_at(path, b1 + MK_FRAME_OFF_LEADER_EPOCH, 1, 4);
+	put_be_at(path, MK_FRAME_OFF_LEADER_EPOCH, 2, 4);
+	log = open_log(f, 1000, 100, 0);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 40, SIZE_MAX, &out),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_non_null(strstr(mk_log_error(log), "leader epoch out of order"));
+	mk_log_close(log);
+	put_be_at(path, MK_FRAME_OFF_LEADER_EPOCH, 1, 4);
+	log = open_log(f, 1000, 100, 0);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 40, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 39);
+	mk_log_close(log);
+
+	/* The active segment's last batch going down to epoch 1 is where
+	 * recovery cuts. */
+	put_be_at(tail, (off_t)(last.size - flen) + MK_FRAME_OFF_LEADER_EPOCH,
+		  1, 4);
+	log = open_log(f, 1000, 100, 0);
+	assert_int_equal(mk_log_end_offset(log), 38);
+	assert_int_equal(mk_log_latest_epoch(log), 2);
+	mk_log_close(log);
+	mk_strbuf_release(&out);
+}
+
 static void test_startup_skips_closed(void **state)
 {
 	fixture *f = *state;
@@ -1205,6 +1274,82 @@ static void test_epoch_cache(void **state)
 	mk_strbuf_release(&out);
 	mk_log_close(log);
 	mk_strbuf_release(&text);
+}
+
+/* The checkpoint parser on its own: strict integers, strict lines. */
+static mk_err ckpt_try(const char *text, mk_log_checkpoint *c, mk_strbuf *why)
+{
+	char *copy = strdup(text);
+	assert_non_null(copy);
+	mk_strbuf_reset(why);
+	mk_err err = mk_log_checkpoint_parse("ck", copy, c, why);
+	free(copy);
+	return err;
+}
+
+static void test_checkpoint_parse(void **state)
+{
+	(void)state;
+	mk_log_checkpoint c;
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(ckpt_try("version 1\nlog_start_offset 3\n"
+				  "recovery_point 9\nepoch 0 3\nepoch 2 7\n",
+				  &c, &why), MK_OK);
+	assert_int_equal(c.start_offset, 3);
+	assert_int_equal(c.recovery_point, 9);
+	assert_int_equal(c.nepochs, 2);
+	assert_int_equal(c.epochs[1].epoch, 2);
+	assert_int_equal(c.epochs[1].start_offset, 7);
+	free(c.epochs);
+	free(c.bases);
+	assert_int_equal(ckpt_try("version 1\nlog_start_offset 9223372036854775807\n"
+				  "recovery_point 0\nepoch 2147483647 1\n",
+				  &c, &why), MK_OK);
+	assert_true(c.start_offset == INT64_MAX);
+	free(c.epochs);
+	free(c.bases);
+
+	static const struct { const char *text, *reason; } bad[] = {
+		{ "version 1\nlog_start_offset +3\nrecovery_point 9\n",
+		  "line 2: bad log_start_offset" },
+		{ "version 1\nlog_start_offset  3\nrecovery_point 9\n",
+		  "line 2: bad log_start_offset" },
+		{ "version 1\nlog_start_offset 3 \nrecovery_point 9\n",
+		  "line 2: bad log_start_offset" },
+		{ "version 1\nlog_start_offset -1\nrecovery_point 9\n",
+		  "line 2: bad log_start_offset" },
+		{ "version 1\nlog_start_offset 9223372036854775808\nrecovery_point 9\n",
+		  "line 2: bad log_start_offset" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point 0x9\n",
+		  "line 3: bad recovery_point" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point\n",
+		  "line 3: unknown line" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point 9\nepoch 2147483648 1\n",
+		  "line 4: bad epoch line" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point 9\nepoch 1\n",
+		  "line 4: bad epoch line" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point 9\nepoch 1 2 3\n",
+		  "line 4: bad epoch line" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point 9\nepoch 2 5\nepoch 1 6\n",
+		  "line 5: epochs out of order" },
+		{ "version 1\nlog_start_offset 3\nrecovery_point 9",
+		  "line 3: missing newline" },
+		{ "version 2\n", "line 1: unknown version" },
+		{ "version 1\nlog_start_offset 3\n", "line 2: missing fields" },
+		{ "version 1\nlog_start_offset 3\nlog_start_offset 3\n",
+		  "line 3: unknown line" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (ckpt_try(bad[i].text, &c, &why) != MK_KAFKA_STORAGE_ERROR)
+			print_error("accepted: %s\n", bad[i].text);
+		assert_int_equal(ckpt_try(bad[i].text, &c, &why),
+				 MK_KAFKA_STORAGE_ERROR);
+		char want[128];
+		snprintf(want, sizeof(want), "ck: %s", bad[i].reason);
+		assert_string_equal(why.buf, want);
+		assert_null(c.epochs);
+	}
+	mk_strbuf_release(&why);
 }
 
 static void test_checkpoint_damage(void **state)
@@ -1583,10 +1728,12 @@ int main(void)
 		T(test_tail_repair),
 		T(test_index_rebuild),
 		T(test_closed_damage),
+		T(test_stamp_sanity),
 		T(test_startup_skips_closed),
 		T(test_ignores_other_files),
 		T(test_epoch_cache),
 		T(test_checkpoint_damage),
+		T(test_checkpoint_parse),
 		T(test_crash),
 		T(test_crash_after_roll),
 		T(test_roll_advances_recovery_point),

@@ -28,6 +28,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "replica.h"
+#include "testlib.h"
 
 /* ---- fixture ------------------------------------------------------------- */
 
@@ -43,11 +44,7 @@ typedef struct {
 static int setup(void **state)
 {
 	fixture *f = calloc(1, sizeof(*f));
-	strcpy(f->root, "/tmp/mk-test-replica-XXXXXX");
-	if (!mkdtemp(f->root)) {
-		free(f);
-		return -1;
-	}
+	tl_tmpdir(f->root, sizeof(f->root), "replica");
 	snprintf(f->dir, sizeof(f->dir), "%s/data", f->root);
 	*state = f;
 	return 0;
@@ -66,7 +63,7 @@ static int teardown(void **state)
 {
 	fixture *f = *state;
 	close_cluster(f);
-	mk_remove_tree(f->root);
+	tl_rmtree(f->root);
 	free(f);
 	return 0;
 }
@@ -74,21 +71,12 @@ static int teardown(void **state)
 /* Defaults, brokers 1..n, manual clock, manual replication. */
 static void config(fixture *f, int nbrokers)
 {
-	mk_config_defaults(&f->cfg);
-	f->cfg.nbrokers = nbrokers;
-	for (int i = 0; i < nbrokers; i++)
-		f->cfg.broker_ids[i] = i + 1;
-	f->cfg.manual_clock = 1;
+	tl_config(&f->cfg, nbrokers);
 }
 
 static void open_cluster(fixture *f)
 {
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_cluster_open(f->dir, &f->cfg, &f->c, &why);
-	if (err)
-		print_error("open: %s: %s\n", mk_err_name(err), why.buf);
-	assert_int_equal(err, MK_OK);
-	mk_strbuf_release(&why);
+	f->c = tl_cluster_open(f->dir, &f->cfg);
 }
 
 /* Look up topic T (kept referenced in the fixture) and its partition 0. */
@@ -105,56 +93,41 @@ static void use_topic(fixture *f, const char *name)
 static void create(fixture *f, const char *name, int rf, const char *o1,
 		   const char *o2)
 {
-	const char *ov[2];
-	size_t n = 0;
-	if (o1)
-		ov[n++] = o1;
-	if (o2)
-		ov[n++] = o2;
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_cluster_create_topic(f->c, name, 1, rf, ov, n, &why);
-	if (err)
-		print_error("create: %s: %s\n", mk_err_name(err), why.buf);
-	assert_int_equal(err, MK_OK);
-	mk_strbuf_release(&why);
+	tl_create_topic(f->c, name, 1, rf, o1, o2);
 	use_topic(f, name);
 }
 
 /* ---- producing and reading ----------------------------------------------- */
 
 /* A frame holding one record per value (keys null), offsets unassigned. */
-static void build(mk_batch_builder *b, const char *const *vals, int n)
+static void build(mk_strbuf *frame, const char *const *vals, int n)
 {
-	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
-	mk_builder_init(b, &meta);
-	for (int i = 0; i < n; i++)
-		mk_builder_add(b, 1000 + i, MK_BYTES_NULL,
-			       mk_bytes_of(vals[i], strlen(vals[i])), NULL, 0);
-	mk_builder_finish(b);
+	mk_strbuf_reset(frame);
+	tl_frame(frame, 0, -1, vals, n, NULL);
 }
 
 static size_t frame_size(const char *const *vals, int n)
 {
-	mk_batch_builder b;
+	mk_strbuf b = MK_STRBUF_INIT;
 	build(&b, vals, n);
-	size_t len = b.frame.len;
-	mk_builder_release(&b);
+	size_t len = b.len;
+	mk_strbuf_release(&b);
 	return len;
 }
 
 static mk_err produce_n(mk_partition *p, const char *const *vals, int n,
 			int acks, int64_t *base)
 {
-	mk_batch_builder b;
+	mk_strbuf b = MK_STRBUF_INIT;
 	build(&b, vals, n);
 	mk_strbuf why = MK_STRBUF_INIT;
 	int64_t off = -1;
-	mk_err err = mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
+	mk_err err = mk_partition_produce(p, (uint8_t *)b.buf, b.len,
 					  acks, NULL, &off, &why);
 	if (base)
 		*base = off;
 	mk_strbuf_release(&why);
-	mk_builder_release(&b);
+	mk_strbuf_release(&b);
 	return err;
 }
 
@@ -342,7 +315,7 @@ static const char *isr_of(mk_partition *p, char *buf, size_t n)
 
 typedef struct {
 	mk_partition *p;
-	mk_batch_builder b;
+	mk_strbuf b;
 	int acks;
 	int64_t base;
 	mk_err err;
@@ -355,8 +328,8 @@ static void *produce_main(void *arg)
 {
 	async_produce *a = arg;
 	mk_strbuf why = MK_STRBUF_INIT;
-	a->err = mk_partition_produce(a->p, (uint8_t *)a->b.frame.buf,
-				      a->b.frame.len, a->acks, NULL, &a->base, &why);
+	a->err = mk_partition_produce(a->p, (uint8_t *)a->b.buf,
+				      a->b.len, a->acks, NULL, &a->base, &why);
 	snprintf(a->why, sizeof(a->why), "%s", why.buf);
 	mk_strbuf_release(&why);
 	atomic_store(&a->done, true);
@@ -398,6 +371,7 @@ static void start_produce(async_produce *a, mk_partition *p, const char *val)
 	a->acks = -1;
 	a->base = -1;
 	atomic_init(&a->done, false);
+	mk_strbuf_init(&a->b, 0);
 	build(&a->b, &val, 1);
 	leo_target t = { p, info(p).leo + 1 };
 	assert_int_equal(pthread_create(&a->thread, NULL, produce_main, a), 0);
@@ -411,7 +385,7 @@ static void start_produce(async_produce *a, mk_partition *p, const char *val)
 static mk_err finish_produce(async_produce *a)
 {
 	pthread_join(a->thread, NULL);
-	mk_builder_release(&a->b);
+	mk_strbuf_release(&a->b);
 	assert_true(atomic_load(&a->done));
 	return a->err;
 }

@@ -1,0 +1,198 @@
+/*
+ * entryfile.c — the fixed-width entry file of entryfile.h: an array in
+ * memory, the same entries encoded one after another in the file.
+ */
+#include "entryfile.h"
+
+#include <assert.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "xalloc.h"
+
+void mk_entries_init(mk_entry_file *f, const mk_entry_kind *kind)
+{
+	f->kind = kind;
+	f->fd = -1;
+	f->e = NULL;
+	f->n = f->cap = 0;
+	f->synced = 0;
+	f->dirty = false;
+}
+
+mk_err mk_entries_open(mk_entry_file *f, const char *path)
+{
+	assert(f->fd < 0);
+	f->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	return f->fd < 0 ? MK_KAFKA_STORAGE_ERROR : MK_OK;
+}
+
+static void reserve(mk_entry_file *f, size_t n)
+{
+	if (n <= f->cap)
+		return;
+	size_t cap = f->cap ? f->cap : 16;
+	while (cap < n)
+		cap *= 2;
+	f->e = mk_xreallocarray(f->e, cap, f->kind->mem_size);
+	f->cap = cap;
+}
+
+static void *slot(mk_entry_file *f, size_t i)
+{
+	return f->e + i * f->kind->mem_size;
+}
+
+void mk_entries_clear(mk_entry_file *f)
+{
+	f->n = 0;
+	f->synced = 0;
+}
+
+void mk_entries_push(mk_entry_file *f, const void *e)
+{
+	assert(f->n == 0 || f->kind->ordered(slot(f, f->n - 1), e));
+	reserve(f, f->n + 1);
+	memcpy(slot(f, f->n++), e, f->kind->mem_size);
+}
+
+mk_err mk_entries_append(mk_entry_file *f, const void *e)
+{
+	assert(f->fd >= 0);
+	uint8_t b[64];
+	assert(f->kind->disk_size <= sizeof(b));
+	f->kind->encode(b, e);
+	if (mk_pwrite_all(f->fd, b, f->kind->disk_size,
+			  (long long)(f->n * f->kind->disk_size)))
+		return MK_KAFKA_STORAGE_ERROR;
+	mk_entries_push(f, e);
+	f->dirty = true;
+	return MK_OK;
+}
+
+mk_err mk_entries_write_all(mk_entry_file *f)
+{
+	assert(f->fd >= 0);
+	size_t w = f->kind->disk_size, len = f->n * w;
+	uint8_t *b = mk_xmalloc(len);
+	for (size_t i = 0; i < f->n; i++)
+		f->kind->encode(b + i * w, slot(f, i));
+	mk_err err = MK_OK;
+	if (ftruncate(f->fd, 0) || mk_pwrite_all(f->fd, b, len, 0))
+		err = MK_KAFKA_STORAGE_ERROR;
+	free(b);
+	f->synced = 0;
+	f->dirty = true;
+	return err;
+}
+
+mk_err mk_entries_load(mk_entry_file *f, uint64_t seg_size,
+		       uint64_t rel_limit, bool *valid)
+{
+	assert(f->fd >= 0);
+	*valid = false;
+	mk_entries_clear(f);
+	struct stat st;
+	if (fstat(f->fd, &st))
+		return MK_KAFKA_STORAGE_ERROR;
+	size_t w = f->kind->disk_size;
+	uint64_t len = (uint64_t)st.st_size;
+	if (len % w)
+		return MK_OK;
+	size_t n = (size_t)(len / w);
+	/* More entries than bytes in the segment cannot be right. */
+	if (n > seg_size || (n == 0) != (seg_size == 0))
+		return MK_OK;
+	uint8_t *b = mk_xmalloc((size_t)len);
+	mk_err err = mk_pread_all(f->fd, b, len, 0);
+	if (err) {
+		free(b);
+		/* A short read means the file shrank under us: rebuild. */
+		return err == MK_CORRUPT_MESSAGE ? MK_OK : MK_KAFKA_STORAGE_ERROR;
+	}
+	reserve(f, n);
+	bool ok = true;
+	for (size_t i = 0; i < n && ok; i++) {
+		void *e = slot(f, i);
+		f->kind->decode(b + i * w, e);
+		ok = f->kind->plausible(e, i, seg_size, rel_limit) &&
+		     (i == 0 || f->kind->ordered(slot(f, i - 1), e));
+	}
+	free(b);
+	if (!ok)
+		return MK_OK;
+	f->n = n;
+	f->synced = n;   /* what we read is what the disk holds */
+	f->dirty = false;
+	*valid = true;
+	return MK_OK;
+}
+
+size_t mk_entries_partition(const mk_entry_file *f,
+			    bool (*below)(const void *e, const void *arg),
+			    const void *arg)
+{
+	size_t lo = 0, hi = f->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (below(mk_entries_at(f, mid), arg))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+mk_err mk_entries_truncate(mk_entry_file *f, size_t n)
+{
+	if (n >= f->n)
+		return MK_OK;
+	f->n = n;
+	if (f->synced > n)
+		f->synced = n;
+	if (f->fd >= 0) {
+		if (ftruncate(f->fd, (off_t)(n * f->kind->disk_size)))
+			return MK_KAFKA_STORAGE_ERROR;
+		f->dirty = true;
+	}
+	return MK_OK;
+}
+
+mk_err mk_entries_sync(mk_entry_file *f)
+{
+	if (f->fd < 0 || !f->dirty)
+		return MK_OK;
+	if (fsync(f->fd))
+		return MK_KAFKA_STORAGE_ERROR;
+	f->dirty = false;
+	f->synced = f->n;
+	return MK_OK;
+}
+
+void mk_entries_crash(mk_entry_file *f)
+{
+	/* Best effort: this only simulates losing the page cache. */
+	if (f->fd >= 0 && f->dirty &&
+	    ftruncate(f->fd, (off_t)(f->synced * f->kind->disk_size))) {
+	}
+}
+
+void mk_entries_detach(mk_entry_file *f)
+{
+	assert(!f->dirty);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+}
+
+void mk_entries_close(mk_entry_file *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->e);
+	mk_entries_init(f, f->kind);
+}

@@ -1,0 +1,96 @@
+/*
+ * entryfile.h — a file of fixed-width entries mirrored by an array in
+ * memory: what the offset index and the time index of a segment both are
+ * (Kafka's AbstractIndex, with OffsetIndex and TimeIndex as its faces;
+ * here index.h and timeindex.h).
+ *
+ * Owns the array and the open file descriptor. A kind (mk_entry_kind) says
+ * what one entry is: its size in memory and on disk, how it is encoded,
+ * the order consecutive entries must keep, and what a loaded entry must
+ * satisfy against its segment. The file holds the entries encoded one
+ * after another, appended in order, and nothing else.
+ *
+ * Invariants:
+ *   - consecutive entries keep the kind's order (kind->ordered);
+ *   - when a file is attached (fd >= 0) it holds exactly the n entries,
+ *     except during a rebuild: between mk_entries_clear() / _push() and
+ *     mk_entries_write_all();
+ *   - entries [0, synced) are known to be durable (fsynced).
+ *
+ * Not thread-safe: the owning segment's owner serialises every call.
+ */
+#ifndef MK_ENTRYFILE_H
+#define MK_ENTRYFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct {
+	size_t mem_size;          /* sizeof the entry struct */
+	size_t disk_size;         /* bytes per entry in the file */
+	void (*encode)(uint8_t *out, const void *e);
+	void (*decode)(const uint8_t *in, void *e);
+	/* next may follow prev. */
+	bool (*ordered)(const void *prev, const void *next);
+	/* A loaded entry i (0-based) is plausible for a segment of seg_size
+	 * bytes whose relative offsets stay below rel_limit. */
+	bool (*plausible)(const void *e, size_t i, uint64_t seg_size,
+			  uint64_t rel_limit);
+} mk_entry_kind;
+
+typedef struct {
+	const mk_entry_kind *kind;
+	int fd;                   /* -1: no file attached */
+	uint8_t *e;               /* n entries of kind->mem_size bytes */
+	size_t n, cap;
+	size_t synced;            /* entries known durable */
+	bool dirty;               /* written since the last sync */
+} mk_entry_file;
+
+void mk_entries_init(mk_entry_file *f, const mk_entry_kind *kind);
+/* Attach the file at path, creating it when missing. Entries untouched. */
+mk_err mk_entries_open(mk_entry_file *f, const char *path);
+static inline bool mk_entries_attached(const mk_entry_file *f)
+{
+	return f->fd >= 0;
+}
+static inline const void *mk_entries_at(const mk_entry_file *f, size_t i)
+{
+	return f->e + i * f->kind->mem_size;
+}
+/*
+ * Read the attached file and validate it: length a multiple of the entry
+ * size, no more entries than seg_size bytes, entries iff seg_size > 0,
+ * each entry plausible and in order. *valid false (entries then cleared)
+ * means: rebuild. Only I/O failure is an error.
+ */
+mk_err mk_entries_load(mk_entry_file *f, uint64_t seg_size,
+		       uint64_t rel_limit, bool *valid);
+/* Drop every entry, in memory only (the start of a rebuild). */
+void mk_entries_clear(mk_entry_file *f);
+/* Add an entry in memory only; it must keep the order. */
+void mk_entries_push(mk_entry_file *f, const void *e);
+/* Add an entry and write it at the end of the file. */
+mk_err mk_entries_append(mk_entry_file *f, const void *e);
+/* Make the file hold exactly the in-memory entries (after a rebuild). */
+mk_err mk_entries_write_all(mk_entry_file *f);
+/* The number of leading entries for which below(e, arg) holds (entries
+ * must be partitioned by it: true ones first). */
+size_t mk_entries_partition(const mk_entry_file *f,
+			    bool (*below)(const void *e, const void *arg),
+			    const void *arg);
+/* Keep the first n entries, in memory and file. */
+mk_err mk_entries_truncate(mk_entry_file *f, size_t n);
+/* fsync the file when anything was written since the last sync. */
+mk_err mk_entries_sync(mk_entry_file *f);
+/* Simulated crash: cut the file back to the synced entries. */
+void mk_entries_crash(mk_entry_file *f);
+/* Close the file, keeping the entries; mk_entries_open() re-attaches. */
+void mk_entries_detach(mk_entry_file *f);
+/* Close the file and free the entries; the kind is kept. */
+void mk_entries_close(mk_entry_file *f);
+
+#endif

@@ -1,0 +1,91 @@
+/* testlib.c — see testlib.h. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+#include "fileio.h"
+
+void tl_tmpdir(char *root, size_t n, const char *tag)
+{
+	int len = snprintf(root, n, "/tmp/mk-test-%s-XXXXXX", tag);
+	assert_true(len > 0 && (size_t)len < n);
+	assert_non_null(mkdtemp(root));
+}
+
+void tl_rmtree(const char *root)
+{
+	mk_remove_tree(root);
+}
+
+int tl_count_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+void tl_frame(mk_strbuf *out, int64_t base, int32_t epoch,
+	      const char *const *vals, int n, const int64_t *ts)
+{
+	mk_batch_meta meta = { 0, base, epoch, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	for (int i = 0; i < n; i++)
+		mk_builder_add(&b, ts ? ts[i] : 1000 + base + i, MK_BYTES_NULL,
+			       mk_bytes_of(vals[i], strlen(vals[i])), NULL, 0);
+	mk_builder_finish(&b);
+	mk_strbuf_add(out, b.frame.buf, b.frame.len);
+	mk_builder_release(&b);
+}
+
+void tl_config(mk_config *cfg, int nbrokers)
+{
+	mk_config_defaults(cfg);
+	cfg->nbrokers = nbrokers;
+	for (int i = 0; i < nbrokers; i++)
+		cfg->broker_ids[i] = i + 1;
+	cfg->manual_clock = 1;
+}
+
+mk_cluster *tl_cluster_open(const char *dir, const mk_config *cfg)
+{
+	mk_cluster *c = NULL;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_cluster_open(dir, cfg, &c, &why);
+	if (err)
+		print_error("open: %s: %s\n", mk_err_name(err), why.buf);
+	assert_int_equal(err, MK_OK);
+	mk_strbuf_release(&why);
+	return c;
+}
+
+void tl_create_topic(mk_cluster *c, const char *name, int partitions, int rf,
+		     const char *o1, const char *o2)
+{
+	const char *ov[2];
+	size_t n = 0;
+	if (o1)
+		ov[n++] = o1;
+	if (o2)
+		ov[n++] = o2;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_cluster_create_topic(c, name, partitions, rf, ov, n,
+					     &why);
+	if (err)
+		print_error("create: %s: %s\n", mk_err_name(err), why.buf);
+	assert_int_equal(err, MK_OK);
+	mk_strbuf_release(&why);
+}
