@@ -4,8 +4,6 @@
  * fetchers. The daemon owns exactly one mk_cluster; nothing else is global.
  *
  * Locking (always in this order; errlog last):
- *   c->acc_lock        the accumulator registry (taken before any
- *                      accumulator's own lock, which is only try-locked)
  *   c->lock (rwlock)   the topic table, broker states, topic configs,
  *                      producer identities;
  *                      readers: lookups and listings; writers: create,
@@ -14,6 +12,8 @@
  *   c->meta_lock       serialises metadata writes (taken with no other
  *                      lock held; it takes c->lock for reading and each
  *                      p->lock briefly to snapshot)
+ *   c->hooks_lock      the clock hooks (held only to copy them: a hook is
+ *                      called with no cluster lock held)
  *
  * Topics are reference counted: the table holds one reference, every
  * lookup another (mk_topic_put releases). A deleted topic leaves the table
@@ -41,6 +41,9 @@ typedef struct mk_topic {
 	mk_topic_config cfg;     /* guarded by the cluster lock */
 	mk_partition **partitions;
 	_Atomic int refs;
+	/* Where the keyless records of the topic's next new producer start
+	 * (producer.h): taken and bumped once per producer, mod partitions. */
+	_Atomic unsigned next_sticky;
 } mk_topic;
 
 /* An idempotent producer identity (/producers/NAME). */
@@ -56,6 +59,13 @@ typedef struct {
 	pthread_t fetcher;       /* auto replication only */
 	bool fetcher_started;
 } mk_broker;
+
+#define MK_CLUSTER_MAX_HOOKS 8
+
+typedef struct {
+	void (*fn)(void *arg);
+	void *arg;
+} mk_clock_hook;
 
 typedef struct mk_cluster {
 	char *data_dir;
@@ -77,14 +87,10 @@ typedef struct mk_cluster {
 	size_t nproducers;
 	int64_t next_producer_id;
 
-	/* Topic producers with open batches (accumulator.h), and the
-	 * sender thread that sends lingering batches on the system clock. */
-	pthread_mutex_t acc_lock;
-	pthread_cond_t acc_cond;
-	struct mk_accumulator **accs;
-	size_t naccs, accs_alloc;
-	pthread_t sender;
-	bool sender_started;
+	/* Called after every move of the manual clock (mk_cluster_on_clock). */
+	pthread_mutex_t hooks_lock;
+	mk_clock_hook clock_hooks[MK_CLUSTER_MAX_HOOKS];
+	int nclock_hooks;
 
 	pthread_mutex_t meta_lock;
 	pthread_mutex_t stop_lock;   /* with stop_cond: wakes the fetchers */
@@ -151,14 +157,16 @@ mk_err mk_cluster_producer_get(mk_cluster *c, const char *name, int64_t *id,
 			       int16_t *epoch);
 size_t mk_cluster_producer_names(mk_cluster *c, char ***names);
 
-/* The accumulator registry (accumulator.h uses these). */
-struct mk_accumulator;
-void mk_cluster_add_accumulator(mk_cluster *c, struct mk_accumulator *acc);
-void mk_cluster_remove_accumulator(mk_cluster *c, struct mk_accumulator *acc);
-/* A batch started lingering: the sender may need to wake earlier. */
-void mk_cluster_wake_sender(mk_cluster *c);
+/*
+ * "The clock moved": fn(arg) is called after every advance or set of the
+ * manual clock, once the partitions' waiters were woken, with no cluster
+ * lock held (the producers send the batches whose linger passed). At most
+ * MK_CLUSTER_MAX_HOOKS; off removes the pair before its arg goes away.
+ */
+void mk_cluster_on_clock(mk_cluster *c, void (*fn)(void *arg), void *arg);
+void mk_cluster_off_clock(mk_cluster *c, void (*fn)(void *arg), void *arg);
 
-/* Manual clock: advancing it also sends batches whose linger passed. */
+/* Manual clock: advancing it also calls the clock hooks. */
 mk_err mk_cluster_clock_advance(mk_cluster *c, int64_t ms, mk_strbuf *why);
 mk_err mk_cluster_clock_set(mk_cluster *c, int64_t ms, mk_strbuf *why);
 

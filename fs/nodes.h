@@ -75,6 +75,7 @@ struct node_def {
 /* The daemon's root object: everything fs/ operations reach. */
 struct mkfs {
 	mk_cluster *cluster;
+	struct mk_producers *producers;   /* the append descriptors' producers */
 	char *readme;            /* /README text */
 	/* Open handles, so that a stop with files still open (SIGTERM) can
 	 * release them after the request loop ended. */

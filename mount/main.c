@@ -25,6 +25,7 @@
 #include "failpoint.h"
 #include "fileio.h"
 #include "ops.h"
+#include "producer.h"
 
 struct options {
 	char *config;
@@ -165,7 +166,8 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	mk_strbuf_release(&why);
-	mkfs fs = { .cluster = cluster, .readme = (char *)mk_readme_text };
+	mkfs fs = { .cluster = cluster, .readme = (char *)mk_readme_text,
+		    .producers = mk_producers_new(cluster) };
 	pthread_mutex_init(&fs.handles_lock, NULL);
 	rc = serve(&args, &fopts, &fs);
 	/*
@@ -176,6 +178,7 @@ int main(int argc, char *argv[])
 	 */
 	mk_cluster_begin_shutdown(cluster);
 	mk_fs_release_all(&fs);
+	mk_producers_free(fs.producers);
 	mk_cluster_close(cluster);
 	pthread_mutex_destroy(&fs.handles_lock);
 out:
