@@ -656,9 +656,12 @@ size_t mk_producer_take_receipts(mk_producer *p, mk_receipt *out, size_t max)
 {
 	pthread_mutex_lock(&p->lock);
 	size_t n = p->nreceipts < max ? p->nreceipts : max;
-	memcpy(out, p->receipts, n * sizeof(*out));
-	memmove(p->receipts, p->receipts + n, (p->nreceipts - n) * sizeof(*out));
-	p->nreceipts -= n;
+	if (n) {
+		memcpy(out, p->receipts, n * sizeof(*out));
+		memmove(p->receipts, p->receipts + n,
+			(p->nreceipts - n) * sizeof(*out));
+		p->nreceipts -= n;
+	}
 	pthread_mutex_unlock(&p->lock);
 	return n;
 }
