@@ -388,6 +388,8 @@ static mk_err send_due(mk_producer *p, int64_t now, bool owed, mk_strbuf *why)
 {
 	mk_err first = MK_OK;
 	bool moved = false;
+	if (p->partition != MK_PARTITION_ANY)
+		return MK_OK;     /* a partition producer keeps no open batch */
 	for (int i = 0; i < p->n; i++) {
 		slot *s = &p->slots[i];
 		if (!s->open ||
