@@ -214,10 +214,12 @@ typedef struct {
 	mk_header headers[MK_FORMAT_MAX_HEADERS];
 } tsv_state;
 
+/* escaped: the line has a backslash somewhere (else no field can). */
 static mk_err unescape_span(tsv_state *st, const char *p, size_t len,
-			    span *out, size_t lineno, mk_strbuf *why)
+			    bool escaped, span *out, size_t lineno,
+			    mk_strbuf *why)
 {
-	if (!memchr(p, '\\', len)) {
+	if (!escaped || !memchr(p, '\\', len)) {
 		*out = (span){ p, 0, (int32_t)len };
 		return MK_OK;
 	}
@@ -253,12 +255,14 @@ static mk_err tsv_line(tsv_state *st, const char *line, size_t len,
 
 	/* Unescaping never lengthens a field: with room for the whole line,
 	 * the scratch buffer does not move while the line is parsed. */
-	mk_strbuf_grow(st->scratch, len + 1);
+	bool escaped = memchr(line, '\\', len) != NULL;
+	if (escaped)
+		mk_strbuf_grow(st->scratch, len + 1);
 	for (;;) {
 		const char *tab = memchr(f, '\t', (size_t)(end - f));
 		const char *fend = tab ? tab : end;
 		if (nfields < 2) {
-			err = unescape_span(st, f, (size_t)(fend - f),
+			err = unescape_span(st, f, (size_t)(fend - f), escaped,
 					    &st->fields[nfields], lineno, why);
 			if (err)
 				return err;
@@ -273,8 +277,8 @@ static mk_err tsv_line(tsv_state *st, const char *line, size_t len,
 						 "header without '='");
 			span *name = &st->fields[2 + 2 * nheaders];
 			span *val = name + 1;
-			err = unescape_span(st, f, (size_t)(eq - f), name,
-					    lineno, why);
+			err = unescape_span(st, f, (size_t)(eq - f), escaped,
+					    name, lineno, why);
 			if (err)
 				return err;
 			if (name->len < 0)
@@ -287,7 +291,7 @@ static mk_err tsv_line(tsv_state *st, const char *line, size_t len,
 				return line_fail(why, MK_INVALID_RECORD, lineno,
 						 "header name too long");
 			err = unescape_span(st, eq + 1, (size_t)(fend - eq - 1),
-					    val, lineno, why);
+					    escaped, val, lineno, why);
 			if (err)
 				return err;
 			nheaders++;

@@ -23,6 +23,7 @@
 #include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "cluster.h"
 #include "codec.h"
@@ -489,6 +490,17 @@ static void test_partitioner(void **state)
 	/* Bytes, not strings: a NUL inside the key counts. */
 	assert_int_equal(mk_partition_for_key(mk_bytes_of("a\0b", 3), 1000),
 			 mk_partition_for_key(mk_bytes_of("a\0b", 3), 1000));
+
+	/* Short keys (a table in partitioner.c) and long ones (zlib) give
+	 * zlib's crc32 alike. */
+	uint8_t key[200];
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (uint8_t)(i * 37 + 11);
+	for (size_t n = 0; n <= sizeof(key); n++) {
+		uLong z = crc32(crc32(0L, Z_NULL, 0), key, (uInt)n);
+		assert_int_equal(mk_partition_for_key(mk_bytes_of(key, n), 1000003),
+				 (int)(z % 1000003u));
+	}
 
 	/* Stable and spread: 1000 keys over 4 partitions, each > 10%. */
 	int hist[4] = { 0 };
