@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "accumulator.h"
 #include "fileio.h"
 #include "failpoint.h"
 #include "metadata.h"
@@ -753,72 +752,28 @@ static void refresh_one(mk_topic *t, mk_partition *p, void *arg)
 	mk_partition_wake(p);
 }
 
-/* ---- accumulators and the sender -------------------------------------- */
+/* ---- clock hooks -------------------------------------------------------- */
 
-void mk_cluster_add_accumulator(mk_cluster *c, struct mk_accumulator *acc)
+void mk_cluster_on_clock(mk_cluster *c, void (*fn)(void *arg), void *arg)
 {
-	pthread_mutex_lock(&c->acc_lock);
-	if (c->naccs == c->accs_alloc) {
-		c->accs_alloc = c->accs_alloc ? c->accs_alloc * 2 : 16;
-		c->accs = realloc(c->accs, c->accs_alloc * sizeof(*c->accs));
-		if (!c->accs)
-			abort();
-	}
-	c->accs[c->naccs++] = acc;
-	pthread_mutex_unlock(&c->acc_lock);
+	pthread_mutex_lock(&c->hooks_lock);
+	if (c->nclock_hooks == MK_CLUSTER_MAX_HOOKS)
+		abort();
+	c->clock_hooks[c->nclock_hooks].fn = fn;
+	c->clock_hooks[c->nclock_hooks].arg = arg;
+	c->nclock_hooks++;
+	pthread_mutex_unlock(&c->hooks_lock);
 }
 
-void mk_cluster_remove_accumulator(mk_cluster *c, struct mk_accumulator *acc)
+void mk_cluster_off_clock(mk_cluster *c, void (*fn)(void *arg), void *arg)
 {
-	pthread_mutex_lock(&c->acc_lock);
-	for (size_t i = 0; i < c->naccs; i++)
-		if (c->accs[i] == acc) {
-			c->accs[i] = c->accs[--c->naccs];
+	pthread_mutex_lock(&c->hooks_lock);
+	for (int i = 0; i < c->nclock_hooks; i++)
+		if (c->clock_hooks[i].fn == fn && c->clock_hooks[i].arg == arg) {
+			c->clock_hooks[i] = c->clock_hooks[--c->nclock_hooks];
 			break;
 		}
-	pthread_mutex_unlock(&c->acc_lock);
-}
-
-void mk_cluster_wake_sender(mk_cluster *c)
-{
-	pthread_mutex_lock(&c->acc_lock);
-	pthread_cond_broadcast(&c->acc_cond);
-	pthread_mutex_unlock(&c->acc_lock);
-}
-
-/* Send every lingering batch that is due. Under acc_lock. */
-static int64_t tick_accumulators(mk_cluster *c)
-{
-	int64_t now = mk_clock_now(&c->clock), next = INT64_MAX;
-	for (size_t i = 0; i < c->naccs; i++) {
-		mk_accumulator_tick(c->accs[i], now);
-		int64_t d = mk_accumulator_deadline(c->accs[i]);
-		if (d < next)
-			next = d;
-	}
-	return next;
-}
-
-static void *sender_main(void *arg)
-{
-	mk_cluster *c = arg;
-	pthread_mutex_lock(&c->acc_lock);
-	while (!c->shutting_down) {
-		int64_t next = tick_accumulators(c);
-		int64_t wait = next == INT64_MAX ? 1000 : next - mk_clock_now(&c->clock);
-		if (wait > 1000)
-			wait = 1000;
-		if (wait < 1)
-			wait = 1;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t ns = ts.tv_nsec + wait * 1000000LL;
-		ts.tv_sec += ns / 1000000000LL;
-		ts.tv_nsec = ns % 1000000000LL;
-		pthread_cond_timedwait(&c->acc_cond, &c->acc_lock, &ts);
-	}
-	pthread_mutex_unlock(&c->acc_lock);
-	return NULL;
+	pthread_mutex_unlock(&c->hooks_lock);
 }
 
 static mk_err clock_moved(mk_cluster *c, bool ok, mk_strbuf *why)
@@ -831,9 +786,13 @@ static mk_err clock_moved(mk_cluster *c, bool ok, mk_strbuf *why)
 		return MK_INVALID_REQUEST;
 	}
 	mk_cluster_each_partition(c, refresh_one, NULL);
-	pthread_mutex_lock(&c->acc_lock);
-	tick_accumulators(c);
-	pthread_mutex_unlock(&c->acc_lock);
+	pthread_mutex_lock(&c->hooks_lock);
+	int n = c->nclock_hooks;
+	mk_clock_hook hooks[MK_CLUSTER_MAX_HOOKS];
+	memcpy(hooks, c->clock_hooks, sizeof(hooks));
+	pthread_mutex_unlock(&c->hooks_lock);
+	for (int i = 0; i < n; i++)
+		hooks[i].fn(hooks[i].arg);
 	atomic_fetch_add(&c->meta_dirty, 1);
 	return mk_cluster_sync_metadata(c);
 }
@@ -1140,10 +1099,9 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	pthread_mutex_init(&c->meta_lock, NULL);
 	pthread_mutex_init(&c->stop_lock, NULL);
 	pthread_cond_init(&c->stop_cond, NULL);
-	pthread_mutex_init(&c->acc_lock, NULL);
-	pthread_cond_init(&c->acc_cond, NULL);
 	pthread_mutex_init(&c->saver_lock, NULL);
 	pthread_cond_init(&c->saver_cond, NULL);
+	pthread_mutex_init(&c->hooks_lock, NULL);
 	c->nbrokers = cfg->nbrokers;
 	for (int i = 0; i < cfg->nbrokers; i++) {
 		c->brokers[i].id = cfg->broker_ids[i];
@@ -1206,9 +1164,6 @@ void mk_cluster_start(mk_cluster *c)
 		c->env.meta_notify = meta_notify;
 		c->env.meta_arg = c;
 	}
-	if (!c->clock.manual && !c->sender_started &&
-	    pthread_create(&c->sender, NULL, sender_main, c) == 0)
-		c->sender_started = true;
 	if (!c->cfg.auto_replication)
 		return;
 	if (!c->cleaner_started &&
@@ -1258,19 +1213,7 @@ mk_err mk_cluster_close(mk_cluster *c)
 			pthread_join(c->brokers[i].fetcher, NULL);
 	if (c->cleaner_started)
 		pthread_join(c->cleaner, NULL);
-	if (c->sender_started) {
-		mk_cluster_wake_sender(c);
-		pthread_join(c->sender, NULL);
-	}
 	mk_cluster_each_partition(c, wake_one, NULL);
-	/* Producers still open (SIGTERM with files open): send their batches. */
-	pthread_mutex_lock(&c->acc_lock);
-	for (size_t i = 0; i < c->naccs; i++) {
-		mk_strbuf why = MK_STRBUF_INIT;
-		mk_accumulator_flush(c->accs[i], NULL, &why);
-		mk_strbuf_release(&why);
-	}
-	pthread_mutex_unlock(&c->acc_lock);
 	/* The final save runs here, on this thread: the saver stops first
 	 * (the partitions still call meta_notify, which only kicks). */
 	stop_saver(c);
@@ -1288,11 +1231,9 @@ mk_err mk_cluster_close(mk_cluster *c)
 	pthread_mutex_destroy(&c->meta_lock);
 	pthread_mutex_destroy(&c->stop_lock);
 	pthread_cond_destroy(&c->stop_cond);
-	pthread_mutex_destroy(&c->acc_lock);
-	pthread_cond_destroy(&c->acc_cond);
-	free(c->accs);
 	pthread_mutex_destroy(&c->saver_lock);
 	pthread_cond_destroy(&c->saver_cond);
+	pthread_mutex_destroy(&c->hooks_lock);
 	mk_errlog_destroy(&c->errlog);
 	free(c->data_dir);
 	if (c->lock_fd >= 0)

@@ -7,8 +7,6 @@
  *   c->clean_lock      one cleaner run at a time (/ctl retention, /ctl
  *                      compact, the background cleaner); taken before
  *                      all the others
- *   c->acc_lock        the accumulator registry (taken before any
- *                      accumulator's own lock, which is only try-locked)
  *   c->lock (rwlock)   the topic table, broker states, topic configs,
  *                      producer identities;
  *                      readers: lookups and listings; writers: create,
@@ -20,6 +18,8 @@
  *                      and apply, and holds neither during the fsync)
  *   c->saver_lock      the saver's wake-up flag (a leaf: taken under
  *                      p->lock by meta_notify)
+ *   c->hooks_lock      the clock hooks (held only to copy them: a hook is
+ *                      called with no cluster lock held)
  *
  * Decide, persist, act: a control change (broker crash or restart,
  * promotion, topic creation, deletion or configuration) is planned, the
@@ -63,6 +63,9 @@ typedef struct mk_topic {
 	mk_topic_config cfg;     /* guarded by the cluster lock */
 	mk_partition **partitions;
 	_Atomic int refs;
+	/* Where the keyless records of the topic's next new producer start
+	 * (producer.h): taken and bumped once per producer, mod partitions. */
+	_Atomic unsigned next_sticky;
 } mk_topic;
 
 /* An idempotent producer identity (/producers/NAME). */
@@ -78,6 +81,13 @@ typedef struct {
 	pthread_t fetcher;       /* auto replication only */
 	bool fetcher_started;
 } mk_broker;
+
+#define MK_CLUSTER_MAX_HOOKS 8
+
+typedef struct {
+	void (*fn)(void *arg);
+	void *arg;
+} mk_clock_hook;
 
 typedef struct mk_cluster {
 	char *data_dir;
@@ -100,14 +110,10 @@ typedef struct mk_cluster {
 	size_t nproducers;
 	int64_t next_producer_id;
 
-	/* Topic producers with open batches (accumulator.h), and the
-	 * sender thread that sends lingering batches on the system clock. */
-	pthread_mutex_t acc_lock;
-	pthread_cond_t acc_cond;
-	struct mk_accumulator **accs;
-	size_t naccs, accs_alloc;
-	pthread_t sender;
-	bool sender_started;
+	/* Called after every move of the manual clock (mk_cluster_on_clock). */
+	pthread_mutex_t hooks_lock;
+	mk_clock_hook clock_hooks[MK_CLUSTER_MAX_HOOKS];
+	int nclock_hooks;
 
 	pthread_mutex_t clean_lock;  /* serialises cleaner runs */
 	pthread_t cleaner;           /* auto mode: retention and compaction */
@@ -184,14 +190,16 @@ mk_err mk_cluster_producer_get(mk_cluster *c, const char *name, int64_t *id,
 			       int16_t *epoch);
 size_t mk_cluster_producer_names(mk_cluster *c, char ***names);
 
-/* The accumulator registry (accumulator.h uses these). */
-struct mk_accumulator;
-void mk_cluster_add_accumulator(mk_cluster *c, struct mk_accumulator *acc);
-void mk_cluster_remove_accumulator(mk_cluster *c, struct mk_accumulator *acc);
-/* A batch started lingering: the sender may need to wake earlier. */
-void mk_cluster_wake_sender(mk_cluster *c);
+/*
+ * "The clock moved": fn(arg) is called after every advance or set of the
+ * manual clock, once the partitions' waiters were woken, with no cluster
+ * lock held (the producers send the batches whose linger passed). At most
+ * MK_CLUSTER_MAX_HOOKS; off removes the pair before its arg goes away.
+ */
+void mk_cluster_on_clock(mk_cluster *c, void (*fn)(void *arg), void *arg);
+void mk_cluster_off_clock(mk_cluster *c, void (*fn)(void *arg), void *arg);
 
-/* Manual clock: advancing it also sends batches whose linger passed. */
+/* Manual clock: advancing it also calls the clock hooks. */
 mk_err mk_cluster_clock_advance(mk_cluster *c, int64_t ms, mk_strbuf *why);
 mk_err mk_cluster_clock_set(mk_cluster *c, int64_t ms, mk_strbuf *why);
 

@@ -419,7 +419,7 @@ static mk_err persist(mk_groups *g, const char *group, const gm_rec *recs,
 	mk_builder_finish(&b);
 	mk_produce_args a = { .acks = -1, .seq = -1, .count = b.count };
 	mk_produce_result res;
-	mk_err err = mk_partition_produce_ex(p, (uint8_t *)b.frame.buf, b.frame.len,
+	mk_err err = mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
 					     &a, NULL, &res, why);
 	mk_builder_release(&b);
 	mk_topic_put(t);

@@ -828,9 +828,9 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	return await_replicas(p, t, w, why);
 }
 
-mk_err mk_partition_produce_ex(mk_partition *p, uint8_t *frame, size_t len,
-			       const mk_produce_args *args, const mk_waiter *w,
-			       mk_produce_result *res, mk_strbuf *why)
+mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
+			    const mk_produce_args *args, const mk_waiter *w,
+			    mk_produce_result *res, mk_strbuf *why)
 {
 	pthread_mutex_lock(&p->lock);
 	mk_err err = produce_locked(p, frame, len, args, w, res, why);
@@ -844,33 +844,6 @@ mk_err mk_partition_await(mk_partition *p, const mk_ack_ticket *t,
 	pthread_mutex_lock(&p->lock);
 	mk_err err = await_replicas(p, t, w, why);
 	pthread_mutex_unlock(&p->lock);
-	return err;
-}
-
-mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
-			    int acks, const mk_waiter *w, int64_t *base,
-			    mk_strbuf *why)
-{
-	mk_produce_args a = { .acks = acks, .seq = -1 };
-	mk_produce_result res;
-	mk_err err = mk_partition_produce_ex(p, frame, len, &a, w, &res, why);
-	*base = res.base;
-	return err;
-}
-
-mk_err mk_partition_produce_idempotent(mk_partition *p, uint8_t *frame,
-				       size_t len, int64_t pid, int16_t epoch,
-				       int32_t seq, const mk_waiter *w,
-				       int64_t *base, int32_t *count,
-				       bool *duplicate, mk_strbuf *why)
-{
-	mk_produce_args a = { .acks = -1, .idempotent = true, .pid = pid,
-			      .epoch = epoch, .seq = seq, .count = *count };
-	mk_produce_result res;
-	mk_err err = mk_partition_produce_ex(p, frame, len, &a, w, &res, why);
-	*base = res.base;
-	*count = res.count;
-	*duplicate = res.duplicate;
 	return err;
 }
 

@@ -168,37 +168,25 @@ void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg);
 
 /*
  * Produce one finished frame to the leader. acks: 0, 1 or -1 (all).
- * *base gets the assigned base offset. For acks=all: NOT_ENOUGH_REPLICAS
- * before appending when the ISR is below min.insync.replicas; then waits
- * until every ISR member captured at append time that is still in the ISR
- * has the batch: NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR falls below
- * the minimum meanwhile, FENCED_LEADER_EPOCH if the leader changes,
- * REQUEST_TIMED_OUT after request.timeout.ms on the cluster clock.
- */
-mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
-			    int acks, const mk_waiter *w, int64_t *base,
-			    mk_strbuf *why);
-
-/*
- * Produce a batch of an idempotent producer (always acks=all): stamps
- * (pid, epoch) and the base sequence — `seq`, or the next one the leader
- * expects when seq < 0 — then checks it against the leader's producer
- * state. An exact retry of one of the producer's last five batches appends
- * nothing and returns the original offsets (*duplicate set); a gap or
- * reorder is OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch PRODUCER_FENCED.
- * *base and *count describe the batch (the original one for a retry).
- */
-mk_err mk_partition_produce_idempotent(mk_partition *p, uint8_t *frame,
-				       size_t len, int64_t pid, int16_t epoch,
-				       int32_t seq, const mk_waiter *w,
-				       int64_t *base, int32_t *count,
-				       bool *duplicate, mk_strbuf *why);
-/*
- * The general produce, for callers that batch on their own (the topic
- * accumulator): with defer_ack, an acks=all produce returns right after
- * the append with a ticket, and mk_partition_await later waits for it with
- * the same rules (the captured ISR, the minimum, the leader epoch, the
- * timeout counted from the append).
+ * res->base gets the assigned base offset (-1: nothing was appended).
+ * Before appending: NOT_ENOUGH_REPLICAS for acks=all when the ISR is below
+ * min.insync.replicas, MESSAGE_TOO_LARGE over message.max.bytes.
+ *
+ * An idempotent producer's batch (always acks=all) is stamped with (pid,
+ * epoch) and the base sequence — `seq`, or the next one the leader expects
+ * when seq < 0 — then checked against the leader's producer state. An exact
+ * retry of one of the producer's last five batches appends nothing and
+ * gives the original offsets (res->duplicate); a gap or reorder is
+ * OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch PRODUCER_FENCED. res->base
+ * and res->count describe the batch (the original one for a retry).
+ *
+ * acks=all then waits until every ISR member captured at append time that
+ * is still in the ISR has the batch: NOT_ENOUGH_REPLICAS_AFTER_APPEND if
+ * the ISR falls below the minimum meanwhile, FENCED_LEADER_EPOCH if the
+ * leader changes, REQUEST_TIMED_OUT after request.timeout.ms on the
+ * cluster clock. With defer_ack it returns right after the append with a
+ * ticket instead (res->pending), and mk_partition_await later waits for it
+ * with the same rules (the timeout counted from the append).
  */
 typedef struct {
 	int64_t target;             /* the batch's next offset */
@@ -225,9 +213,9 @@ typedef struct {
 	mk_ack_ticket ticket;
 } mk_produce_result;
 
-mk_err mk_partition_produce_ex(mk_partition *p, uint8_t *frame, size_t len,
-			       const mk_produce_args *args, const mk_waiter *w,
-			       mk_produce_result *res, mk_strbuf *why);
+mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
+			    const mk_produce_args *args, const mk_waiter *w,
+			    mk_produce_result *res, mk_strbuf *why);
 mk_err mk_partition_await(mk_partition *p, const mk_ack_ticket *t,
 			  const mk_waiter *w, mk_strbuf *why);
 

@@ -43,6 +43,8 @@
  */
 #include "format.h"
 
+#include <stdlib.h>
+
 #include <inttypes.h>
 #include <string.h>
 
@@ -197,29 +199,38 @@ static mk_err bad_escape(mk_strbuf *why, size_t lineno, const char *bad,
 	return MK_INVALID_RECORD;
 }
 
-/* One unescaped field: offset into the scratch buffer, or null. */
+/* One field: a slice of the written bytes when it holds no escape, else
+ * an offset into the scratch buffer; or null. */
 typedef struct {
+	const char *direct;   /* NULL: in scratch at off */
 	size_t off;
-	int32_t len;      /* -1: null */
+	int32_t len;          /* -1: null */
 } span;
 
 typedef struct {
 	const mk_parse_opts *opts;
-	mk_strbuf scratch;
+	mk_strbuf *scratch;   /* unescaped fields; never moves within a line */
 	span fields[2 + 2 * MK_FORMAT_MAX_HEADERS];
 	mk_header headers[MK_FORMAT_MAX_HEADERS];
 } tsv_state;
 
+/* escaped: the line has a backslash somewhere (else no field can). */
 static mk_err unescape_span(tsv_state *st, const char *p, size_t len,
-			    span *out, size_t lineno, mk_strbuf *why)
+			    bool escaped, span *out, size_t lineno,
+			    mk_strbuf *why)
 {
+	if (!escaped || !memchr(p, '\\', len)) {
+		*out = (span){ p, 0, (int32_t)len };
+		return MK_OK;
+	}
 	bool is_null;
 	const char *bad;
-	size_t start = st->scratch.len;
-	if (unescape(p, len, &st->scratch, &is_null, &bad))
+	size_t start = st->scratch->len;
+	if (unescape(p, len, st->scratch, &is_null, &bad))
 		return bad_escape(why, lineno, bad, p + len);
+	out->direct = NULL;
 	out->off = start;
-	out->len = is_null ? -1 : (int32_t)(st->scratch.len - start);
+	out->len = is_null ? -1 : (int32_t)(st->scratch->len - start);
 	return MK_OK;
 }
 
@@ -227,7 +238,9 @@ static mk_bytes span_bytes(const tsv_state *st, span s)
 {
 	if (s.len < 0)
 		return MK_BYTES_NULL;
-	return mk_bytes_of(st->scratch.buf + s.off, (size_t)s.len);
+	if (s.direct)
+		return mk_bytes_of(s.direct, (size_t)s.len);
+	return mk_bytes_of(st->scratch->buf + s.off, (size_t)s.len);
 }
 
 static mk_err tsv_line(tsv_state *st, const char *line, size_t len,
@@ -240,12 +253,16 @@ static mk_err tsv_line(tsv_state *st, const char *line, size_t len,
 	const char *f = line;
 	mk_err err;
 
-	mk_strbuf_reset(&st->scratch);
+	/* Unescaping never lengthens a field: with room for the whole line,
+	 * the scratch buffer does not move while the line is parsed. */
+	bool escaped = memchr(line, '\\', len) != NULL;
+	if (escaped)
+		mk_strbuf_grow(st->scratch, len + 1);
 	for (;;) {
 		const char *tab = memchr(f, '\t', (size_t)(end - f));
 		const char *fend = tab ? tab : end;
 		if (nfields < 2) {
-			err = unescape_span(st, f, (size_t)(fend - f),
+			err = unescape_span(st, f, (size_t)(fend - f), escaped,
 					    &st->fields[nfields], lineno, why);
 			if (err)
 				return err;
@@ -260,8 +277,8 @@ static mk_err tsv_line(tsv_state *st, const char *line, size_t len,
 						 "header without '='");
 			span *name = &st->fields[2 + 2 * nheaders];
 			span *val = name + 1;
-			err = unescape_span(st, f, (size_t)(eq - f), name,
-					    lineno, why);
+			err = unescape_span(st, f, (size_t)(eq - f), escaped,
+					    name, lineno, why);
 			if (err)
 				return err;
 			if (name->len < 0)
@@ -274,7 +291,7 @@ static mk_err tsv_line(tsv_state *st, const char *line, size_t len,
 				return line_fail(why, MK_INVALID_RECORD, lineno,
 						 "header name too long");
 			err = unescape_span(st, eq + 1, (size_t)(fend - eq - 1),
-					    val, lineno, why);
+					    escaped, val, lineno, why);
 			if (err)
 				return err;
 			nheaders++;
@@ -303,9 +320,12 @@ static mk_err tsv_line(tsv_state *st, const char *line, size_t len,
 	return sink(arg, key, value, st->headers, nheaders);
 }
 
-mk_err mk_parse_lines(const mk_parse_opts *opts, const char *buf, size_t len,
-		      bool final, mk_record_sink sink, void *arg,
-		      size_t *consumed, mk_strbuf *why)
+/* Parse lines; TSV fields that need unescaping go to scratch, which is
+ * reset before each line unless keep (then it only grows). */
+static mk_err parse_lines(const mk_parse_opts *opts, const char *buf,
+			  size_t len, bool final, mk_record_sink sink,
+			  void *arg, mk_strbuf *scratch, bool keep,
+			  size_t *consumed, mk_strbuf *why)
 {
 	const char *p = buf, *end = buf + len;
 	size_t lineno = 0;
@@ -341,7 +361,7 @@ mk_err mk_parse_lines(const mk_parse_opts *opts, const char *buf, size_t len,
 	tsv_state local;
 	tsv_state *st = &local;
 	st->opts = opts;
-	mk_strbuf_init(&st->scratch, 0);
+	st->scratch = scratch;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *lend = nl ? nl : end;
@@ -353,6 +373,8 @@ mk_err mk_parse_lines(const mk_parse_opts *opts, const char *buf, size_t len,
 		}
 		if (!nl && !final)
 			break;
+		if (!keep)
+			mk_strbuf_reset(scratch);
 		err = tsv_line(st, p, (size_t)(lend - p), lineno, sink, arg,
 			       why);
 		if (err)
@@ -360,7 +382,81 @@ mk_err mk_parse_lines(const mk_parse_opts *opts, const char *buf, size_t len,
 		p = nl ? nl + 1 : end;
 		*consumed = (size_t)(p - buf);
 	}
-	mk_strbuf_release(&st->scratch);
+	return err;
+}
+
+mk_err mk_parse_lines(const mk_parse_opts *opts, const char *buf, size_t len,
+		      bool final, mk_record_sink sink, void *arg,
+		      size_t *consumed, mk_strbuf *why)
+{
+	mk_strbuf scratch = MK_STRBUF_INIT;
+	mk_err err = parse_lines(opts, buf, len, final, sink, arg, &scratch,
+				 false, consumed, why);
+	mk_strbuf_release(&scratch);
+	return err;
+}
+
+/* ---- records of a write ------------------------------------------------- */
+
+void mk_parsed_reserve(mk_parsed *out, size_t bytes)
+{
+	mk_strbuf_grow(&out->scratch, bytes + 1);
+}
+
+void mk_parsed_reset(mk_parsed *out)
+{
+	out->n = 0;
+	out->nhdrs = 0;
+	mk_strbuf_reset(&out->scratch);
+}
+
+void mk_parsed_release(mk_parsed *out)
+{
+	free(out->recs);
+	free(out->hdrs);
+	mk_strbuf_release(&out->scratch);
+	memset(out, 0, sizeof(*out));
+}
+
+static mk_err collect(void *arg, mk_bytes key, mk_bytes value,
+		      const mk_header *headers, size_t nheaders)
+{
+	mk_parsed *out = arg;
+	if (out->n == out->alloc) {
+		out->alloc = out->alloc ? out->alloc * 2 : 256;
+		out->recs = realloc(out->recs, out->alloc * sizeof(*out->recs));
+		if (!out->recs)
+			abort();
+	}
+	if (out->nhdrs + nheaders > out->hdrs_alloc) {
+		while (out->nhdrs + nheaders > out->hdrs_alloc)
+			out->hdrs_alloc = out->hdrs_alloc ? out->hdrs_alloc * 2 : 64;
+		out->hdrs = realloc(out->hdrs, out->hdrs_alloc * sizeof(*out->hdrs));
+		if (!out->hdrs)
+			abort();
+	}
+	if (nheaders)
+		memcpy(out->hdrs + out->nhdrs, headers, nheaders * sizeof(*headers));
+	out->nhdrs += nheaders;
+	/* headers are pointed at once collection ends (hdrs may move) */
+	out->recs[out->n++] = (mk_record_in){ key, value, NULL, nheaders };
+	return MK_OK;
+}
+
+mk_err mk_parse_records(const mk_parse_opts *opts, const char *buf, size_t len,
+			bool final, mk_parsed *out, size_t *consumed,
+			mk_strbuf *why)
+{
+	/* Room for every unescaped byte of buf: the scratch never moves, so
+	 * the slices into it stay valid (unescaping never lengthens). */
+	mk_strbuf_grow(&out->scratch, len + 1);
+	mk_err err = parse_lines(opts, buf, len, final, collect, out,
+				 &out->scratch, true, consumed, why);
+	size_t h = 0;
+	for (size_t i = 0; i < out->n; i++) {
+		out->recs[i].headers = out->recs[i].nheaders ? out->hdrs + h : NULL;
+		h += out->recs[i].nheaders;
+	}
 	return err;
 }
 

@@ -7,8 +7,10 @@
  * on TAB and unescaped as PostgreSQL COPY text (\\ \t \n \r \xHH, a field
  * exactly \N is null): VALUE, or KEY TAB VALUE, then NAME=VALUE headers.
  * Parsing is all-or-nothing per call: the caller parses the whole write
- * first (sink collecting into a batch builder), and appends only if it
- * succeeded.
+ * first (mk_parse_records collects it), and appends only if it succeeded.
+ * Fields are not copied: a record's slices point into the written bytes,
+ * except TSV fields that had escapes, which are unescaped into a scratch
+ * buffer.
  *
  * Reading (records files): one record becomes one line of text in the
  * chosen format: plain (value and \n; a null value is an empty line), TSV
@@ -25,13 +27,15 @@
 #include "log.h"
 #include "error.h"
 #include "names.h"
+#include "producer.h"
 #include "strbuf.h"
 
 #define MK_FORMAT_MAX_HEADERS 64
 
 /*
  * Called once per parsed record. key/value/header bytes are valid only for
- * the duration of the call. A non-OK return stops parsing and is returned.
+ * the duration of the call (of mk_parse_lines: slices of buf stay valid
+ * as long as buf does). A non-OK return stops parsing and is returned.
  */
 typedef mk_err (*mk_record_sink)(void *arg, mk_bytes key, mk_bytes value,
 				 const mk_header *headers, size_t nheaders);
@@ -56,6 +60,31 @@ typedef struct {
 mk_err mk_parse_lines(const mk_parse_opts *opts, const char *buf, size_t len,
 		      bool final, mk_record_sink sink, void *arg,
 		      size_t *consumed, mk_strbuf *why);
+
+/*
+ * The records of one write, as the producer takes them (mk_record_in):
+ * slices into the parsed bytes, or into scratch for unescaped TSV fields.
+ * They stay valid while the parsed bytes do, until reset or release. A
+ * caller parsing several buffers into one mk_parsed reserves room for all
+ * their bytes first (mk_parsed_reserve), so that scratch never moves.
+ */
+typedef struct {
+	mk_record_in *recs;
+	size_t n, alloc;
+	mk_header *hdrs;
+	size_t nhdrs, hdrs_alloc;
+	mk_strbuf scratch;
+} mk_parsed;
+
+#define MK_PARSED_INIT { NULL, 0, 0, NULL, 0, 0, MK_STRBUF_INIT }
+
+/* mk_parse_lines, collecting the records into out (after those there). */
+mk_err mk_parse_records(const mk_parse_opts *opts, const char *buf, size_t len,
+			bool final, mk_parsed *out, size_t *consumed,
+			mk_strbuf *why);
+void mk_parsed_reserve(mk_parsed *out, size_t bytes);
+void mk_parsed_reset(mk_parsed *out);
+void mk_parsed_release(mk_parsed *out);
 
 /* Append one record in the given format (plain, tsv or json), with \n. */
 void mk_format_record(mk_format format, const mk_record_view *rec,

@@ -23,6 +23,8 @@ static mk_partition *handle_partition(mk_handle *h)
 /* ---- open ------------------------------------------------------------- */
 
 static mk_err open_append(mkfs *fs, mk_handle *h, bool readable, mk_strbuf *why);
+static void append_release(mk_handle *h);
+static void take_receipts(mk_handle *h);
 
 /* Turn a POS into an offset against the partition's current state. */
 static mk_err resolve_position(mk_partition *p, const mk_read_params *rp,
@@ -130,13 +132,12 @@ mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 	h->ref = *ref;
 	memset(ref, 0, sizeof(*ref));    /* the handle owns the topic reference */
 	h->path = strdup(path);
+	h->fs = fs;
 	h->fd = -1;
-	h->acks = MK_ACKS_DEFAULT;
-	pthread_mutex_init(&h->receipts_lock, NULL);
-	mk_strbuf_init(&h->receipts, 0);
 	mk_strbuf_init(&h->text, 0);
 	mk_strbuf_init(&h->fetched, 0);
 	mk_strbuf_init(&h->pending, 0);
+	mk_strbuf_init(&h->first, 0);
 
 	switch (d->type) {
 	case NODE_VALUE:
@@ -201,11 +202,12 @@ void mk_handle_close(mk_handle *h)
 		return;
 	if (h->fd >= 0)
 		close(h->fd);
-	mk_accumulator_free(h->acc, NULL);
+	if (h->prod)
+		append_release(h);
 	mk_poll_free(h->poll);
 	mk_node_ref_release(&h->ref);
-	mk_strbuf_release(&h->receipts);
-	pthread_mutex_destroy(&h->receipts_lock);
+	mk_parsed_release(&h->parsed);
+	mk_strbuf_release(&h->first);
 	mk_strbuf_release(&h->text);
 	mk_strbuf_release(&h->fetched);
 	mk_strbuf_release(&h->pending);
@@ -404,10 +406,7 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		err = MK_OK;
 		break;
 	case NODE_APPEND:
-		pthread_mutex_lock(&h->receipts_lock);
-		mk_strbuf_add(&h->text, h->receipts.buf, h->receipts.len);
-		mk_strbuf_reset(&h->receipts);
-		pthread_mutex_unlock(&h->receipts_lock);
+		take_receipts(h);
 		break;
 	case NODE_DIR:
 		goto out;
@@ -433,264 +432,133 @@ out:
 
 /* ---- append ----------------------------------------------------------- */
 
-static const mk_batch_meta plain_meta = {
-	.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
-	.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
-};
-
-static void add_receipt(void *arg, const char *topic, int partition,
-			int64_t base, int32_t count, int acks)
-{
-	mk_handle *h = arg;
-	if (!h->readable)
-		return;
-	pthread_mutex_lock(&h->receipts_lock);
-	mk_strbuf_addf(&h->receipts, "%s %d ", topic, partition);
-	if (acks == 0)
-		mk_strbuf_addstr(&h->receipts, "-");
-	else
-		mk_strbuf_addf(&h->receipts, "%lld", (long long)base);
-	mk_strbuf_addf(&h->receipts, " %d\n", count);
-	pthread_mutex_unlock(&h->receipts_lock);
-}
-
 static mk_err open_append(mkfs *fs, mk_handle *h, bool readable, mk_strbuf *why)
 {
-	mk_cluster *c = fs->cluster;
 	h->readable = readable;
 	if (mk_topic_name_internal(h->ref.topic->name)) {
 		mk_strbuf_addf(why, "%s is an internal topic: only the group coordinator writes it",
 			       h->ref.topic->name);
 		return MK_TOPIC_AUTHORIZATION_FAILED;
 	}
-	h->acks = h->ap.acks == MK_ACKS_DEFAULT ? (int)c->cfg.acks : h->ap.acks;
-	if (h->ap.txn[0]) {
-		mk_strbuf_addf(why, "no transaction %s", h->ap.txn);
-		return MK_TRANSACTIONAL_ID_NOT_FOUND;
-	}
-	if (h->ap.producer[0]) {
-		if (mk_cluster_producer_get(c, h->ap.producer, &h->pid, &h->epoch)) {
-			mk_strbuf_addf(why, "no producer %s (mkdir /producers/%s first)",
-				       h->ap.producer, h->ap.producer);
-			return MK_UNKNOWN_PRODUCER_ID;
-		}
-		if (h->ap.acks != MK_ACKS_DEFAULT && h->ap.acks != MK_ACKS_ALL) {
-			mk_strbuf_addstr(why, "an idempotent producer writes with acks=all");
-			return MK_INVALID_REQUEST;
-		}
-		if (h->ap.seq >= 0 && h->ref.partition < 0) {
-			mk_strbuf_addstr(why, "seq= is for partition append files (a topic append spreads over partitions)");
-			return MK_INVALID_REQUEST;
-		}
-		h->idempotent = true;
-		h->acks = MK_ACKS_ALL;
-		h->next_seq = (int32_t)h->ap.seq;
-	}
-	if (h->ref.partition < 0) {
-		mk_accumulator_opts o = {
-			.acks = h->acks,
-			.batch_size = c->cfg.batch_size,
-			.linger_ms = c->cfg.linger_ms,
-			.idempotent = h->idempotent,
-			.pid = h->pid,
-			.epoch = h->epoch,
-			.receipt = add_receipt,
-			.receipt_arg = h,
-		};
-		h->acc = mk_accumulator_new(c, h->ref.topic, &o);
-	}
-	return MK_OK;
-}
-
-/* Where parsed records go: one batch (partition append) or a staging
- * batch that is handed to the accumulator once the whole write parsed. */
-typedef struct {
-	mk_batch_builder b;
-	int64_t now;
-	int64_t max_bytes;        /* bound on the staged batch */
-	int64_t message_max;      /* message.max.bytes */
-} parse_ctx;
-
-static mk_err collect_record(void *arg, mk_bytes key, mk_bytes value,
-			     const mk_header *headers, size_t nheaders)
-{
-	parse_ctx *pc = arg;
-	mk_builder_add(&pc->b, pc->now, key, value, headers, nheaders);
-	if ((int64_t)mk_builder_size(&pc->b) > pc->max_bytes)
-		return MK_MESSAGE_TOO_LARGE;
-	return MK_OK;
-}
-
-/* Partition append: the whole write is one batch. */
-static mk_err produce_batch(mk_handle *h, parse_ctx *pc, const mk_waiter *w,
-			    mk_strbuf *why)
-{
-	mk_builder_finish(&pc->b);
-	mk_produce_args a = {
-		.acks = h->acks,
-		.idempotent = h->idempotent,
-		.pid = h->pid,
-		.epoch = h->epoch,
-		.seq = h->next_seq,
-		.count = pc->b.count,
+	mk_producer_opts o = {
+		.acks = h->ap.acks == MK_ACKS_DEFAULT ? MK_PRODUCER_ACKS_DEFAULT
+						       : h->ap.acks,
+		.producer = h->ap.producer,
+		.seq = h->ap.seq,
+		.txn = h->ap.txn,
+		.keep_receipts = readable,
 	};
-	mk_produce_result res;
-	mk_err err = mk_partition_produce_ex(handle_partition(h),
-					     (uint8_t *)pc->b.frame.buf, pc->b.frame.len,
-					     &a, w, &res, why);
-	if (res.base >= 0 && (!err || err == MK_NOT_ENOUGH_REPLICAS_AFTER_APPEND ||
-			      err == MK_REQUEST_TIMED_OUT || err == MK_FENCED_LEADER_EPOCH))
-		add_receipt(h, h->ref.topic->name, h->ref.partition, res.base,
-			    res.count, h->acks);
-	if (!err && h->next_seq >= 0)
-		h->next_seq += res.count;
-	return err;
+	return mk_producer_open(fs->producers, h->ref.topic,
+				h->ref.partition < 0 ? MK_PARTITION_ANY : h->ref.partition,
+				&o, &h->prod, why);
 }
 
-/* Collect the headers of a staged record. */
-static size_t record_headers(const mk_record_view *rec, mk_header *hdrs)
+/* Receipts as text: "TOPIC PARTITION BASE COUNT", BASE "-" for acks=0. */
+static void take_receipts(mk_handle *h)
 {
-	size_t nh = 0, pos = 0;
-	while (nh < MK_FORMAT_MAX_HEADERS && mk_header_next(rec, &pos, &hdrs[nh]))
-		nh++;
-	return nh;
+	mk_receipt r[64];
+	size_t n;
+	while ((n = mk_producer_take_receipts(h->prod, r, 64)) > 0)
+		for (size_t i = 0; i < n; i++) {
+			mk_strbuf_addf(&h->text, "%s %d ", h->ref.topic->name, r[i].partition);
+			if (r[i].acks == 0)
+				mk_strbuf_addstr(&h->text, "-");
+			else
+				mk_strbuf_addf(&h->text, "%lld", (long long)r[i].base);
+			mk_strbuf_addf(&h->text, " %d\n", r[i].count);
+		}
+}
+
+static mk_err line_too_long(int64_t max, mk_strbuf *why)
+{
+	mk_strbuf_addf(why, "line longer than message.max.bytes=%lld", (long long)max);
+	return MK_MESSAGE_TOO_LARGE;
 }
 
 /*
- * Topic append: replay the staged records through the accumulator, after
- * checking that each one could be sent at all (a record whose own batch
- * exceeds message.max.bytes refuses the whole write, before any record of
- * it reaches a partition).
+ * Step 1: the carried line completes with this write's first line (or, at
+ * the last close, on its own) and is parsed into h->parsed; *used gets the
+ * bytes of buf it took.
  */
-static mk_err accumulate(mk_handle *h, parse_ctx *pc, const mk_waiter *w,
-			 mk_strbuf *why)
+static mk_err parse_carried(mk_handle *h, const mk_parse_opts *opts,
+			    const char *buf, size_t len, bool final,
+			    size_t *used, mk_strbuf *why)
 {
-	mk_builder_finish(&pc->b);
-	mk_batch_view b;
-	/* Built just now by the builder: trusted, no CRC pass needed. */
-	mk_err err = mk_frame_decode_header((const uint8_t *)pc->b.frame.buf,
-					    pc->b.frame.len, 0, false, &b, NULL);
-	if (err)
-		return err;
-	mk_record_iter it;
-	mk_record_view rec;
-	mk_header hdrs[MK_FORMAT_MAX_HEADERS];
-	mk_record_iter_init(&it, &b);
-	for (int line = 1; mk_record_next(&it, &rec); line++) {
-		size_t nh = record_headers(&rec, hdrs);
-		size_t need = mk_frame_size_of_one(rec.key, rec.value, hdrs, nh);
-		if ((int64_t)need > pc->message_max) {
-			mk_strbuf_addf(why, "record %d needs a %zu-byte batch, over message.max.bytes=%lld",
-				       line, need, (long long)pc->message_max);
-			return MK_MESSAGE_TOO_LARGE;
-		}
-	}
-	mk_record_iter_init(&it, &b);
-	while (!err && mk_record_next(&it, &rec)) {
-		size_t nh = record_headers(&rec, hdrs);
-		err = mk_accumulator_add(h->acc, rec.key, rec.value, hdrs, nh,
-					 rec.timestamp, w, why);
-	}
-	mk_err end = mk_accumulator_end_write(h->acc, w, why);
-	return err ? err : end;
+	*used = 0;
+	if (!h->pending.len)
+		return MK_OK;
+	const char *nl = memchr(buf, '\n', len);
+	size_t head = nl ? (size_t)(nl - buf) + 1 : len;
+	if (!nl && !final)
+		return h->pending.len + len > opts->max_line
+			? line_too_long((int64_t)opts->max_line, why) : MK_OK;
+	mk_strbuf_reset(&h->first);
+	mk_strbuf_add(&h->first, h->pending.buf, h->pending.len);
+	mk_strbuf_add(&h->first, buf, head);
+	size_t consumed;
+	*used = head;
+	return mk_parse_records(opts, h->first.buf, h->first.len, true,
+				&h->parsed, &consumed, why);
 }
 
-/* An idempotent descriptor is fenced once its producer was re-initialised. */
-static mk_err check_fenced(mkfs *fs, mk_handle *h, mk_strbuf *why)
+/* Step 2: the complete lines of the rest; *tail gets the unterminated end. */
+static mk_err parse_rest(mk_handle *h, const mk_parse_opts *opts,
+			 const char *buf, size_t len, size_t used, bool final,
+			 size_t *tail, mk_strbuf *why)
 {
-	int64_t id;
-	int16_t epoch;
-	if (mk_cluster_producer_get(fs->cluster, h->ap.producer, &id, &epoch)) {
-		mk_strbuf_addf(why, "producer %s no longer exists", h->ap.producer);
-		return MK_UNKNOWN_PRODUCER_ID;
-	}
-	if (id != h->pid || epoch != h->epoch) {
-		mk_strbuf_addf(why, "producer %s was initialised again (id %lld epoch %d, this descriptor has id %lld epoch %d): fenced",
-			       h->ap.producer, (long long)id, epoch,
-			       (long long)h->pid, h->epoch);
-		return MK_PRODUCER_FENCED;
-	}
-	return MK_OK;
+	size_t consumed = 0;
+	mk_err err = MK_OK;
+	if (used < len)
+		err = mk_parse_records(opts, buf + used, len - used, final,
+				       &h->parsed, &consumed, why);
+	*tail = len - used - consumed;
+	if (!err && !final &&
+	    (used ? 0 : h->pending.len) + *tail > opts->max_line)
+		err = line_too_long((int64_t)opts->max_line, why);
+	return err;
 }
 
-/* Parse buf (after any carried line) and produce it; keep the new tail. */
+/* Step 4: what is carried to the next write once this one was taken. */
+static void keep_tail(mk_handle *h, const char *buf, size_t len, size_t used,
+		      size_t tail, bool final)
+{
+	if (used || !h->pending.len || final)
+		mk_strbuf_reset(&h->pending);
+	if (!final)
+		mk_strbuf_add(&h->pending, buf + len - tail, tail);
+}
+
+/*
+ * Parse buf (after any carried line) and hand its records to the
+ * producer (step 3); a write the producer took moves the carried line on,
+ * a refused one changes nothing.
+ */
 static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 			   bool final, const mk_waiter *w, mk_strbuf *why)
 {
 	mk_topic_config tc;
 	mk_cluster_topic_config(fs->cluster, h->ref.topic, &tc);
-	if (h->idempotent) {
-		mk_err fenced = check_fenced(fs, h, why);
-		if (fenced)
-			return fenced;
-	}
-	parse_ctx pc = {
-		.now = mk_clock_now(&fs->cluster->clock),
-		.max_bytes = h->acc ? INT64_MAX : tc.message_max_bytes,
-		.message_max = tc.message_max_bytes,
-	};
-	mk_builder_init(&pc.b, &plain_meta);
 	mk_parse_opts opts = {
 		.format = h->ap.format,
 		.has_key = h->ap.has_key,
 		.key = mk_bytes_of(h->ap.key, (size_t)h->ap.key_len),
 		.max_line = (size_t)tc.message_max_bytes,
 	};
-	mk_err err = MK_OK;
-	size_t used = 0, consumed = 0;
-	/* The carried line completes with this write's first line. */
-	if (h->pending.len) {
-		const char *nl = memchr(buf, '\n', len);
-		size_t head = nl ? (size_t)(nl - buf) + 1 : len;
-		mk_strbuf first = MK_STRBUF_INIT;
-		mk_strbuf_add(&first, h->pending.buf, h->pending.len);
-		mk_strbuf_add(&first, buf, head);
-		if (nl || final) {
-			err = mk_parse_lines(&opts, first.buf, first.len, true,
-					     collect_record, &pc, &consumed, why);
-			used = head;
-			consumed = 0;
-		} else if ((int64_t)first.len > tc.message_max_bytes) {
-			mk_strbuf_addf(why, "line longer than message.max.bytes=%lld",
-				       (long long)tc.message_max_bytes);
-			err = MK_MESSAGE_TOO_LARGE;
-		}
-		mk_strbuf_release(&first);
+	mk_parsed_reset(&h->parsed);
+	mk_parsed_reserve(&h->parsed, h->pending.len + len);
+	size_t used, tail = 0, taken = 0;
+	mk_err err = parse_carried(h, &opts, buf, len, final, &used, why);
+	if (!err)
+		err = parse_rest(h, &opts, buf, len, used, final, &tail, why);
+	if (err)
+		return err;
+	if (h->parsed.n) {
+		err = mk_producer_send(h->prod, h->parsed.recs, h->parsed.n, w,
+				       &taken, why);
+		if (!taken)
+			return err;
 	}
-	if (!err && used < len)
-		err = mk_parse_lines(&opts, buf + used, len - used, final,
-				     collect_record, &pc, &consumed, why);
-	size_t tail = len - used - consumed;
-	if (!err && !final && (int64_t)((used ? 0 : h->pending.len) + tail) > tc.message_max_bytes) {
-		mk_strbuf_addf(why, "line longer than message.max.bytes=%lld",
-			       (long long)tc.message_max_bytes);
-		err = MK_MESSAGE_TOO_LARGE;
-	}
-	if (err == MK_MESSAGE_TOO_LARGE && !why->len)
-		mk_strbuf_addf(why, "batch larger than message.max.bytes=%lld",
-			       (long long)tc.message_max_bytes);
-	mk_err parsed_err = err;
-	if (!err && pc.b.count)
-		err = h->acc ? accumulate(h, &pc, w, why) : produce_batch(h, &pc, w, why);
-	/*
-	 * Unless the write was refused before anything was appended, the
-	 * carried line is now this write's tail. A topic append took its
-	 * records once they parsed (later errors are about sending them).
-	 */
-	bool refused = parsed_err ||
-		(!h->acc && (err == MK_MESSAGE_TOO_LARGE || err == MK_NOT_ENOUGH_REPLICAS ||
-			     err == MK_LEADER_NOT_AVAILABLE ||
-			     err == MK_UNKNOWN_TOPIC_OR_PARTITION ||
-			     err == MK_OUT_OF_ORDER_SEQUENCE_NUMBER ||
-			     err == MK_PRODUCER_FENCED || err == MK_KAFKA_STORAGE_ERROR)) ||
-		(h->acc && err == MK_MESSAGE_TOO_LARGE);
-	if (!refused) {
-		if (used || !h->pending.len || final)
-			mk_strbuf_reset(&h->pending);
-		if (!final)
-			mk_strbuf_add(&h->pending, buf + len - tail, tail);
-	}
-	mk_builder_release(&pc.b);
+	keep_tail(h, buf, len, used, tail, final);
 	return err;
 }
 
@@ -707,31 +575,63 @@ mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
 	return err;
 }
 
+/*
+ * A close of one copy of the descriptor sends nothing: the carried line
+ * and the lingering batches wait for the last close, fsync or linger.ms.
+ * It reports the error of a batch sent in the background, if any.
+ */
 mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
 		       mk_strbuf *why)
 {
+	(void)fs;
+	(void)w;
 	mk_err err = MK_OK;
 	pthread_mutex_lock(&h->lock);
-	if (h->ref.def->type == NODE_APPEND && h->pending.len)
-		err = append_bytes(fs, h, "", 0, true, w, why);
-	if (h->acc) {
-		mk_err ferr = mk_accumulator_flush(h->acc, w, why);
-		if (!err)
-			err = ferr;
-	}
+	if (h->prod)
+		err = mk_producer_poll(h->prod, why);
 	pthread_mutex_unlock(&h->lock);
 	return err;
+}
+
+/* The carried line as a record, then every lingering batch, awaited. */
+static mk_err append_drain(mkfs *fs, mk_handle *h, const mk_waiter *w,
+			   mk_strbuf *why)
+{
+	mk_err err = MK_OK;
+	if (h->pending.len)
+		err = append_bytes(fs, h, "", 0, true, w, why);
+	mk_err ferr = mk_producer_flush(h->prod, w, why);
+	return err ? err : ferr;
 }
 
 mk_err mk_handle_fsync(mkfs *fs, mk_handle *h, const mk_waiter *w,
 		       mk_strbuf *why)
 {
-	mk_err err = mk_handle_flush(fs, h, w, why);
-	if (err || h->ref.def->type != NODE_APPEND)
+	if (h->ref.def->type != NODE_APPEND)
+		return MK_OK;
+	pthread_mutex_lock(&h->lock);
+	mk_err err = append_drain(fs, h, w, why);
+	pthread_mutex_unlock(&h->lock);
+	if (err)
 		return err;
 	if (h->ref.partition >= 0)
 		return mk_partition_flush(handle_partition(h));
 	for (int i = 0; i < h->ref.topic->npartitions && !err; i++)
 		err = mk_partition_flush(mk_topic_partition(h->ref.topic, i));
 	return err;
+}
+
+/* The last close of an append descriptor: what it still holds is sent;
+ * errors can only go to /errors now. */
+static void append_release(mk_handle *h)
+{
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = append_drain(h->fs, h, NULL, &why);
+	mk_producer_close(h->prod, NULL, &why);
+	h->prod = NULL;
+	if (err)
+		mk_errlog_add(&h->fs->cluster->errlog,
+			      mk_clock_now(&h->fs->cluster->clock), h->path, err,
+			      "at the last close: %s", why.len ? why.buf : mk_err_name(err));
+	mk_strbuf_release(&why);
 }

@@ -7,9 +7,16 @@
  *             returned, the read parameters; reads stream to the visible
  *             end (or block there with :follow)
  *   append    the write parameters, the unterminated last line carried to
- *             the next write or to close, the receipts not yet read (under
- *             their own lock: a lingering batch's receipt comes from the
- *             cluster's sender), and for a topic append its accumulator
+ *             the next write, and the descriptor's producer (producer.h),
+ *             which holds every rule of appending, its batches and its
+ *             receipts. This file only carries lines: it parses each write
+ *             (format.h) into records that point into the written bytes and
+ *             hands them to the producer.
+ *
+ * The unit of an append is the open file description. A close of one copy
+ * of the descriptor (FUSE flush: every `cmd >&3` in a shell) sends nothing;
+ * the carried line and lingering batches are sent at the last close
+ * (release), at fsync, or when linger.ms passes.
  *   raw       a read-only descriptor on a real segment or index file
  *   poll      a group member's poll cursor (poll.h)
  *   batches   a cursor like records, over batch headers (one line each)
@@ -29,13 +36,15 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "accumulator.h"
 #include "codec.h"
+#include "format.h"
 #include "names.h"
 #include "nodes.h"
+#include "producer.h"
 
 typedef struct mk_handle {
 	pthread_mutex_t lock;
+	mkfs *fs;
 	node_ref ref;
 	char *path;
 	mk_strbuf text;          /* value snapshot, formatted records, receipts */
@@ -53,16 +62,11 @@ typedef struct mk_handle {
 
 	/* append */
 	mk_append_params ap;
-	int acks;
 	bool readable;           /* opened O_RDWR: receipts are kept */
 	mk_strbuf pending;       /* unterminated last line */
-	bool idempotent;         /* producer=: its id and epoch at open */
-	int64_t pid;
-	int16_t epoch;
-	int32_t next_seq;        /* with seq=: the next explicit sequence */
-	struct mk_accumulator *acc;   /* topic-level append */
-	pthread_mutex_t receipts_lock;   /* receipts may come from the sender */
-	mk_strbuf receipts;
+	mk_strbuf first;         /* the carried line completed by a write */
+	mk_parsed parsed;        /* the records of the write being appended */
+	mk_producer *prod;
 
 	/* poll (poll.h) */
 	struct mk_poll_cursor *poll;
@@ -74,6 +78,8 @@ typedef struct mk_handle {
 /* Open a handle for a resolved node; the handle takes over ref. */
 mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 		      mk_handle **out, mk_strbuf *why);
+/* The last close (FUSE release): an append file's carried line and
+ * lingering batches are sent, errors go to /errors; then free. */
 void mk_handle_close(mk_handle *h);
 
 /* Read up to size bytes; *n gets how many (0 = EOF). */
@@ -90,10 +96,12 @@ long long mk_handle_stream_size(mk_handle *h);
 /* Write: commands for control files, records for append files. */
 mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
 		       const mk_waiter *w, mk_strbuf *why);
-/* Close-time flush: an append file's unterminated last line is a record. */
+/* The close of one copy (FUSE flush): sends nothing; reports the error of
+ * a batch sent in the background since, if any. */
 mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
 		       mk_strbuf *why);
-/* fsync: flush, then make the partition's logs durable. */
+/* fsync: the carried line and every batch sent and acknowledged, then the
+ * partitions' logs made durable. */
 mk_err mk_handle_fsync(mkfs *fs, mk_handle *h, const mk_waiter *w,
 		       mk_strbuf *why);
 

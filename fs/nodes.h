@@ -89,6 +89,7 @@ struct node_def {
 struct mkfs {
 	mk_cluster *cluster;
 	struct mk_groups *groups;   /* the group coordinator (group.h) */
+	struct mk_producers *producers;   /* the append descriptors' producers */
 	char *readme;            /* /README text */
 	/* Open handles, so that a stop with files still open (SIGTERM) can
 	 * release them after the request loop ended. */

@@ -336,8 +336,8 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 	(void)path;
 	mkfs *fs = self();
 	mk_handle *h = handle_of(fi);
-	/* The kernel sent flush at every close() and its error went to the
-	 * caller and to /errors; what it could not send is dropped here. */
+	/* The last close of the open file description: an append file sends
+	 * what it still holds; errors can only go to /errors (handles.h). */
 	untrack(fs, h);
 	mk_handle_close(h);
 	return 0;

@@ -36,6 +36,7 @@
 #include "fileio.h"
 #include "group.h"
 #include "ops.h"
+#include "producer.h"
 #include "xalloc.h"
 
 struct options {
@@ -214,7 +215,8 @@ int main(int argc, char *argv[])
 		mk_cluster_close(cluster);
 		goto out;
 	}
-	mkfs fs = { .cluster = cluster, .groups = groups, .readme = (char *)mk_readme_text };
+	mkfs fs = { .cluster = cluster, .groups = groups, .readme = (char *)mk_readme_text,
+		    .producers = mk_producers_new(cluster) };
 	pthread_mutex_init(&fs.handles_lock, NULL);
 	rc = serve(&args, &fopts, &fs);
 	/*
@@ -225,6 +227,7 @@ int main(int argc, char *argv[])
 	 */
 	mk_cluster_begin_shutdown(cluster);
 	mk_fs_release_all(&fs);
+	mk_producers_free(fs.producers);
 	mk_groups_close(groups);
 	if (mk_cluster_close(cluster) != MK_OK) {
 		fprintf(stderr, "minikafkafs: the final flush or metadata save failed; "

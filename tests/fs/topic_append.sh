@@ -120,14 +120,20 @@ assert_eq "s 0 0 2|s 1 0 1|s 2 0 3|s 0 2 1" "${R[5]}" \
 assert_eq $'a\nb\ng' "$(mk_read "$MNT/topics/s/0/records")" "partition 0: a b g"
 assert_eq $'d\ne\nf' "$(mk_read "$MNT/topics/s/2/records")" "partition 2: d e f"
 
-# One write mixing keyless and keyed records: one batch per partition touched
-# (a new descriptor starts on partition 0; crc32("user-42") mod 3 = 1).
+# One write mixing keyless and keyed records: one batch per partition touched.
+# A new producer's keyless records start one partition further than the
+# topic's previous new producer's (issue 7 point 4): this descriptor's go to
+# partition 1, as does user-42 (crc32("user-42") mod 3 = 1).
 assert_eq 1 "$(part_of user-42 3)" "(user-42 goes to partition 1 of 3)"
-l0=$(mk_read "$MNT/topics/s/0/leo")
 l1=$(mk_read "$MNT/topics/s/1/leo")
+l2=$(mk_read "$MNT/topics/s/2/leo")
 mapfile -t R < <(mk_session "open a rw $MNT/topics/s/append:tsv" \
 	'write a x\nuser-42\tkeyed\ny\n' "read a" "close a")
-assert_eq "s 0 $l0 2|s 1 $l1 1" "${R[2]}" "a mixed write: one receipt per partition touched"
+assert_eq "s 1 $l1 3" "${R[2]}" "a mixed write: one receipt per partition touched"
+mapfile -t R < <(mk_session "open a rw $MNT/topics/s/append:tsv" \
+	'write a z\nuser-42\tkeyed\n' "read a" "close a")
+assert_eq "s 1 $((l1 + 3)) 1|s 2 $l2 1" "${R[2]}" \
+	"the next new descriptor's keyless records start on partition 2"
 
 # ---- receipts under each acks, topic and partition append files -------------------
 mk_ctl "create-topic r partitions=1" || bail "create-topic r"
@@ -197,17 +203,20 @@ assert_eq "l 0 0 2" "${R[11]}" "its receipt comes to the writer's descriptor"
 
 # batch.size: a record that would take the batch past it closes the batch,
 # which is sent inside the write (Kafka's rule: no batch exceeds batch.size);
-# the rest moves on (keyless) to the next partition and lingers there.
+# the rest moves on (keyless) to the next partition and lingers there. This
+# second descriptor of topic l starts on partition 1 (rotation per topic).
 mapfile -t R < <(mk_session "open a rw $MNT/topics/l/append" \
-	"write a $(recs 2 41)" "get $MNT/topics/l/0/leo" "get $MNT/topics/l/1/leo" "read a" \
-	"put $MNT/clock +100" "get $MNT/topics/l/1/leo" "read a" "close a")
+	"write a $(recs 2 41)" "get $MNT/topics/l/1/leo" "get $MNT/topics/l/0/leo" "read a" \
+	"put $MNT/clock +100" "get $MNT/topics/l/0/leo" "read a" "close a")
 assert_eq "ok" "${R[1]}" "a write of 40 records"
-assert_eq "31" "${R[2]}" "the 30th record would overflow batch.size: 29 sent within the write"
-assert_eq "0" "${R[3]}" "the other 11 linger on the next partition"
-assert_eq "l 0 2 29" "${R[4]}" "the full batch's receipt"
-assert_eq "11" "${R[6]}" "sent when linger.ms passes"
-assert_eq "l 1 0 11" "${R[7]}" "its receipt"
-assert_eq "$(printf 'rec-%04d\n' {0..30})" "$(mk_read "$MNT/topics/l/0/records")" \
+assert_eq "29" "${R[2]}" "the 30th record would overflow batch.size: 29 sent within the write"
+assert_eq "2" "${R[3]}" "the other 11 linger on the next partition"
+assert_eq "l 1 0 29" "${R[4]}" "the full batch's receipt"
+assert_eq "13" "${R[6]}" "sent when linger.ms passes"
+assert_eq "l 0 2 11" "${R[7]}" "its receipt"
+assert_eq "$(printf 'rec-%04d\n' {2..30})" "$(mk_read "$MNT/topics/l/1/records")" \
+	"partition 1: records in the order written"
+assert_eq "$(printf 'rec-%04d\n' 0 1 {31..41})" "$(mk_read "$MNT/topics/l/0/records")" \
 	"partition 0: records in the order written"
 
 # close, fsync: everything goes, without the clock. Keys: crc32("bob")

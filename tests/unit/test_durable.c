@@ -118,10 +118,12 @@ static mk_err append(fixture *f, const char *name, const char *v, int acks)
 	mk_builder_init(&b, &meta);
 	mk_builder_add(&b, 1000, MK_BYTES_NULL, mk_bytes_of(v, strlen(v)), NULL, 0);
 	mk_builder_finish(&b);
-	int64_t base;
+	mk_produce_args a = { .acks = acks, .seq = -1, .count = 1 };
+	mk_produce_result res;
 	mk_err err = mk_partition_produce(mk_topic_partition(t, 0),
 					  (uint8_t *)b.frame.buf, b.frame.len,
-					  acks, NULL, &base, NULL);
+					  &a, NULL, &res, NULL);
+	(void)res;
 	mk_builder_release(&b);
 	mk_topic_put(t);
 	return err;

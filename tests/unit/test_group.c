@@ -95,7 +95,7 @@ static void produce(fixture *f, const char *topic, int part, int n)
 	mk_builder_finish(&b);
 	mk_produce_args a = { .acks = -1, .seq = -1, .count = b.count };
 	mk_produce_result res;
-	assert_int_equal(mk_partition_produce_ex(mk_topic_partition(t, part),
+	assert_int_equal(mk_partition_produce(mk_topic_partition(t, part),
 						 (uint8_t *)b.frame.buf, b.frame.len,
 						 &a, NULL, &res, NULL), MK_OK);
 	mk_builder_release(&b);
@@ -470,7 +470,7 @@ static void offsets_rebuilt_after_a_leader_change(void **state)
 	mk_produce_args a = { .acks = -1, .seq = -1, .count = 1 };
 	mk_produce_result res;
 	mk_partition *op = mk_topic_partition(ot, 0);
-	assert_int_equal(mk_partition_produce_ex(op, (uint8_t *)b.frame.buf, b.frame.len,
+	assert_int_equal(mk_partition_produce(op, (uint8_t *)b.frame.buf, b.frame.len,
 						 &a, NULL, &res, NULL), MK_OK);
 	mk_builder_release(&b);
 	assert_int_equal(committed(f, "t", 0), 4);

@@ -23,13 +23,14 @@
 #include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
-#include "accumulator.h"
 #include "cluster.h"
 #include "codec.h"
 #include "config.h"
 #include "fileio.h"
 #include "partitioner.h"
+#include "producer.h"
 #include "producer_state.h"
 #include "replica.h"
 
@@ -490,6 +491,17 @@ static void test_partitioner(void **state)
 	assert_int_equal(mk_partition_for_key(mk_bytes_of("a\0b", 3), 1000),
 			 mk_partition_for_key(mk_bytes_of("a\0b", 3), 1000));
 
+	/* Short keys (a table in partitioner.c) and long ones (zlib) give
+	 * zlib's crc32 alike. */
+	uint8_t key[200];
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (uint8_t)(i * 37 + 11);
+	for (size_t n = 0; n <= sizeof(key); n++) {
+		uLong z = crc32(crc32(0L, Z_NULL, 0), key, (uInt)n);
+		assert_int_equal(mk_partition_for_key(mk_bytes_of(key, n), 1000003),
+				 (int)(z % 1000003u));
+	}
+
 	/* Stable and spread: 1000 keys over 4 partitions, each > 10%. */
 	int hist[4] = { 0 };
 	for (int i = 0; i < 1000; i++) {
@@ -528,7 +540,10 @@ typedef struct {
 	char dir[128];
 	mk_config cfg;
 	mk_cluster *c;
+	mk_producers *ps;         /* the producers of c */
 	mk_topic *t;
+	struct tprod *live[8];    /* open test producers: receipts pulled */
+	int nlive;
 } fixture;
 
 static int setup(void **state)
@@ -550,6 +565,8 @@ static void close_cluster(fixture *f)
 {
 	mk_topic_put(f->t);
 	f->t = NULL;
+	mk_producers_free(f->ps);
+	f->ps = NULL;
 	mk_cluster_close(f->c);
 	f->c = NULL;
 }
@@ -577,6 +594,7 @@ static void open_cluster(fixture *f)
 	if (err)
 		print_error("open: %s: %s\n", mk_err_name(err), why.buf);
 	assert_int_equal(err, MK_OK);
+	f->ps = mk_producers_new(f->c);
 	mk_strbuf_release(&why);
 }
 
@@ -617,9 +635,12 @@ static int64_t leo(fixture *f, int i)
 	return info(part(f, i)).leo;
 }
 
+static void pull_all(fixture *f);
+
 static void advance(fixture *f, int64_t ms)
 {
 	assert_int_equal(mk_cluster_clock_advance(f->c, ms, NULL), MK_OK);
+	pull_all(f);
 }
 
 /* What a partition holds, batch by batch. */
@@ -714,67 +735,161 @@ typedef struct {
 	} r[256];
 } receipts;
 
-static void on_receipt(void *arg, const char *topic, int partition,
-		       int64_t base, int32_t count, int acks)
+/*
+ * A topic producer under test. Its receipts are pulled into rs after every
+ * call and clock advance. With linger.ms 0, add() only collects records
+ * and end_write() sends them in one call, as one write does.
+ */
+typedef struct tprod {
+	fixture *f;
+	mk_producer *p;
+	receipts *rs;
+	bool collect;
+	int n;
+	char *key[64], *val[64];
+} tprod;
+
+static void pull(tprod *acc)
 {
-	receipts *rs = arg;
-	assert_true(rs->n < 256);
-	snprintf(rs->r[rs->n].topic, sizeof(rs->r[rs->n].topic), "%s", topic);
-	rs->r[rs->n].partition = partition;
-	rs->r[rs->n].base = base;
-	rs->r[rs->n].count = count;
-	rs->r[rs->n].acks = acks;
-	rs->n++;
+	mk_receipt r[16];
+	size_t n;
+	while ((n = mk_producer_take_receipts(acc->p, r, 16)) > 0) {
+		for (size_t i = 0; i < n && acc->rs; i++) {
+			receipts *rs = acc->rs;
+			assert_true(rs->n < 256);
+			snprintf(rs->r[rs->n].topic, sizeof(rs->r[rs->n].topic), "%s",
+				 acc->f->t->name);
+			rs->r[rs->n].partition = r[i].partition;
+			rs->r[rs->n].base = r[i].base;
+			rs->r[rs->n].count = r[i].count;
+			rs->r[rs->n].acks = r[i].acks;
+			rs->n++;
+		}
+	}
 }
 
-static mk_accumulator *acc_new(fixture *f, int acks, int64_t batch_size,
-			       int64_t linger_ms, receipts *rs)
+static void pull_all(fixture *f)
 {
-	mk_accumulator_opts o = {
-		.acks = acks,
-		.batch_size = batch_size,
-		.linger_ms = linger_ms,
-		.receipt = rs ? on_receipt : NULL,
-		.receipt_arg = rs,
-	};
+	for (int i = 0; i < f->nlive; i++)
+		pull(f->live[i]);
+}
+
+static tprod *tprod_open(fixture *f, const mk_producer_opts *o, receipts *rs,
+			 bool collect)
+{
+	tprod *acc = calloc(1, sizeof(*acc));
+	assert_non_null(acc);
+	acc->f = f;
+	acc->rs = rs;
+	acc->collect = collect;
 	if (rs)
 		memset(rs, 0, sizeof(*rs));
-	mk_accumulator *acc = mk_accumulator_new(f->c, f->t, &o);
-	assert_non_null(acc);
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_producer_open(f->ps, f->t, MK_PARTITION_ANY, o, &acc->p, &why);
+	if (err)
+		print_error("open: %s: %s\n", mk_err_name(err), why.buf);
+	assert_int_equal(err, MK_OK);
+	mk_strbuf_release(&why);
+	assert_true(f->nlive < 8);
+	f->live[f->nlive++] = acc;
 	return acc;
 }
 
-static void add(mk_accumulator *acc, const char *key, const char *val)
+static tprod *acc_new(fixture *f, int acks, int64_t batch_size,
+		      int64_t linger_ms, receipts *rs)
 {
+	mk_producer_limits lim = { batch_size, linger_ms };
+	mk_producer_opts o = {
+		.acks = acks,
+		.seq = -1,
+		.keep_receipts = true,
+		.limits = &lim,
+	};
+	return tprod_open(f, &o, rs, linger_ms == 0);
+}
+
+static mk_err send_collected(tprod *acc, mk_strbuf *why)
+{
+	mk_record_in recs[64];
+	for (int i = 0; i < acc->n; i++)
+		recs[i] = (mk_record_in){
+			acc->key[i] ? mk_bytes_of(acc->key[i], strlen(acc->key[i])) : MK_BYTES_NULL,
+			mk_bytes_of(acc->val[i], strlen(acc->val[i])), NULL, 0 };
+	size_t taken;
+	mk_err err = mk_producer_send(acc->p, recs, (size_t)acc->n, NULL, &taken, why);
+	for (int i = 0; i < acc->n; i++) {
+		free(acc->key[i]);
+		free(acc->val[i]);
+	}
+	acc->n = 0;
+	pull(acc);
+	return err;
+}
+
+static void add(tprod *acc, const char *key, const char *val)
+{
+	assert_true(acc->n < 64);
+	acc->key[acc->n] = key ? strdup(key) : NULL;
+	acc->val[acc->n] = strdup(val);
+	acc->n++;
+	if (acc->collect)
+		return;
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_accumulator_add(acc,
-					key ? mk_bytes_of(key, strlen(key)) : MK_BYTES_NULL,
-					mk_bytes_of(val, strlen(val)), NULL, 0, 1000,
-					NULL, &why);
+	mk_err err = send_collected(acc, &why);
 	if (err)
 		print_error("add %s: %s: %s\n", val, mk_err_name(err), why.buf);
 	assert_int_equal(err, MK_OK);
 	mk_strbuf_release(&why);
 }
 
-static void end_write(mk_accumulator *acc)
+/* The end of one write (for collected records: the write itself). */
+static mk_err end_write_why(tprod *acc, mk_strbuf *why)
+{
+	return send_collected(acc, why);
+}
+
+static void end_write(tprod *acc)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_accumulator_end_write(acc, NULL, &why);
+	mk_err err = end_write_why(acc, &why);
 	if (err)
 		print_error("end_write: %s: %s\n", mk_err_name(err), why.buf);
 	assert_int_equal(err, MK_OK);
 	mk_strbuf_release(&why);
 }
 
-static void acc_flush(mk_accumulator *acc)
+static mk_err flush_why(tprod *acc, mk_strbuf *why)
+{
+	mk_err err = mk_producer_flush(acc->p, NULL, why);
+	pull(acc);
+	return err;
+}
+
+static void acc_flush(tprod *acc)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_accumulator_flush(acc, NULL, &why);
+	mk_err err = flush_why(acc, &why);
 	if (err)
 		print_error("flush: %s: %s\n", mk_err_name(err), why.buf);
 	assert_int_equal(err, MK_OK);
 	mk_strbuf_release(&why);
+}
+
+/* Close: flushes first. */
+static void acc_free(tprod *acc)
+{
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = flush_why(acc, &why);
+	if (err)
+		print_error("close: %s: %s\n", mk_err_name(err), why.buf);
+	assert_int_equal(err, MK_OK);
+	assert_int_equal(mk_producer_close(acc->p, NULL, &why), MK_OK);
+	mk_strbuf_release(&why);
+	fixture *f = acc->f;
+	for (int i = 0; i < f->nlive; i++)
+		if (f->live[i] == acc)
+			f->live[i] = f->live[--f->nlive];
+	free(acc);
 }
 
 /* The exact frame size of n one-record-per-value keyless records "vI". */
@@ -803,7 +918,7 @@ static void test_acc_batch_size(void **state)
 	create(f, "t", 1, 1);
 	receipts rs;
 	/* Three records fill a batch; linger is long and never passes. */
-	mk_accumulator *acc = acc_new(f, -1, frame_bytes(3), 1000000, &rs);
+	tprod *acc = acc_new(f, -1, frame_bytes(3), 1000000, &rs);
 	char v[8];
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(leo(f, 0), 0);
@@ -824,7 +939,7 @@ static void test_acc_batch_size(void **state)
 	}
 	end_write(acc);
 	assert_int_equal(leo(f, 0), 3);
-	assert_int_equal(mk_accumulator_deadline(acc), 1000000);
+	assert_int_equal(mk_producer_deadline(acc->p), 1000000);
 	for (int i = 5; i < 8; i++) {
 		rec_name(v, sizeof(v), i);
 		add(acc, NULL, v);
@@ -839,7 +954,7 @@ static void test_acc_batch_size(void **state)
 	assert_int_equal(rs.n, 3);
 	assert_int_equal(rs.r[2].base, 6);
 	assert_int_equal(rs.r[2].count, 2);
-	assert_int_equal(mk_accumulator_deadline(acc), INT64_MAX);
+	assert_int_equal(mk_producer_deadline(acc->p), INT64_MAX);
 
 	contents r;
 	read_part(part(f, 0), &r);
@@ -850,13 +965,13 @@ static void test_acc_batch_size(void **state)
 		assert_int_equal(r.b[i].pid, -1);
 	}
 	/* A batch.size below one record sends every record on its own. */
-	mk_accumulator_free(acc, NULL);
+	acc_free(acc);
 	acc = acc_new(f, 1, 1, 1000000, &rs);
 	add(acc, NULL, "x");
 	add(acc, NULL, "y");
 	assert_int_equal(leo(f, 0), 10);
 	assert_int_equal(rs.n, 2);
-	mk_accumulator_free(acc, NULL);
+	acc_free(acc);
 }
 
 /* A record that would take a batch past batch.size closes it first. */
@@ -867,7 +982,7 @@ static void test_acc_batch_never_overflows(void **state)
 	open_cluster(f);
 	create(f, "t", 1, 1);
 	receipts rs;
-	mk_accumulator *acc = acc_new(f, 1, frame_bytes(2) + 5, 1000000, &rs);
+	tprod *acc = acc_new(f, 1, frame_bytes(2) + 5, 1000000, &rs);
 	add(acc, NULL, "v0");
 	add(acc, NULL, "v1");
 	assert_int_equal(leo(f, 0), 0);     /* two fit, below batch.size */
@@ -880,7 +995,7 @@ static void test_acc_batch_never_overflows(void **state)
 	read_part(part(f, 0), &r);
 	assert_int_equal(r.nbatches, 2);
 	assert_values(&r, "v0,v1,v2");
-	mk_accumulator_free(acc, NULL);
+	acc_free(acc);
 }
 
 /* Under the manual clock a lingering batch goes when linger.ms passes. */
@@ -891,18 +1006,18 @@ static void test_acc_linger(void **state)
 	open_cluster(f);
 	create(f, "t", 1, 1);
 	receipts rs;
-	mk_accumulator *acc = acc_new(f, -1, 1 << 20, 100, &rs);
+	tprod *acc = acc_new(f, -1, 1 << 20, 100, &rs);
 	advance(f, 5000);
 	add(acc, NULL, "a");
 	add(acc, NULL, "b");
 	end_write(acc);
 	assert_int_equal(leo(f, 0), 0);
-	assert_int_equal(mk_accumulator_deadline(acc), 5100);
+	assert_int_equal(mk_producer_deadline(acc->p), 5100);
 	advance(f, 60);
 	/* A record added later joins the same batch, whose deadline holds. */
 	add(acc, NULL, "c");
 	end_write(acc);
-	assert_int_equal(mk_accumulator_deadline(acc), 5100);
+	assert_int_equal(mk_producer_deadline(acc->p), 5100);
 	advance(f, 39);
 	assert_int_equal(leo(f, 0), 0);
 	assert_int_equal(rs.n, 0);
@@ -911,12 +1026,12 @@ static void test_acc_linger(void **state)
 	assert_int_equal(rs.n, 1);
 	assert_int_equal(rs.r[0].base, 0);
 	assert_int_equal(rs.r[0].count, 3);
-	assert_int_equal(mk_accumulator_deadline(acc), INT64_MAX);
+	assert_int_equal(mk_producer_deadline(acc->p), INT64_MAX);
 
 	/* The next batch lingers from its first record. */
 	add(acc, NULL, "d");
 	end_write(acc);
-	assert_int_equal(mk_accumulator_deadline(acc), 5200);
+	assert_int_equal(mk_producer_deadline(acc->p), 5200);
 	advance(f, 99);
 	add(acc, NULL, "e");             /* joins d's batch */
 	end_write(acc);
@@ -940,7 +1055,7 @@ static void test_acc_linger(void **state)
 	assert_int_equal(rs.n, 3);
 
 	/* linger.ms = 0: the end of every write sends what it added. */
-	mk_accumulator_free(acc, NULL);
+	acc_free(acc);
 	acc = acc_new(f, -1, 1 << 20, 0, &rs);
 	add(acc, NULL, "f");
 	add(acc, NULL, "g");
@@ -949,7 +1064,7 @@ static void test_acc_linger(void **state)
 	assert_int_equal(leo(f, 0), 8);
 	assert_int_equal(rs.n, 1);
 	assert_int_equal(rs.r[0].count, 2);
-	mk_accumulator_free(acc, NULL);
+	acc_free(acc);
 
 	contents r;
 	read_part(part(f, 0), &r);
@@ -968,7 +1083,7 @@ static void test_acc_sticky(void **state)
 	open_cluster(f);
 	create(f, "t", 3, 1);
 	receipts rs;
-	mk_accumulator *acc = acc_new(f, 1, frame_bytes(2), 100, &rs);
+	tprod *acc = acc_new(f, 1, frame_bytes(2), 100, &rs);
 	char v[8];
 	for (int i = 0; i < 8; i++) {
 		rec_name(v, sizeof(v), i);
@@ -1027,7 +1142,7 @@ static void test_acc_sticky(void **state)
 	add(acc, NULL, "q");             /* -> 2 */
 	acc_flush(acc);
 	assert_int_equal(leo(f, 2), 6);
-	mk_accumulator_free(acc, NULL);
+	acc_free(acc);
 
 	contents r;
 	read_part(part(f, 0), &r);
@@ -1050,7 +1165,7 @@ static void test_acc_keys_flush_order(void **state)
 	open_cluster(f);
 	create(f, "t", 4, 1);
 	receipts rs;
-	mk_accumulator *acc = acc_new(f, -1, 1 << 20, 1000, &rs);
+	tprod *acc = acc_new(f, -1, 1 << 20, 1000, &rs);
 	static const char *const keys[] = { "a", "b", "c", "d", "e", "f" };
 	int count[4] = { 0 };
 	bool touched[4] = { false };
@@ -1097,7 +1212,7 @@ static void test_acc_keys_flush_order(void **state)
 
 	/* Linger 0: the same write pattern, one batch per partition touched
 	 * at the end of the write, each acknowledged there. */
-	mk_accumulator_free(acc, NULL);
+	acc_free(acc);
 	acc = acc_new(f, -1, 1 << 20, 0, &rs);
 	for (int i = 0; i < 12; i++) {
 		snprintf(v, sizeof(v), "%s-%d", keys[i % 6], 100 + i);
@@ -1111,7 +1226,7 @@ static void test_acc_keys_flush_order(void **state)
 		assert_int_equal(r.nbatches, touched[p] ? 2 : 0);
 		assert_int_equal(r.n, count[p] + count[p] / 5);
 	}
-	mk_accumulator_free(acc, NULL);
+	acc_free(acc);
 }
 
 /* Receipts under each acks: the base offset for 1 and all; acks=0 too
@@ -1126,7 +1241,7 @@ static void test_acc_receipts_acks(void **state)
 	int64_t base = 0;
 	for (int i = 0; i < 3; i++) {
 		receipts rs;
-		mk_accumulator *acc = acc_new(f, acks[i], 1 << 20, 0, &rs);
+		tprod *acc = acc_new(f, acks[i], 1 << 20, 0, &rs);
 		add(acc, NULL, "r1");
 		add(acc, "k", "r2");
 		end_write(acc);
@@ -1135,15 +1250,15 @@ static void test_acc_receipts_acks(void **state)
 		assert_int_equal(rs.r[0].count, 2);
 		assert_int_equal(rs.r[0].base, base);
 		base += 2;
-		mk_accumulator_free(acc, NULL);
+		acc_free(acc);
 		assert_int_equal(rs.n, 1);       /* nothing more at close */
 	}
 	assert_int_equal(leo(f, 0), 6);
 	/* No receipt callback at all is fine. */
-	mk_accumulator *acc = acc_new(f, 1, 1 << 20, 0, NULL);
+	tprod *acc = acc_new(f, 1, 1 << 20, 0, NULL);
 	add(acc, NULL, "r3");
 	end_write(acc);
-	mk_accumulator_free(acc, NULL);
+	acc_free(acc);
 	assert_int_equal(leo(f, 0), 7);
 }
 
@@ -1155,13 +1270,13 @@ static void test_acc_free_flushes(void **state)
 	open_cluster(f);
 	create(f, "t", 2, 1);
 	receipts rs;
-	mk_accumulator *acc = acc_new(f, -1, 1 << 20, 100000, &rs);
+	tprod *acc = acc_new(f, -1, 1 << 20, 100000, &rs);
 	add(acc, NULL, "a");
 	add(acc, "user-42", "b");          /* partition 1 */
 	assert_int_equal(pfk("user-42", 2), 1);
 	end_write(acc);
 	assert_int_equal(leo(f, 0) + leo(f, 1), 0);
-	mk_accumulator_free(acc, NULL);
+	acc_free(acc);
 	assert_int_equal(leo(f, 0), 1);
 	assert_int_equal(leo(f, 1), 1);
 	assert_int_equal(rs.n, 2);
@@ -1178,30 +1293,30 @@ static void test_acc_deferred_error(void **state)
 	open_cluster(f);
 	create(f, "t", 1, 1);
 	receipts rs;
-	mk_accumulator *acc = acc_new(f, 1, 1 << 20, 100, &rs);
+	tprod *acc = acc_new(f, 1, 1 << 20, 100, &rs);
 	add(acc, NULL, "lost");
 	end_write(acc);
 	assert_int_equal(mk_cluster_broker_crash(f->c, 1, false, NULL), MK_OK);
 	assert_int_equal(info(part(f, 0)).leader, -1);
 	advance(f, 100);                 /* the clock sends it: no leader */
-	assert_int_equal(mk_accumulator_deadline(acc), INT64_MAX);
+	assert_int_equal(mk_producer_deadline(acc->p), INT64_MAX);
 	assert_int_equal(rs.n, 0);
 	mk_strbuf log = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
 	mk_errlog_format(&f->c->errlog, &log);
 	assert_non_null(strstr(log.buf, "LEADER_NOT_AVAILABLE"));
 	assert_non_null(strstr(log.buf, "lingering batch of topic t"));
-	assert_int_equal(mk_accumulator_end_write(acc, NULL, &why), MK_LEADER_NOT_AVAILABLE);
+	assert_int_equal(end_write_why(acc, &why), MK_LEADER_NOT_AVAILABLE);
 	assert_true(why.len > 0);
 	mk_strbuf_reset(&why);
-	assert_int_equal(mk_accumulator_end_write(acc, NULL, &why), MK_OK);
-	assert_int_equal(mk_accumulator_flush(acc, NULL, &why), MK_OK);
+	assert_int_equal(end_write_why(acc, &why), MK_OK);
+	assert_int_equal(flush_why(acc, &why), MK_OK);
 	/* A flush also reports a deferred error. */
 	add(acc, NULL, "lost-too");
 	end_write(acc);
 	advance(f, 100);
-	assert_int_equal(mk_accumulator_flush(acc, NULL, &why), MK_LEADER_NOT_AVAILABLE);
-	assert_int_equal(mk_accumulator_flush(acc, NULL, &why), MK_OK);
-	mk_accumulator_free(acc, NULL);
+	assert_int_equal(flush_why(acc, &why), MK_LEADER_NOT_AVAILABLE);
+	assert_int_equal(flush_why(acc, &why), MK_OK);
+	acc_free(acc);
 	mk_strbuf_release(&log);
 	mk_strbuf_release(&why);
 }
@@ -1218,18 +1333,15 @@ static void test_acc_idempotent(void **state)
 	int16_t epoch;
 	assert_int_equal(mk_cluster_producer_get(f->c, "p", &pid, &epoch), MK_OK);
 	receipts rs;
-	memset(&rs, 0, sizeof(rs));
-	mk_accumulator_opts o = {
-		.acks = 1,                /* ignored: idempotent is acks=all */
-		.batch_size = 1 << 20,
-		.linger_ms = 0,
-		.idempotent = true,
-		.pid = pid,
-		.epoch = epoch,
-		.receipt = on_receipt,
-		.receipt_arg = &rs,
+	mk_producer_limits lim = { 1 << 20, 0 };
+	mk_producer_opts o = {
+		.acks = MK_PRODUCER_ACKS_DEFAULT,   /* idempotent: acks=all */
+		.producer = "p",
+		.seq = -1,
+		.keep_receipts = true,
+		.limits = &lim,
 	};
-	mk_accumulator *acc = mk_accumulator_new(f->c, f->t, &o);
+	tprod *acc = tprod_open(f, &o, &rs, true);
 	/* "a" -> partition 1 (0xe8b7be43 is odd), "123456789" -> 0. */
 	assert_int_equal(pfk("a", 2), 1);
 	assert_int_equal(pfk("123456789", 2), 0);
@@ -1239,7 +1351,7 @@ static void test_acc_idempotent(void **state)
 		add(acc, "123456789", "z");
 		end_write(acc);
 	}
-	mk_accumulator_free(acc, NULL);
+	acc_free(acc);
 	assert_int_equal(rs.n, 6);
 	for (int i = 0; i < rs.n; i++)
 		assert_int_equal(rs.r[i].acks, -1);
@@ -1337,10 +1449,14 @@ static idem_result idem(mk_partition *p, int64_t pid, int16_t epoch,
 	build(&b, prefix, n, false);
 	idem_result r = { .count = n, .base = -2 };
 	mk_strbuf why = MK_STRBUF_INIT;
-	r.err = mk_partition_produce_idempotent(p, (uint8_t *)b.frame.buf,
-						b.frame.len, pid, epoch, seq,
-						NULL, &r.base, &r.count, &r.dup,
-						&why);
+	mk_produce_args a = { .acks = -1, .idempotent = true, .pid = pid,
+			      .epoch = epoch, .seq = seq, .count = n };
+	mk_produce_result res;
+	r.err = mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
+				     &a, NULL, &res, &why);
+	r.base = res.base;
+	r.count = res.count;
+	r.dup = res.duplicate;
 	snprintf(r.why, sizeof(r.why), "%s", why.buf ? why.buf : "");
 	mk_strbuf_release(&why);
 	mk_builder_release(&b);
@@ -1401,11 +1517,12 @@ static void test_idem_window(void **state)
 	make_producer(f, "p", &pid, &ep);
 
 	/* A plain record first, so offsets and sequences differ. */
-	int64_t b0;
 	mk_batch_builder pb;
 	build(&pb, "plain", 1, false);
+	mk_produce_args pa = { .acks = 1, .seq = -1, .count = 1 };
+	mk_produce_result pr;
 	assert_int_equal(mk_partition_produce(p, (uint8_t *)pb.frame.buf, pb.frame.len,
-					      1, NULL, &b0, NULL), MK_OK);
+					      &pa, NULL, &pr, NULL), MK_OK);
 	mk_builder_release(&pb);
 
 	/* The first batch must start at 0. */

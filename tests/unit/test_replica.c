@@ -121,11 +121,12 @@ static mk_err produce_n(mk_partition *p, const char *const *vals, int n,
 	mk_strbuf b = MK_STRBUF_INIT;
 	build(&b, vals, n);
 	mk_strbuf why = MK_STRBUF_INIT;
-	int64_t off = -1;
+	mk_produce_args a = { .acks = acks, .seq = -1, .count = n };
+	mk_produce_result res;
 	mk_err err = mk_partition_produce(p, (uint8_t *)b.buf, b.len,
-					  acks, NULL, &off, &why);
+					  &a, NULL, &res, &why);
 	if (base)
-		*base = off;
+		*base = res.base;
 	mk_strbuf_release(&why);
 	mk_strbuf_release(&b);
 	return err;
@@ -328,8 +329,11 @@ static void *produce_main(void *arg)
 {
 	async_produce *a = arg;
 	mk_strbuf why = MK_STRBUF_INIT;
+	mk_produce_args args = { .acks = a->acks, .seq = -1, .count = 1 };
+	mk_produce_result res;
 	a->err = mk_partition_produce(a->p, (uint8_t *)a->b.buf,
-				      a->b.len, a->acks, NULL, &a->base, &why);
+				      a->b.len, &args, NULL, &res, &why);
+	a->base = res.base;
 	snprintf(a->why, sizeof(a->why), "%s", why.buf);
 	mk_strbuf_release(&why);
 	atomic_store(&a->done, true);

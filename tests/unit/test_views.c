@@ -247,9 +247,10 @@ static void a_replica_view_changes_nothing(void **state)
 		mk_builder_init(&b, &meta);
 		mk_builder_add(&b, 0, MK_BYTES_NULL, mk_bytes_of("x", 1), NULL, 0);
 		mk_builder_finish(&b);
-		int64_t base;
+		mk_produce_args a = { .acks = 1, .seq = -1, .count = 1 };
+		mk_produce_result res;
 		assert_int_equal(mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
-						      1, NULL, &base, NULL), MK_OK);
+						      &a, NULL, &res, NULL), MK_OK);
 		mk_builder_release(&b);
 	}
 	mk_replica_view lv, fv;

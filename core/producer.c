@@ -1,0 +1,682 @@
+/*
+ * producer.c — producers of append descriptors, their batches, and the
+ * sender that sends lingering batches on the system clock.
+ */
+#include "producer.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "partitioner.h"
+
+/* ---- the registry and the sender ------------------------------------- */
+
+struct mk_producers {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	mk_cluster *c;
+	mk_producer **list;       /* topic producers (they may linger) */
+	size_t n, alloc;
+	pthread_t sender;
+	bool sender_started;
+	bool stop;
+};
+
+typedef struct {
+	mk_batch_builder b;
+	bool open;
+	int64_t created_ms;
+} slot;
+
+typedef struct {
+	int partition;
+	int32_t seq_advance;      /* explicit seq=: how far a success moves it */
+	mk_ack_ticket ticket;
+} owed_ack;
+
+typedef struct {
+	owed_ack *v;
+	size_t n, alloc;
+} ack_list;
+
+struct mk_producer {
+	pthread_mutex_t lock;
+	mk_producers *ps;
+	mk_cluster *c;
+	mk_topic *t;
+	int partition;            /* fixed, or MK_PARTITION_ANY */
+	int acks;
+	bool idempotent;
+	char *name;               /* the producer identity, when idempotent */
+	int64_t pid;
+	int16_t epoch;
+	int32_t next_seq;         /* explicit seq=: the next; else -1 */
+	int64_t batch_size;
+	int64_t linger_ms;
+	bool keep_receipts;
+
+	int n;                    /* partitions of a topic producer */
+	slot *slots;              /* one open batch per partition */
+	int sticky;               /* keyless records' partition; -1 unset */
+	ack_list owed;            /* appended by the current call */
+	ack_list pending;         /* appended by the sender: await at flush */
+	mk_err deferred;          /* first error of a send nobody waited on */
+	mk_strbuf deferred_why;
+	mk_receipt *receipts;
+	size_t nreceipts, receipts_alloc;
+};
+
+static const mk_batch_meta plain_meta = {
+	.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
+	.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
+};
+
+static mk_err send_due(mk_producer *p, int64_t now, bool owed, mk_strbuf *why);
+static void defer_error(mk_producer *p, mk_err err, mk_strbuf *why);
+
+/* The sender, or an advance of the manual clock: send what is due without
+ * waiting. Under ps->lock; each producer is only try-locked. */
+static int64_t tick_all(mk_producers *ps)
+{
+	int64_t now = mk_clock_now(&ps->c->clock), next = INT64_MAX;
+	for (size_t i = 0; i < ps->n; i++) {
+		mk_producer *p = ps->list[i];
+		if (pthread_mutex_trylock(&p->lock))
+			continue;   /* a writer is in: it sends its own due batches */
+		mk_strbuf why = MK_STRBUF_INIT;
+		mk_err err = send_due(p, now, false, &why);
+		if (err) {
+			mk_errlog_add(&p->c->errlog, now, NULL, err,
+				      "lingering batch of topic %s: %s", p->t->name, why.buf);
+			defer_error(p, err, &why);
+		}
+		mk_strbuf_release(&why);
+		pthread_mutex_unlock(&p->lock);
+		int64_t d = mk_producer_deadline(p);
+		if (d < next)
+			next = d;
+	}
+	return next;
+}
+
+static void clock_moved(void *arg)
+{
+	mk_producers *ps = arg;
+	pthread_mutex_lock(&ps->lock);
+	tick_all(ps);
+	pthread_mutex_unlock(&ps->lock);
+}
+
+static void *sender_main(void *arg)
+{
+	mk_producers *ps = arg;
+	pthread_mutex_lock(&ps->lock);
+	while (!ps->stop) {
+		int64_t next = tick_all(ps);
+		int64_t wait = next == INT64_MAX ? 1000 : next - mk_clock_now(&ps->c->clock);
+		if (wait > 1000)
+			wait = 1000;
+		if (wait < 1)
+			wait = 1;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int64_t ns = ts.tv_nsec + wait * 1000000LL;
+		ts.tv_sec += ns / 1000000000LL;
+		ts.tv_nsec = ns % 1000000000LL;
+		pthread_cond_timedwait(&ps->cond, &ps->lock, &ts);
+	}
+	pthread_mutex_unlock(&ps->lock);
+	return NULL;
+}
+
+mk_producers *mk_producers_new(mk_cluster *c)
+{
+	mk_producers *ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		abort();
+	pthread_mutex_init(&ps->lock, NULL);
+	pthread_cond_init(&ps->cond, NULL);
+	ps->c = c;
+	mk_cluster_on_clock(c, clock_moved, ps);
+	return ps;
+}
+
+/* Register a topic producer; the sender starts with the first one that
+ * lingers on the system clock (after daemonizing: threads survive). */
+static void registry_add(mk_producers *ps, mk_producer *p)
+{
+	pthread_mutex_lock(&ps->lock);
+	if (ps->n == ps->alloc) {
+		ps->alloc = ps->alloc ? ps->alloc * 2 : 16;
+		ps->list = realloc(ps->list, ps->alloc * sizeof(*ps->list));
+		if (!ps->list)
+			abort();
+	}
+	ps->list[ps->n++] = p;
+	if (p->linger_ms > 0 && !ps->c->clock.manual && !ps->sender_started &&
+	    !ps->stop && pthread_create(&ps->sender, NULL, sender_main, ps) == 0)
+		ps->sender_started = true;
+	pthread_mutex_unlock(&ps->lock);
+}
+
+static void registry_remove(mk_producers *ps, mk_producer *p)
+{
+	pthread_mutex_lock(&ps->lock);
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->list[i] == p) {
+			ps->list[i] = ps->list[--ps->n];
+			break;
+		}
+	pthread_mutex_unlock(&ps->lock);
+}
+
+static void wake_sender(mk_producers *ps)
+{
+	pthread_mutex_lock(&ps->lock);
+	pthread_cond_broadcast(&ps->cond);
+	pthread_mutex_unlock(&ps->lock);
+}
+
+void mk_producers_free(mk_producers *ps)
+{
+	if (!ps)
+		return;
+	mk_cluster_off_clock(ps->c, clock_moved, ps);
+	pthread_mutex_lock(&ps->lock);
+	ps->stop = true;
+	pthread_cond_broadcast(&ps->cond);
+	pthread_mutex_unlock(&ps->lock);
+	if (ps->sender_started)
+		pthread_join(ps->sender, NULL);
+	/* Producers still open (a stop with files open): send their batches. */
+	for (;;) {
+		pthread_mutex_lock(&ps->lock);
+		mk_producer *p = ps->n ? ps->list[ps->n - 1] : NULL;
+		pthread_mutex_unlock(&ps->lock);
+		if (!p)
+			break;
+		mk_strbuf why = MK_STRBUF_INIT;
+		mk_err err = mk_producer_close(p, NULL, &why);
+		if (err)
+			mk_errlog_add(&ps->c->errlog, mk_clock_now(&ps->c->clock), NULL,
+				      err, "closing a producer at stop: %s", why.buf);
+		mk_strbuf_release(&why);
+	}
+	free(ps->list);
+	pthread_cond_destroy(&ps->cond);
+	pthread_mutex_destroy(&ps->lock);
+	free(ps);
+}
+
+/* ---- open ---------------------------------------------------------------- */
+
+static mk_err open_rules(mk_producer *p, const mk_producer_opts *o, mk_strbuf *why)
+{
+	mk_cluster *c = p->c;
+	p->acks = o->acks == MK_PRODUCER_ACKS_DEFAULT ? (int)c->cfg.acks : o->acks;
+	p->next_seq = -1;
+	if (o->txn && o->txn[0]) {
+		mk_strbuf_addf(why, "no transaction %s", o->txn);
+		return MK_TRANSACTIONAL_ID_NOT_FOUND;
+	}
+	if (!o->producer || !o->producer[0])
+		return MK_OK;
+	if (mk_cluster_producer_get(c, o->producer, &p->pid, &p->epoch)) {
+		mk_strbuf_addf(why, "no producer %s (mkdir /producers/%s first)",
+			       o->producer, o->producer);
+		return MK_UNKNOWN_PRODUCER_ID;
+	}
+	if (o->acks != MK_PRODUCER_ACKS_DEFAULT && o->acks != -1) {
+		mk_strbuf_addstr(why, "an idempotent producer writes with acks=all");
+		return MK_INVALID_REQUEST;
+	}
+	if (o->seq >= 0 && p->partition == MK_PARTITION_ANY) {
+		mk_strbuf_addstr(why, "seq= is for partition append files (a topic append spreads over partitions)");
+		return MK_INVALID_REQUEST;
+	}
+	if (o->seq > INT32_MAX) {
+		mk_strbuf_addstr(why, "seq= is at most 2147483647");
+		return MK_INVALID_REQUEST;
+	}
+	p->idempotent = true;
+	p->name = strdup(o->producer);
+	p->acks = -1;
+	p->next_seq = (int32_t)o->seq;
+	return MK_OK;
+}
+
+static void producer_free(mk_producer *p)
+{
+	for (int i = 0; i < p->n; i++)
+		mk_builder_release(&p->slots[i].b);
+	free(p->slots);
+	free(p->owed.v);
+	free(p->pending.v);
+	free(p->receipts);
+	free(p->name);
+	mk_strbuf_release(&p->deferred_why);
+	mk_topic_put(p->t);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
+			const mk_producer_opts *o, mk_producer **out,
+			mk_strbuf *why)
+{
+	*out = NULL;
+	if (partition != MK_PARTITION_ANY && !mk_topic_partition(t, partition)) {
+		mk_strbuf_addf(why, "no partition %s/%d", t->name, partition);
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	mk_producer *p = calloc(1, sizeof(*p));
+	if (!p)
+		abort();
+	pthread_mutex_init(&p->lock, NULL);
+	p->ps = ps;
+	p->c = ps->c;
+	p->t = t;
+	atomic_fetch_add(&t->refs, 1);
+	p->partition = partition;
+	p->sticky = -1;
+	p->batch_size = o->limits ? o->limits->batch_size : ps->c->cfg.batch_size;
+	p->linger_ms = o->limits ? o->limits->linger_ms : ps->c->cfg.linger_ms;
+	p->keep_receipts = o->keep_receipts;
+	mk_strbuf_init(&p->deferred_why, 0);
+	mk_err err = open_rules(p, o, why);
+	if (err) {
+		producer_free(p);
+		return err;
+	}
+	if (partition == MK_PARTITION_ANY) {
+		p->n = t->npartitions;
+		p->slots = calloc((size_t)p->n, sizeof(*p->slots));
+		if (!p->slots)
+			abort();
+		for (int i = 0; i < p->n; i++)
+			mk_builder_init(&p->slots[i].b, &plain_meta);
+		registry_add(ps, p);
+	} else {
+		p->n = 1;
+		p->slots = calloc(1, sizeof(*p->slots));
+		if (!p->slots)
+			abort();
+		mk_builder_init(&p->slots[0].b, &plain_meta);
+	}
+	*out = p;
+	return MK_OK;
+}
+
+/* ---- sending one batch ---------------------------------------------------- */
+
+static void ack_push(ack_list *l, owed_ack a)
+{
+	if (l->n == l->alloc) {
+		l->alloc = l->alloc ? l->alloc * 2 : 8;
+		l->v = realloc(l->v, l->alloc * sizeof(*l->v));
+		if (!l->v)
+			abort();
+	}
+	l->v[l->n++] = a;
+}
+
+static void add_receipt(mk_producer *p, int partition, int64_t base,
+			int32_t count)
+{
+	if (!p->keep_receipts)
+		return;
+	if (p->nreceipts == p->receipts_alloc) {
+		p->receipts_alloc = p->receipts_alloc ? p->receipts_alloc * 2 : 8;
+		p->receipts = realloc(p->receipts, p->receipts_alloc * sizeof(*p->receipts));
+		if (!p->receipts)
+			abort();
+	}
+	p->receipts[p->nreceipts++] = (mk_receipt){ partition, base, count, p->acks };
+}
+
+/*
+ * Produce slot s's finished batch to partition `part`, without waiting:
+ * an acks=all ticket goes to the owed list (the caller awaits it) or the
+ * pending one (flush awaits it). *appended tells whether the leader took
+ * it. Under p->lock.
+ */
+static mk_err produce_slot(mk_producer *p, slot *s, int part, bool owed,
+			   bool *appended, mk_strbuf *why)
+{
+	mk_builder_finish(&s->b);
+	mk_produce_args a = {
+		.acks = p->acks,
+		.idempotent = p->idempotent,
+		.pid = p->pid,
+		.epoch = p->epoch,
+		.seq = p->next_seq,
+		.count = s->b.count,
+		.defer_ack = true,
+	};
+	mk_produce_result res;
+	mk_err err = mk_partition_produce(mk_topic_partition(p->t, part),
+					  (uint8_t *)s->b.frame.buf, s->b.frame.len,
+					  &a, NULL, &res, why);
+	mk_builder_reset(&s->b, &plain_meta);
+	s->open = false;
+	*appended = res.base >= 0;
+	if (res.base >= 0)
+		add_receipt(p, part, res.base, res.count);
+	int32_t advance = p->next_seq >= 0 && res.base >= 0 ? res.count : 0;
+	if (!err && res.pending)
+		ack_push(owed ? &p->owed : &p->pending,
+			 (owed_ack){ part, advance, res.ticket });
+	else if (!err)
+		p->next_seq += advance;
+	return err;
+}
+
+/* Send partition i's open batch of a topic producer. Under p->lock. */
+static mk_err send_slot(mk_producer *p, int i, bool owed, mk_strbuf *why)
+{
+	slot *s = &p->slots[i];
+	if (!s->open)
+		return MK_OK;
+	bool appended;
+	return produce_slot(p, s, i, owed, &appended, why);
+}
+
+/* Keyless records move on by one partition when the sticky partition's
+ * batch closes, however many other batches close with it. */
+static mk_err send_due(mk_producer *p, int64_t now, bool owed, mk_strbuf *why)
+{
+	mk_err first = MK_OK;
+	bool moved = false;
+	if (p->partition != MK_PARTITION_ANY)
+		return MK_OK;     /* a partition producer keeps no open batch */
+	for (int i = 0; i < p->n; i++) {
+		slot *s = &p->slots[i];
+		if (!s->open ||
+		    (now != INT64_MAX && mk_deadline(s->created_ms, p->linger_ms) > now))
+			continue;
+		if (i == p->sticky)
+			moved = true;
+		mk_err err = send_slot(p, i, owed, why);
+		if (err && !first)
+			first = err;
+	}
+	if (moved)
+		p->sticky = (p->sticky + 1) % p->n;
+	return first;
+}
+
+static void defer_error(mk_producer *p, mk_err err, mk_strbuf *why)
+{
+	if (err && !p->deferred) {
+		p->deferred = err;
+		mk_strbuf_reset(&p->deferred_why);
+		mk_strbuf_add(&p->deferred_why, why->buf, why->len);
+	}
+}
+
+static mk_err take_deferred(mk_producer *p, mk_strbuf *why)
+{
+	mk_err err = p->deferred;
+	if (err) {
+		mk_strbuf_add(why, p->deferred_why.buf, p->deferred_why.len);
+		p->deferred = MK_OK;
+	}
+	return err;
+}
+
+/* An idempotent producer is fenced once its identity was initialised again. */
+static mk_err check_fenced(mk_producer *p, mk_strbuf *why)
+{
+	int64_t id;
+	int16_t epoch;
+	if (mk_cluster_producer_get(p->c, p->name, &id, &epoch)) {
+		mk_strbuf_addf(why, "producer %s no longer exists", p->name);
+		return MK_UNKNOWN_PRODUCER_ID;
+	}
+	if (id != p->pid || epoch != p->epoch) {
+		mk_strbuf_addf(why, "producer %s was initialised again (id %lld epoch %d, this descriptor has id %lld epoch %d): fenced",
+			       p->name, (long long)id, epoch,
+			       (long long)p->pid, p->epoch);
+		return MK_PRODUCER_FENCED;
+	}
+	return MK_OK;
+}
+
+/* ---- append ---------------------------------------------------------------- */
+
+/* A partition producer: the records are one batch. Under p->lock. */
+static mk_err append_partition(mk_producer *p, const mk_record_in *recs,
+			       size_t n, int64_t max_bytes, size_t *taken,
+			       mk_strbuf *why)
+{
+	slot *s = &p->slots[0];
+	int64_t now = mk_clock_now(&p->c->clock);
+	for (size_t i = 0; i < n; i++) {
+		mk_builder_add(&s->b, now, recs[i].key, recs[i].value,
+			       recs[i].headers, recs[i].nheaders);
+		if ((int64_t)mk_builder_size(&s->b) > max_bytes) {
+			mk_builder_reset(&s->b, &plain_meta);
+			mk_strbuf_addf(why, "batch larger than message.max.bytes=%lld",
+				       (long long)max_bytes);
+			return MK_MESSAGE_TOO_LARGE;
+		}
+	}
+	bool appended;
+	mk_err err = produce_slot(p, s, p->partition, true, &appended, why);
+	*taken = appended ? n : 0;
+	return err;
+}
+
+/* The partition a record goes to, and where keyless ones start. */
+static int route(mk_producer *p, mk_bytes key)
+{
+	if (key.len >= 0)
+		return mk_partition_for_key(key, p->n);
+	if (p->sticky < 0)
+		p->sticky = (int)(atomic_fetch_add(&p->t->next_sticky, 1) % (unsigned)p->n);
+	return p->sticky;
+}
+
+/* Add one record to its partition's open batch; sends a batch that would
+ * pass batch.size, or reaches it. *wake: a batch started lingering. */
+static mk_err accumulate(mk_producer *p, const mk_record_in *r, int64_t now,
+			 bool *wake, mk_strbuf *why)
+{
+	mk_err err = MK_OK;
+	int i = route(p, r->key);
+	slot *s = &p->slots[i];
+	/* A record that does not fit closes the open batch first (Kafka's
+	 * rule); a keyless one then follows the sticky partition onwards. */
+	if (s->open) {
+		size_t one = mk_frame_size_of_one(r->key, r->value, r->headers,
+						  r->nheaders);
+		if ((int64_t)(mk_builder_size(&s->b) + one - MK_FRAME_EMPTY_SIZE) >
+		    p->batch_size) {
+			err = send_slot(p, i, true, why);
+			if (i == p->sticky)
+				p->sticky = (p->sticky + 1) % p->n;
+			if (r->key.len < 0) {
+				i = p->sticky;
+				s = &p->slots[i];
+			}
+		}
+	}
+	if (!s->open) {
+		s->open = true;
+		s->created_ms = now;
+		*wake |= p->linger_ms > 0;
+	}
+	mk_builder_add(&s->b, now, r->key, r->value, r->headers, r->nheaders);
+	if ((int64_t)mk_builder_size(&s->b) >= p->batch_size) {
+		mk_err sent = send_slot(p, i, true, why);
+		if (i == p->sticky)
+			p->sticky = (p->sticky + 1) % p->n;
+		if (!err)
+			err = sent;
+	}
+	return err;
+}
+
+/* A topic producer: check every record, then route and batch each. */
+static mk_err append_topic(mk_producer *p, const mk_record_in *recs, size_t n,
+			   int64_t max_bytes, size_t *taken, bool *wake,
+			   mk_strbuf *why)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t need = mk_frame_size_of_one(recs[i].key, recs[i].value,
+						   recs[i].headers, recs[i].nheaders);
+		if ((int64_t)need > max_bytes) {
+			mk_strbuf_addf(why, "record %zu needs a %zu-byte batch, over message.max.bytes=%lld",
+				       i + 1, need, (long long)max_bytes);
+			return MK_MESSAGE_TOO_LARGE;
+		}
+	}
+	*taken = n;
+	mk_err err = MK_OK;
+	int64_t now = mk_clock_now(&p->c->clock);
+	for (size_t i = 0; i < n; i++) {
+		mk_err e = accumulate(p, &recs[i], now, wake, why);
+		if (e && !err)
+			err = e;
+	}
+	mk_err deferred = take_deferred(p, why);
+	mk_err sent = send_due(p, mk_clock_now(&p->c->clock), true, why);
+	if (!err)
+		err = deferred;
+	return err ? err : sent;
+}
+
+mk_err mk_producer_append(mk_producer *p, const mk_record_in *recs, size_t n,
+			  size_t *taken, mk_strbuf *why)
+{
+	*taken = 0;
+	mk_topic_config tc;
+	mk_cluster_topic_config(p->c, p->t, &tc);
+	pthread_mutex_lock(&p->lock);
+	bool wake = false;
+	mk_err err = p->idempotent ? check_fenced(p, why) : MK_OK;
+	if (!err && p->partition != MK_PARTITION_ANY)
+		err = n ? append_partition(p, recs, n, tc.message_max_bytes, taken, why)
+			: MK_OK;
+	else if (!err)
+		err = append_topic(p, recs, n, tc.message_max_bytes, taken, &wake, why);
+	pthread_mutex_unlock(&p->lock);
+	/* After unlocking: ps->lock is never taken under a producer's lock. */
+	if (wake)
+		wake_sender(p->ps);
+	return err;
+}
+
+/* Await a list of tickets taken out of the producer. */
+static mk_err await_list(mk_producer *p, ack_list *l, const mk_waiter *w,
+			 mk_strbuf *why)
+{
+	mk_err first = MK_OK;
+	int32_t advance = 0;
+	for (size_t k = 0; k < l->n; k++) {
+		owed_ack *a = &l->v[k];
+		mk_err e = mk_partition_await(mk_topic_partition(p->t, a->partition),
+					      &a->ticket, w, why);
+		if (e && !first)
+			first = e;
+		if (!e)
+			advance += a->seq_advance;
+	}
+	if (advance) {
+		pthread_mutex_lock(&p->lock);
+		p->next_seq += advance;
+		pthread_mutex_unlock(&p->lock);
+	}
+	return first;
+}
+
+/* Take the owed tickets (and with all, the pending ones) out under the
+ * lock, then wait without it. */
+static mk_err await_owed(mk_producer *p, bool all, const mk_waiter *w,
+			 mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	ack_list l = p->owed;
+	p->owed = (ack_list){ 0 };
+	if (all) {
+		for (size_t k = 0; k < p->pending.n; k++)
+			ack_push(&l, p->pending.v[k]);
+		p->pending.n = 0;
+	}
+	pthread_mutex_unlock(&p->lock);
+	mk_err err = l.n ? await_list(p, &l, w, why) : MK_OK;
+	free(l.v);
+	return err;
+}
+
+mk_err mk_producer_await(mk_producer *p, const mk_waiter *w, mk_strbuf *why)
+{
+	return await_owed(p, false, w, why);
+}
+
+mk_err mk_producer_send(mk_producer *p, const mk_record_in *recs, size_t n,
+			const mk_waiter *w, size_t *taken, mk_strbuf *why)
+{
+	mk_err err = mk_producer_append(p, recs, n, taken, why);
+	mk_err acked = mk_producer_await(p, w, why);
+	return err ? err : acked;
+}
+
+mk_err mk_producer_flush(mk_producer *p, const mk_waiter *w, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = take_deferred(p, why);
+	mk_err sent = send_due(p, INT64_MAX, true, why);
+	pthread_mutex_unlock(&p->lock);
+	if (!err)
+		err = sent;
+	mk_err acked = await_owed(p, true, w, why);
+	return err ? err : acked;
+}
+
+mk_err mk_producer_poll(mk_producer *p, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = take_deferred(p, why);
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+mk_err mk_producer_close(mk_producer *p, const mk_waiter *w, mk_strbuf *why)
+{
+	if (!p)
+		return MK_OK;
+	if (p->partition == MK_PARTITION_ANY)
+		registry_remove(p->ps, p);
+	mk_err err = mk_producer_flush(p, w, why);
+	producer_free(p);
+	return err;
+}
+
+size_t mk_producer_take_receipts(mk_producer *p, mk_receipt *out, size_t max)
+{
+	pthread_mutex_lock(&p->lock);
+	size_t n = p->nreceipts < max ? p->nreceipts : max;
+	if (n) {
+		memcpy(out, p->receipts, n * sizeof(*out));
+		memmove(p->receipts, p->receipts + n,
+			(p->nreceipts - n) * sizeof(*out));
+		p->nreceipts -= n;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+int64_t mk_producer_deadline(mk_producer *p)
+{
+	int64_t d = INT64_MAX;
+	if (pthread_mutex_trylock(&p->lock))
+		return d;
+	for (int i = 0; p->partition == MK_PARTITION_ANY && i < p->n; i++)
+		if (p->slots[i].open &&
+		    mk_deadline(p->slots[i].created_ms, p->linger_ms) < d)
+			d = mk_deadline(p->slots[i].created_ms, p->linger_ms);
+	pthread_mutex_unlock(&p->lock);
+	return d;
+}

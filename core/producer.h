@@ -1,0 +1,130 @@
+/*
+ * producer.h — the producer side of an append: one mk_producer per append
+ * descriptor, for one partition or for a whole topic, and the registry of
+ * producers with its sender thread (Kafka's client: RecordAccumulator and
+ * Sender in one place).
+ *
+ * Open holds every open-time rule: the acks default (the cluster's
+ * [producer] acks), producer=NAME (an idempotent producer: its id and
+ * epoch are taken at open, it writes with acks=all only, seq= only on a
+ * partition), txn= (no transactions yet: TRANSACTIONAL_ID_NOT_FOUND).
+ *
+ * Send takes records (slices the caller keeps valid for the call) and
+ * says how many it took (*taken): either all of them or none.
+ *   - An idempotent producer whose identity was initialised again since
+ *     open is fenced (PRODUCER_FENCED), gone (UNKNOWN_PRODUCER_ID): none.
+ *   - A partition producer encodes the records into one batch and
+ *     produces it: taken when the leader appended it (or recognised an
+ *     exact retry), whatever the acknowledgement then says.
+ *   - A topic producer refuses the whole call when one record's own batch
+ *     would exceed message.max.bytes (MESSAGE_TOO_LARGE, none taken), and
+ *     otherwise takes them all: each record is routed (crc32(key) mod
+ *     partitions, keyless ones sticky) and encoded once, into its
+ *     partition's open batch. A batch that would pass batch.size is sent
+ *     first; at the end of the call batches past linger.ms (all of them
+ *     when linger.ms is 0) are sent. Errors after that are about sending.
+ * Keyless records of a new topic producer start at a partition that
+ * rotates per topic (mk_topic.next_sticky), then move on by one partition
+ * each time their batch closes.
+ *
+ * Appending and awaiting acks=all are two steps: mk_producer_append
+ * appends and keeps the tickets of what it appended, mk_producer_await
+ * waits for them; mk_producer_send does both. No wait ever happens under
+ * the producer's lock. Batches the sender (or an advance of the manual
+ * clock) sends are awaited at the next flush, and their first error is
+ * logged to /errors and returned (once) by the next send, poll or flush.
+ *
+ * Receipts: with keep_receipts, one receipt per batch the leader took
+ * (or deduplicated), in the order sent; take_receipts hands them out.
+ *
+ * Locking: mk_producers.lock guards the registry and the sender's state;
+ * it is taken before a producer's lock, which the sender only try-locks (a
+ * writer holding it sends its due batches itself). mk_producer.lock guards
+ * the producer's batches, tickets, receipts and deferred error. Partition
+ * locks are taken under it (produce), never the other way round.
+ */
+#ifndef MK_PRODUCER_H
+#define MK_PRODUCER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "codec.h"
+#include "error.h"
+#include "replica.h"
+#include "strbuf.h"
+
+#define MK_PARTITION_ANY (-1)
+#define MK_PRODUCER_ACKS_DEFAULT (-2)
+
+typedef struct mk_producers mk_producers;
+typedef struct mk_producer mk_producer;
+
+/* The registry of one cluster; hooks itself to the cluster's clock. */
+mk_producers *mk_producers_new(mk_cluster *c);
+/* Stop the sender, then flush and close producers still open (a stop with
+ * files open); their errors go to /errors. */
+void mk_producers_free(mk_producers *ps);
+
+/* Batching limits; a producer without takes the cluster's [producer]. */
+typedef struct {
+	int64_t batch_size;
+	int64_t linger_ms;
+} mk_producer_limits;
+
+typedef struct {
+	int acks;                 /* MK_PRODUCER_ACKS_DEFAULT, 0, 1 or -1 */
+	const char *producer;     /* NULL or "": not idempotent */
+	int64_t seq;              /* < 0: the next the leader expects */
+	const char *txn;          /* NULL or "": not transactional */
+	bool keep_receipts;
+	const mk_producer_limits *limits;   /* NULL: the cluster's */
+} mk_producer_opts;
+
+/* A producer for partition `partition` of t, or MK_PARTITION_ANY for the
+ * topic (a topic reference is taken). */
+mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
+			const mk_producer_opts *o, mk_producer **out,
+			mk_strbuf *why);
+
+/* One record to send; the bytes stay the caller's. */
+typedef struct {
+	mk_bytes key;
+	mk_bytes value;
+	const mk_header *headers;
+	size_t nheaders;
+} mk_record_in;
+
+/* Append (see above); tickets of acks=all batches are kept for await. */
+mk_err mk_producer_append(mk_producer *p, const mk_record_in *recs, size_t n,
+			  size_t *taken, mk_strbuf *why);
+/* Wait for the acknowledgements of what the last append appended. */
+mk_err mk_producer_await(mk_producer *p, const mk_waiter *w, mk_strbuf *why);
+/* append, then await; the first error of the two. */
+mk_err mk_producer_send(mk_producer *p, const mk_record_in *recs, size_t n,
+			const mk_waiter *w, size_t *taken, mk_strbuf *why);
+
+/* Send every open batch and await every acknowledgement still owed. */
+mk_err mk_producer_flush(mk_producer *p, const mk_waiter *w, mk_strbuf *why);
+/* Without sending or waiting: the error of a batch sent in the
+ * background since the last call, if any (once). */
+mk_err mk_producer_poll(mk_producer *p, mk_strbuf *why);
+/* Flush, then free; *why gets what went wrong (the batches are lost). */
+mk_err mk_producer_close(mk_producer *p, const mk_waiter *w, mk_strbuf *why);
+
+typedef struct {
+	int partition;
+	int64_t base;             /* the batch's first offset */
+	int32_t count;
+	int acks;                 /* 0: the offset is not known to the writer */
+} mk_receipt;
+
+/* Move up to max receipts into out; returns how many. */
+size_t mk_producer_take_receipts(mk_producer *p, mk_receipt *out, size_t max);
+
+/* Earliest linger deadline among open batches; INT64_MAX when none. */
+int64_t mk_producer_deadline(mk_producer *p);
+
+#endif

@@ -1,0 +1,265 @@
+/*
+ * fs/handles.c without a mount: descriptor I/O and line carrying. The
+ * producer's rules have their own tests (test_producer.c); these check
+ * what the handle layer adds: lines carried across writes and kept by a
+ * refused write, a close of one copy (flush) that sends nothing, the last
+ * close and fsync that do, receipts as text.
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cluster.h"
+#include "fileio.h"
+#include "handles.h"
+#include "nodes.h"
+#include "producer.h"
+
+typedef struct {
+	char dir[64];
+	mk_cluster *c;
+	mkfs fs;
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	strcpy(f->dir, "/tmp/mk-handles-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	mk_config cfg;
+	mk_config_defaults(&cfg);
+	cfg.manual_clock = 1;
+	cfg.linger_ms = 100;
+	assert_int_equal(mk_cluster_open(f->dir, &cfg, &f->c, NULL), MK_OK);
+	f->fs.cluster = f->c;
+	f->fs.readme = (char *)"readme\n";
+	f->fs.producers = mk_producers_new(f->c);
+	const char *small[] = { "message.max.bytes=200" };
+	assert_int_equal(mk_cluster_create_topic(f->c, "t", 2, 1, small, 1, NULL), MK_OK);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	mk_producers_free(f->fs.producers);
+	mk_cluster_close(f->c);
+	mk_remove_tree(f->dir);
+	free(f);
+	return 0;
+}
+
+static mk_handle *hopen(fixture *f, const char *path, int flags)
+{
+	node_ref ref;
+	assert_int_equal(mk_resolve(&f->fs, path, &ref, NULL), MK_OK);
+	mk_handle *h = NULL;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_handle_open(&f->fs, &ref, path, flags, &h, &why);
+	mk_node_ref_release(&ref);
+	if (err)
+		fail_msg("open %s: %s: %s", path, mk_err_name(err), why.buf);
+	mk_strbuf_release(&why);
+	return h;
+}
+
+static mk_err hwrite(fixture *f, mk_handle *h, const char *s)
+{
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_handle_write(&f->fs, h, s, strlen(s), NULL, &why);
+	if (err)
+		assert_true(why.len > 0);
+	mk_strbuf_release(&why);
+	return err;
+}
+
+static mk_err hflush(fixture *f, mk_handle *h)
+{
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_handle_flush(&f->fs, h, NULL, &why);
+	mk_strbuf_release(&why);
+	return err;
+}
+
+static mk_err hfsync(fixture *f, mk_handle *h)
+{
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_handle_fsync(&f->fs, h, NULL, &why);
+	mk_strbuf_release(&why);
+	return err;
+}
+
+/* Everything a handle reads until EOF, as a string (caller frees). */
+static char *hread_all(fixture *f, mk_handle *h)
+{
+	mk_strbuf out = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
+	char buf[256];
+	size_t n;
+	long long off = 0;
+	do {
+		assert_int_equal(mk_handle_read(&f->fs, h, buf, sizeof(buf), off,
+						NULL, &n, &why), MK_OK);
+		mk_strbuf_add(&out, buf, n);
+		off += (long long)n;
+	} while (n);
+	mk_strbuf_release(&why);
+	char *s = strdup(out.buf);
+	mk_strbuf_release(&out);
+	return s;
+}
+
+/* The plain records of partition p. */
+static void assert_records(fixture *f, int p, const char *expect)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/topics/t/%d/records", p);
+	mk_handle *h = hopen(f, path, O_RDONLY);
+	char *got = hread_all(f, h);
+	assert_string_equal(got, expect);
+	free(got);
+	mk_handle_close(h);
+}
+
+static int64_t leo(fixture *f, int p)
+{
+	mk_topic *t = mk_cluster_topic(f->c, "t");
+	mk_partition_info in;
+	mk_partition_info_get(mk_topic_partition(t, p), &in);
+	mk_topic_put(t);
+	return in.leo;
+}
+
+/* A partial line is carried across writes and across flushes (the close
+ * of a copy); the last close sends it. */
+static void carries_lines(void **state)
+{
+	fixture *f = *state;
+	mk_handle *h = hopen(f, "/topics/t/0/append", O_WRONLY);
+	assert_int_equal(hwrite(f, h, "ab"), MK_OK);
+	assert_int_equal(hflush(f, h), MK_OK);
+	assert_int_equal(leo(f, 0), 0);
+	assert_int_equal(hwrite(f, h, "c\nd"), MK_OK);
+	assert_int_equal(leo(f, 0), 1);
+	assert_int_equal(hwrite(f, h, "e"), MK_OK);
+	assert_int_equal(hflush(f, h), MK_OK);
+	assert_int_equal(leo(f, 0), 1);
+	assert_int_equal(hwrite(f, h, "f\ng\nh"), MK_OK);
+	assert_int_equal(leo(f, 0), 3);          /* one batch: def, g */
+	mk_handle_close(h);                       /* the last close: h */
+	assert_int_equal(leo(f, 0), 4);
+	assert_records(f, 0, "abc\ndef\ng\nh\n");
+}
+
+/* A refused write changes nothing: the carried line stays as it was. */
+static void refused_write_keeps_the_carry(void **state)
+{
+	fixture *f = *state;
+	mk_handle *h = hopen(f, "/topics/t/0/append:tsv", O_WRONLY);
+	assert_int_equal(hwrite(f, h, "x"), MK_OK);
+	assert_int_equal(hwrite(f, h, "\\q\nzzz\n"), MK_INVALID_RECORD);
+	assert_int_equal(leo(f, 0), 0);
+	/* A line over message.max.bytes (200) is refused as soon as seen. */
+	char big[300];
+	memset(big, 'b', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(hwrite(f, h, big), MK_MESSAGE_TOO_LARGE);
+	assert_int_equal(hwrite(f, h, "y\\tz\n"), MK_OK);
+	mk_handle_close(h);
+	mk_handle *r = hopen(f, "/topics/t/0/records:tsv", O_RDONLY);
+	char *got = hread_all(f, r);
+	mk_handle_close(r);
+	/* OFFSET TIMESTAMP KEY VALUE: the value unescaped, then escaped again */
+	assert_non_null(strstr(got, "\t\\N\txy\\tz\n"));
+	assert_int_equal(leo(f, 0), 1);
+	free(got);
+}
+
+/* Receipts as text lines, "-" for the offset under acks=0; an O_WRONLY
+ * descriptor keeps none; O_RDONLY is refused. */
+static void receipts(void **state)
+{
+	fixture *f = *state;
+	mk_handle *h = hopen(f, "/topics/t/1/append:acks=1", O_RDWR);
+	assert_int_equal(hwrite(f, h, "a\nb\n"), MK_OK);
+	assert_int_equal(hwrite(f, h, "c\n"), MK_OK);
+	char *got = hread_all(f, h);
+	assert_string_equal(got, "t 1 0 2\nt 1 2 1\n");
+	free(got);
+	got = hread_all(f, h);
+	assert_string_equal(got, "");
+	free(got);
+	mk_handle_close(h);
+	h = hopen(f, "/topics/t/1/append:acks=0", O_RDWR);
+	assert_int_equal(hwrite(f, h, "d\n"), MK_OK);
+	got = hread_all(f, h);
+	assert_string_equal(got, "t 1 - 1\n");
+	free(got);
+	mk_handle_close(h);
+
+	node_ref ref;
+	assert_int_equal(mk_resolve(&f->fs, "/topics/t/append", &ref, NULL), MK_OK);
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(mk_handle_open(&f->fs, &ref, "/topics/t/append", O_RDONLY,
+					&h, &why), MK_INVALID_REQUEST);
+	mk_node_ref_release(&ref);
+	mk_strbuf_release(&why);
+}
+
+/* A topic append under linger.ms: a flush (close of a copy) sends
+ * nothing, fsync sends everything, and so does the last close. */
+static void lingering_batches(void **state)
+{
+	fixture *f = *state;
+	mk_handle *h = hopen(f, "/topics/t/append", O_RDWR);
+	assert_int_equal(hwrite(f, h, "a\n"), MK_OK);
+	assert_int_equal(hwrite(f, h, "b\n"), MK_OK);
+	assert_int_equal(hflush(f, h), MK_OK);
+	assert_int_equal(leo(f, 0) + leo(f, 1), 0);
+	assert_int_equal(hfsync(f, h), MK_OK);
+	assert_int_equal(leo(f, 0), 2);          /* the first producer: partition 0 */
+	char *got = hread_all(f, h);
+	assert_string_equal(got, "t 0 0 2\n");
+	free(got);
+	assert_int_equal(hwrite(f, h, "c\n"), MK_OK);
+	assert_int_equal(hwrite(f, h, "partial"), MK_OK);
+	assert_int_equal(hflush(f, h), MK_OK);
+	assert_int_equal(leo(f, 0) + leo(f, 1), 2);
+	mk_handle_close(h);
+	/* fsync moved keyless records on to partition 1 */
+	assert_int_equal(leo(f, 1), 2);
+	assert_records(f, 1, "c\npartial\n");
+}
+
+/* The error of a batch sent by the clock is reported by the next flush,
+ * once. */
+static void flush_reports_background_errors(void **state)
+{
+	fixture *f = *state;
+	mk_handle *h = hopen(f, "/topics/t/append", O_WRONLY);
+	assert_int_equal(hwrite(f, h, "lost\n"), MK_OK);
+	assert_int_equal(mk_cluster_broker_crash(f->c, 1, false, NULL), MK_OK);
+	assert_int_equal(mk_cluster_clock_advance(f->c, 100, NULL), MK_OK);
+	assert_int_equal(hflush(f, h), MK_LEADER_NOT_AVAILABLE);
+	assert_int_equal(hflush(f, h), MK_OK);
+	mk_handle_close(h);
+	assert_int_equal(mk_cluster_broker_restart(f->c, 1, NULL), MK_OK);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(carries_lines, setup, teardown),
+		cmocka_unit_test_setup_teardown(refused_write_keeps_the_carry, setup, teardown),
+		cmocka_unit_test_setup_teardown(receipts, setup, teardown),
+		cmocka_unit_test_setup_teardown(lingering_batches, setup, teardown),
+		cmocka_unit_test_setup_teardown(flush_reports_background_errors, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
