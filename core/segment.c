@@ -791,7 +791,7 @@ mk_err mk_segment_remove(mk_segment *s, mk_strbuf *why)
 uint32_t mk_segment_reader_crc(const mk_segment_reader *r)
 {
 	assert(r->frame_len >= MK_FRAME_HEADER);
-	return mk_load_be32(window(r) + r->cur + 8);
+	return mk_load_be32(window(r) + r->cur + MK_FRAME_OFF_CRC);
 }
 
 size_t mk_segment_index_count(const mk_segment *s, bool time)

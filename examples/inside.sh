@@ -51,20 +51,20 @@ run "xxd -s $pos -l $bytes topics/orders/0/segments/$file"
 frame=$MK_TMP/frame
 dd if="topics/orders/0/segments/$file" of="$frame" bs=1 skip="$pos" count="$bytes" status=none
 echo "magic:          $(head -c 4 "$frame")"
-echo "payload length: $((16#$(xxd -p -s 4 -l 4 "$frame")))   (the frame is 12 header bytes + the payload)"
-echo "crc field:      $(xxd -p -s 8 -l 4 "$frame")"
-echo "version:        $((16#$(xxd -p -s 12 -l 1 "$frame")))"
-echo "base offset:    $((16#$(xxd -p -s 15 -l 8 "$frame")))"
-echo "leader epoch:   $((16#$(xxd -p -s 23 -l 4 "$frame")))"
-assert_eq "MKF1" "$(head -c 4 "$frame")" "a frame starts with the magic MKF1"
-assert_eq "$((bytes - 12))" "$((16#$(xxd -p -s 4 -l 4 "$frame")))" "then the payload length"
-assert_eq "$crc" "$(xxd -p -s 8 -l 4 "$frame")" "then the CRC that batches shows"
-assert_eq "0 0" "$((16#$(xxd -p -s 15 -l 8 "$frame"))) $((16#$(xxd -p -s 23 -l 4 "$frame")))" \
-	"the leader stamped base offset 0 and epoch 0 into the payload"
+echo "payload length: $((16#$(xxd -p -s 4 -l 4 "$frame")))   (the frame is 24 header bytes + the payload)"
+echo "base offset:    $((16#$(xxd -p -s 8 -l 8 "$frame")))   (stamped by the leader, outside the CRC)"
+echo "leader epoch:   $((16#$(xxd -p -s 16 -l 4 "$frame")))"
+echo "crc field:      $(xxd -p -s 20 -l 4 "$frame")"
+echo "flags:          $((16#$(xxd -p -s 24 -l 2 "$frame")))   (the payload starts here)"
+assert_eq "MKF2" "$(head -c 4 "$frame")" "a frame starts with the magic MKF2"
+assert_eq "$((bytes - 24))" "$((16#$(xxd -p -s 4 -l 4 "$frame")))" "then the payload length"
+assert_eq "0 0" "$((16#$(xxd -p -s 8 -l 8 "$frame"))) $((16#$(xxd -p -s 16 -l 4 "$frame")))" \
+	"the leader stamped base offset 0 and epoch 0 before the CRC'd payload"
+assert_eq "$crc" "$(xxd -p -s 20 -l 4 "$frame")" "then the CRC that batches shows"
 
 say "the CRC protects the payload: recompute it"
-echo '$ python3 -c "import zlib,sys; d=open(sys.argv[1],\"rb\").read(); print(\"%08x\" % zlib.crc32(d[12:]))" FRAME'
-mine=$("$MK_PYTHON" -c 'import zlib, sys; d = open(sys.argv[1], "rb").read(); print("%08x" % zlib.crc32(d[12:]))' "$frame")
+echo '$ python3 -c "import zlib,sys; d=open(sys.argv[1],\"rb\").read(); print(\"%08x\" % zlib.crc32(d[24:]))" FRAME'
+mine=$("$MK_PYTHON" -c 'import zlib, sys; d = open(sys.argv[1], "rb").read(); print("%08x" % zlib.crc32(d[24:]))' "$frame")
 echo "$mine"
 assert_eq "$crc" "$mine" "CRC32 of the payload is the stored CRC"
 assert_true "the values are in the payload" grep -q carol "$frame"

@@ -187,7 +187,7 @@ rmdir "$DATA/metadata.tmp"
 cmd "$MNT/topics/t/config" "min.insync.replicas=1" || fail "min.insync.replicas=1"
 mkdir "$DATA/metadata.tmp"
 cmd "$MNT/clock" "+40000" >/dev/null 2>&1   # past replica.lag.time.max.ms (30 s)
-"$MK_PYTHON" -I "$MK_TMP/mkio.py" write "$MNT/topics/t/0/append" "x" >"$MK_TMP/w.out" 2>&1 &
+"$MK_PYTHON" -I "$MK_TMP/mkio.py" write "$MNT/topics/t/0/append" "x\\n" -e >"$MK_TMP/w.out" 2>&1 &
 WPID=$!
 mk_wait_for 10 eval '[ "$(val t/0 leo)" = 101 ]' || fail "the acks=all batch was appended"
 assert_true "the acks=all write still waits for broker 2 (the shrink is not saved)" kill -0 "$WPID"

@@ -104,7 +104,7 @@ mk_ctl "create-topic c segment.bytes=100 cleanup.policy=compact delete.retention
 	bail "create-topic c"
 C=$MNT/topics/c/0
 mark=$(mk_errors_mark)
-assert_fails_with EINVAL mk_write "$C/append:acks=1" "no-key"
+assert_fails_with EINVAL mk_write_e "$C/append:acks=1" "no-key\\n"
 assert_error_since "$mark" INVALID_RECORD "a keyless record in a compacted topic"
 assert_eq "0" "$(mk_read "$C/leo")" "the refused record appended nothing"
 mk_write_e "$C/append:tsv:acks=1" 'a\t1\n' || fail "a=1"

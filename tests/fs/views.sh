@@ -102,10 +102,10 @@ assert_eq "1 1 1 00000000000000000000.log 0 -1 -1 -1 false false" \
 	"$base $last $count $file $epoch $pid $pepoch $bseq $txn $control" "batches@1 starts with the batch holding offset 1"
 frame=$MK_TMP/frame
 dd if="$T/segments/$file" of="$frame" bs=1 skip="$pos" count="$bytes" status=none
-assert_eq "MKF1" "$(head -c 4 "$frame")" "the frame at FILE POSITION starts with the magic"
-assert_eq "$crc" "$(od -An -tx1 -j8 -N4 "$frame" | tr -d ' \n')" "CRC is the frame's CRC field"
-assert_eq "$bytes" "$(( $(od -An -tu1 -j4 -N4 "$frame" | awk '{print ($1*16777216)+($2*65536)+($3*256)+$4}') + 12 ))" \
-	"BYTES is the payload length plus the 12-byte header"
+assert_eq "MKF2" "$(head -c 4 "$frame")" "the frame at FILE POSITION starts with the magic"
+assert_eq "$crc" "$(od -An -tx1 -j20 -N4 "$frame" | tr -d ' \n')" "CRC is the frame's CRC field"
+assert_eq "$bytes" "$(( $(od -An -tu1 -j4 -N4 "$frame" | awk '{print ($1*16777216)+($2*65536)+($3*256)+$4}') + 24 ))" \
+	"BYTES is the payload length plus the 24-byte header"
 assert_eq "4" "$(rd "$T/batches" | wc -l)" "one line per batch (a b c d0)"
 assert_eq "1" "$(rd "$T/batches:max=1" | wc -l)" "batches:max=1"
 assert_eq "" "$(rd "$T/batches@latest")" "batches@latest is empty"
