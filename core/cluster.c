@@ -633,7 +633,7 @@ static void *sender_main(void *arg)
 {
 	mk_cluster *c = arg;
 	pthread_mutex_lock(&c->acc_lock);
-	while (!c->shutting_down) {
+	while (!atomic_load(&c->shutting_down)) {
 		int64_t next = tick_accumulators(c);
 		int64_t wait = next == INT64_MAX ? 1000 : next - mk_clock_now(&c->clock);
 		if (wait > 1000)
@@ -729,7 +729,7 @@ static void *fetcher_main(void *arg)
 	mk_cluster *c = fa.c;
 	for (;;) {
 		pthread_mutex_lock(&c->stop_lock);
-		if (!c->shutting_down) {
+		if (!atomic_load(&c->shutting_down)) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			int64_t ns = ts.tv_nsec + c->cfg.fetch_interval_ms * 1000000LL;
@@ -737,7 +737,7 @@ static void *fetcher_main(void *arg)
 			ts.tv_nsec = ns % 1000000000LL;
 			pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &ts);
 		}
-		bool stop = c->shutting_down;
+		bool stop = atomic_load(&c->shutting_down);
 		pthread_mutex_unlock(&c->stop_lock);
 		if (stop)
 			break;
@@ -841,7 +841,7 @@ void mk_cluster_start(mk_cluster *c)
 void mk_cluster_begin_shutdown(mk_cluster *c)
 {
 	pthread_mutex_lock(&c->stop_lock);
-	c->shutting_down = true;
+	atomic_store(&c->shutting_down, true);
 	pthread_cond_broadcast(&c->stop_cond);
 	pthread_mutex_unlock(&c->stop_lock);
 	mk_cluster_each_partition(c, wake_one, NULL);

@@ -196,7 +196,7 @@ static void format_frames(mk_handle *h, int64_t end)
 }
 
 static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
-			   mk_strbuf *why)
+			   mk_wait *wait, mk_strbuf *why)
 {
 	mk_partition *p = handle_partition(h);
 	while (h->text.len - h->text_pos < want && !h->eof) {
@@ -205,6 +205,8 @@ static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
 			break;
 		}
 		mk_strbuf_reset(&h->fetched);
+		/* Taken before the fetch: a change after it wakes the park. */
+		uint64_t seq = wait ? mk_partition_seq(p) : 0;
 		int64_t visible;
 		size_t budget = want > FETCH_BYTES ? want : FETCH_BYTES;
 		mk_err err = mk_partition_fetch(p, h->next, budget, &h->fetched,
@@ -221,6 +223,11 @@ static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
 		}
 		if (h->text.len > h->text_pos)
 			break;    /* give the reader what it has first */
+		if (wait) {
+			*wait = (mk_wait){ .kind = MK_WAIT_DATA, .p = p, .seen = seq,
+					   .deadline_ms = INT64_MAX, .seq = -1 };
+			break;
+		}
 		if (w && w->interrupted && w->interrupted(w->arg)) {
 			mk_strbuf_addstr(why, "interrupted while following");
 			return MK_INTERRUPTED;
@@ -231,10 +238,12 @@ static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
 }
 
 mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
-		      long long off, const mk_waiter *w, size_t *n,
-		      mk_strbuf *why)
+		      long long off, const mk_waiter *w, mk_wait *wait,
+		      size_t *n, mk_strbuf *why)
 {
 	(void)fs;
+	if (wait)
+		wait->kind = MK_WAIT_NONE;
 	mk_err err = MK_OK;
 	*n = 0;
 	pthread_mutex_lock(&h->lock);
@@ -258,7 +267,7 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		memcpy(buf, h->text.buf + off, *n);
 		goto out;
 	case NODE_RECORDS:
-		err = records_fill(h, size, w, why);
+		err = records_fill(h, size, w, wait, why);
 		if (err && h->text.len == h->text_pos)
 			goto out;
 		err = MK_OK;
@@ -373,9 +382,28 @@ static mk_err collect_record(void *arg, mk_bytes key, mk_bytes value,
 	return MK_OK;
 }
 
+/* One look at a parked acks=all wait (under h->lock): complete it, or
+ * note the change count it was taken at. */
+static mk_err ack_resume(mk_handle *h, mk_wait *wait, mk_strbuf *why)
+{
+	bool pending;
+	uint64_t seen = mk_partition_seq(wait->p);
+	mk_err err = mk_partition_ack_check(wait->p, &wait->ticket, &pending, why);
+	if (!err && pending) {
+		wait->seen = seen;
+		return MK_OK;
+	}
+	/* Not acknowledged: the next write on this descriptor retries the
+	 * batch's sequences (and is deduplicated), as without parking. */
+	if (err && wait->seq >= 0 && h->next_seq == wait->seq + wait->count)
+		h->next_seq = wait->seq;
+	wait->kind = MK_WAIT_NONE;
+	return err;
+}
+
 /* Partition append: the whole write is one batch. */
 static mk_err produce_batch(mk_handle *h, parse_ctx *pc, const mk_waiter *w,
-			    mk_strbuf *why)
+			    mk_wait *wait, mk_strbuf *why)
 {
 	mk_builder_finish(&pc->b);
 	mk_produce_args a = {
@@ -385,6 +413,7 @@ static mk_err produce_batch(mk_handle *h, parse_ctx *pc, const mk_waiter *w,
 		.epoch = h->epoch,
 		.seq = h->next_seq,
 		.count = pc->b.count,
+		.defer_ack = wait && h->acks == MK_ACKS_ALL,
 	};
 	mk_produce_result res;
 	mk_err err = mk_partition_produce_ex(handle_partition(h),
@@ -396,6 +425,13 @@ static mk_err produce_batch(mk_handle *h, parse_ctx *pc, const mk_waiter *w,
 			    res.count, h->acks);
 	if (!err && h->next_seq >= 0)
 		h->next_seq += res.count;
+	if (!err && res.pending) {
+		*wait = (mk_wait){ .kind = MK_WAIT_ACKS, .p = handle_partition(h),
+				   .deadline_ms = res.ticket.deadline_ms,
+				   .ticket = res.ticket,
+				   .seq = a.seq >= 0 ? a.seq : -1, .count = res.count };
+		err = ack_resume(h, wait, why);
+	}
 	return err;
 }
 
@@ -467,7 +503,8 @@ static mk_err check_fenced(mkfs *fs, mk_handle *h, mk_strbuf *why)
 
 /* Parse buf (after any carried line) and produce it; keep the new tail. */
 static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
-			   bool final, const mk_waiter *w, mk_strbuf *why)
+			   bool final, const mk_waiter *w, mk_wait *wait,
+			   mk_strbuf *why)
 {
 	mk_topic_config tc;
 	mk_cluster_topic_config(fs->cluster, h->ref.topic, &tc);
@@ -523,7 +560,8 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 			       (long long)tc.message_max_bytes);
 	mk_err parsed_err = err;
 	if (!err && pc.b.count)
-		err = h->acc ? accumulate(h, &pc, w, why) : produce_batch(h, &pc, w, why);
+		err = h->acc ? accumulate(h, &pc, w, why)
+			     : produce_batch(h, &pc, w, wait, why);
 	/*
 	 * Unless the write was refused before anything was appended, the
 	 * carried line is now this write's tail. A topic append took its
@@ -547,12 +585,14 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 }
 
 mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
-		       const mk_waiter *w, mk_strbuf *why)
+		       const mk_waiter *w, mk_wait *wait, mk_strbuf *why)
 {
 	mk_err err;
+	if (wait)
+		wait->kind = MK_WAIT_NONE;
 	pthread_mutex_lock(&h->lock);
 	if (h->ref.def->type == NODE_APPEND)
-		err = append_bytes(fs, h, buf, size, false, w, why);
+		err = append_bytes(fs, h, buf, size, false, w, wait, why);
 	else
 		err = mk_node_control(fs, &h->ref, buf, size, why);
 	pthread_mutex_unlock(&h->lock);
@@ -560,12 +600,14 @@ mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
 }
 
 mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
-		       mk_strbuf *why)
+		       mk_wait *wait, mk_strbuf *why)
 {
 	mk_err err = MK_OK;
+	if (wait)
+		wait->kind = MK_WAIT_NONE;
 	pthread_mutex_lock(&h->lock);
 	if (h->ref.def->type == NODE_APPEND && h->pending.len)
-		err = append_bytes(fs, h, "", 0, true, w, why);
+		err = append_bytes(fs, h, "", 0, true, w, wait, why);
 	if (h->acc) {
 		mk_err ferr = mk_accumulator_flush(h->acc, w, why);
 		if (!err)
@@ -575,15 +617,44 @@ mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
 	return err;
 }
 
-mk_err mk_handle_fsync(mkfs *fs, mk_handle *h, const mk_waiter *w,
-		       mk_strbuf *why)
+/* fsync's second step: make the partition's (or topic's) logs durable. */
+static mk_err fsync_logs(mk_handle *h)
 {
-	mk_err err = mk_handle_flush(fs, h, w, why);
-	if (err || h->ref.def->type != NODE_APPEND)
-		return err;
+	if (h->ref.def->type != NODE_APPEND)
+		return MK_OK;
 	if (h->ref.partition >= 0)
 		return mk_partition_flush(handle_partition(h));
+	mk_err err = MK_OK;
 	for (int i = 0; i < h->ref.topic->npartitions && !err; i++)
 		err = mk_partition_flush(mk_topic_partition(h->ref.topic, i));
+	return err;
+}
+
+mk_err mk_handle_fsync(mkfs *fs, mk_handle *h, const mk_waiter *w,
+		       mk_wait *wait, mk_strbuf *why)
+{
+	mk_err err = mk_handle_flush(fs, h, w, wait, why);
+	if (err)
+		return err;
+	if (mk_wait_pending(wait)) {
+		wait->kind = MK_WAIT_FSYNC_ACKS;
+		return MK_OK;
+	}
+	return fsync_logs(h);
+}
+
+mk_err mk_handle_resume(mkfs *fs, mk_handle *h, mk_wait *wait, mk_strbuf *why)
+{
+	(void)fs;
+	if (wait->kind != MK_WAIT_ACKS && wait->kind != MK_WAIT_FSYNC_ACKS)
+		return MK_OK;
+	bool then_fsync = wait->kind == MK_WAIT_FSYNC_ACKS;
+	pthread_mutex_lock(&h->lock);
+	mk_err err = ack_resume(h, wait, why);
+	pthread_mutex_unlock(&h->lock);
+	if (mk_wait_pending(wait))
+		wait->kind = then_fsync ? MK_WAIT_FSYNC_ACKS : MK_WAIT_ACKS;
+	else if (!err && then_fsync)
+		err = fsync_logs(h);
 	return err;
 }
