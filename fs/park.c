@@ -6,7 +6,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "errno_map.h"
@@ -14,11 +17,14 @@
 /* With the system clock, an acks=all wait is looked at again this often
  * even without an event (the ISR may shrink by time alone). */
 #define RECHECK_MS 100
+/* An interrupted write is looked at this often: is its caller dying? */
+#define DYING_CHECK_MS 500
 
 typedef struct mk_parked {
 	mk_watch watch;             /* first: the watcher's callback finds us */
 	mk_parking *lot;
 	fuse_req_t req;
+	pid_t pid;                  /* the caller (thread) */
 	mk_handle *h;
 	mk_park_op op;
 	char *buf;
@@ -123,14 +129,43 @@ static bool system_clock(mk_parking *lot)
 	return !lot->fs->cluster->clock.manual;
 }
 
+/*
+ * A caller killed by a fatal signal stays in D state until its request is
+ * answered: SIGKILL is then pending on the thread (/proc/TID/status
+ * SigPnd, or ShdPnd for the whole process).
+ */
+static bool caller_dying(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return true;    /* gone */
+	bool dying = false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long mask;
+		if ((!strncmp(line, "SigPnd:", 7) || !strncmp(line, "ShdPnd:", 7)) &&
+		    sscanf(line + 7, "%llx", &mask) == 1 && (mask & (1ull << (SIGKILL - 1))))
+			dying = true;
+	}
+	fclose(f);
+	return dying;
+}
+
 /* Make k reachable by its events again (it is owned by the caller). */
 static void arm(mk_parking *lot, mk_parked *k)
 {
-	int64_t due = 0;
+	int64_t due = 0, now = mk_wall_ms();
 	if (k->wait.kind != MK_WAIT_DATA && system_clock(lot)) {
-		int64_t now = mk_wall_ms(), d = k->wait.deadline_ms;
+		int64_t d = k->wait.deadline_ms;
 		due = d < now + RECHECK_MS ? d : now + RECHECK_MS;
 	}
+	/* libfuse calls an interrupt callback at once for a request already
+	 * interrupted: an interrupted write (which keeps waiting) registers
+	 * none again, and is looked at now and then for a dying caller. */
+	bool watch_interrupt = k->op == MK_PARK_READ || !k->interrupted;
+	if (!watch_interrupt && (!due || due > now + DYING_CHECK_MS))
+		due = now + DYING_CHECK_MS;
 	pthread_mutex_lock(&lot->lock);
 	k->due_wall_ms = due;
 	k->arming = true;
@@ -138,7 +173,8 @@ static void arm(mk_parking *lot, mk_parked *k)
 	if (due)
 		pthread_cond_signal(&lot->cond);    /* it may be the earliest */
 	pthread_mutex_unlock(&lot->lock);
-	fuse_req_interrupt_func(k->req, on_interrupt, k);
+	if (watch_interrupt)
+		fuse_req_interrupt_func(k->req, on_interrupt, k);
 	mk_partition_watch(k->wait.p, &k->watch, k->wait.seen);
 	pthread_mutex_lock(&lot->lock);
 	k->arming = false;
@@ -199,8 +235,15 @@ static void process(mk_parking *lot, mk_parked *k, bool stopping)
 		else
 			fuse_reply_buf(k->req, k->buf, n);
 	} else {
-		/* The batch was appended: an interrupt changes nothing. */
+		/* The batch was appended: an interrupt changes nothing, unless
+		 * the caller is being killed (it can neither see the answer nor
+		 * retry, and would stay in D state until the ISR answers). */
 		err = mk_handle_resume(fs, k->h, &k->wait, &why);
+		if (!err && mk_wait_pending(&k->wait) && interrupted &&
+		    caller_dying(k->pid)) {
+			mk_strbuf_addstr(&why, "the caller was killed while waiting for acks=all (the batch stays appended)");
+			err = MK_INTERRUPTED;
+		}
 		if (!err && mk_wait_pending(&k->wait)) {
 			if (!stopping) {
 				mk_strbuf_release(&why);
@@ -316,6 +359,7 @@ void mk_park(mk_parking *lot, fuse_req_t req, mk_handle *h, mk_park_op op,
 	k->watch.fn = on_change;
 	k->lot = lot;
 	k->req = req;
+	k->pid = fuse_req_ctx(req)->pid;
 	k->h = h;
 	k->op = op;
 	k->buf = buf;
