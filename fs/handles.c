@@ -555,6 +555,21 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 			       (long long)tc.message_max_bytes);
 		err = MK_MESSAGE_TOO_LARGE;
 	}
+	/* A carried plain line already too long for any batch is refused in
+	 * the write that carries it (the kernel splits a long write: a later
+	 * piece's error would only shorten the first one's count). */
+	size_t carried = (used ? 0 : h->pending.len) + tail;
+	if (!err && !final && carried && h->ap.format == MK_FORMAT_PLAIN) {
+		mk_bytes key = h->ap.has_key
+			? mk_bytes_of(h->ap.key, (size_t)h->ap.key_len)
+			: (mk_bytes){ NULL, -1 };
+		size_t need = mk_frame_size_of_one(key, mk_bytes_of(buf, carried), NULL, 0);
+		if ((int64_t)need > tc.message_max_bytes) {
+			mk_strbuf_addf(why, "an unterminated line of %zu bytes needs a %zu-byte batch, over message.max.bytes=%lld",
+				       carried, need, (long long)tc.message_max_bytes);
+			err = MK_MESSAGE_TOO_LARGE;
+		}
+	}
 	if (err == MK_MESSAGE_TOO_LARGE && !why->len)
 		mk_strbuf_addf(why, "batch larger than message.max.bytes=%lld",
 			       (long long)tc.message_max_bytes);

@@ -226,7 +226,8 @@ mk_mount() {
 	fi
 	[ -z "$MK_PID" ] || bail "mk_mount: a daemon is already running ($MK_PID)"
 	echo "--- mount" >>"$MK_LOG"
-	"$MKFS_BIN" -f "$DATA" "$MNT" >>"$MK_LOG" 2>&1 &
+	# MK_MOUNT_OPTS: extra daemon options (e.g. "-o allow_other").
+	"$MKFS_BIN" -f ${MK_MOUNT_OPTS:-} "$DATA" "$MNT" >>"$MK_LOG" 2>&1 &
 	MK_PID=$!
 	local i
 	for ((i = 0; i < 500; i++)); do

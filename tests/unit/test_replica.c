@@ -1386,9 +1386,10 @@ static void test_auto_matches_manual(void **state)
 }
 
 /*
- * Advancing the manual clock past INT64_MAX is refused: a wrapped,
- * negative clock used to be saved in the metadata, which the next open
- * then refused as malformed.
+ * The manual clock is bounded by MK_CLOCK_MAX_MS (year 9999): an advance
+ * or a set past it is refused and changes nothing (INT64_MAX used to be
+ * accepted and saved); the bound itself is reachable and survives a
+ * reopen.
  */
 static void test_clock_advance_cannot_wrap(void **state)
 {
@@ -1398,14 +1399,20 @@ static void test_clock_advance_cannot_wrap(void **state)
 	assert_int_equal(mk_cluster_clock_set(f->c, 1000, NULL), MK_OK);
 	assert_int_equal(mk_cluster_clock_advance(f->c, INT64_MAX, NULL),
 			 MK_INVALID_REQUEST);
+	assert_int_equal(mk_cluster_clock_set(f->c, INT64_MAX, NULL),
+			 MK_INVALID_REQUEST);
+	assert_int_equal(mk_cluster_clock_set(f->c, MK_CLOCK_MAX_MS + 1, NULL),
+			 MK_INVALID_REQUEST);
+	assert_int_equal(mk_cluster_clock_advance(f->c, MK_CLOCK_MAX_MS, NULL),
+			 MK_INVALID_REQUEST);
 	assert_int_equal(mk_clock_now(&f->c->clock), 1000);
-	assert_int_equal(mk_cluster_clock_advance(f->c, INT64_MAX - 1000, NULL),
+	assert_int_equal(mk_cluster_clock_advance(f->c, MK_CLOCK_MAX_MS - 1000, NULL),
 			 MK_OK);
 	assert_int_equal(mk_cluster_clock_advance(f->c, 1, NULL),
 			 MK_INVALID_REQUEST);
 	close_cluster(f);
 	open_cluster(f);
-	assert_int_equal(mk_clock_now(&f->c->clock), INT64_MAX);
+	assert_int_equal(mk_clock_now(&f->c->clock), MK_CLOCK_MAX_MS);
 }
 
 int main(void)
