@@ -407,11 +407,23 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	(void)ino;
 	dirbuf *d = (dirbuf *)(uintptr_t)fi->fh;
-	if (off < 0 || (size_t)off >= d->len)
+	if (off < 0 || (size_t)off >= d->len) {
 		fuse_reply_buf(req, NULL, 0);
-	else
-		fuse_reply_buf(req, d->buf + off,
-			       d->len - (size_t)off < size ? d->len - (size_t)off : size);
+		return;
+	}
+	/* Reply from a copy owned by this thread: the listing is freed by
+	 * releasedir on another thread, ordered after this reply only by the
+	 * kernel (which ThreadSanitizer cannot see: it checks writev's buffer
+	 * after the call returns). */
+	size_t n = d->len - (size_t)off < size ? d->len - (size_t)off : size;
+	char *copy = malloc(n);
+	if (!copy) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memcpy(copy, d->buf + off, n);
+	fuse_reply_buf(req, copy, n);
+	free(copy);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -252,9 +252,9 @@ mk_check_log() {
 	local size
 	size=$(stat -c %s "$MK_LOG")
 	if tail -c +$((MK_LOG_SEEN + 1)) "$MK_LOG" |
-		grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:'; then
+		grep -qE 'AddressSanitizer|LeakSanitizer|ThreadSanitizer|runtime error:'; then
 		tail -c +$((MK_LOG_SEEN + 1)) "$MK_LOG" |
-			grep -E -A 12 'AddressSanitizer|LeakSanitizer|runtime error:' |
+			grep -E -A 12 'AddressSanitizer|LeakSanitizer|ThreadSanitizer|runtime error:' |
 			head -n 60 | sed 's/^/#    daemon: /'
 		fail "sanitizer report in the daemon's output"
 	fi

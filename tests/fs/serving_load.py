@@ -22,7 +22,7 @@ import os, sys, threading, time
 
 mnt, topic, nparts = sys.argv[1], sys.argv[2], int(sys.argv[3])
 nreaders, nwriters, other = int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-LIMIT_MS = 100.0
+LIMIT_MS = float(os.environ.get("MKFS_LATENCY_LIMIT_MS", "100"))
 failed = False
 threading.stack_size(256 * 1024)
 
