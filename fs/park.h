@@ -16,7 +16,9 @@
  * once; an interrupted write or flush whose batch was appended keeps
  * waiting, so it is never answered EINTR: it completes or fails with the
  * SPEC section 7 errno (ETIMEDOUT at request.timeout.ms on the cluster
- * clock, which a manual clock's advance also reaches).
+ * clock, which a manual clock's advance also reaches) — unless its caller
+ * is being killed (SIGKILL pending), which is answered at once so that it
+ * does not stay in D state.
  *
  * Locking: the lot's mutex is a leaf: watcher and interrupt callbacks take
  * it under a partition's or a request's lock; nothing is called with it
