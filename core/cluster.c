@@ -252,6 +252,7 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 		return err;
 	}
 	atomic_fetch_add(&c->meta_dirty, 1);
+	mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
 	return mk_cluster_sync_metadata(c);
 }
 
@@ -348,6 +349,7 @@ mk_err mk_cluster_broker_crash(mk_cluster *c, int id, bool torn, mk_strbuf *why)
 			mk_partition_broker_crash(c->topics[i]->partitions[p], id, torn);
 	pthread_rwlock_unlock(&c->lock);
 	atomic_fetch_add(&c->meta_dirty, 1);
+	mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
 	return mk_cluster_sync_metadata(c);
 }
 
@@ -370,18 +372,22 @@ mk_err mk_cluster_broker_restart(mk_cluster *c, int id, mk_strbuf *why)
 			mk_partition_broker_restart(c->topics[i]->partitions[p], id);
 	pthread_rwlock_unlock(&c->lock);
 	atomic_fetch_add(&c->meta_dirty, 1);
+	mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
 	return mk_cluster_sync_metadata(c);
 }
 
-static mk_err fetch_round(mk_cluster *c, int id)
+static mk_err fetch_round(mk_cluster *c, int id, size_t *fetched)
 {
 	mk_err first = MK_OK;
+	*fetched = 0;
 	pthread_rwlock_rdlock(&c->lock);
 	if (broker_online_locked(c, id)) {
 		for (size_t i = 0; i < c->ntopics; i++)
 			for (int p = 0; p < c->topics[i]->npartitions; p++) {
-				mk_err err = mk_partition_follower_fetch(
-					c->topics[i]->partitions[p], id);
+				size_t n = 0;
+				mk_err err = mk_partition_follower_fetch_ex(
+					c->topics[i]->partitions[p], id, &n);
+				*fetched += n;
 				if (err && !first)
 					first = err;
 			}
@@ -400,7 +406,8 @@ mk_err mk_cluster_broker_fetch(mk_cluster *c, int id, mk_strbuf *why)
 			mk_strbuf_addf(why, "broker %d is offline", id);
 		return MK_BROKER_NOT_AVAILABLE;
 	}
-	err = fetch_round(c, id);
+	size_t fetched;
+	err = fetch_round(c, id, &fetched);
 	if (err && why)
 		mk_strbuf_addf(why, "fetch on broker %d failed; see earlier lines", id);
 	mk_cluster_sync_metadata(c);
@@ -411,7 +418,8 @@ mk_err mk_cluster_replicate(mk_cluster *c, mk_strbuf *why)
 {
 	mk_err first = MK_OK;
 	for (int i = 0; i < c->nbrokers; i++) {
-		mk_err err = fetch_round(c, c->brokers[i].id);
+		size_t fetched;
+		mk_err err = fetch_round(c, c->brokers[i].id, &fetched);
 		if (err && !first)
 			first = err;
 	}
@@ -437,6 +445,7 @@ mk_err mk_cluster_promote(mk_cluster *c, int broker, const char *topic,
 	}
 	err = mk_partition_promote(p, broker, unclean, why);
 	mk_topic_put(t);
+	mk_notifier_post_event(&c->log_end);
 	mk_cluster_sync_metadata(c);
 	return err;
 }
@@ -722,27 +731,41 @@ typedef struct {
 	int id;
 } fetcher_arg;
 
+/*
+ * Long-poll replication: a round that fetched something is followed at
+ * once by the next; one that found nothing waits until a leader appended
+ * replica.fetch.min.bytes (anywhere in the cluster), a broker event, or
+ * replica.fetch.wait.max.ms. A failed round backs off fetch.interval.ms
+ * (an unreadable leader would otherwise be retried in a busy loop).
+ */
 static void *fetcher_main(void *arg)
 {
 	fetcher_arg fa = *(fetcher_arg *)arg;
 	free(arg);
 	mk_cluster *c = fa.c;
-	for (;;) {
-		pthread_mutex_lock(&c->stop_lock);
-		if (!c->shutting_down) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			int64_t ns = ts.tv_nsec + c->cfg.fetch_interval_ms * 1000000LL;
-			ts.tv_sec += ns / 1000000000LL;
-			ts.tv_nsec = ns % 1000000000LL;
-			pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &ts);
-		}
-		bool stop = c->shutting_down;
-		pthread_mutex_unlock(&c->stop_lock);
-		if (stop)
-			break;
-		fetch_round(c, fa.id);
+	while (!c->shutting_down) {
+		mk_notify_mark mark = mk_notifier_mark(&c->log_end);
+		size_t fetched;
+		mk_err err = fetch_round(c, fa.id, &fetched);
 		mk_cluster_sync_metadata(c);
+		if (c->shutting_down)
+			break;
+		if (err) {
+			pthread_mutex_lock(&c->stop_lock);
+			if (!c->shutting_down) {
+				struct timespec ts;
+				clock_gettime(CLOCK_REALTIME, &ts);
+				int64_t ns = ts.tv_nsec + c->cfg.fetch_interval_ms * 1000000LL;
+				ts.tv_sec += ns / 1000000000LL;
+				ts.tv_nsec = ns % 1000000000LL;
+				pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &ts);
+			}
+			pthread_mutex_unlock(&c->stop_lock);
+		} else if (fetched == 0) {
+			mk_notifier_wait(&c->log_end, &mark,
+					 (uint64_t)c->cfg.replica_fetch_min_bytes,
+					 c->cfg.replica_fetch_wait_max_ms);
+		}
 	}
 	return NULL;
 }
@@ -768,8 +791,9 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	/* A manual clock resumes where it stood: time never moves back. */
 	mk_clock_init(&c->clock, cfg->manual_clock, md.clock_ms);
 	mk_errlog_init(&c->errlog);
+	mk_notifier_init(&c->log_end);
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
-			   &c->shutting_down, &c->meta_dirty };
+			   &c->shutting_down, &c->meta_dirty, &c->log_end };
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->meta_lock, NULL);
 	pthread_mutex_init(&c->stop_lock, NULL);
@@ -844,6 +868,7 @@ void mk_cluster_begin_shutdown(mk_cluster *c)
 	c->shutting_down = true;
 	pthread_cond_broadcast(&c->stop_cond);
 	pthread_mutex_unlock(&c->stop_lock);
+	mk_notifier_stop(&c->log_end);
 	mk_cluster_each_partition(c, wake_one, NULL);
 }
 
@@ -882,6 +907,7 @@ void mk_cluster_close(mk_cluster *c)
 	pthread_cond_destroy(&c->stop_cond);
 	pthread_mutex_destroy(&c->acc_lock);
 	pthread_cond_destroy(&c->acc_cond);
+	mk_notifier_destroy(&c->log_end);
 	free(c->accs);
 	mk_errlog_destroy(&c->errlog);
 	free(c->data_dir);

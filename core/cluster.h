@@ -89,6 +89,10 @@ typedef struct mk_cluster {
 	pthread_mutex_t meta_lock;
 	pthread_mutex_t stop_lock;   /* with stop_cond: wakes the fetchers */
 	pthread_cond_t stop_cond;
+	/* "A leader's log end moved" (notify.h): every leader append posts
+	 * its bytes; broker events and shutdown post an event. A fetcher
+	 * whose round found nothing long-polls on it. */
+	mk_notifier log_end;
 } mk_cluster;
 
 /* Open (or create) the cluster in data_dir with the given configuration. */

@@ -50,6 +50,8 @@ typedef struct {
 	int64_t replica_lag_time_max_ms;
 	int64_t replica_lag_max_messages;
 	int64_t replica_fetch_max_bytes;
+	int64_t replica_fetch_wait_max_ms;  /* auto mode: long-poll bound */
+	int64_t replica_fetch_min_bytes;    /* auto mode: bytes that end it */
 	int64_t truncation;               /* MK_TRUNCATE_* */
 	mk_topic_config log;              /* cluster defaults for topics */
 	int64_t acks;                     /* 0, 1 or -1 (all) */

@@ -597,6 +597,8 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	}
 	note_append(l, frame, len);
 	changed(p);
+	if (p->env->log_end)
+		mk_notifier_post_data(p->env->log_end, len);
 	refresh_isr(p);
 	if (a->acks != -1)
 		return MK_OK;
@@ -772,6 +774,14 @@ static mk_err reconcile(mk_partition *p, mk_replica *f, mk_replica *l)
 
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 {
+	size_t bytes;
+	return mk_partition_follower_fetch_ex(p, broker, &bytes);
+}
+
+mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
+				      size_t *bytes)
+{
+	*bytes = 0;
 	pthread_mutex_lock(&p->lock);
 	mk_err err = MK_OK;
 	int i = replica_index(p, broker);
@@ -800,8 +810,10 @@ mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 			if (!err)
 				err = mk_log_append_replica(f->log,
 					(const uint8_t *)buf.buf + pos, b.frame_len);
-			if (!err)   /* as the leader does: state follows the log */
+			if (!err) {  /* as the leader does: state follows the log */
 				note_append(f, (const uint8_t *)buf.buf + pos, b.frame_len);
+				*bytes += b.frame_len;
+			}
 			pos += b.frame_len;
 		}
 		if (err == MK_KAFKA_STORAGE_ERROR)

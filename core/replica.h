@@ -28,6 +28,7 @@
 #include "errlog.h"
 #include "error.h"
 #include "log.h"
+#include "notify.h"
 #include "producer_state.h"
 #include "strbuf.h"
 
@@ -39,6 +40,10 @@ typedef struct {
 	mk_errlog *errlog;
 	volatile bool *shutting_down;
 	_Atomic uint64_t *meta_dirty;   /* bumped when metadata must be saved */
+	/* Posted (data: the frame's bytes) after every leader append, the
+	 * partition lock held; NULL for none. The follower fetchers long-poll
+	 * on it (cluster.h). */
+	mk_notifier *log_end;
 } mk_env;
 
 typedef struct {
@@ -213,6 +218,9 @@ void mk_partition_wake(mk_partition *p);
 
 /* One fetch round for the follower replica on broker b (no-op otherwise). */
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker);
+/* The same; *bytes gets the bytes the follower appended (0: nothing new). */
+mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
+				      size_t *bytes);
 
 /* Broker events. */
 void mk_partition_broker_crash(mk_partition *p, int broker, bool torn);
