@@ -11,8 +11,13 @@
 
 #include "accumulator.h"
 #include "fileio.h"
+#include "flushpool.h"
 #include "metadata.h"
 #include "topic_name.h"
+
+/* Threads of the flusher pool: two, so that one slow fsync does not hold
+ * up every other log's. */
+#define MK_FLUSH_THREADS 2
 
 /* ---- topics and references ------------------------------------------- */
 
@@ -792,8 +797,10 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	mk_clock_init(&c->clock, cfg->manual_clock, md.clock_ms);
 	mk_errlog_init(&c->errlog);
 	mk_notifier_init(&c->log_end);
+	c->flush_pool = mk_flush_pool_new(MK_FLUSH_THREADS);
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
-			   &c->shutting_down, &c->meta_dirty, &c->log_end };
+			   &c->shutting_down, &c->meta_dirty, &c->log_end,
+			   c->flush_pool };
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->meta_lock, NULL);
 	pthread_mutex_init(&c->stop_lock, NULL);
@@ -908,6 +915,7 @@ void mk_cluster_close(mk_cluster *c)
 	pthread_mutex_destroy(&c->acc_lock);
 	pthread_cond_destroy(&c->acc_cond);
 	mk_notifier_destroy(&c->log_end);
+	mk_flush_pool_free(c->flush_pool);   /* every log is closed */
 	free(c->accs);
 	mk_errlog_destroy(&c->errlog);
 	free(c->data_dir);

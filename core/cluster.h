@@ -93,6 +93,9 @@ typedef struct mk_cluster {
 	 * its bytes; broker events and shutdown post an event. A fetcher
 	 * whose round found nothing long-polls on it. */
 	mk_notifier log_end;
+	/* The one pool of flusher threads serving every log (flushpool.h);
+	 * freed after the last log closed. */
+	struct mk_flush_pool *flush_pool;
 } mk_cluster;
 
 /* Open (or create) the cluster in data_dir with the given configuration. */

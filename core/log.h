@@ -38,9 +38,11 @@
  * nobody — the owner takes the replica offline.
  *
  * An mk_log is not thread-safe: its owner (the partition, see replica.h)
- * serialises every call under its lock. Each log has its own flusher
- * thread (started at the first roll, joined by close and crash) that only
- * fsyncs rolled segments and writes the checkpoint.
+ * serialises every call under its lock. Rolled segments are fsynced, and
+ * the checkpoint written, by the flusher pool given in mk_log_config (one
+ * pool for every log of the cluster, flushpool.h); close and crash take
+ * the log's work out of the pool. A roll never waits for an fsync unless
+ * the log's rolled-but-unflushed segments exceed 1 GiB.
  */
 #ifndef MK_LOG_H
 #define MK_LOG_H
@@ -52,10 +54,15 @@
 #include "error.h"
 #include "strbuf.h"
 
+struct mk_flush_pool;
+
 typedef struct {
 	int64_t segment_bytes;        /* roll threshold */
 	int64_t index_interval_bytes; /* bytes between index entries */
 	int64_t flush_messages;       /* fsync after this many; 0 = never */
+	struct mk_flush_pool *pool;   /* flushes rolled segments (flushpool.h);
+				       * NULL: a private one-thread pool made at
+				       * the first roll. Fixed at open. */
 } mk_log_config;
 
 typedef struct {

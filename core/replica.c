@@ -211,6 +211,7 @@ static void open_replica(mk_partition *p, int i)
 	mk_strbuf dir = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
 	log_dir(p->env, r->broker, p->topic, p->id, &dir);
 	mk_log_config lc = log_config(&p->cfg);
+	lc.pool = p->env->flush_pool;
 	mk_err err = mk_log_open(dir.buf, &lc, &r->log, &why);
 	if (err) {
 		r->log = NULL;

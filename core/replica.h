@@ -44,6 +44,9 @@ typedef struct {
 	 * partition lock held; NULL for none. The follower fetchers long-poll
 	 * on it (cluster.h). */
 	mk_notifier *log_end;
+	/* Flushes every log's rolled segments (flushpool.h); NULL: each log
+	 * makes its own. */
+	struct mk_flush_pool *flush_pool;
 } mk_env;
 
 typedef struct {
