@@ -7,10 +7,12 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "accumulator.h"
 #include "fileio.h"
+#include "fdcache.h"
 #include "flushpool.h"
 #include "metadata.h"
 #include "topic_name.h"
@@ -18,6 +20,21 @@
 /* Threads of the flusher pool: two, so that one slow fsync does not hold
  * up every other log's. */
 #define MK_FLUSH_THREADS 2
+
+/*
+ * Segment descriptors the cache may keep open: half the soft descriptor
+ * limit (the rest is for FUSE, checkpoints, metadata, snapshots and the
+ * files users open), at least 32.
+ */
+static int fd_budget(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur > (1u << 30))
+		return 1 << 20;
+	int n = (int)(rl.rlim_cur / 2);
+	return n < 32 ? 32 : n;
+}
 
 /* ---- topics and references ------------------------------------------- */
 
@@ -798,9 +815,10 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	mk_errlog_init(&c->errlog);
 	mk_notifier_init(&c->log_end);
 	c->flush_pool = mk_flush_pool_new(MK_FLUSH_THREADS);
+	c->fdcache = mk_fdcache_new(fd_budget());
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
 			   &c->shutting_down, &c->meta_dirty, &c->log_end,
-			   c->flush_pool };
+			   c->flush_pool, c->fdcache };
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->meta_lock, NULL);
 	pthread_mutex_init(&c->stop_lock, NULL);
@@ -916,6 +934,7 @@ void mk_cluster_close(mk_cluster *c)
 	pthread_cond_destroy(&c->acc_cond);
 	mk_notifier_destroy(&c->log_end);
 	mk_flush_pool_free(c->flush_pool);   /* every log is closed */
+	mk_fdcache_free(c->fdcache);
 	free(c->accs);
 	mk_errlog_destroy(&c->errlog);
 	free(c->data_dir);

@@ -96,6 +96,9 @@ typedef struct mk_cluster {
 	/* The one pool of flusher threads serving every log (flushpool.h);
 	 * freed after the last log closed. */
 	struct mk_flush_pool *flush_pool;
+	/* The bounded cache of segment descriptors (fdcache.h): half the
+	 * process's descriptor limit; freed after the last log closed. */
+	struct mk_fdcache *fdcache;
 } mk_cluster;
 
 /* Open (or create) the cluster in data_dir with the given configuration. */

@@ -66,6 +66,7 @@
 
 #include "codec.h"
 #include "fileio.h"
+#include "fdcache.h"
 #include "flushpool.h"
 #include "segment.h"
 
@@ -107,6 +108,8 @@ typedef struct {
 
 struct mk_log {
 	char *dir;
+	mk_fdcache *cache;          /* cfg.fdcache, or own_cache */
+	mk_fdcache *own_cache;
 	char *ckpt_path;
 	mk_log_config cfg;
 	mk_segment **segs;          /* ascending base offsets; last is active */
@@ -115,6 +118,7 @@ struct mk_log {
 	/* Under state_lock (written by the owner's thread, or the flusher): */
 	pthread_mutex_t state_lock; /* also serialises checkpoint writes */
 	int64_t recovery_point;     /* below it, everything was fsynced */
+	mk_strbuf ckpt_last;        /* what the checkpoint file last got */
 	mk_epoch_entry *epochs;     /* epochs and starts strictly increasing */
 	size_t nepochs, epochs_cap;
 	/* The owner's thread only: */
@@ -301,11 +305,21 @@ static void ckpt_format(const mk_log *log, mk_strbuf *out)
 }
 
 /* Under state_lock (or before the flusher exists). */
+/* Replace the checkpoint, unless it already says exactly this (a close
+ * or flush with nothing new then costs no fsync). */
 static mk_err ckpt_write_locked(mk_log *log, mk_strbuf *why)
 {
 	mk_strbuf text = MK_STRBUF_INIT;
 	ckpt_format(log, &text);
+	if (log->ckpt_last.len == text.len &&
+	    memcmp(log->ckpt_last.buf, text.buf, text.len) == 0) {
+		mk_strbuf_release(&text);
+		return MK_OK;
+	}
 	mk_err err = mk_file_replace(log->ckpt_path, text.buf, text.len);
+	mk_strbuf_reset(&log->ckpt_last);
+	if (!err)
+		mk_strbuf_add(&log->ckpt_last, text.buf, text.len);
 	mk_strbuf_release(&text);
 	if (err)
 		mk_strbuf_addf(why, "%s: write failed: %s", log->ckpt_path,
@@ -670,11 +684,13 @@ static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
 static void log_free(mk_log *log)
 {
 	assert(!log->fl.pool);
+	mk_fdcache_free(log->own_cache);
 	free(log->dir);
 	free(log->ckpt_path);
 	free(log->segs);
 	free(log->epochs);
 	mk_strbuf_release(&log->err);
+	mk_strbuf_release(&log->ckpt_last);
 	free(log->fl.q);
 	mk_strbuf_release(&log->fl.msg);
 	pthread_mutex_destroy(&log->fl.lock);
@@ -687,12 +703,12 @@ static void log_free(mk_log *log)
  * Delete the segments at bases[0..n) (ascending), newest first, so that a
  * crash part-way leaves a prefix of the log; then fsync the directory.
  */
-static mk_err remove_from(const char *dir, const int64_t *bases, size_t n,
-			  mk_strbuf *why)
+static mk_err remove_from(const char *dir, mk_fdcache *cache,
+			  const int64_t *bases, size_t n, mk_strbuf *why)
 {
 	while (n > 0) {
 		mk_segment *s;
-		mk_err err = mk_segment_open_closed(dir, bases[--n], &s, why);
+		mk_err err = mk_segment_open_closed(dir, bases[--n], cache, &s, why);
 		if (!err)
 			err = mk_segment_remove(s, why);
 		if (err)
@@ -716,7 +732,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		   mk_strbuf *why)
 {
 	*out = NULL;
-	mk_log_config defaults = { 1048576, 4096, 0, NULL };
+	mk_log_config defaults = { 1048576, 4096, 0, NULL, NULL };
 	if (!cfg)
 		cfg = &defaults;
 	if (!config_ok(cfg)) {
@@ -738,7 +754,15 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	mk_strbuf_addf(&p, "%s/" CHECKPOINT, dir);
 	log->ckpt_path = mk_strbuf_detach(&p, NULL);
 	log->cfg = *cfg;
+	log->cache = cfg->fdcache;
+	if (!log->cache) {
+		log->own_cache = mk_fdcache_new(0);
+		if (!log->own_cache)
+			abort();
+		log->cache = log->own_cache;
+	}
 	mk_strbuf_init(&log->err, 0);
+	mk_strbuf_init(&log->ckpt_last, 0);
 	pthread_mutex_init(&log->state_lock, NULL);
 	pthread_mutex_init(&log->fl.lock, NULL);
 	pthread_cond_init(&log->fl.cond, NULL);
@@ -776,7 +800,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	/* Closed segments below it: opened, never read. */
 	for (size_t i = 0; i < first; i++) {
 		mk_segment *s;
-		if ((err = mk_segment_open_closed(dir, bases[i], &s, why)))
+		if ((err = mk_segment_open_closed(dir, bases[i], log->cache, &s, why)))
 			goto fail;
 		push_segment(log, s);
 	}
@@ -793,6 +817,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		uint64_t cut;
 		err = mk_segment_open_active(dir, bases[i],
 					     last ? INT64_MAX : bases[i + 1],
+					     log->cache,
 					     cfg->index_interval_bytes,
 					     on_batch_epoch, &seen, &s, &cut,
 					     &scratch);
@@ -805,7 +830,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		if (last)
 			break;
 		if (cut || s->next_offset != bases[i + 1]) {
-			if ((err = remove_from(dir, bases + i + 1,
+			if ((err = remove_from(dir, log->cache, bases + i + 1,
 					       nbases - i - 1, why)))
 				goto fail;
 			break;
@@ -821,7 +846,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	if (!nbases) {
 		mk_segment *s;
 		if ((err = mk_segment_create(dir, missing ? 0 : ck.start_offset,
-					     &s, why)))
+					     log->cache, &s, why)))
 			goto fail;
 		push_segment(log, s);
 		if (mk_fsync_dir(dir)) {
@@ -964,8 +989,10 @@ void mk_log_crash(mk_log *log, bool torn)
 void mk_log_set_config(mk_log *log, const mk_log_config *cfg)
 {
 	mk_flush_pool *pool = log->cfg.pool;   /* fixed at open */
+	struct mk_fdcache *fdc = log->cfg.fdcache;
 	log->cfg = *cfg;
 	log->cfg.pool = pool;
+	log->cfg.fdcache = fdc;
 }
 
 const char *mk_log_dir(const mk_log *log)
@@ -1019,7 +1046,7 @@ static mk_err roll(mk_log *log)
 	mk_err err = mk_segment_seal(old, &msg);
 	mk_segment *s = NULL;
 	if (!err)
-		err = mk_segment_create(log->dir, old->next_offset, &s, &msg);
+		err = mk_segment_create(log->dir, old->next_offset, log->cache, &s, &msg);
 	if (err) {
 		old->active = true;
 		storage_error(log, &msg);

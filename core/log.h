@@ -63,6 +63,8 @@ typedef struct {
 	struct mk_flush_pool *pool;   /* flushes rolled segments (flushpool.h);
 				       * NULL: a private one-thread pool made at
 				       * the first roll. Fixed at open. */
+	struct mk_fdcache *fdcache;   /* the segments' descriptors (fdcache.h);
+				       * NULL: a private, unbounded one. */
 } mk_log_config;
 
 typedef struct {

@@ -212,6 +212,7 @@ static void open_replica(mk_partition *p, int i)
 	log_dir(p->env, r->broker, p->topic, p->id, &dir);
 	mk_log_config lc = log_config(&p->cfg);
 	lc.pool = p->env->flush_pool;
+	lc.fdcache = p->env->fdcache;
 	mk_err err = mk_log_open(dir.buf, &lc, &r->log, &why);
 	if (err) {
 		r->log = NULL;

@@ -47,6 +47,8 @@ typedef struct {
 	/* Flushes every log's rolled segments (flushpool.h); NULL: each log
 	 * makes its own. */
 	struct mk_flush_pool *flush_pool;
+	/* Every segment's descriptors (fdcache.h); NULL: unbounded. */
+	struct mk_fdcache *fdcache;
 } mk_env;
 
 typedef struct {

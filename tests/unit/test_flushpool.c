@@ -155,7 +155,7 @@ static mk_log *open_log(int i, mk_flush_pool *pool)
 	char dir[128];
 	snprintf(dir, sizeof(dir), "%s/log-%d", root, i);
 	assert_int_equal(mk_mkdirs(dir), 0);
-	mk_log_config cfg = { 256, 4096, 0, pool };
+	mk_log_config cfg = { 256, 4096, 0, pool, NULL };
 	mk_log *log = NULL;
 	assert_int_equal(mk_log_open(dir, &cfg, &log, NULL), MK_OK);
 	return log;
