@@ -171,10 +171,27 @@ static bool broker_online_locked(mk_cluster *c, int id)
 	return i >= 0 && c->brokers[i].online;
 }
 
-/* Build a topic's partitions from their states; under the write lock. */
+/* Did any replica of p that should be online fail to open its log? */
+static bool replica_failed_to_open(mk_partition *p)
+{
+	mk_partition_info in;
+	mk_partition_info_get(p, &in);
+	for (int r = 0; r < in.nreplicas; r++)
+		if (in.replicas[r].failed)
+			return true;
+	return false;
+}
+
+/*
+ * Build a topic's partitions from their states; under the write lock.
+ * With strict (create-topic), a replica that cannot open its log fails
+ * the whole build (its files are removed): an operation that fails to
+ * open what it needs never reports success. At mount such a replica is
+ * only taken offline.
+ */
 static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 			  const mk_topic_config *tc, mk_partition_state *sts,
-			  mk_topic **out)
+			  bool strict, mk_topic **out, mk_strbuf *why)
 {
 	mk_topic *t = calloc(1, sizeof(*t));
 	if (!t)
@@ -190,9 +207,19 @@ static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 		for (int r = 0; r < st->nreplicas; r++)
 			st->online[r] = broker_online_locked(c, st->brokers[r]);
 		mk_err err = mk_partition_open(&c->env, name, p, tc, st, &t->partitions[p]);
+		if (!err && strict && replica_failed_to_open(t->partitions[p])) {
+			p++;
+			err = MK_KAFKA_STORAGE_ERROR;
+			if (why)
+				mk_strbuf_addf(why, "a replica of partition %d cannot open its log (see /errors); ",
+					       p - 1);
+		}
 		if (err) {
 			t->npartitions = p;
 			topic_free(t);
+			if (strict)
+				for (int q = 0; q < p; q++)
+					mk_partition_remove_files(&c->env, name, q, &sts[q]);
 			return err;
 		}
 	}
@@ -263,7 +290,7 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 		}
 	}
 	mk_topic *t;
-	err = build_topic(c, name, partitions, rf, &tc, sts, &t);
+	err = build_topic(c, name, partitions, rf, &tc, sts, true, &t, why);
 	if (!err)
 		err = insert_topic(c, t, pos);
 	pthread_rwlock_unlock(&c->lock);
@@ -847,7 +874,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 		mk_topic *t = NULL;
 		if (!err)
 			err = build_topic(c, mt->name, mt->npartitions, mt->rf, &tc,
-					  mt->parts, &t);
+					  mt->parts, false, &t, why);
 		size_t pos;
 		if (!err && find_topic(c, mt->name, &pos) == NULL)
 			err = insert_topic(c, t, pos);
