@@ -901,6 +901,8 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 				mk_strbuf_add(why, log->err.buf, log->err.len);
 			goto fail;
 		}
+	} else {
+		mk_strbuf_add(&log->ckpt_last, scratch.buf, scratch.len);
 	}
 	free(bases);
 	free(ck.epochs);

@@ -120,7 +120,14 @@ static void save_pstate(mk_replica *r)
 	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
 	pstate_path(r, &path);
 	mk_pstate_format(&r->pstate, &text);
-	mk_file_replace(path.buf, text.buf, text.len);
+	/* Unchanged (a close with nothing new): no write, no fsync. */
+	mk_strbuf cur = MK_STRBUF_INIT;
+	bool missing = false;
+	if (mk_file_read(path.buf, &cur, &missing) || missing ||
+	    cur.len != text.len ||
+	    (text.len && memcmp(cur.buf, text.buf, text.len) != 0))
+		mk_file_replace(path.buf, text.buf, text.len);
+	mk_strbuf_release(&cur);
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&text);
 }
