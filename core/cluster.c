@@ -258,10 +258,15 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 	if (err)
 		return err;
 
-	pthread_rwlock_wrlock(&c->lock);
+	/* event_lock keeps broker states and the table's names still while
+	 * the logs are opened without the write lock (slow for many
+	 * partitions). */
+	pthread_mutex_lock(&c->event_lock);
+	pthread_rwlock_rdlock(&c->lock);
 	size_t pos;
 	if (find_topic(c, name, &pos)) {
 		pthread_rwlock_unlock(&c->lock);
+		pthread_mutex_unlock(&c->event_lock);
 		if (why)
 			mk_strbuf_addf(why, "topic %s already exists", name);
 		return MK_TOPIC_ALREADY_EXISTS;
@@ -283,17 +288,25 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 		}
 		if (st->leader < 0) {
 			pthread_rwlock_unlock(&c->lock);
+			pthread_mutex_unlock(&c->event_lock);
 			free(sts);
 			if (why)
 				mk_strbuf_addf(why, "no replica of partition %d would be online", p);
 			return MK_BROKER_NOT_AVAILABLE;
 		}
 	}
+	pthread_rwlock_unlock(&c->lock);
 	mk_topic *t;
 	err = build_topic(c, name, partitions, rf, &tc, sts, true, &t, why);
-	if (!err)
+	if (!err) {
+		pthread_rwlock_wrlock(&c->lock);
+		find_topic(c, name, &pos);
 		err = insert_topic(c, t, pos);
-	pthread_rwlock_unlock(&c->lock);
+		pthread_rwlock_unlock(&c->lock);
+		if (err)
+			topic_free(t);
+	}
+	pthread_mutex_unlock(&c->event_lock);
 	free(sts);
 	if (err) {
 		if (why)
@@ -307,11 +320,13 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 
 mk_err mk_cluster_delete_topic(mk_cluster *c, const char *name, mk_strbuf *why)
 {
+	pthread_mutex_lock(&c->event_lock);
 	pthread_rwlock_wrlock(&c->lock);
 	size_t pos;
 	mk_topic *t = find_topic(c, name, &pos);
 	if (!t) {
 		pthread_rwlock_unlock(&c->lock);
+		pthread_mutex_unlock(&c->event_lock);
 		if (why)
 			mk_strbuf_addf(why, "no topic %s", name);
 		return MK_UNKNOWN_TOPIC_OR_PARTITION;
@@ -319,14 +334,19 @@ mk_err mk_cluster_delete_topic(mk_cluster *c, const char *name, mk_strbuf *why)
 	memmove(c->topics + pos, c->topics + pos + 1,
 		(c->ntopics - pos - 1) * sizeof(*c->topics));
 	c->ntopics--;
-	/* Retire under the write lock so no new lookup finds the files. */
+	pthread_rwlock_unlock(&c->lock);
+	/*
+	 * No new lookup finds the topic now. Its files go with only
+	 * event_lock held (a create of the same name waits for it), so that
+	 * deleting much log stalls nobody else.
+	 */
 	for (int p = 0; p < t->npartitions; p++) {
 		mk_partition_state st;
 		mk_partition_state_get(t->partitions[p], &st);
 		mk_partition_retire(t->partitions[p]);
 		mk_partition_remove_files(&c->env, t->name, p, &st);
 	}
-	pthread_rwlock_unlock(&c->lock);
+	pthread_mutex_unlock(&c->event_lock);
 	mk_topic_put(t);
 	atomic_fetch_add(&c->meta_dirty, 1);
 	return mk_cluster_sync_metadata(c);
@@ -384,10 +404,12 @@ mk_err mk_cluster_broker_crash(mk_cluster *c, int id, bool torn, mk_strbuf *why)
 	mk_err err = broker_lookup(c, id, why);
 	if (err)
 		return err;
+	pthread_mutex_lock(&c->event_lock);
 	pthread_rwlock_wrlock(&c->lock);
 	mk_broker *b = &c->brokers[mk_cluster_broker_index(c, id)];
 	if (!b->online) {
 		pthread_rwlock_unlock(&c->lock);
+		pthread_mutex_unlock(&c->event_lock);
 		if (why)
 			mk_strbuf_addf(why, "broker %d is already offline", id);
 		return MK_BROKER_NOT_AVAILABLE;
@@ -397,29 +419,49 @@ mk_err mk_cluster_broker_crash(mk_cluster *c, int id, bool torn, mk_strbuf *why)
 		for (int p = 0; p < c->topics[i]->npartitions; p++)
 			mk_partition_broker_crash(c->topics[i]->partitions[p], id, torn);
 	pthread_rwlock_unlock(&c->lock);
+	pthread_mutex_unlock(&c->event_lock);
 	atomic_fetch_add(&c->meta_dirty, 1);
 	mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
 	return mk_cluster_sync_metadata(c);
 }
 
+/*
+ * The broker goes online under the write lock; its replicas' logs are
+ * opened and recovered (slow with much log) with only event_lock held, so
+ * that lookups and reads of other partitions go on meanwhile.
+ */
 mk_err mk_cluster_broker_restart(mk_cluster *c, int id, mk_strbuf *why)
 {
 	mk_err err = broker_lookup(c, id, why);
 	if (err)
 		return err;
+	pthread_mutex_lock(&c->event_lock);
 	pthread_rwlock_wrlock(&c->lock);
 	mk_broker *b = &c->brokers[mk_cluster_broker_index(c, id)];
 	if (b->online) {
 		pthread_rwlock_unlock(&c->lock);
+		pthread_mutex_unlock(&c->event_lock);
 		if (why)
 			mk_strbuf_addf(why, "broker %d is online; crash it first", id);
 		return MK_INVALID_REQUEST;
 	}
 	b->online = true;
-	for (size_t i = 0; i < c->ntopics; i++)
-		for (int p = 0; p < c->topics[i]->npartitions; p++)
-			mk_partition_broker_restart(c->topics[i]->partitions[p], id);
+	size_t n = c->ntopics;
+	mk_topic **ts = calloc(n ? n : 1, sizeof(*ts));
+	if (!ts)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		ts[i] = c->topics[i];
+		atomic_fetch_add(&ts[i]->refs, 1);
+	}
 	pthread_rwlock_unlock(&c->lock);
+	for (size_t i = 0; i < n; i++) {
+		for (int p = 0; p < ts[i]->npartitions; p++)
+			mk_partition_broker_restart(ts[i]->partitions[p], id);
+		mk_topic_put(ts[i]);
+	}
+	free(ts);
+	pthread_mutex_unlock(&c->event_lock);
 	atomic_fetch_add(&c->meta_dirty, 1);
 	mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
 	return mk_cluster_sync_metadata(c);
@@ -848,6 +890,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 			   c->flush_pool, c->fdcache };
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->meta_lock, NULL);
+	pthread_mutex_init(&c->event_lock, NULL);
 	pthread_mutex_init(&c->stop_lock, NULL);
 	pthread_cond_init(&c->stop_cond, NULL);
 	pthread_mutex_init(&c->acc_lock, NULL);
@@ -955,6 +998,7 @@ void mk_cluster_close(mk_cluster *c)
 	free(c->producers);
 	pthread_rwlock_destroy(&c->lock);
 	pthread_mutex_destroy(&c->meta_lock);
+	pthread_mutex_destroy(&c->event_lock);
 	pthread_mutex_destroy(&c->stop_lock);
 	pthread_cond_destroy(&c->stop_cond);
 	pthread_mutex_destroy(&c->acc_lock);

@@ -6,6 +6,11 @@
  * Locking (always in this order; errlog last):
  *   c->acc_lock        the accumulator registry (taken before any
  *                      accumulator's own lock, which is only try-locked)
+ *   c->event_lock      serialises structural changes (create, delete,
+ *                      broker crash and restart): it keeps the topic
+ *                      names and broker states still while the slow part
+ *                      (opening or recovering logs, deleting files) runs
+ *                      without the write lock; taken before c->lock
  *   c->lock (rwlock)   the topic table, broker states, topic configs,
  *                      producer identities;
  *                      readers: lookups and listings; writers: create,
@@ -87,6 +92,7 @@ typedef struct mk_cluster {
 	bool sender_started;
 
 	pthread_mutex_t meta_lock;
+	pthread_mutex_t event_lock;  /* see the lock order above */
 	pthread_mutex_t stop_lock;   /* with stop_cond: wakes the fetchers */
 	pthread_cond_t stop_cond;
 	/* "A leader's log end moved" (notify.h): every leader append posts

@@ -3,7 +3,8 @@
  * cache and the flusher pool): a topic of 1,000 partitions with
  * replication factor 3 is created, written, closed and reopened under a
  * 1024-descriptor limit; and a create-topic whose replica cannot open its
- * log fails instead of reporting success.
+ * log fails instead of reporting success; and a broker restart, held in
+ * the middle of its log recovery, leaves other topics readable.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -154,11 +157,72 @@ static void test_create_fails_when_a_replica_cannot_open(void **state)
 	mk_cluster_close(c);
 }
 
+/* ---- no stall: a broker restart holds no cluster-wide lock ------------- */
+
+typedef struct {
+	mk_cluster *c;
+	mk_err err;
+} restart_arg;
+
+static void *restart_main(void *arg)
+{
+	restart_arg *ra = arg;
+	ra->err = mk_cluster_broker_restart(ra->c, 2, NULL);
+	return NULL;
+}
+
+/*
+ * The restart is held inside its recovery of topic a's partition (the test
+ * holds that partition's lock); meanwhile topic b is looked up and its hw
+ * read. Before, the restart held the cluster's write lock throughout and
+ * this test hung.
+ */
+static void test_restart_does_not_stall_readers(void **state)
+{
+	(void)state;
+	mk_config cfg;
+	config(&cfg);
+	mk_cluster *c;
+	assert_int_equal(mk_cluster_open(dir, &cfg, &c, NULL), MK_OK);
+	assert_int_equal(mk_cluster_create_topic(c, "a", 1, 3, NULL, 0, NULL), MK_OK);
+	assert_int_equal(mk_cluster_create_topic(c, "b", 1, 3, NULL, 0, NULL), MK_OK);
+	mk_topic *b = mk_cluster_topic(c, "b");
+	assert_int_equal(produce(mk_topic_partition(b, 0), "x"), MK_OK);
+	assert_int_equal(mk_cluster_replicate(c, NULL), MK_OK);
+	mk_topic_put(b);
+	assert_int_equal(mk_cluster_broker_crash(c, 2, false, NULL), MK_OK);
+	mk_topic *a = mk_cluster_topic(c, "a");
+	mk_partition *pa = mk_topic_partition(a, 0);
+	pthread_mutex_lock(&pa->lock);
+	restart_arg ra = { c, MK_OK };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, restart_main, &ra), 0);
+	/* The broker is online before its logs are recovered. */
+	while (!mk_cluster_broker_online(c, 2))
+		sched_yield();
+	b = mk_cluster_topic(c, "b");
+	assert_non_null(b);
+	mk_partition_info in;
+	mk_partition_info_get(mk_topic_partition(b, 0), &in);
+	assert_int_equal(in.hw, 1);
+	mk_topic_put(b);
+	pthread_mutex_unlock(&pa->lock);
+	pthread_join(th, NULL);
+	assert_int_equal(ra.err, MK_OK);
+	mk_partition_info_get(pa, &in);
+	for (int r = 0; r < 3; r++)
+		assert_true(in.replicas[r].online);
+	mk_topic_put(a);
+	mk_cluster_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_thousand_partitions_rf3, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_fails_when_a_replica_cannot_open,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_does_not_stall_readers,
 						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
