@@ -81,11 +81,11 @@ static uint32_t crc_at(const fixture *f, int64_t segment, uint64_t pos)
 	snprintf(path, sizeof(path), "%s/%020lld.log", f->dir, (long long)segment);
 	int fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);
-	uint8_t hdr[12];
-	assert_int_equal(pread(fd, hdr, sizeof(hdr), (off_t)pos), 12);
+	uint8_t hdr[MK_FRAME_HEADER];
+	assert_int_equal(pread(fd, hdr, sizeof(hdr), (off_t)pos), MK_FRAME_HEADER);
 	close(fd);
 	assert_memory_equal(hdr, MK_FRAME_MAGIC, 4);
-	return mk_load_be32(hdr + 8);
+	return mk_load_be32(hdr + MK_FRAME_OFF_CRC);
 }
 
 static void batches_say_where_each_frame_lies(void **state)
