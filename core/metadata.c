@@ -541,6 +541,8 @@ mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why)
 		mk_strbuf_release(&msg);
 	}
 out:
+	if (err)
+		mk_metadata_free(md);    /* the caller gets nothing to free */
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&text);
 	return err;
