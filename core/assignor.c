@@ -2,6 +2,7 @@
  * assignor.c — round-robin over sorted members and sorted partitions.
  */
 #include "assignor.h"
+#include "xalloc.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -23,8 +24,8 @@ size_t mk_assign_round_robin(const mk_assign_member *members, size_t nmembers,
 	if (!nmembers || !ntopics)
 		return 0;
 	/* Sort index arrays, so the caller's order does not matter. */
-	size_t *mi = malloc(nmembers * sizeof(*mi));
-	size_t *ti = malloc(ntopics * sizeof(*ti));
+	size_t *mi = mk_xmalloc(nmembers * sizeof(*mi));
+	size_t *ti = mk_xmalloc(ntopics * sizeof(*ti));
 	if (!mi || !ti) {
 		free(mi);
 		free(ti);
@@ -53,7 +54,7 @@ size_t mk_assign_round_robin(const mk_assign_member *members, size_t nmembers,
 	for (size_t i = 0; i < ntopics; i++)
 		if (topics[i].partitions > 0)
 			total += (size_t)topics[i].partitions;
-	mk_assign_pair *pairs = calloc(total ? total : 1, sizeof(*pairs));
+	mk_assign_pair *pairs = mk_xcalloc(total ? total : 1, sizeof(*pairs));
 	size_t n = 0, next = 0;
 	for (size_t k = 0; k < ntopics && pairs; k++) {
 		const mk_assign_topic *t = &topics[ti[k]];

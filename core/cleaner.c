@@ -8,6 +8,7 @@
  * DIR/cleaned/, grouped. The swap is the log's (mk_log_replace_segments).
  */
 #include "cleaner.h"
+#include "xalloc.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@ static void stamp_push(cstate *st, seg_stamp s)
 {
 	if (st->n == st->cap) {
 		st->cap = st->cap ? st->cap * 2 : 16;
-		st->v = realloc(st->v, st->cap * sizeof(*st->v));
+		st->v = mk_xrealloc(st->v, st->cap * sizeof(*st->v));
 		if (!st->v)
 			abort();
 	}
@@ -191,7 +192,7 @@ static void map_grow(keymap *m)
 	size_t cap = m->cap ? m->cap * 2 : 1024;
 	slot *old = m->v;
 	size_t oldcap = m->cap;
-	m->v = calloc(cap, sizeof(*m->v));
+	m->v = mk_xcalloc(cap, sizeof(*m->v));
 	if (!m->v)
 		abort();
 	m->cap = cap;
@@ -295,14 +296,14 @@ mk_err mk_cleaner_plan(mk_log *log, const mk_clean_params *cp,
 	size_t n = cleanable(log, cp->cleaning_point);
 	if (n == 0)
 		return MK_OK;
-	mk_clean_plan *p = calloc(1, sizeof(*p));
+	mk_clean_plan *p = mk_xcalloc(1, sizeof(*p));
 	if (!p)
 		abort();
-	p->dir = strdup(mk_log_dir(log));
+	p->dir = mk_xstrdup(mk_log_dir(log));
 	p->cp = *cp;
 	p->n = n;
-	p->bases = malloc(n * sizeof(*p->bases));
-	p->sizes = malloc(n * sizeof(*p->sizes));
+	p->bases = mk_xmalloc(n * sizeof(*p->bases));
+	p->sizes = mk_xmalloc(n * sizeof(*p->sizes));
 	if (!p->dir || !p->bases || !p->sizes)
 		abort();
 	mk_strbuf_init(&p->staging, 0);
@@ -452,8 +453,8 @@ mk_err mk_cleaner_build(mk_clean_plan *p, mk_clean_stats *st, mk_strbuf *why)
 	/* Pass 2: groups of consecutive segments, each into one. */
 	cstate ns = { p->state.cleaned_to > p->limit ? p->state.cleaned_to
 						    : p->limit, NULL, 0, 0 };
-	p->news = malloc(p->n * sizeof(*p->news));
-	p->news_size = malloc(p->n * sizeof(*p->news_size));
+	p->news = mk_xmalloc(p->n * sizeof(*p->news));
+	p->news_size = mk_xmalloc(p->n * sizeof(*p->news_size));
 	if (!p->news || !p->news_size)
 		abort();
 	size_t i = 0;

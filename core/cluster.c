@@ -420,7 +420,7 @@ static void plan_each(mk_cluster *c, int id, bool crash, plan_list *pl)
 	size_t total = 0;
 	for (size_t i = 0; i < c->ntopics; i++)
 		total += (size_t)c->topics[i]->npartitions;
-	pl->v = calloc(total ? total : 1, sizeof(*pl->v));
+	pl->v = mk_xcalloc(total ? total : 1, sizeof(*pl->v));
 	pl->n = 0;
 	for (size_t i = 0; i < c->ntopics; i++)
 		for (int p = 0; p < c->topics[i]->npartitions; p++) {

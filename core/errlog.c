@@ -1,4 +1,5 @@
 #include "errlog.h"
+#include "xalloc.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -82,7 +83,7 @@ void mk_errlog_hold(mk_errlog *log, int64_t time_ms, const char *path,
 	va_start(ap, fmt);
 	char *text = format_line(time_ms, path, code, fmt, ap);
 	va_end(ap);
-	char *p = strdup(path ? path : "");
+	char *p = mk_xstrdup(path ? path : "");
 	if (!p)
 		abort();
 	pthread_mutex_lock(&log->lock);

@@ -7,6 +7,7 @@
  * takes write_lock, so what was validated still holds when it is applied.
  */
 #include "group.h"
+#include "xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,10 +127,10 @@ static void group_free(gm_group *grp)
 
 static gm_group *group_new(const char *name)
 {
-	gm_group *grp = calloc(1, sizeof(*grp));
+	gm_group *grp = mk_xcalloc(1, sizeof(*grp));
 	if (!grp)
 		abort();
-	grp->name = strdup(name);
+	grp->name = mk_xstrdup(name);
 	grp->reset = grp->session_ms = grp->max_poll = -1;
 	return grp;
 }
@@ -172,7 +173,7 @@ static gm_member *find_member(gm_group *grp, const char *name, size_t *pos)
 
 static void insert_ptr(void ***arr, size_t *n, size_t pos, void *v)
 {
-	void **a = realloc(*arr, (*n + 1) * sizeof(*a));
+	void **a = mk_xrealloc(*arr, (*n + 1) * sizeof(*a));
 	if (!a)
 		abort();
 	memmove(a + pos + 1, a + pos, (*n - pos) * sizeof(*a));
@@ -222,14 +223,14 @@ static void set_commit(gm_group *grp, const char *topic, int part, int64_t offse
 		return;
 	}
 	if (!c) {
-		gm_commit *v = realloc(grp->commits, (grp->ncommits + 1) * sizeof(*v));
+		gm_commit *v = mk_xrealloc(grp->commits, (grp->ncommits + 1) * sizeof(*v));
 		if (!v)
 			abort();
 		grp->commits = v;
 		memmove(v + pos + 1, v + pos, (grp->ncommits - pos) * sizeof(*v));
 		grp->ncommits++;
 		c = &v[pos];
-		c->topic = strdup(topic);
+		c->topic = mk_xstrdup(topic);
 		c->partition = part;
 	}
 	c->offset = offset;
@@ -372,7 +373,7 @@ static mk_err ensure_topic(mk_groups *g, mk_strbuf *why)
 	}
 	int n = t->npartitions;
 	mk_topic_put(t);
-	int32_t *ep = malloc((size_t)n * sizeof(*ep));
+	int32_t *ep = mk_xmalloc((size_t)n * sizeof(*ep));
 	if (!ep)
 		return MK_OUT_OF_MEMORY;
 	for (int i = 0; i < n; i++)
@@ -450,7 +451,7 @@ static gm_group *load_group(load_state *ls, const char *name, size_t len)
 		grp = group_new(buf);
 		size_t n = ls->ngroups;
 		insert_ptr((void ***)&ls->groups, &ls->ngroups, pos, grp);
-		bool *d = realloc(ls->deleted, ls->ngroups * sizeof(*d));
+		bool *d = mk_xrealloc(ls->deleted, ls->ngroups * sizeof(*d));
 		if (!d)
 			abort();
 		memmove(d + pos + 1, d + pos, (n - pos) * sizeof(*d));
@@ -664,7 +665,7 @@ static void try_refresh(mk_groups *g)
 mk_err mk_groups_open(mk_cluster *c, mk_groups **out, mk_strbuf *why)
 {
 	(void)why;
-	mk_groups *g = calloc(1, sizeof(*g));
+	mk_groups *g = mk_xcalloc(1, sizeof(*g));
 	if (!g)
 		return MK_OUT_OF_MEMORY;
 	g->c = c;
@@ -783,9 +784,9 @@ size_t mk_group_names(mk_groups *g, char ***names)
 	try_refresh(g);
 	pthread_mutex_lock(&g->lock);
 	size_t n = g->ngroups;
-	*names = calloc(n ? n : 1, sizeof(char *));
+	*names = mk_xcalloc(n ? n : 1, sizeof(char *));
 	for (size_t i = 0; i < n; i++)
-		(*names)[i] = strdup(g->groups[i]->name);
+		(*names)[i] = mk_xstrdup(g->groups[i]->name);
 	pthread_mutex_unlock(&g->lock);
 	return n;
 }
@@ -795,9 +796,9 @@ size_t mk_group_member_names(mk_groups *g, const char *group, char ***names)
 	pthread_mutex_lock(&g->lock);
 	gm_group *grp = find_group(g, group, NULL);
 	size_t n = grp ? grp->nmembers : 0;
-	*names = calloc(n ? n : 1, sizeof(char *));
+	*names = mk_xcalloc(n ? n : 1, sizeof(char *));
 	for (size_t i = 0; i < n; i++)
-		(*names)[i] = strdup(grp->members[i]->name);
+		(*names)[i] = mk_xstrdup(grp->members[i]->name);
 	pthread_mutex_unlock(&g->lock);
 	return n;
 }
@@ -859,8 +860,8 @@ mk_err mk_group_delete(mk_groups *g, const char *group, mk_strbuf *why)
 	size_t n = 0;
 	if (!err) {
 		n = grp->ncommits + 1;
-		recs = calloc(n, sizeof(*recs));
-		keys = calloc(n, sizeof(*keys));
+		recs = mk_xcalloc(n, sizeof(*recs));
+		keys = mk_xcalloc(n, sizeof(*keys));
 		for (size_t i = 0; i < grp->ncommits; i++) {
 			mk_strbuf k = MK_STRBUF_INIT;
 			mk_strbuf_addf(&k, "%s/%s/%d", group, grp->commits[i].topic,
@@ -955,7 +956,7 @@ static void rebalance(mk_groups *g, gm_group *grp, int64_t gen)
 {
 	grp->generation = gen;
 	size_t nm = grp->nmembers;
-	mk_assign_member *am = calloc(nm ? nm : 1, sizeof(*am));
+	mk_assign_member *am = mk_xcalloc(nm ? nm : 1, sizeof(*am));
 	/* Every subscribed topic, once, with its partition count. */
 	size_t nt = 0, talloc = 0;
 	mk_assign_topic *at = NULL;
@@ -973,7 +974,7 @@ static void rebalance(mk_groups *g, gm_group *grp, int64_t gen)
 				continue;
 			if (nt == talloc) {
 				talloc = talloc ? talloc * 2 : 8;
-				at = realloc(at, talloc * sizeof(*at));
+				at = mk_xrealloc(at, talloc * sizeof(*at));
 				if (!at)
 					abort();
 			}
@@ -984,18 +985,18 @@ static void rebalance(mk_groups *g, gm_group *grp, int64_t gen)
 	mk_assign_pair *pairs;
 	size_t np = mk_assign_round_robin(am, nm, at, nt, &pairs);
 	/* New part lists, positions from the committed offsets. */
-	gm_part **nparts = calloc(nm ? nm : 1, sizeof(*nparts));
-	size_t *counts = calloc(nm ? nm : 1, sizeof(*counts));
+	gm_part **nparts = mk_xcalloc(nm ? nm : 1, sizeof(*nparts));
+	size_t *counts = mk_xcalloc(nm ? nm : 1, sizeof(*counts));
 	for (size_t i = 0; i < np; i++)
 		counts[pairs[i].member]++;
 	for (size_t i = 0; i < nm; i++) {
-		nparts[i] = calloc(counts[i] ? counts[i] : 1, sizeof(gm_part));
+		nparts[i] = mk_xcalloc(counts[i] ? counts[i] : 1, sizeof(gm_part));
 		counts[i] = 0;
 	}
 	for (size_t i = 0; i < np; i++) {
 		size_t mi = pairs[i].member;
 		gm_part *np_ = &nparts[mi][counts[mi]++];
-		np_->topic = strdup(pairs[i].topic);
+		np_->topic = mk_xstrdup(pairs[i].topic);
 		np_->partition = pairs[i].partition;
 		/* Eager: everything was revoked; every owner starts again at
 		 * the committed offset, whether or not the partition moved. */
@@ -1078,23 +1079,23 @@ mk_err mk_group_join(mk_groups *g, const char *group, const char *member,
 		size_t pos;
 		m = find_member(grp, member, &pos);
 		if (!m) {
-			m = calloc(1, sizeof(*m));
+			m = mk_xcalloc(1, sizeof(*m));
 			if (!m)
 				abort();
-			m->name = strdup(member);
+			m->name = mk_xstrdup(member);
 			insert_ptr((void ***)&grp->members, &grp->nmembers, pos, m);
 		}
 		for (size_t i = 0; i < m->ntopics; i++)
 			free(m->topics[i]);
 		free(m->topics);
-		m->topics = calloc(ntopics, sizeof(char *));
+		m->topics = mk_xcalloc(ntopics, sizeof(char *));
 		m->ntopics = 0;
-		char **sorted = calloc(ntopics, sizeof(char *));
+		char **sorted = mk_xcalloc(ntopics, sizeof(char *));
 		memcpy(sorted, topics, ntopics * sizeof(char *));
 		qsort(sorted, ntopics, sizeof(char *), cmp_str);
 		for (size_t i = 0; i < ntopics; i++)
 			if (!i || strcmp(sorted[i], sorted[i - 1]))
-				m->topics[m->ntopics++] = strdup(sorted[i]);
+				m->topics[m->ntopics++] = mk_xstrdup(sorted[i]);
 		free(sorted);
 		m->last_seen_ms = now_ms(g);
 		rebalance(g, grp, gen);
@@ -1285,14 +1286,14 @@ mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
 	mk_commit_entry *todo = NULL;
 	size_t ntodo = 0;
 	if (!err && !n) {
-		todo = calloc(m->nparts ? m->nparts : 1, sizeof(*todo));
+		todo = mk_xcalloc(m->nparts ? m->nparts : 1, sizeof(*todo));
 		for (size_t i = 0; i < m->nparts; i++)
 			if (m->parts[i].position >= 0)
 				todo[ntodo++] = (mk_commit_entry){
-					strdup(m->parts[i].topic), m->parts[i].partition,
+					mk_xstrdup(m->parts[i].topic), m->parts[i].partition,
 					m->parts[i].position };
 	} else if (!err) {
-		todo = calloc(n, sizeof(*todo));
+		todo = mk_xcalloc(n, sizeof(*todo));
 		for (size_t i = 0; i < n && !err; i++) {
 			if (!find_part(m, entries[i].topic, entries[i].partition))
 				err = unowned(why, member, entries[i].topic, entries[i].partition);
@@ -1301,13 +1302,13 @@ mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
 						  entries[i].offset, true, why);
 			if (!err)
 				todo[ntodo++] = (mk_commit_entry){
-					strdup(entries[i].topic), entries[i].partition,
+					mk_xstrdup(entries[i].topic), entries[i].partition,
 					entries[i].offset };
 		}
 	}
 	pthread_mutex_unlock(&g->lock);
-	gm_rec *recs = calloc(ntodo ? ntodo : 1, sizeof(*recs));
-	char **bufs = calloc(ntodo ? ntodo * 2 : 1, sizeof(*bufs));
+	gm_rec *recs = mk_xcalloc(ntodo ? ntodo : 1, sizeof(*recs));
+	char **bufs = mk_xcalloc(ntodo ? ntodo * 2 : 1, sizeof(*bufs));
 	for (size_t i = 0; !err && i < ntodo; i++) {
 		mk_strbuf k = MK_STRBUF_INIT, v = MK_STRBUF_INIT;
 		mk_strbuf_addf(&k, "%s/%s/%d", group, todo[i].topic, todo[i].partition);
@@ -1389,7 +1390,7 @@ struct poll_cached {
 
 mk_poll_cache *mk_poll_cache_new(void)
 {
-	return calloc(1, sizeof(mk_poll_cache));
+	return mk_xcalloc(1, sizeof(mk_poll_cache));
 }
 
 void mk_poll_cache_clear(mk_poll_cache *c)
@@ -1416,13 +1417,13 @@ static poll_cached *cache_entry(mk_poll_cache *c, const char *topic, int part)
 	for (size_t i = 0; i < c->n; i++)
 		if (c->entries[i].partition == part && !strcmp(c->entries[i].topic, topic))
 			return &c->entries[i];
-	poll_cached *v = realloc(c->entries, (c->n + 1) * sizeof(*v));
+	poll_cached *v = mk_xrealloc(c->entries, (c->n + 1) * sizeof(*v));
 	if (!v)
 		abort();
 	c->entries = v;
 	poll_cached *e = &v[c->n++];
 	memset(e, 0, sizeof(*e));
-	e->topic = strdup(topic);
+	e->topic = mk_xstrdup(topic);
 	e->partition = part;
 	mk_strbuf_init(&e->buf, 0);
 	return e;
@@ -1470,7 +1471,7 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 		int64_t limit = eff_max_poll(g, grp) * (polls > 1 ? polls : 1);
 		if (max <= 0 || max > limit)
 			max = limit;
-		tg = calloc(m->nparts ? m->nparts : 1, sizeof(*tg));
+		tg = mk_xcalloc(m->nparts ? m->nparts : 1, sizeof(*tg));
 		start = m->nparts ? m->poll_next % m->nparts : 0;
 		for (size_t k = 0; k < m->nparts && !err; k++) {
 			gm_part *p = &m->parts[(start + k) % m->nparts];
@@ -1480,7 +1481,7 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 				continue;
 			}
 			if (!err && p->position >= 0)
-				tg[nt++] = (poll_target){ strdup(p->topic), p->partition,
+				tg[nt++] = (poll_target){ mk_xstrdup(p->topic), p->partition,
 							  p->position };
 		}
 		if (!err)
@@ -1654,14 +1655,14 @@ static void add_part(mk_groups *g, mk_group_info *out, size_t *alloc,
 {
 	if (out->nparts == *alloc) {
 		*alloc = *alloc ? *alloc * 2 : 16;
-		out->parts = realloc(out->parts, *alloc * sizeof(*out->parts));
+		out->parts = mk_xrealloc(out->parts, *alloc * sizeof(*out->parts));
 		if (!out->parts)
 			abort();
 	}
 	mk_group_part_info *pi = &out->parts[out->nparts++];
-	pi->topic = strdup(topic);
+	pi->topic = mk_xstrdup(topic);
 	pi->partition = part;
-	pi->owner = owner ? strdup(owner) : NULL;
+	pi->owner = owner ? mk_xstrdup(owner) : NULL;
 	pi->position = position;
 	pi->committed = committed;
 	mk_partition_info info;
@@ -1694,17 +1695,17 @@ mk_err mk_group_describe(mk_groups *g, const char *group, const char *member,
 		out->session_timeout_ms = eff_session(g, grp);
 		out->reset = (int)eff_reset(g, grp);
 		size_t alloc = 0;
-		out->members = calloc(grp->nmembers ? grp->nmembers : 1, sizeof(*out->members));
+		out->members = mk_xcalloc(grp->nmembers ? grp->nmembers : 1, sizeof(*out->members));
 		for (size_t i = 0; i < grp->nmembers; i++) {
 			gm_member *mm = grp->members[i];
 			if (member && mm != m)
 				continue;
 			mk_group_member_info *mi = &out->members[out->nmembers++];
-			mi->name = strdup(mm->name);
+			mi->name = mk_xstrdup(mm->name);
 			mi->ntopics = mm->ntopics;
-			mi->topics = calloc(mm->ntopics ? mm->ntopics : 1, sizeof(char *));
+			mi->topics = mk_xcalloc(mm->ntopics ? mm->ntopics : 1, sizeof(char *));
 			for (size_t k = 0; k < mm->ntopics; k++)
-				mi->topics[k] = strdup(mm->topics[k]);
+				mi->topics[k] = mk_xstrdup(mm->topics[k]);
 			mi->last_seen_ms = mm->last_seen_ms;
 			mi->nparts = mm->nparts;
 			for (size_t k = 0; k < mm->nparts; k++)

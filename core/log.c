@@ -308,7 +308,7 @@ static void mirror_bases(mk_log *log)
 	pthread_mutex_lock(&log->state_lock);
 	if (log->bases_cap < log->nsegs) {
 		log->bases_cap = log->segs_cap;
-		log->bases = realloc(log->bases, log->bases_cap * sizeof(*log->bases));
+		log->bases = mk_xrealloc(log->bases, log->bases_cap * sizeof(*log->bases));
 		if (!log->bases)
 			abort();
 	}
@@ -1656,8 +1656,8 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	mk_err err = flusher_wait(log);
 	if (err)
 		return err;
-	int64_t *olds = malloc(n * sizeof(*olds));
-	mk_segment **fresh = calloc(nnew ? nnew : 1, sizeof(*fresh));
+	int64_t *olds = mk_xmalloc(n * sizeof(*olds));
+	mk_segment **fresh = mk_xcalloc(nnew ? nnew : 1, sizeof(*fresh));
 	if (!olds || !fresh)
 		abort();
 	for (size_t i = 0; i < n; i++)
@@ -1693,7 +1693,7 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	if (nnew != n) {
 		size_t need = log->nsegs - n + nnew;
 		if (need > log->segs_cap) {
-			mk_segment **v = realloc(log->segs, need * sizeof(*v));
+			mk_segment **v = mk_xrealloc(log->segs, need * sizeof(*v));
 			if (!v)
 				abort();
 			log->segs = v;
@@ -1772,7 +1772,7 @@ mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,
 			if (prev_next > from) {
 				if (*n == cap) {
 					cap = cap ? cap * 2 : 64;
-					*out = realloc(*out, cap * sizeof(**out));
+					*out = mk_xrealloc(*out, cap * sizeof(**out));
 					if (!*out)
 						abort();
 				}
@@ -1807,7 +1807,7 @@ mk_err mk_log_index_rows(mk_log *log, int64_t segment, bool time,
 		if (err)
 			return err;
 		size_t count = mk_segment_index_count(s, time);
-		*out = calloc(count ? count : 1, sizeof(**out));
+		*out = mk_xcalloc(count ? count : 1, sizeof(**out));
 		if (!*out)
 			abort();
 		for (size_t k = 0; k < count; k++)

@@ -48,7 +48,7 @@ static void format_topic(mk_strbuf *out, mk_topic *t, const mk_meta_plan *plan,
 		mk_topic_config_format_overrides(cfg, out);
 	}
 	mk_strbuf_addch(out, '\n');
-	*saved = realloc(*saved, (*nsaved + (size_t)t->npartitions) * sizeof(**saved));
+	*saved = mk_xrealloc(*saved, (*nsaved + (size_t)t->npartitions) * sizeof(**saved));
 	if (!*saved)
 		abort();
 	for (int p = 0; p < t->npartitions; p++) {
@@ -93,7 +93,7 @@ mk_err mk_metadata_save(mk_cluster *c, const mk_meta_plan *plan)
 			       online ? "online" : "offline");
 	}
 	/* Topics stay referenced until their partitions hear of the save. */
-	held = calloc(c->ntopics + 1, sizeof(*held));
+	held = mk_xcalloc(c->ntopics + 1, sizeof(*held));
 	if (!held)
 		abort();
 	bool added = false;

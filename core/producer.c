@@ -3,6 +3,7 @@
  * sender that sends lingering batches on the system clock.
  */
 #include "producer.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -132,7 +133,7 @@ static void *sender_main(void *arg)
 
 mk_producers *mk_producers_new(mk_cluster *c)
 {
-	mk_producers *ps = calloc(1, sizeof(*ps));
+	mk_producers *ps = mk_xcalloc(1, sizeof(*ps));
 	if (!ps)
 		abort();
 	pthread_mutex_init(&ps->lock, NULL);
@@ -149,7 +150,7 @@ static void registry_add(mk_producers *ps, mk_producer *p)
 	pthread_mutex_lock(&ps->lock);
 	if (ps->n == ps->alloc) {
 		ps->alloc = ps->alloc ? ps->alloc * 2 : 16;
-		ps->list = realloc(ps->list, ps->alloc * sizeof(*ps->list));
+		ps->list = mk_xrealloc(ps->list, ps->alloc * sizeof(*ps->list));
 		if (!ps->list)
 			abort();
 	}
@@ -240,7 +241,7 @@ static mk_err open_rules(mk_producer *p, const mk_producer_opts *o, mk_strbuf *w
 		return MK_INVALID_REQUEST;
 	}
 	p->idempotent = true;
-	p->name = strdup(o->producer);
+	p->name = mk_xstrdup(o->producer);
 	p->acks = -1;
 	p->next_seq = (int32_t)o->seq;
 	return MK_OK;
@@ -270,7 +271,7 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 		mk_strbuf_addf(why, "no partition %s/%d", t->name, partition);
 		return MK_UNKNOWN_TOPIC_OR_PARTITION;
 	}
-	mk_producer *p = calloc(1, sizeof(*p));
+	mk_producer *p = mk_xcalloc(1, sizeof(*p));
 	if (!p)
 		abort();
 	pthread_mutex_init(&p->lock, NULL);
@@ -291,7 +292,7 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 	}
 	if (partition == MK_PARTITION_ANY) {
 		p->n = t->npartitions;
-		p->slots = calloc((size_t)p->n, sizeof(*p->slots));
+		p->slots = mk_xcalloc((size_t)p->n, sizeof(*p->slots));
 		if (!p->slots)
 			abort();
 		for (int i = 0; i < p->n; i++)
@@ -299,7 +300,7 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 		registry_add(ps, p);
 	} else {
 		p->n = 1;
-		p->slots = calloc(1, sizeof(*p->slots));
+		p->slots = mk_xcalloc(1, sizeof(*p->slots));
 		if (!p->slots)
 			abort();
 		mk_builder_init(&p->slots[0].b, &plain_meta);
@@ -314,7 +315,7 @@ static void ack_push(ack_list *l, owed_ack a)
 {
 	if (l->n == l->alloc) {
 		l->alloc = l->alloc ? l->alloc * 2 : 8;
-		l->v = realloc(l->v, l->alloc * sizeof(*l->v));
+		l->v = mk_xrealloc(l->v, l->alloc * sizeof(*l->v));
 		if (!l->v)
 			abort();
 	}
@@ -328,7 +329,7 @@ static void add_receipt(mk_producer *p, int partition, int64_t base,
 		return;
 	if (p->nreceipts == p->receipts_alloc) {
 		p->receipts_alloc = p->receipts_alloc ? p->receipts_alloc * 2 : 8;
-		p->receipts = realloc(p->receipts, p->receipts_alloc * sizeof(*p->receipts));
+		p->receipts = mk_xrealloc(p->receipts, p->receipts_alloc * sizeof(*p->receipts));
 		if (!p->receipts)
 			abort();
 	}

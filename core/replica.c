@@ -1494,7 +1494,7 @@ mk_err mk_partition_replica_epochs(mk_partition *p, int broker,
 	if (!err) {
 		const mk_epoch_entry *e;
 		*n = mk_log_epochs(r->log, &e);
-		*out = calloc(*n ? *n : 1, sizeof(**out));
+		*out = mk_xcalloc(*n ? *n : 1, sizeof(**out));
 		if (!*out)
 			abort();
 		if (*n)
@@ -1594,7 +1594,7 @@ mk_err mk_partition_replica_segments(mk_partition *p, int broker,
 	mk_err err = view_replica(p, broker, true, &r, why);
 	if (!err) {
 		*n = mk_log_segment_count(r->log);
-		*out = calloc(*n ? *n : 1, sizeof(**out));
+		*out = mk_xcalloc(*n ? *n : 1, sizeof(**out));
 		if (!*out)
 			abort();
 		for (size_t i = 0; i < *n; i++)

@@ -5,6 +5,7 @@
  * line "state", and the cleaner state verbatim up to the end of the file.
  */
 #include "segswap.h"
+#include "xalloc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -171,7 +172,7 @@ static void push(int64_t **v, size_t *n, size_t *cap, int64_t x)
 {
 	if (*n == *cap) {
 		*cap = *cap ? *cap * 2 : 16;
-		*v = realloc(*v, *cap * sizeof(**v));
+		*v = mk_xrealloc(*v, *cap * sizeof(**v));
 		if (!*v)
 			abort();
 	}

@@ -42,6 +42,7 @@
  *     \u00XX); everything else, 0x7f and non-ASCII included, is literal.
  */
 #include "format.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 
@@ -424,14 +425,14 @@ static mk_err collect(void *arg, mk_bytes key, mk_bytes value,
 	mk_parsed *out = arg;
 	if (out->n == out->alloc) {
 		out->alloc = out->alloc ? out->alloc * 2 : 256;
-		out->recs = realloc(out->recs, out->alloc * sizeof(*out->recs));
+		out->recs = mk_xrealloc(out->recs, out->alloc * sizeof(*out->recs));
 		if (!out->recs)
 			abort();
 	}
 	if (out->nhdrs + nheaders > out->hdrs_alloc) {
 		while (out->nhdrs + nheaders > out->hdrs_alloc)
 			out->hdrs_alloc = out->hdrs_alloc ? out->hdrs_alloc * 2 : 64;
-		out->hdrs = realloc(out->hdrs, out->hdrs_alloc * sizeof(*out->hdrs));
+		out->hdrs = mk_xrealloc(out->hdrs, out->hdrs_alloc * sizeof(*out->hdrs));
 		if (!out->hdrs)
 			abort();
 	}

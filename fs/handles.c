@@ -2,6 +2,7 @@
  * handles.c — open files: value snapshots, record streams, appends.
  */
 #include "handles.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -125,13 +126,13 @@ mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 			       acc == O_RDONLY ? "for reading" : acc == O_WRONLY ? "for writing" : "read-write");
 		return MK_INVALID_REQUEST;
 	}
-	mk_handle *h = calloc(1, sizeof(*h));
+	mk_handle *h = mk_xcalloc(1, sizeof(*h));
 	if (!h)
 		return MK_OUT_OF_MEMORY;
 	pthread_mutex_init(&h->lock, NULL);
 	h->ref = *ref;
 	memset(ref, 0, sizeof(*ref));    /* the handle owns the topic reference */
-	h->path = strdup(path);
+	h->path = mk_xstrdup(path);
 	h->fs = fs;
 	h->fd = -1;
 	mk_strbuf_init(&h->text, 0);

@@ -2,6 +2,7 @@
  * nodes_groups.c — /groups/G/... and /groups/G/members/M/... as text.
  */
 #include "nodes_groups.h"
+#include "xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,7 +390,7 @@ mk_err mk_groups_write_commit(mkfs *fs, const node_ref *ref, const char *buf,
 			   mk_parse_i64(w[1], &v) && v >= 0) {
 			if (n == alloc) {
 				alloc = alloc ? alloc * 2 : 8;
-				e = realloc(e, alloc * sizeof(*e));
+				e = mk_xrealloc(e, alloc * sizeof(*e));
 				if (!e)
 					abort();
 			}

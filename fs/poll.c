@@ -3,6 +3,7 @@
  * buffered, positions moved by what the reader really got.
  */
 #include "poll.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ struct mk_poll_cursor {
 mk_err mk_poll_open(mkfs *fs, mk_handle *h, mk_strbuf *why)
 {
 	(void)fs;
-	struct mk_poll_cursor *pc = calloc(1, sizeof(*pc));
+	struct mk_poll_cursor *pc = mk_xcalloc(1, sizeof(*pc));
 	if (!pc)
 		return MK_OUT_OF_MEMORY;
 	mk_strbuf_init(&pc->scratch, 0);
@@ -86,10 +87,10 @@ static size_t part_index(struct mk_poll_cursor *pc, const mk_poll_partition *pp)
 			}
 			return i;
 		}
-	pc->parts = realloc(pc->parts, (pc->nparts + 1) * sizeof(*pc->parts));
+	pc->parts = mk_xrealloc(pc->parts, (pc->nparts + 1) * sizeof(*pc->parts));
 	if (!pc->parts)
 		abort();
-	pc->parts[pc->nparts] = (pc_part){ strdup(pp->topic), pp->partition,
+	pc->parts[pc->nparts] = (pc_part){ mk_xstrdup(pp->topic), pp->partition,
 					   pp->from, false, pc->npolls, pp->from, false };
 	return pc->nparts++;
 }
@@ -126,7 +127,7 @@ static void on_record(void *arg, const mk_poll_partition *pp,
 	pc->formatted += out->len - before;
 	if (pc->nrecs == pc->alloc) {
 		pc->alloc = pc->alloc ? pc->alloc * 2 : 64;
-		pc->recs = realloc(pc->recs, pc->alloc * sizeof(*pc->recs));
+		pc->recs = mk_xrealloc(pc->recs, pc->alloc * sizeof(*pc->recs));
 		if (!pc->recs)
 			abort();
 	}
