@@ -41,8 +41,6 @@ static void stamp_push(cstate *st, seg_stamp s)
 	if (st->n == st->cap) {
 		st->cap = st->cap ? st->cap * 2 : 16;
 		st->v = mk_xrealloc(st->v, st->cap * sizeof(*st->v));
-		if (!st->v)
-			abort();
 	}
 	st->v[st->n++] = s;
 }
@@ -193,8 +191,6 @@ static void map_grow(keymap *m)
 	slot *old = m->v;
 	size_t oldcap = m->cap;
 	m->v = mk_xcalloc(cap, sizeof(*m->v));
-	if (!m->v)
-		abort();
 	m->cap = cap;
 	for (size_t i = 0; i < oldcap; i++) {
 		if (!old[i].hash)
@@ -297,15 +293,11 @@ mk_err mk_cleaner_plan(mk_log *log, const mk_clean_params *cp,
 	if (n == 0)
 		return MK_OK;
 	mk_clean_plan *p = mk_xcalloc(1, sizeof(*p));
-	if (!p)
-		abort();
 	p->dir = mk_xstrdup(mk_log_dir(log));
 	p->cp = *cp;
 	p->n = n;
 	p->bases = mk_xmalloc(n * sizeof(*p->bases));
 	p->sizes = mk_xmalloc(n * sizeof(*p->sizes));
-	if (!p->dir || !p->bases || !p->sizes)
-		abort();
 	mk_strbuf_init(&p->staging, 0);
 	mk_strbuf_init(&p->new_state, 0);
 	bool dirty = false;
@@ -455,8 +447,6 @@ mk_err mk_cleaner_build(mk_clean_plan *p, mk_clean_stats *st, mk_strbuf *why)
 						    : p->limit, NULL, 0, 0 };
 	p->news = mk_xmalloc(p->n * sizeof(*p->news));
 	p->news_size = mk_xmalloc(p->n * sizeof(*p->news_size));
-	if (!p->news || !p->news_size)
-		abort();
 	size_t i = 0;
 	while (i < p->n && !err) {
 		size_t j = i;

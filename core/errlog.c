@@ -84,8 +84,6 @@ void mk_errlog_hold(mk_errlog *log, int64_t time_ms, const char *path,
 	char *text = format_line(time_ms, path, code, fmt, ap);
 	va_end(ap);
 	char *p = mk_xstrdup(path ? path : "");
-	if (!p)
-		abort();
 	pthread_mutex_lock(&log->lock);
 	commit_held_locked(log);
 	log->held = text;

@@ -128,8 +128,6 @@ static void group_free(gm_group *grp)
 static gm_group *group_new(const char *name)
 {
 	gm_group *grp = mk_xcalloc(1, sizeof(*grp));
-	if (!grp)
-		abort();
 	grp->name = mk_xstrdup(name);
 	grp->reset = grp->session_ms = grp->max_poll = -1;
 	return grp;
@@ -174,8 +172,6 @@ static gm_member *find_member(gm_group *grp, const char *name, size_t *pos)
 static void insert_ptr(void ***arr, size_t *n, size_t pos, void *v)
 {
 	void **a = mk_xrealloc(*arr, (*n + 1) * sizeof(*a));
-	if (!a)
-		abort();
 	memmove(a + pos + 1, a + pos, (*n - pos) * sizeof(*a));
 	a[pos] = v;
 	*arr = a;
@@ -224,8 +220,6 @@ static void set_commit(gm_group *grp, const char *topic, int part, int64_t offse
 	}
 	if (!c) {
 		gm_commit *v = mk_xrealloc(grp->commits, (grp->ncommits + 1) * sizeof(*v));
-		if (!v)
-			abort();
 		grp->commits = v;
 		memmove(v + pos + 1, v + pos, (grp->ncommits - pos) * sizeof(*v));
 		grp->ncommits++;
@@ -374,8 +368,6 @@ static mk_err ensure_topic(mk_groups *g, mk_strbuf *why)
 	int n = t->npartitions;
 	mk_topic_put(t);
 	int32_t *ep = mk_xmalloc((size_t)n * sizeof(*ep));
-	if (!ep)
-		return MK_OUT_OF_MEMORY;
 	for (int i = 0; i < n; i++)
 		ep[i] = INT32_MIN;
 	pthread_mutex_lock(&g->lock);
@@ -452,8 +444,6 @@ static gm_group *load_group(load_state *ls, const char *name, size_t len)
 		size_t n = ls->ngroups;
 		insert_ptr((void ***)&ls->groups, &ls->ngroups, pos, grp);
 		bool *d = mk_xrealloc(ls->deleted, ls->ngroups * sizeof(*d));
-		if (!d)
-			abort();
 		memmove(d + pos + 1, d + pos, (n - pos) * sizeof(*d));
 		d[pos] = true;   /* until a metadata record says otherwise */
 		ls->deleted = d;
@@ -666,8 +656,6 @@ mk_err mk_groups_open(mk_cluster *c, mk_groups **out, mk_strbuf *why)
 {
 	(void)why;
 	mk_groups *g = mk_xcalloc(1, sizeof(*g));
-	if (!g)
-		return MK_OUT_OF_MEMORY;
 	g->c = c;
 	pthread_mutex_init(&g->write_lock, NULL);
 	pthread_mutex_init(&g->lock, NULL);
@@ -975,8 +963,6 @@ static void rebalance(mk_groups *g, gm_group *grp, int64_t gen)
 			if (nt == talloc) {
 				talloc = talloc ? talloc * 2 : 8;
 				at = mk_xrealloc(at, talloc * sizeof(*at));
-				if (!at)
-					abort();
 			}
 			at[nt++] = (mk_assign_topic){ m->topics[k], t->npartitions };
 			mk_topic_put(t);
@@ -1080,8 +1066,6 @@ mk_err mk_group_join(mk_groups *g, const char *group, const char *member,
 		m = find_member(grp, member, &pos);
 		if (!m) {
 			m = mk_xcalloc(1, sizeof(*m));
-			if (!m)
-				abort();
 			m->name = mk_xstrdup(member);
 			insert_ptr((void ***)&grp->members, &grp->nmembers, pos, m);
 		}
@@ -1418,8 +1402,6 @@ static poll_cached *cache_entry(mk_poll_cache *c, const char *topic, int part)
 		if (c->entries[i].partition == part && !strcmp(c->entries[i].topic, topic))
 			return &c->entries[i];
 	poll_cached *v = mk_xrealloc(c->entries, (c->n + 1) * sizeof(*v));
-	if (!v)
-		abort();
 	c->entries = v;
 	poll_cached *e = &v[c->n++];
 	memset(e, 0, sizeof(*e));
@@ -1656,8 +1638,6 @@ static void add_part(mk_groups *g, mk_group_info *out, size_t *alloc,
 	if (out->nparts == *alloc) {
 		*alloc = *alloc ? *alloc * 2 : 16;
 		out->parts = mk_xrealloc(out->parts, *alloc * sizeof(*out->parts));
-		if (!out->parts)
-			abort();
 	}
 	mk_group_part_info *pi = &out->parts[out->nparts++];
 	pi->topic = mk_xstrdup(topic);

@@ -309,8 +309,6 @@ static void mirror_bases(mk_log *log)
 	if (log->bases_cap < log->nsegs) {
 		log->bases_cap = log->segs_cap;
 		log->bases = mk_xrealloc(log->bases, log->bases_cap * sizeof(*log->bases));
-		if (!log->bases)
-			abort();
 	}
 	for (size_t i = 0; i < log->nsegs; i++)
 		log->bases[i] = log->segs[i]->base;
@@ -671,8 +669,6 @@ static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			*out = mk_xrealloc(*out, cap * sizeof(**out));
-			if (!*out)
-				abort();
 		}
 		(*out)[(*n)++] = v;
 	}
@@ -1658,8 +1654,6 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 		return err;
 	int64_t *olds = mk_xmalloc(n * sizeof(*olds));
 	mk_segment **fresh = mk_xcalloc(nnew ? nnew : 1, sizeof(*fresh));
-	if (!olds || !fresh)
-		abort();
 	for (size_t i = 0; i < n; i++)
 		olds[i] = log->segs[first + i]->base;
 	mk_strbuf msg = MK_STRBUF_INIT;
@@ -1694,8 +1688,6 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 		size_t need = log->nsegs - n + nnew;
 		if (need > log->segs_cap) {
 			mk_segment **v = mk_xrealloc(log->segs, need * sizeof(*v));
-			if (!v)
-				abort();
 			log->segs = v;
 			log->segs_cap = need;
 		}
@@ -1773,8 +1765,6 @@ mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,
 				if (*n == cap) {
 					cap = cap ? cap * 2 : 64;
 					*out = mk_xrealloc(*out, cap * sizeof(**out));
-					if (!*out)
-						abort();
 				}
 				batch_info_of(s, at, &b, mk_segment_reader_crc(&r),
 					      &(*out)[(*n)++]);
@@ -1808,8 +1798,6 @@ mk_err mk_log_index_rows(mk_log *log, int64_t segment, bool time,
 			return err;
 		size_t count = mk_segment_index_count(s, time);
 		*out = mk_xcalloc(count ? count : 1, sizeof(**out));
-		if (!*out)
-			abort();
 		for (size_t k = 0; k < count; k++)
 			mk_segment_index_entry(s, time, k, &(*out)[k].first,
 					       &(*out)[k].second);

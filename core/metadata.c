@@ -49,8 +49,6 @@ static void format_topic(mk_strbuf *out, mk_topic *t, const mk_meta_plan *plan,
 	}
 	mk_strbuf_addch(out, '\n');
 	*saved = mk_xrealloc(*saved, (*nsaved + (size_t)t->npartitions) * sizeof(**saved));
-	if (!*saved)
-		abort();
 	for (int p = 0; p < t->npartitions; p++) {
 		mk_meta_part *mp = &(*saved)[(*nsaved)++];
 		mp->p = t->partitions[p];
@@ -94,8 +92,6 @@ mk_err mk_metadata_save(mk_cluster *c, const mk_meta_plan *plan)
 	}
 	/* Topics stay referenced until their partitions hear of the save. */
 	held = mk_xcalloc(c->ntopics + 1, sizeof(*held));
-	if (!held)
-		abort();
 	bool added = false;
 	for (size_t i = 0; i <= c->ntopics; i++) {
 		mk_topic *add = plan ? plan->add : NULL;

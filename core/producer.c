@@ -134,8 +134,6 @@ static void *sender_main(void *arg)
 mk_producers *mk_producers_new(mk_cluster *c)
 {
 	mk_producers *ps = mk_xcalloc(1, sizeof(*ps));
-	if (!ps)
-		abort();
 	pthread_mutex_init(&ps->lock, NULL);
 	pthread_cond_init(&ps->cond, NULL);
 	ps->c = c;
@@ -151,8 +149,6 @@ static void registry_add(mk_producers *ps, mk_producer *p)
 	if (ps->n == ps->alloc) {
 		ps->alloc = ps->alloc ? ps->alloc * 2 : 16;
 		ps->list = mk_xrealloc(ps->list, ps->alloc * sizeof(*ps->list));
-		if (!ps->list)
-			abort();
 	}
 	ps->list[ps->n++] = p;
 	if (p->linger_ms > 0 && !ps->c->clock.manual && !ps->sender_started &&
@@ -272,8 +268,6 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 		return MK_UNKNOWN_TOPIC_OR_PARTITION;
 	}
 	mk_producer *p = mk_xcalloc(1, sizeof(*p));
-	if (!p)
-		abort();
 	pthread_mutex_init(&p->lock, NULL);
 	p->ps = ps;
 	p->c = ps->c;
@@ -293,16 +287,12 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 	if (partition == MK_PARTITION_ANY) {
 		p->n = t->npartitions;
 		p->slots = mk_xcalloc((size_t)p->n, sizeof(*p->slots));
-		if (!p->slots)
-			abort();
 		for (int i = 0; i < p->n; i++)
 			mk_builder_init(&p->slots[i].b, &plain_meta);
 		registry_add(ps, p);
 	} else {
 		p->n = 1;
 		p->slots = mk_xcalloc(1, sizeof(*p->slots));
-		if (!p->slots)
-			abort();
 		mk_builder_init(&p->slots[0].b, &plain_meta);
 	}
 	*out = p;
@@ -316,8 +306,6 @@ static void ack_push(ack_list *l, owed_ack a)
 	if (l->n == l->alloc) {
 		l->alloc = l->alloc ? l->alloc * 2 : 8;
 		l->v = mk_xrealloc(l->v, l->alloc * sizeof(*l->v));
-		if (!l->v)
-			abort();
 	}
 	l->v[l->n++] = a;
 }
@@ -330,8 +318,6 @@ static void add_receipt(mk_producer *p, int partition, int64_t base,
 	if (p->nreceipts == p->receipts_alloc) {
 		p->receipts_alloc = p->receipts_alloc ? p->receipts_alloc * 2 : 8;
 		p->receipts = mk_xrealloc(p->receipts, p->receipts_alloc * sizeof(*p->receipts));
-		if (!p->receipts)
-			abort();
 	}
 	p->receipts[p->nreceipts++] = (mk_receipt){ partition, base, count, p->acks };
 }

@@ -1495,8 +1495,6 @@ mk_err mk_partition_replica_epochs(mk_partition *p, int broker,
 		const mk_epoch_entry *e;
 		*n = mk_log_epochs(r->log, &e);
 		*out = mk_xcalloc(*n ? *n : 1, sizeof(**out));
-		if (!*out)
-			abort();
 		if (*n)
 			memcpy(*out, e, *n * sizeof(**out));
 	}
@@ -1595,8 +1593,6 @@ mk_err mk_partition_replica_segments(mk_partition *p, int broker,
 	if (!err) {
 		*n = mk_log_segment_count(r->log);
 		*out = mk_xcalloc(*n ? *n : 1, sizeof(**out));
-		if (!*out)
-			abort();
 		for (size_t i = 0; i < *n; i++)
 			mk_log_segment_info(r->log, i, &(*out)[i]);
 		if (dir)

@@ -173,8 +173,6 @@ static void push(int64_t **v, size_t *n, size_t *cap, int64_t x)
 	if (*n == *cap) {
 		*cap = *cap ? *cap * 2 : 16;
 		*v = mk_xrealloc(*v, *cap * sizeof(**v));
-		if (!*v)
-			abort();
 	}
 	(*v)[(*n)++] = x;
 }

@@ -426,15 +426,11 @@ static mk_err collect(void *arg, mk_bytes key, mk_bytes value,
 	if (out->n == out->alloc) {
 		out->alloc = out->alloc ? out->alloc * 2 : 256;
 		out->recs = mk_xrealloc(out->recs, out->alloc * sizeof(*out->recs));
-		if (!out->recs)
-			abort();
 	}
 	if (out->nhdrs + nheaders > out->hdrs_alloc) {
 		while (out->nhdrs + nheaders > out->hdrs_alloc)
 			out->hdrs_alloc = out->hdrs_alloc ? out->hdrs_alloc * 2 : 64;
 		out->hdrs = mk_xrealloc(out->hdrs, out->hdrs_alloc * sizeof(*out->hdrs));
-		if (!out->hdrs)
-			abort();
 	}
 	if (nheaders)
 		memcpy(out->hdrs + out->nhdrs, headers, nheaders * sizeof(*headers));

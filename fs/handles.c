@@ -127,8 +127,6 @@ mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 		return MK_INVALID_REQUEST;
 	}
 	mk_handle *h = mk_xcalloc(1, sizeof(*h));
-	if (!h)
-		return MK_OUT_OF_MEMORY;
 	pthread_mutex_init(&h->lock, NULL);
 	h->ref = *ref;
 	memset(ref, 0, sizeof(*ref));    /* the handle owns the topic reference */

@@ -391,8 +391,6 @@ mk_err mk_groups_write_commit(mkfs *fs, const node_ref *ref, const char *buf,
 			if (n == alloc) {
 				alloc = alloc ? alloc * 2 : 8;
 				e = mk_xrealloc(e, alloc * sizeof(*e));
-				if (!e)
-					abort();
 			}
 			e[n++] = (mk_commit_entry){ topic, part, v };
 		} else {

@@ -48,8 +48,6 @@ mk_err mk_poll_open(mkfs *fs, mk_handle *h, mk_strbuf *why)
 {
 	(void)fs;
 	struct mk_poll_cursor *pc = mk_xcalloc(1, sizeof(*pc));
-	if (!pc)
-		return MK_OUT_OF_MEMORY;
 	mk_strbuf_init(&pc->scratch, 0);
 	pc->cache = mk_poll_cache_new();
 	h->poll = pc;
@@ -88,8 +86,6 @@ static size_t part_index(struct mk_poll_cursor *pc, const mk_poll_partition *pp)
 			return i;
 		}
 	pc->parts = mk_xrealloc(pc->parts, (pc->nparts + 1) * sizeof(*pc->parts));
-	if (!pc->parts)
-		abort();
 	pc->parts[pc->nparts] = (pc_part){ mk_xstrdup(pp->topic), pp->partition,
 					   pp->from, false, pc->npolls, pp->from, false };
 	return pc->nparts++;
@@ -128,8 +124,6 @@ static void on_record(void *arg, const mk_poll_partition *pp,
 	if (pc->nrecs == pc->alloc) {
 		pc->alloc = pc->alloc ? pc->alloc * 2 : 64;
 		pc->recs = mk_xrealloc(pc->recs, pc->alloc * sizeof(*pc->recs));
-		if (!pc->recs)
-			abort();
 	}
 	size_t pi = part_index(pc, pp);
 	pc->last_part = pi;
