@@ -22,13 +22,13 @@ int64_t mk_clock_now(mk_clock *c)
 
 bool mk_clock_advance(mk_clock *c, int64_t ms)
 {
-	if (!c->manual || ms < 0)
+	if (!c->manual || ms < 0 || ms > MK_CLOCK_MAX_MS)
 		return false;
 	/* Refuse to wrap: a negative clock would be saved in the metadata,
 	 * which then refuses to load at the next mount. */
 	int64_t cur = atomic_load(&c->manual_ms);
 	do {
-		if (cur > INT64_MAX - ms)
+		if (cur > MK_CLOCK_MAX_MS - ms)
 			return false;
 	} while (!atomic_compare_exchange_weak(&c->manual_ms, &cur, cur + ms));
 	return true;
@@ -36,7 +36,7 @@ bool mk_clock_advance(mk_clock *c, int64_t ms)
 
 bool mk_clock_set(mk_clock *c, int64_t ms)
 {
-	if (!c->manual)
+	if (!c->manual || ms > MK_CLOCK_MAX_MS)
 		return false;
 	int64_t cur = atomic_load(&c->manual_ms);
 	while (ms >= cur) {

@@ -20,9 +20,18 @@ typedef struct {
 
 void mk_clock_init(mk_clock *c, bool manual, int64_t start_ms);
 int64_t mk_clock_now(mk_clock *c);
-/* Manual clock only; returns false on a system clock or negative step. */
+/*
+ * The largest time a manual clock may show: 9999-12-31T23:59:59.999Z.
+ * Far below INT64_MAX, so that a deadline (now + a timeout) never nears
+ * overflow and the value is one a person meant.
+ */
+#define MK_CLOCK_MAX_MS 253402300799999LL
+
+/* Manual clock only; returns false on a system clock, a negative step, or
+ * one that would pass MK_CLOCK_MAX_MS. */
 bool mk_clock_advance(mk_clock *c, int64_t ms);
-/* Manual clock only; returns false when it would move time backwards. */
+/* Manual clock only; returns false when it would move time backwards or
+ * past MK_CLOCK_MAX_MS. */
 bool mk_clock_set(mk_clock *c, int64_t ms);
 /* a + b for a deadline: saturates at INT64_MAX instead of wrapping. */
 static inline int64_t mk_deadline(int64_t a, int64_t b)

@@ -781,7 +781,7 @@ static mk_err clock_moved(mk_cluster *c, bool ok, mk_strbuf *why)
 	if (!ok) {
 		if (why)
 			mk_strbuf_addstr(why, c->clock.manual
-				? "the clock cannot move backwards or past 2^63-1 ms"
+				? "the clock cannot move backwards or past 253402300799999 ms (year 9999)"
 				: "the clock is the system clock; set clock = manual to move it");
 		return MK_INVALID_REQUEST;
 	}

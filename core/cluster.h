@@ -96,7 +96,7 @@ typedef struct mk_cluster {
 	mk_clock clock;
 	mk_errlog errlog;
 	mk_env env;
-	volatile bool shutting_down;
+	atomic_bool shutting_down;
 	bool opened;             /* fully loaded: close may save metadata */
 	_Atomic uint64_t meta_dirty;
 	uint64_t meta_saved;     /* guarded by meta_lock */

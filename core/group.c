@@ -1593,20 +1593,46 @@ bool mk_group_advance(mk_groups *g, const char *group, const char *member,
 	return ok;
 }
 
+/* The member's next poll start as a name; false without an assignment.
+ * Under g->lock. */
+static bool poll_start(mk_groups *g, const char *group, const char *member,
+		       char topic[MK_TOPIC_NAME_MAX + 1], int *part)
+{
+	gm_group *grp = find_group(g, group, NULL);
+	gm_member *m = grp ? find_member(grp, member, NULL) : NULL;
+	if (!m || !m->nparts)
+		return false;
+	gm_part *p = &m->parts[m->poll_next % m->nparts];
+	snprintf(topic, MK_TOPIC_NAME_MAX + 1, "%s", p->topic);
+	*part = p->partition;
+	return true;
+}
+
+bool mk_group_poll_target(mk_groups *g, const char *group, const char *member,
+			  mk_topic **t, mk_partition **p)
+{
+	char topic[MK_TOPIC_NAME_MAX + 1] = "";
+	int part = -1;
+	pthread_mutex_lock(&g->lock);
+	bool found = poll_start(g, group, member, topic, &part);
+	pthread_mutex_unlock(&g->lock);
+	*t = found ? mk_cluster_topic(g->c, topic) : NULL;
+	*p = *t ? mk_topic_partition(*t, part) : NULL;
+	if (*t && !*p) {
+		mk_topic_put(*t);
+		*t = NULL;
+	}
+	return *p != NULL;
+}
+
 void mk_group_wait(mk_groups *g, const char *group, const char *member,
 		   int wait_ms)
 {
 	char topic[MK_TOPIC_NAME_MAX + 1] = "";
 	int part = -1;
 	pthread_mutex_lock(&g->lock);
-	gm_group *grp = find_group(g, group, NULL);
-	gm_member *m = grp ? find_member(grp, member, NULL) : NULL;
-	if (m && m->nparts) {
-		/* Watch the partition the next poll starts at. */
-		gm_part *p = &m->parts[m->poll_next % m->nparts];
-		snprintf(topic, sizeof(topic), "%s", p->topic);
-		part = p->partition;
-	} else if (!g->stop) {
+	/* Watch the partition the next poll starts at. */
+	if (!poll_start(g, group, member, topic, &part) && !g->stop) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		int64_t ns = ts.tv_nsec + (int64_t)wait_ms * 1000000LL;
@@ -1620,10 +1646,7 @@ void mk_group_wait(mk_groups *g, const char *group, const char *member,
 	mk_topic *t = mk_cluster_topic(g->c, topic);
 	mk_partition *p = t ? mk_topic_partition(t, part) : NULL;
 	if (p) {
-		uint64_t seen;
-		pthread_mutex_lock(&p->lock);
-		seen = p->seq;
-		pthread_mutex_unlock(&p->lock);
+		uint64_t seen = mk_partition_seq(p);
 		mk_partition_wait_change(p, &seen, wait_ms);
 	}
 	mk_topic_put(t);

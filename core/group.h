@@ -177,6 +177,11 @@ bool mk_group_advance(mk_groups *g, const char *group, const char *member,
  * change on the member's partitions or its assignment. */
 void mk_group_wait(mk_groups *g, const char *group, const char *member,
 		   int wait_ms);
+/* Without waiting: the partition the member's next poll starts at, with a
+ * topic reference in *t (put it when done); false (and *t NULL) when the
+ * member has no partition. */
+bool mk_group_poll_target(mk_groups *g, const char *group, const char *member,
+			  mk_topic **t, mk_partition **p);
 
 /* Snapshots for the files. */
 typedef struct {

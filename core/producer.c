@@ -64,6 +64,8 @@ struct mk_producer {
 	ack_list pending;         /* appended by the sender: await at flush */
 	mk_err deferred;          /* first error of a send nobody waited on */
 	mk_strbuf deferred_why;
+	mk_err checked;           /* first error settled by mk_producer_check */
+	mk_strbuf checked_why;
 	mk_receipt *receipts;
 	size_t nreceipts, receipts_alloc;
 };
@@ -253,6 +255,7 @@ static void producer_free(mk_producer *p)
 	free(p->receipts);
 	free(p->name);
 	mk_strbuf_release(&p->deferred_why);
+	mk_strbuf_release(&p->checked_why);
 	mk_topic_put(p->t);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -279,6 +282,7 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 	p->linger_ms = o->limits ? o->limits->linger_ms : ps->c->cfg.linger_ms;
 	p->keep_receipts = o->keep_receipts;
 	mk_strbuf_init(&p->deferred_why, 0);
+	mk_strbuf_init(&p->checked_why, 0);
 	mk_err err = open_rules(p, o, why);
 	if (err) {
 		producer_free(p);
@@ -610,16 +614,67 @@ mk_err mk_producer_send(mk_producer *p, const mk_record_in *recs, size_t n,
 	return err ? err : acked;
 }
 
-mk_err mk_producer_flush(mk_producer *p, const mk_waiter *w, mk_strbuf *why)
+mk_err mk_producer_flush_begin(mk_producer *p, mk_strbuf *why)
 {
 	pthread_mutex_lock(&p->lock);
 	mk_err err = take_deferred(p, why);
 	mk_err sent = send_due(p, INT64_MAX, true, why);
 	pthread_mutex_unlock(&p->lock);
-	if (!err)
-		err = sent;
+	return err ? err : sent;
+}
+
+mk_err mk_producer_flush(mk_producer *p, const mk_waiter *w, mk_strbuf *why)
+{
+	mk_err err = mk_producer_flush_begin(p, why);
 	mk_err acked = await_owed(p, true, w, why);
 	return err ? err : acked;
+}
+
+/* Partition locks are taken under the producer's (as produce does). */
+mk_err mk_producer_check(mk_producer *p, bool all, bool *pending,
+			 mk_ack_watch *watch, mk_strbuf *why)
+{
+	*pending = false;
+	pthread_mutex_lock(&p->lock);
+	if (all) {
+		for (size_t k = 0; k < p->pending.n; k++)
+			ack_push(&p->owed, p->pending.v[k]);
+		p->pending.n = 0;
+	}
+	size_t keep = 0;
+	mk_strbuf one = MK_STRBUF_INIT;
+	for (size_t k = 0; k < p->owed.n; k++) {
+		owed_ack *a = &p->owed.v[k];
+		mk_partition *part = mk_topic_partition(p->t, a->partition);
+		uint64_t seen = mk_partition_seq(part);
+		bool still;
+		mk_strbuf_reset(&one);
+		mk_err e = mk_partition_ack_check(part, &a->ticket, &still, &one);
+		if (!e && still) {
+			if (!*pending)
+				*watch = (mk_ack_watch){ part, seen, a->ticket.deadline_ms };
+			*pending = true;
+			p->owed.v[keep++] = *a;
+			continue;
+		}
+		if (e && !p->checked) {
+			p->checked = e;
+			mk_strbuf_reset(&p->checked_why);
+			mk_strbuf_add(&p->checked_why, one.buf, one.len);
+		} else if (!e) {
+			p->next_seq += a->seq_advance;
+		}
+	}
+	mk_strbuf_release(&one);
+	p->owed.n = keep;
+	mk_err err = MK_OK;
+	if (!*pending && p->checked) {
+		err = p->checked;
+		p->checked = MK_OK;
+		mk_strbuf_add(why, p->checked_why.buf, p->checked_why.len);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
 }
 
 mk_err mk_producer_poll(mk_producer *p, mk_strbuf *why)

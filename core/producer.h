@@ -106,6 +106,27 @@ mk_err mk_producer_await(mk_producer *p, const mk_waiter *w, mk_strbuf *why);
 mk_err mk_producer_send(mk_producer *p, const mk_record_in *recs, size_t n,
 			const mk_waiter *w, size_t *taken, mk_strbuf *why);
 
+/*
+ * The same without a thread that waits (the filesystem parks the request
+ * instead): flush_begin sends every open batch (and returns the error of
+ * a background send, once), leaving its acknowledgements owed; check
+ * takes one look at every acknowledgement owed (with all, those of the
+ * sender's batches too) and settles each that is done, failed or past its
+ * deadline (mk_partition_ack_check). While some are owed it sets *pending
+ * and says where to watch: a partition that owes one, its change count
+ * taken before the look, and that ticket's deadline on the cluster clock.
+ * Once none are owed it returns the first error settled since the last
+ * time it did (MK_OK when all were acknowledged); never MK_INTERRUPTED.
+ */
+typedef struct {
+	mk_partition *p;
+	uint64_t seen;
+	int64_t deadline_ms;
+} mk_ack_watch;
+mk_err mk_producer_flush_begin(mk_producer *p, mk_strbuf *why);
+mk_err mk_producer_check(mk_producer *p, bool all, bool *pending,
+			 mk_ack_watch *watch, mk_strbuf *why);
+
 /* Send every open batch and await every acknowledgement still owed. */
 mk_err mk_producer_flush(mk_producer *p, const mk_waiter *w, mk_strbuf *why);
 /* Without sending or waiting: the error of a batch sent in the

@@ -81,6 +81,15 @@ static void changed(mk_partition *p)
 {
 	p->seq++;
 	pthread_cond_broadcast(&p->changed);
+	/* Fire every armed watcher once (each is disarmed before its fn). */
+	while (p->watchers.next != &p->watchers) {
+		mk_watch *w = p->watchers.next;
+		w->prev->next = w->next;
+		w->next->prev = w->prev;
+		w->prev = w->next = NULL;
+		w->armed = false;
+		w->fn(w);
+	}
 }
 
 static int replica_index(const mk_partition *p, int broker)
@@ -403,6 +412,7 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 	mk_partition *p = mk_xcalloc(1, sizeof(*p));
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->changed, NULL);
+	p->watchers.prev = p->watchers.next = &p->watchers;
 	p->env = env;
 	p->topic = mk_xstrdup(topic);
 	p->id = id;
@@ -667,51 +677,73 @@ static void timed_wait(mk_partition *p, int ms)
 	pthread_cond_timedwait(&p->changed, &p->lock, &ts);
 }
 
-/* The acks=all wait, under the lock. */
-static mk_err await_replicas(mk_partition *p, const mk_ack_ticket *t,
-			     const mk_waiter *w, mk_strbuf *why)
+/* One look at an acks=all ticket, under the lock (see ack_check). */
+static mk_err ack_state(mk_partition *p, const mk_ack_ticket *t, bool *pending,
+			mk_strbuf *why)
 {
 	const bool *captured = t->captured;
 	int64_t target = t->target, deadline = t->deadline_ms;
 	int32_t epoch = t->leader_epoch;
+	*pending = false;
+	refresh_isr(p);
+	if (p->leader < 0 || p->leader_epoch != epoch) {
+		if (why)
+			mk_strbuf_addf(why, "leader changed while waiting for acks=all (epoch %d -> %d)",
+				       epoch, p->leader_epoch);
+		return MK_FENCED_LEADER_EPOCH;
+	}
+	if (isr_committed(p) < p->cfg.min_insync_replicas) {
+		if (why)
+			mk_strbuf_addf(why, "ISR shrank to %d, below min.insync.replicas=%lld, after the batch was appended",
+				       isr_committed(p), (long long)p->cfg.min_insync_replicas);
+		return MK_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
+	}
+	bool done = true;
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		if (captured[i] && isr_counted(p, r) &&
+		    (!r->log || agreed_end(r, &p->replicas[p->leader]) < target))
+			done = false;
+	}
+	if (done)
+		return MK_OK;
+	if (mk_clock_now(p->env->clock) >= deadline) {
+		if (why)
+			mk_strbuf_addf(why, "not acknowledged by the ISR within request.timeout.ms=%lld",
+				       (long long)p->env->cfg->request_timeout_ms);
+		return MK_REQUEST_TIMED_OUT;
+	}
+	*pending = true;
+	return MK_OK;
+}
+
+/* The acks=all wait, under the lock. */
+static mk_err await_replicas(mk_partition *p, const mk_ack_ticket *t,
+			     const mk_waiter *w, mk_strbuf *why)
+{
 	for (;;) {
-		refresh_isr(p);
-		if (p->leader < 0 || p->leader_epoch != epoch) {
-			if (why)
-				mk_strbuf_addf(why, "leader changed while waiting for acks=all (epoch %d -> %d)",
-					       epoch, p->leader_epoch);
-			return MK_FENCED_LEADER_EPOCH;
-		}
-		if (isr_committed(p) < p->cfg.min_insync_replicas) {
-			if (why)
-				mk_strbuf_addf(why, "ISR shrank to %d, below min.insync.replicas=%lld, after the batch was appended",
-					       isr_committed(p), (long long)p->cfg.min_insync_replicas);
-			return MK_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
-		}
-		bool done = true;
-		for (int i = 0; i < p->nreplicas; i++) {
-			mk_replica *r = &p->replicas[i];
-			if (captured[i] && isr_counted(p, r) &&
-			    (!r->log || agreed_end(r, &p->replicas[p->leader]) < target))
-				done = false;
-		}
-		if (done)
-			return MK_OK;
-		int64_t now = mk_clock_now(p->env->clock);
-		if (now >= deadline) {
-			if (why)
-				mk_strbuf_addf(why, "not acknowledged by the ISR within request.timeout.ms=%lld",
-					       (long long)p->env->cfg->request_timeout_ms);
-			return MK_REQUEST_TIMED_OUT;
-		}
-		if (*p->env->shutting_down || (w && w->interrupted && w->interrupted(w->arg))) {
+		bool pending;
+		mk_err err = ack_state(p, t, &pending, why);
+		if (err || !pending)
+			return err;
+		if (atomic_load(p->env->shutting_down) ||
+		    (w && w->interrupted && w->interrupted(w->arg))) {
 			if (why)
 				mk_strbuf_addstr(why, "interrupted while waiting for acks=all");
 			return MK_INTERRUPTED;
 		}
-		int64_t left = deadline - now;
+		int64_t left = t->deadline_ms - mk_clock_now(p->env->clock);
 		timed_wait(p, p->env->clock->manual || left > 100 ? 100 : (int)left);
 	}
+}
+
+mk_err mk_partition_ack_check(mk_partition *p, const mk_ack_ticket *t,
+			      bool *pending, mk_strbuf *why)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = ack_state(p, t, pending, why);
+	pthread_mutex_unlock(&p->lock);
+	return err;
 }
 
 /* Deleted, or without a leader: why no produce or fetch can be served. */
@@ -908,7 +940,7 @@ mk_err mk_partition_offset_for_time(mk_partition *p, int64_t ts, int64_t *off)
 bool mk_partition_wait_change(mk_partition *p, uint64_t *seen, int wait_ms)
 {
 	pthread_mutex_lock(&p->lock);
-	if (p->seq == *seen && !*p->env->shutting_down)
+	if (p->seq == *seen && !atomic_load(p->env->shutting_down))
 		timed_wait(p, wait_ms);
 	bool moved = p->seq != *seen;
 	*seen = p->seq;
@@ -919,7 +951,45 @@ bool mk_partition_wait_change(mk_partition *p, uint64_t *seen, int wait_ms)
 void mk_partition_wake(mk_partition *p)
 {
 	pthread_mutex_lock(&p->lock);
+	/* Time may have moved: the ISR and HW first, then every waiter. */
+	refresh_isr(p);
 	changed(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+uint64_t mk_partition_seq(mk_partition *p)
+{
+	pthread_mutex_lock(&p->lock);
+	uint64_t seq = p->seq;
+	pthread_mutex_unlock(&p->lock);
+	return seq;
+}
+
+void mk_partition_watch(mk_partition *p, mk_watch *w, uint64_t seen)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->seq != seen) {
+		w->armed = false;
+		w->fn(w);
+	} else if (!w->armed) {
+		w->armed = true;
+		w->prev = p->watchers.prev;
+		w->next = &p->watchers;
+		p->watchers.prev->next = w;
+		p->watchers.prev = w;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void mk_partition_unwatch(mk_partition *p, mk_watch *w)
+{
+	pthread_mutex_lock(&p->lock);
+	if (w->armed) {
+		w->prev->next = w->next;
+		w->next->prev = w->prev;
+		w->prev = w->next = NULL;
+		w->armed = false;
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 

@@ -5,7 +5,9 @@
  * Locking: mk_partition.lock guards every field below and every call into
  * the replicas' logs. `changed` is broadcast whenever something a waiter
  * may care about moves (log end, HW, leader, ISR, broker state, the manual
- * clock, shutdown); `seq` counts those moves so a waiter can tell.
+ * clock, shutdown); `seq` counts those moves so a waiter can tell, and
+ * every armed watcher (mk_watch) fires once, so a waiter need not hold a
+ * thread: it arms a watcher and is answered from the event.
  *
  * Decide, persist, act. An ISR change is decided here (in_isr) and acted
  * on only once the metadata file has it (isr_saved, set by
@@ -48,7 +50,7 @@ typedef struct {
 	const mk_config *cfg;
 	mk_clock *clock;
 	mk_errlog *errlog;
-	volatile bool *shutting_down;
+	atomic_bool *shutting_down;
 	_Atomic uint64_t *meta_dirty;   /* bumped when metadata must be saved */
 	/*
 	 * Wakes the owner's metadata saver (a leaf lock at most: called under
@@ -73,10 +75,24 @@ typedef struct {
 	mk_producer_state pstate;   /* idempotent producers seen in this log */
 } mk_replica;
 
+/*
+ * A one-shot watcher of a partition's changes (see mk_partition_watch).
+ * fn runs under p->lock, in whichever thread made the change: it may only
+ * record the event (take its own leaf lock, signal a condition) and must
+ * never call into a partition or take a lock that is held around a
+ * partition call. The owner answers its waiter from its own thread.
+ */
+typedef struct mk_watch {
+	void (*fn)(struct mk_watch *w);
+	struct mk_watch *prev, *next;   /* guarded by the partition's lock */
+	bool armed;
+} mk_watch;
+
 typedef struct mk_partition {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
 	uint64_t seq;
+	mk_watch watchers;      /* armed watchers: a list with this head */
 	uint64_t meta_version;  /* bumped when leader, epoch or ISR change */
 
 	const mk_env *env;
@@ -239,6 +255,28 @@ mk_err mk_partition_offset_for_time(mk_partition *p, int64_t ts, int64_t *off);
  */
 bool mk_partition_wait_change(mk_partition *p, uint64_t *seen, int wait_ms);
 void mk_partition_wake(mk_partition *p);
+
+/*
+ * The event API (no thread waits): the current change count; arm w to fire
+ * at the first change after `seen` (at once, inside this call, when seq has
+ * already moved past it); disarm w — once unwatch returns, fn is not
+ * running and will not run. A fired watcher is disarmed; re-arm to wait
+ * again. Every change fires: appends, HW and ISR moves, leader changes,
+ * broker events, manual clock moves, deletion and shutdown.
+ */
+uint64_t mk_partition_seq(mk_partition *p);
+void mk_partition_watch(mk_partition *p, mk_watch *w, uint64_t seen);
+void mk_partition_unwatch(mk_partition *p, mk_watch *w);
+
+/*
+ * One non-blocking look at an acks=all ticket, with mk_partition_await's
+ * rules: MK_OK once acknowledged, its errors (REQUEST_TIMED_OUT once the
+ * deadline passed on the cluster clock), or MK_OK with *pending set while
+ * the ISR has yet to catch up. Never MK_INTERRUPTED: the batch was
+ * appended, so only acknowledgement, a failure or the timeout end it.
+ */
+mk_err mk_partition_ack_check(mk_partition *p, const mk_ack_ticket *t,
+			      bool *pending, mk_strbuf *why);
 
 /* One fetch round for the follower replica on broker b (no-op otherwise). */
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker);

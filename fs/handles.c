@@ -137,6 +137,7 @@ mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 	mk_strbuf_init(&h->fetched, 0);
 	mk_strbuf_init(&h->pending, 0);
 	mk_strbuf_init(&h->first, 0);
+	mk_strbuf_init(&h->held_why, 0);
 
 	switch (d->type) {
 	case NODE_VALUE:
@@ -207,6 +208,7 @@ void mk_handle_close(mk_handle *h)
 	mk_node_ref_release(&h->ref);
 	mk_parsed_release(&h->parsed);
 	mk_strbuf_release(&h->first);
+	mk_strbuf_release(&h->held_why);
 	mk_strbuf_release(&h->text);
 	mk_strbuf_release(&h->fetched);
 	mk_strbuf_release(&h->pending);
@@ -258,8 +260,15 @@ static void format_frames(mk_handle *h, int64_t end)
 	}
 }
 
+/* A follow at the visible end with a wait: park instead of waiting. */
+static void wait_data(mk_wait *wait, mk_partition *p, uint64_t seen)
+{
+	*wait = (mk_wait){ .kind = MK_WAIT_DATA, .p = p, .seen = seen,
+			   .deadline_ms = INT64_MAX };
+}
+
 static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
-			   mk_strbuf *why)
+			   mk_wait *wait, mk_strbuf *why)
 {
 	mk_partition *p = handle_partition(h);
 	while (h->text.len - h->text_pos < want && !h->eof) {
@@ -268,6 +277,8 @@ static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
 			break;
 		}
 		mk_strbuf_reset(&h->fetched);
+		/* Taken before the fetch: a change after it wakes the park. */
+		uint64_t seq = wait ? mk_partition_seq(p) : 0;
 		int64_t visible;
 		size_t budget = want > FETCH_BYTES ? want : FETCH_BYTES;
 		mk_err err = h->ref.broker >= 0
@@ -283,12 +294,16 @@ static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
 			continue;
 		}
 		h->at_end = true;
-		if (!h->rp.follow || !w) {
+		if (!h->rp.follow || (!w && !wait)) {
 			h->eof = true;
 			break;
 		}
 		if (h->text.len > h->text_pos)
 			break;    /* give the reader what it has first */
+		if (wait) {
+			wait_data(wait, p, seq);
+			break;
+		}
 		if (w && w->interrupted && w->interrupted(w->arg)) {
 			mk_strbuf_addstr(why, "interrupted while following");
 			return MK_INTERRUPTED;
@@ -301,7 +316,7 @@ static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
 /* Batch headers from h->next on, formatted, until want bytes are buffered
  * or the log end (where :follow waits). */
 static mk_err batches_fill(mk_handle *h, size_t want, const mk_waiter *w,
-			   mk_strbuf *why)
+			   mk_wait *wait, mk_strbuf *why)
 {
 	mk_partition *p = handle_partition(h);
 	while (h->text.len - h->text_pos < want && !h->eof) {
@@ -309,6 +324,7 @@ static mk_err batches_fill(mk_handle *h, size_t want, const mk_waiter *w,
 			h->eof = true;
 			break;
 		}
+		uint64_t seq = wait ? mk_partition_seq(p) : 0;
 		mk_batch_info *bi;
 		size_t n;
 		mk_err err = mk_partition_replica_batches(p, h->ref.broker, h->next,
@@ -324,13 +340,17 @@ static mk_err batches_fill(mk_handle *h, size_t want, const mk_waiter *w,
 		if (n)
 			continue;
 		h->at_end = true;
-		if (!h->rp.follow || !w) {
+		if (!h->rp.follow || (!w && !wait)) {
 			h->eof = true;
 			break;
 		}
 		if (h->text.len > h->text_pos)
 			break;
-		if (w->interrupted && w->interrupted(w->arg)) {
+		if (wait) {
+			wait_data(wait, p, seq);
+			break;
+		}
+		if (w && w->interrupted && w->interrupted(w->arg)) {
 			mk_strbuf_addstr(why, "interrupted while following");
 			return MK_INTERRUPTED;
 		}
@@ -340,14 +360,14 @@ static mk_err batches_fill(mk_handle *h, size_t want, const mk_waiter *w,
 }
 
 static mk_err stream_fill(mk_handle *h, size_t want, const mk_waiter *w,
-			  mk_strbuf *why)
+			  mk_wait *wait, mk_strbuf *why)
 {
 	/* A stream at its end looks again at every read, as a growing file
 	 * does: only max=N ends it for good. */
 	if (!max_reached(h))
 		h->eof = false;
-	return h->ref.def->type == NODE_BATCHES ? batches_fill(h, want, w, why)
-						: records_fill(h, want, w, why);
+	return h->ref.def->type == NODE_BATCHES ? batches_fill(h, want, w, wait, why)
+						: records_fill(h, want, w, wait, why);
 }
 
 long long mk_handle_stream_size(mk_handle *h)
@@ -356,7 +376,7 @@ long long mk_handle_stream_size(mk_handle *h)
 		return (long long)atomic_load(&h->streamed);
 	if (h->at_end && h->text.len == h->text_pos) {
 		mk_strbuf why = MK_STRBUF_INIT;
-		stream_fill(h, 1, NULL, &why);    /* no waiter: never blocks */
+		stream_fill(h, 1, NULL, NULL, &why);    /* no waiter: never blocks */
 		mk_strbuf_release(&why);
 	}
 	long long size = (long long)atomic_load(&h->streamed) +
@@ -366,11 +386,13 @@ long long mk_handle_stream_size(mk_handle *h)
 }
 
 mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
-		      long long off, const mk_waiter *w, size_t *n,
-		      mk_strbuf *why)
+		      long long off, const mk_waiter *w, mk_wait *wait,
+		      size_t *n, mk_strbuf *why)
 {
 	mk_err err = MK_OK;
 	*n = 0;
+	if (wait)
+		wait->kind = MK_WAIT_NONE;
 	pthread_mutex_lock(&h->lock);
 	switch (h->ref.def->type) {
 	case NODE_RAW: {
@@ -393,13 +415,13 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		goto out;
 	case NODE_RECORDS:
 	case NODE_BATCHES:
-		err = stream_fill(h, size, w, why);
+		err = stream_fill(h, size, w, wait, why);
 		if (err && h->text.len == h->text_pos)
 			goto out;
 		err = MK_OK;
 		break;
 	case NODE_POLL:
-		err = mk_poll_fill(fs, h, w, why);
+		err = mk_poll_fill(fs, h, w, wait, why);
 		if (err && h->text.len == h->text_pos)
 			goto out;
 		err = MK_OK;
@@ -511,9 +533,25 @@ static mk_err parse_rest(mk_handle *h, const mk_parse_opts *opts,
 		err = mk_parse_records(opts, buf + used, len - used, final,
 				       &h->parsed, &consumed, why);
 	*tail = len - used - consumed;
-	if (!err && !final &&
-	    (used ? 0 : h->pending.len) + *tail > opts->max_line)
+	size_t carried = (used ? 0 : h->pending.len) + *tail;
+	if (!err && !final && carried > opts->max_line)
 		err = line_too_long((int64_t)opts->max_line, why);
+	/*
+	 * A carried plain line whose one-record batch could not fit either is
+	 * refused by the write that carries it: a write over the kernel's
+	 * 1 MiB reaches us in pieces, and a later piece's error would only
+	 * shorten the count of the first.
+	 */
+	if (!err && !final && carried && opts->format == MK_FORMAT_PLAIN) {
+		size_t need = mk_frame_size_of_one(
+			opts->has_key ? opts->key : MK_BYTES_NULL,
+			mk_bytes_of(buf, carried), NULL, 0);
+		if (need > opts->max_line) {
+			mk_strbuf_addf(why, "an unterminated line of %zu bytes needs a %zu-byte batch, over message.max.bytes=%zu",
+				       carried, need, opts->max_line);
+			err = MK_MESSAGE_TOO_LARGE;
+		}
+	}
 	return err;
 }
 
@@ -532,8 +570,51 @@ static void keep_tail(mk_handle *h, const char *buf, size_t len, size_t used,
  * producer (step 3); a write the producer took moves the carried line on,
  * a refused one changes nothing.
  */
+/*
+ * Acknowledgements the producer still owes, looked at once without
+ * waiting (see mk_producer_check): pending fills wait with `kind`; the
+ * first error is returned once none are owed. Under h->lock.
+ */
+static mk_err check_acks(mk_handle *h, bool all, mk_wait_kind kind,
+			 mk_wait *wait, mk_strbuf *why)
+{
+	bool pending;
+	mk_ack_watch aw;
+	mk_err err = mk_producer_check(h->prod, all, &pending, &aw, why);
+	if (pending) {
+		*wait = (mk_wait){ .kind = kind, .p = aw.p, .seen = aw.seen,
+				   .deadline_ms = aw.deadline_ms };
+		return MK_OK;
+	}
+	wait->kind = MK_WAIT_NONE;
+	return err;
+}
+
+/* An error found before a parked request's acknowledgements came: told
+ * when it ends, before theirs. Under h->lock. */
+static void hold_error(mk_handle *h, mk_err err, const mk_strbuf *why)
+{
+	if (!err || h->held)
+		return;
+	h->held = err;
+	mk_strbuf_reset(&h->held_why);
+	mk_strbuf_add(&h->held_why, why->buf, why->len);
+}
+
+static mk_err take_held(mk_handle *h, mk_err err, mk_strbuf *why)
+{
+	if (!h->held)
+		return err;
+	mk_err held = h->held;
+	h->held = MK_OK;
+	mk_strbuf_reset(why);
+	mk_strbuf_add(why, h->held_why.buf, h->held_why.len);
+	return held;
+}
+
 static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
-			   bool final, const mk_waiter *w, mk_strbuf *why)
+			   bool final, const mk_waiter *w, mk_wait *wait,
+			   mk_strbuf *why)
 {
 	mk_topic_config tc;
 	mk_cluster_topic_config(fs->cluster, h->ref.topic, &tc);
@@ -551,7 +632,14 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 		err = parse_rest(h, &opts, buf, len, used, final, &tail, why);
 	if (err)
 		return err;
-	if (h->parsed.n) {
+	if (h->parsed.n && wait) {
+		/* Append now; the acknowledgements are looked at by the caller
+		 * (the write's own, or fsync's and the last close's all). */
+		err = mk_producer_append(h->prod, h->parsed.recs, h->parsed.n,
+					 &taken, why);
+		if (!taken)
+			return err;
+	} else if (h->parsed.n) {
 		err = mk_producer_send(h->prod, h->parsed.recs, h->parsed.n, w,
 				       &taken, why);
 		if (!taken)
@@ -562,12 +650,32 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 }
 
 mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
-		       const mk_waiter *w, mk_strbuf *why)
+		       const mk_waiter *w, mk_wait *wait, mk_strbuf *why)
 {
 	mk_err err;
+	if (wait)
+		wait->kind = MK_WAIT_NONE;
 	pthread_mutex_lock(&h->lock);
-	if (h->ref.def->type == NODE_APPEND)
-		err = append_bytes(fs, h, buf, size, false, w, why);
+	if (h->ref.def->type == NODE_APPEND && wait) {
+		/* A write refused before anything was appended owes nothing:
+		 * the look finds nothing pending and its error stands. */
+		err = append_bytes(fs, h, buf, size, false, w, wait, why);
+		mk_strbuf first = MK_STRBUF_INIT;
+		mk_strbuf_add(&first, why->buf, why->len);
+		mk_strbuf_reset(why);
+		mk_err acked = check_acks(h, false, MK_WAIT_ACKS, wait, why);
+		if (mk_wait_pending(wait)) {
+			hold_error(h, err, &first);
+			err = MK_OK;
+		} else if (err) {
+			mk_strbuf_reset(why);
+			mk_strbuf_add(why, first.buf, first.len);
+		} else {
+			err = acked;
+		}
+		mk_strbuf_release(&first);
+	} else if (h->ref.def->type == NODE_APPEND)
+		err = append_bytes(fs, h, buf, size, false, w, NULL, why);
 	else
 		err = mk_node_control(fs, &h->ref, buf, size, why);
 	pthread_mutex_unlock(&h->lock);
@@ -592,31 +700,73 @@ mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
 	return err;
 }
 
-/* The carried line as a record, then every lingering batch, awaited. */
+/*
+ * The carried line as a record, then every lingering batch, awaited; with
+ * a wait, sent only: what is owed is looked at once and, while some is,
+ * the wait is filled with `kind` (the error so far held for the end).
+ * Under h->lock.
+ */
 static mk_err append_drain(mkfs *fs, mk_handle *h, const mk_waiter *w,
-			   mk_strbuf *why)
+			   mk_wait *wait, mk_wait_kind kind, mk_strbuf *why)
 {
 	mk_err err = MK_OK;
 	if (h->pending.len)
-		err = append_bytes(fs, h, "", 0, true, w, why);
-	mk_err ferr = mk_producer_flush(h->prod, w, why);
-	return err ? err : ferr;
+		err = append_bytes(fs, h, "", 0, true, w, wait, why);
+	if (!wait) {
+		mk_err ferr = mk_producer_flush(h->prod, w, why);
+		return err ? err : ferr;
+	}
+	mk_err ferr = mk_producer_flush_begin(h->prod, why);
+	if (!err)
+		err = ferr;
+	hold_error(h, err, why);
+	mk_strbuf_reset(why);
+	mk_err acked = check_acks(h, true, kind, wait, why);
+	if (mk_wait_pending(wait))
+		return MK_OK;
+	return take_held(h, acked, why);
+}
+
+/* fsync's second step: make the partition's (or topic's) logs durable. */
+static mk_err fsync_logs(mk_handle *h)
+{
+	if (h->ref.partition >= 0)
+		return mk_partition_flush(handle_partition(h));
+	mk_err err = MK_OK;
+	for (int i = 0; i < h->ref.topic->npartitions && !err; i++)
+		err = mk_partition_flush(mk_topic_partition(h->ref.topic, i));
+	return err;
 }
 
 mk_err mk_handle_fsync(mkfs *fs, mk_handle *h, const mk_waiter *w,
-		       mk_strbuf *why)
+		       mk_wait *wait, mk_strbuf *why)
 {
+	if (wait)
+		wait->kind = MK_WAIT_NONE;
 	if (h->ref.def->type != NODE_APPEND)
 		return MK_OK;
 	pthread_mutex_lock(&h->lock);
-	mk_err err = append_drain(fs, h, w, why);
+	mk_err err = append_drain(fs, h, w, wait, MK_WAIT_FSYNC_ACKS, why);
 	pthread_mutex_unlock(&h->lock);
-	if (err)
+	if (err || mk_wait_pending(wait))
 		return err;
-	if (h->ref.partition >= 0)
-		return mk_partition_flush(handle_partition(h));
-	for (int i = 0; i < h->ref.topic->npartitions && !err; i++)
-		err = mk_partition_flush(mk_topic_partition(h->ref.topic, i));
+	return fsync_logs(h);
+}
+
+mk_err mk_handle_resume(mkfs *fs, mk_handle *h, mk_wait *wait, mk_strbuf *why)
+{
+	(void)fs;
+	mk_wait_kind kind = wait->kind;
+	if (kind != MK_WAIT_ACKS && kind != MK_WAIT_FSYNC_ACKS &&
+	    kind != MK_WAIT_CLOSE_ACKS)
+		return MK_OK;
+	pthread_mutex_lock(&h->lock);
+	mk_err err = check_acks(h, kind != MK_WAIT_ACKS, kind, wait, why);
+	if (!mk_wait_pending(wait))
+		err = take_held(h, err, why);
+	pthread_mutex_unlock(&h->lock);
+	if (!err && !mk_wait_pending(wait) && kind == MK_WAIT_FSYNC_ACKS)
+		err = fsync_logs(h);
 	return err;
 }
 
@@ -625,7 +775,10 @@ mk_err mk_handle_fsync(mkfs *fs, mk_handle *h, const mk_waiter *w,
 static void append_release(mk_handle *h)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = append_drain(h->fs, h, NULL, &why);
+	mk_err err = append_drain(h->fs, h, NULL, NULL, MK_WAIT_NONE, &why);
+	mk_err held = take_held(h, MK_OK, &why);
+	if (!err)
+		err = held;
 	mk_producer_close(h->prod, NULL, &why);
 	h->prod = NULL;
 	if (err)
@@ -633,4 +786,19 @@ static void append_release(mk_handle *h)
 			      mk_clock_now(&h->fs->cluster->clock), h->path, err,
 			      "at the last close: %s", why.len ? why.buf : mk_err_name(err));
 	mk_strbuf_release(&why);
+}
+
+bool mk_handle_close_begin(mk_handle *h, mk_wait *wait)
+{
+	wait->kind = MK_WAIT_NONE;
+	if (!h->prod)
+		return true;
+	mk_strbuf why = MK_STRBUF_INIT;
+	pthread_mutex_lock(&h->lock);
+	mk_err err = append_drain(h->fs, h, NULL, wait, MK_WAIT_CLOSE_ACKS, &why);
+	/* Settled with an error: held for mk_handle_close's /errors line. */
+	hold_error(h, err, &why);
+	pthread_mutex_unlock(&h->lock);
+	mk_strbuf_release(&why);
+	return !mk_wait_pending(wait);
 }

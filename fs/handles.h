@@ -29,6 +29,19 @@
  *
  * A handle's own mutex serialises operations on one descriptor; no other
  * lock is held while a handle waits (acks=all, follow).
+ *
+ * Parking (the seam to fs/park.c): read, write, fsync and the last close
+ * take an optional mk_wait. Given one, they never wait for the cluster:
+ * where they would (a :follow read or poll at the visible end; the
+ * acks=all acknowledgements of what a write, fsync or last close sent,
+ * which the producer keeps: mk_producer_check), they fill the wait,
+ * return MK_OK and leave mk_wait_pending() true. The caller parks the
+ * request, watches wait->p from wait->seen (mk_partition_watch), looks
+ * again after wait->recheck_ms of wall time and at wait->deadline_ms on
+ * the cluster clock, and at each such event calls mk_handle_resume (a
+ * read is resumed by reading again): it completes the request (its
+ * error, or MK_OK) or refreshes the wait. Without a wait (NULL) they
+ * block as before, polling the waiter for interruption.
  */
 #ifndef MK_HANDLES_H
 #define MK_HANDLES_H
@@ -67,6 +80,8 @@ typedef struct mk_handle {
 	mk_strbuf first;         /* the carried line completed by a write */
 	mk_parsed parsed;        /* the records of the write being appended */
 	mk_producer *prod;
+	mk_err held;             /* a parked write's error, told at its end */
+	mk_strbuf held_why;
 
 	/* poll (poll.h) */
 	struct mk_poll_cursor *poll;
@@ -75,17 +90,45 @@ typedef struct mk_handle {
 	int fd;
 } mk_handle;
 
+typedef enum {
+	MK_WAIT_NONE,            /* complete: nothing to wait for */
+	MK_WAIT_DATA,            /* a :follow read (or poll) at the visible end */
+	MK_WAIT_ACKS,            /* a write: sent; the ISR has yet to acknowledge */
+	MK_WAIT_FSYNC_ACKS,      /* as ACKS, then fsync the partitions' logs */
+	MK_WAIT_CLOSE_ACKS,      /* the last close: as ACKS, then free */
+} mk_wait_kind;
+
+typedef struct {
+	mk_wait_kind kind;
+	mk_partition *p;         /* whose change may complete it; NULL: none */
+	uint64_t seen;           /* p's change count when it last looked */
+	int64_t deadline_ms;     /* cluster clock; INT64_MAX = none */
+	int recheck_ms;          /* wall time: look again then; 0 = only events */
+} mk_wait;
+
+static inline bool mk_wait_pending(const mk_wait *w)
+{
+	return w && w->kind != MK_WAIT_NONE;
+}
+
 /* Open a handle for a resolved node; the handle takes over ref. */
 mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 		      mk_handle **out, mk_strbuf *why);
 /* The last close (FUSE release): an append file's carried line and
  * lingering batches are sent, errors go to /errors; then free. */
 void mk_handle_close(mk_handle *h);
+/*
+ * The last close without waiting: sends what an append file holds; when
+ * acknowledgements are still owed, fills wait (MK_WAIT_CLOSE_ACKS) and
+ * returns false — resume until it completes, then mk_handle_close (which
+ * then has nothing left to wait for). True: close now.
+ */
+bool mk_handle_close_begin(mk_handle *h, mk_wait *wait);
 
 /* Read up to size bytes; *n gets how many (0 = EOF). */
 mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
-		      long long off, const mk_waiter *w, size_t *n,
-		      mk_strbuf *why);
+		      long long off, const mk_waiter *w, mk_wait *wait,
+		      size_t *n, mk_strbuf *why);
 /*
  * The size of a stream (records, batches) through this descriptor: bytes
  * read so far plus those visible now (fetched without waiting, once the
@@ -95,7 +138,7 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 long long mk_handle_stream_size(mk_handle *h);
 /* Write: commands for control files, records for append files. */
 mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
-		       const mk_waiter *w, mk_strbuf *why);
+		       const mk_waiter *w, mk_wait *wait, mk_strbuf *why);
 /* The close of one copy (FUSE flush): sends nothing; reports the error of
  * a batch sent in the background since, if any. */
 mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
@@ -103,6 +146,8 @@ mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
 /* fsync: the carried line and every batch sent and acknowledged, then the
  * partitions' logs made durable. */
 mk_err mk_handle_fsync(mkfs *fs, mk_handle *h, const mk_waiter *w,
-		       mk_strbuf *why);
+		       mk_wait *wait, mk_strbuf *why);
+/* A parked ACKS wait after an event: complete it, or refresh the wait. */
+mk_err mk_handle_resume(mkfs *fs, mk_handle *h, mk_wait *wait, mk_strbuf *why);
 
 #endif

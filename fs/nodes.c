@@ -53,6 +53,26 @@ static int split_words(char *line, char **words, int max)
 	return n;
 }
 
+/* The first KEY=VALUE word whose KEY an earlier word gave, or NULL. */
+static const char *duplicate_key(char *const *words, int n)
+{
+	for (int i = 1; i < n; i++) {
+		size_t ki = strcspn(words[i], "=");
+		for (int j = 0; j < i; j++)
+			if (strcspn(words[j], "=") == ki && !strncmp(words[i], words[j], ki))
+				return words[i];
+	}
+	return NULL;
+}
+
+/* A partition or broker number as the tree names it: digits, no sign,
+ * no leading zero. */
+static bool strict_number(const char *s, int64_t max, int64_t *v)
+{
+	return s[0] >= '0' && s[0] <= '9' && !(s[0] == '0' && s[1]) &&
+	       mk_parse_i64(s, v) && *v >= 0 && *v <= max;
+}
+
 /* An empty line or "1" means "no argument" (SPEC 2). */
 static bool no_argument(const char *line)
 {
@@ -142,6 +162,11 @@ static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *wh
 		int64_t parts = -1, rf = -1;
 		const char *kv[64];
 		size_t nkv = 0;
+		const char *dup = duplicate_key(w + 2, n - 2);
+		if (dup) {
+			mk_strbuf_addf(why, "create-topic: key given twice: %s", dup);
+			return MK_INVALID_REQUEST;
+		}
 		for (int i = 2; i < n; i++) {
 			if (!strncmp(w[i], "partitions=", 11)) {
 				if (!mk_parse_i64(w[i] + 11, &parts) || parts < 1 || parts > 1024)
@@ -235,6 +260,11 @@ static mk_err write_topic_config(mkfs *fs, const node_ref *ref, char *line, mk_s
 	int n = split_words(line, w, 64);
 	if (n <= 0)
 		return bad_command(why, "", "KEY=VALUE");
+	const char *dup = duplicate_key(w, n);
+	if (dup) {
+		mk_strbuf_addf(why, "key given twice: %s", dup);
+		return MK_INVALID_REQUEST;
+	}
 	return mk_cluster_topic_configure(fs->cluster, ref->topic,
 					  (const char *const *)w, (size_t)n, why);
 }
@@ -634,7 +664,7 @@ static mk_err write_broker_promote(mkfs *fs, const node_ref *ref, char *line, mk
 	char *slash = n >= 1 ? strrchr(w[0], '/') : NULL;
 	int64_t part;
 	if (n < 1 || n > 2 || (n == 2 && !unclean) || !slash ||
-	    !mk_parse_i64(slash + 1, &part) || part < 0 || part > 1023)
+	    !strict_number(slash + 1, 1023, &part))
 		return bad_command(why, copy, "TOPIC/PARTITION [unclean]");
 	*slash = '\0';
 	return mk_cluster_promote(fs->cluster, ref->broker, w[0], (int)part,
@@ -967,8 +997,12 @@ mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why)
 	while (*p) {
 		const char *end = strchr(p, '/');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
-		if (len >= sizeof(ref->name))
-			goto noent;
+		if (len >= sizeof(ref->name)) {
+			if (why)
+				mk_strbuf_addf(why, "a name component is %zu bytes, over 255", len);
+			mk_node_ref_release(ref);
+			return MK_INVALID_REQUEST;
+		}
 		char comp[sizeof(ref->name)];
 		memcpy(comp, p, len);
 		comp[len] = '\0';

@@ -96,6 +96,9 @@ struct mkfs {
 	pthread_mutex_t handles_lock;
 	struct mk_handle **handles;
 	size_t nhandles, handles_alloc;
+	struct mk_inodes *inodes;    /* the kernel's inode numbers (inodes.h) */
+	struct mk_parking *parking;  /* requests waiting for the cluster */
+	uid_t owner;                 /* who mounted: may change the cluster */
 };
 
 /* Resolve a path. ENOENT-style errors come back as core codes. */

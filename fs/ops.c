@@ -1,7 +1,13 @@
 /*
- * ops.c — FUSE callbacks. Thin: resolve, call a node or handle function,
- * map the error. Files other than raw segments use direct_io, since their
- * contents are computed and have no stable size.
+ * ops.c — the FUSE low-level operations. Thin: turn an inode number into
+ * a path (inodes.h), resolve it (nodes.h), call a node or handle function,
+ * map the error. No request waits for the cluster here: a handle call that
+ * would wait fills an mk_wait and the request is parked (park.h); the
+ * worker thread returns at once.
+ *
+ * Files other than raw segments use direct_io, since their contents are
+ * computed and have no stable size. Attributes and entries are never
+ * cached by the kernel (timeouts 0): the tree changes under it.
  */
 #include "ops.h"
 
@@ -16,47 +22,235 @@
 #include "errno_map.h"
 #include "group.h"
 #include "handles.h"
+#include "inodes.h"
+#include "park.h"
 #include "xalloc.h"
 
-static mkfs *self(void)
+#define NAME_MAX_BYTES 255
+
+static mkfs *fs_of(fuse_req_t req)
 {
-	return fuse_get_context()->private_data;
+	return fuse_req_userdata(req);
 }
 
-static int fail(mkfs *fs, const char *path, mk_err err, mk_strbuf *why)
+/* A refusal that is not a core error (EPERM for unlink and the like). */
+static void refuse(fuse_req_t req, const char *path, int errnum,
+		   const char *why)
 {
+	mkfs *fs = fs_of(req);
 	mk_errlog_add(&fs->cluster->errlog, mk_clock_now(&fs->cluster->clock),
-		      path, err, "%s", why->len ? why->buf : mk_err_name(err));
-	mk_strbuf_release(why);
-	return -mk_errno(err);
+		      path, MK_INVALID_REQUEST, "%s", why);
+	fuse_reply_err(req, errnum);
 }
 
-static bool request_interrupted(void *arg)
+static bool interrupted_req(void *arg)
 {
-	(void)arg;
-	struct fuse_context *ctx = fuse_get_context();
-	if (fuse_interrupted())
+	return fuse_req_interrupted(arg);
+}
+
+/* ---- paths and permissions ----------------------------------------- */
+
+/* The path of ino into out; false (ENOENT replied) when it is unknown. */
+static bool path_of(fuse_req_t req, fuse_ino_t ino, mk_strbuf *out)
+{
+	if (mk_inodes_path(fs_of(req)->inodes, ino, out))
 		return true;
-	return ctx && ctx->fuse && fuse_session_exited(fuse_get_session(ctx->fuse));
+	fuse_reply_err(req, ENOENT);
+	mk_strbuf_release(out);
+	return false;
 }
 
-static const mk_waiter waiter = { request_interrupted, NULL };
-
-static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+/* parent's path + "/" + name; false when replied (unknown parent, or a
+ * name over NAME_MAX: EINVAL, like every other name limit). */
+static bool child_path(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       mk_strbuf *out)
 {
-	conn->max_write = 1u << 20;
-	conn->max_readahead = 1u << 20;
-	cfg->entry_timeout = 0;
-	cfg->attr_timeout = 0;
-	cfg->negative_timeout = 0;
-	cfg->use_ino = 0;
-	cfg->direct_io = 0;
-	mkfs *fs = fuse_get_context()->private_data;
-	mk_cluster_start(fs->cluster);   /* after daemonizing: threads survive */
-	if (fs->groups)
-		mk_groups_start(fs->groups);
-	return fs;
+	if (!path_of(req, parent, out))
+		return false;
+	if (out->len > 1)
+		mk_strbuf_addch(out, '/');
+	mk_strbuf_addstr(out, name);
+	if (strlen(name) > NAME_MAX_BYTES) {
+		mk_strbuf why = MK_STRBUF_INIT;
+		mk_strbuf_addf(&why, "a name component is %zu bytes, over %d",
+			       strlen(name), NAME_MAX_BYTES);
+		mk_reply_fail(fs_of(req), req, out->buf, MK_INVALID_REQUEST, &why);
+		mk_strbuf_release(out);
+		return false;
+	}
+	return true;
 }
+
+/*
+ * With -o allow_other, other users are held to the node's mode: the
+ * owner of the mount (or root) may do anything the mode lets the owner
+ * do; anyone else needs the "other" bit. Control files and directories
+ * are not other-writable, so only the owner changes the cluster.
+ */
+static bool may(fuse_req_t req, mode_t mode, bool write)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	if (ctx->uid == 0 || ctx->uid == fs_of(req)->owner)
+		return true;
+	return mode & (write ? S_IWOTH : S_IROTH);
+}
+
+static bool in_domain(const char *path)
+{
+	static const char *const dirs[] = { "/topics/", "/brokers/", "/producers/",
+					    "/groups/", "/transactions/" };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (!strncmp(path, dirs[i], strlen(dirs[i])))
+			return true;
+	return false;
+}
+
+/* A name directly under a directory where mkdir creates (/topics/NAME,
+ * /producers/NAME): its lookup is also the first step of that mkdir. */
+static bool creatable(const char *path)
+{
+	static const char *const dirs[] = { "/topics/", "/producers/" };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		size_t n = strlen(dirs[i]);
+		if (!strncmp(path, dirs[i], n) && path[n] && !strchr(path + n, '/'))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The size of a stream file (records, batches): 0 unless it is open; open,
+ * what its descriptor read plus what is visible now (the largest over the
+ * descriptors open on this very name, which show the same stream), so
+ * that `tail -f`, which polls the size, follows it. An fstat comes with
+ * its descriptor only when the kernel sends one; otherwise the search.
+ */
+static off_t stream_size(mkfs *fs, const char *path, struct fuse_file_info *fi)
+{
+	if (fi && fi->fh)
+		return (off_t)mk_handle_stream_size((mk_handle *)(uintptr_t)fi->fh);
+	long long size = 0;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (size_t i = 0; i < fs->nhandles; i++)
+		if (!strcmp(fs->handles[i]->path, path)) {
+			long long sz = mk_handle_stream_size(fs->handles[i]);
+			if (sz > size)
+				size = sz;
+		}
+	pthread_mutex_unlock(&fs->handles_lock);
+	return (off_t)size;
+}
+
+static void fill_stat(mkfs *fs, const node_ref *ref, const char *path,
+		      struct fuse_file_info *fi, fuse_ino_t ino, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = fs->owner;
+	st->st_gid = getgid();
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	st->st_atim = st->st_mtim = st->st_ctim = now;
+	if (ref->def->type == NODE_DIR) {
+		st->st_mode = S_IFDIR | ref->def->mode;
+		st->st_nlink = 2;
+		return;
+	}
+	st->st_mode = S_IFREG | ref->def->mode;
+	st->st_nlink = 1;
+	if (ref->def->type == NODE_RAW) {
+		mk_strbuf real = MK_STRBUF_INIT;
+		struct stat rst;
+		if (!mk_node_raw_path(fs, ref, &real) && !stat(real.buf, &rst)) {
+			st->st_size = rst.st_size;
+			st->st_mtim = rst.st_mtim;
+		}
+		mk_strbuf_release(&real);
+	} else if (ref->def->type == NODE_RECORDS ||
+		   ref->def->type == NODE_BATCHES) {
+		st->st_size = stream_size(fs, path, fi);
+	} else {
+		size_t size;
+		if (mk_node_value_size(fs, ref, &size))
+			st->st_size = (off_t)size;
+	}
+	st->st_blocks = (st->st_size + 511) / 512;
+}
+
+/*
+ * Stat a path: 0, or an errno with the /errors line already added for an
+ * unknown name in the domain or a malformed parameterised name (probes of
+ * other names, .Trash or .git, add nothing).
+ */
+static int stat_path(mkfs *fs, const char *path, struct fuse_file_info *fi,
+		     fuse_ino_t ino, struct stat *st)
+{
+	mk_strbuf why = MK_STRBUF_INIT;
+	node_ref ref;
+	mk_err err = mk_resolve(fs, path, &ref, &why);
+	if (err) {
+		/* The line for a name mkdir could create waits: a mkdir of
+		 * it drops it (errlog.h). */
+		if (in_domain(path) && creatable(path) && err != MK_INVALID_REQUEST) {
+			mk_errlog_hold(&fs->cluster->errlog,
+				       mk_clock_now(&fs->cluster->clock), path, err,
+				       "%s", why.len ? why.buf : mk_err_name(err));
+			mk_strbuf_release(&why);
+			return mk_errno(err);
+		}
+		if (in_domain(path) || err != MK_UNKNOWN_TOPIC_OR_PARTITION) {
+			mk_errlog_add(&fs->cluster->errlog, mk_clock_now(&fs->cluster->clock),
+				      path, err, "%s", why.len ? why.buf : mk_err_name(err));
+			mk_strbuf_release(&why);
+			return mk_errno(err);
+		}
+		mk_strbuf_release(&why);
+		return ENOENT;
+	}
+	if (ref.def->type == NODE_RECORDS || ref.def->type == NODE_APPEND ||
+	    ref.def->type == NODE_POLL || ref.def->type == NODE_BATCHES) {
+		mk_read_params rp;
+		mk_append_params ap;
+		err = ref.def->type == NODE_RECORDS
+			? mk_name_parse_records(ref.name, &rp, &why)
+			: ref.def->type == NODE_POLL
+			? mk_name_parse_poll(ref.name, &rp, &why)
+			: ref.def->type == NODE_BATCHES
+			? mk_name_parse_batches(ref.name, &rp, &why)
+			: mk_name_parse_append(ref.name, &ap, &why);
+		if (err) {
+			mk_node_ref_release(&ref);
+			mk_errlog_add(&fs->cluster->errlog, mk_clock_now(&fs->cluster->clock),
+				      path, err, "%s", why.buf);
+			mk_strbuf_release(&why);
+			return mk_errno(err);
+		}
+	}
+	fill_stat(fs, &ref, path, fi, ino, st);
+	mk_node_ref_release(&ref);
+	mk_strbuf_release(&why);
+	return 0;
+}
+
+/* Reply with the entry of path (one more inode reference). */
+static void reply_entry(fuse_req_t req, const char *path)
+{
+	mkfs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof(e));
+	int rc = stat_path(fs, path, NULL, 0, &e.attr);
+	if (rc) {
+		fuse_reply_err(req, rc);
+		return;
+	}
+	e.ino = mk_inodes_ref(fs->inodes, path);
+	e.attr.st_ino = e.ino;
+	e.generation = 1;
+	if (fuse_reply_entry(req, &e) != 0)
+		mk_inodes_forget(fs->inodes, e.ino, 1);
+}
+
+/* ---- handles left open at a stop ------------------------------------ */
 
 static void track(mkfs *fs, mk_handle *h)
 {
@@ -96,176 +290,337 @@ void mk_fs_release_all(mkfs *fs)
 	pthread_mutex_unlock(&fs->handles_lock);
 }
 
-static bool in_domain(const char *path)
+static void drop_handle(mkfs *fs, mk_handle *h)
 {
-	static const char *const dirs[] = { "/topics/", "/brokers/", "/producers/",
-					    "/groups/", "/transactions/" };
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (!strncmp(path, dirs[i], strlen(dirs[i])))
-			return true;
-	return false;
+	untrack(fs, h);
+	mk_handle_close(h);
 }
 
-/* A name directly under a directory where mkdir creates (/topics/NAME,
- * /producers/NAME): its lookup is also the first step of that mkdir. */
-static bool creatable(const char *path)
+/* ---- lifecycle, lookup, attributes ----------------------------------- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	static const char *const dirs[] = { "/topics/", "/producers/" };
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		size_t n = strlen(dirs[i]);
-		if (!strncmp(path, dirs[i], n) && path[n] && !strchr(path + n, '/'))
-			return true;
-	}
-	return false;
+	mkfs *fs = userdata;
+	conn->max_write = 1u << 20;
+	conn->max_readahead = 1u << 20;
+	/* After daemonizing: threads survive. */
+	fs->parking = mk_parking_new(fs, drop_handle);
+	mk_cluster_start(fs->cluster);
+	if (fs->groups)
+		mk_groups_start(fs->groups);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	mk_strbuf path = MK_STRBUF_INIT;
+	if (!child_path(req, parent, name, &path))
+		return;
+	reply_entry(req, path.buf);
+	mk_strbuf_release(&path);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	mk_inodes_forget(fs_of(req)->inodes, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		mk_inodes_forget(fs_of(req)->inodes, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	mk_strbuf path = MK_STRBUF_INIT;
+	if (!path_of(req, ino, &path))
+		return;
+	struct stat st;
+	int rc = stat_path(fs_of(req), path.buf, fi, ino, &st);
+	if (rc)
+		fuse_reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, 0);
+	mk_strbuf_release(&path);
 }
 
 /*
- * The size of a stream file (records, batches): 0 unless it is open; open,
- * what its descriptor read plus what is visible now (the largest over the
- * descriptors open on this very name, which show the same stream), so
- * that `tail -f`, which polls the size, follows it. The kernel sends
- * fstat as a getattr by path, hence the search.
+ * setattr: `>` opens with O_TRUNC, a truncate to 0 of a writable file,
+ * which is a no-op; touch (times) is accepted and changes nothing. Any
+ * other size is EPERM (logs are append-only), and so are chmod and chown
+ * (modes are part of the tree's contract).
  */
-static off_t stream_size(mkfs *fs, const char *path, struct fuse_file_info *fi)
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
 {
-	if (fi && fi->fh)
-		return (off_t)mk_handle_stream_size((mk_handle *)(uintptr_t)fi->fh);
-	long long size = 0;
-	pthread_mutex_lock(&fs->handles_lock);
-	for (size_t i = 0; i < fs->nhandles; i++)
-		if (!strcmp(fs->handles[i]->path, path)) {
-			long long s = mk_handle_stream_size(fs->handles[i]);
-			if (s > size)
-				size = s;
-		}
-	pthread_mutex_unlock(&fs->handles_lock);
-	return (off_t)size;
-}
-
-static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
-{
-	mkfs *fs = self();
-	mk_strbuf why = MK_STRBUF_INIT;
-	node_ref ref;
-	mk_err err = mk_resolve(fs, path, &ref, &why);
-	if (err) {
-		/* An unknown topic, partition, broker or producer is an error
-		 * worth a line; probes of other names (.Trash, .git) are not.
-		 * The line for a name mkdir could create waits: a mkdir of
-		 * it drops it (errlog.h). */
-		if (in_domain(path) && creatable(path)) {
-			mk_errlog_hold(&fs->cluster->errlog,
-				       mk_clock_now(&fs->cluster->clock), path, err,
-				       "%s", why.len ? why.buf : mk_err_name(err));
-			mk_strbuf_release(&why);
-			return -mk_errno(err);
-		}
-		if (in_domain(path))
-			return fail(fs, path, err, &why);
-		mk_strbuf_release(&why);
-		return -ENOENT;
-	}
-	/* A parameterised name must parse, or it does not exist as given. */
-	if (ref.def->type == NODE_RECORDS || ref.def->type == NODE_APPEND ||
-	    ref.def->type == NODE_POLL || ref.def->type == NODE_BATCHES) {
-		mk_read_params rp;
-		mk_append_params ap;
-		err = ref.def->type == NODE_RECORDS
-			? mk_name_parse_records(ref.name, &rp, &why)
-			: ref.def->type == NODE_POLL
-			? mk_name_parse_poll(ref.name, &rp, &why)
-			: ref.def->type == NODE_BATCHES
-			? mk_name_parse_batches(ref.name, &rp, &why)
-			: mk_name_parse_append(ref.name, &ap, &why);
-		if (err) {
-			mk_node_ref_release(&ref);
-			return fail(fs, path, err, &why);
-		}
-	}
-	memset(st, 0, sizeof(*st));
-	st->st_uid = getuid();
-	st->st_gid = getgid();
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	st->st_atim = st->st_mtim = st->st_ctim = now;
-	if (ref.def->type == NODE_DIR) {
-		st->st_mode = S_IFDIR | ref.def->mode;
-		st->st_nlink = 2;
-	} else {
-		st->st_mode = S_IFREG | ref.def->mode;
-		st->st_nlink = 1;
-		if (ref.def->type == NODE_RAW) {
-			mk_strbuf real = MK_STRBUF_INIT;
-			struct stat rst;
-			if (!mk_node_raw_path(fs, &ref, &real) && !stat(real.buf, &rst)) {
-				st->st_size = rst.st_size;
-				st->st_mtim = rst.st_mtim;
-			}
-			mk_strbuf_release(&real);
-		} else if (ref.def->type == NODE_RECORDS ||
-			   ref.def->type == NODE_BATCHES) {
-			st->st_size = stream_size(fs, path, fi);
-		} else {
-			size_t size;
-			if (mk_node_value_size(fs, &ref, &size))
-				st->st_size = (off_t)size;
-		}
-		st->st_blocks = (st->st_size + 511) / 512;
-	}
-	mk_node_ref_release(&ref);
-	mk_strbuf_release(&why);
-	return 0;
-}
-
-struct fill_ctx {
-	void *buf;
-	fuse_fill_dir_t filler;
-};
-
-static void fill_one(void *arg, const char *name, bool dir)
-{
-	(void)dir;
-	struct fill_ctx *fc = arg;
-	fc->filler(fc->buf, name, NULL, 0, 0);
-}
-
-static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
-		      off_t off, struct fuse_file_info *fi,
-		      enum fuse_readdir_flags flags)
-{
-	(void)off;
 	(void)fi;
-	(void)flags;
-	mkfs *fs = self();
+	mkfs *fs = fs_of(req);
+	mk_strbuf path = MK_STRBUF_INIT;
+	if (!path_of(req, ino, &path))
+		return;
 	node_ref ref;
-	if (mk_resolve(fs, path, &ref, NULL))
-		return -ENOENT;
+	if (mk_resolve(fs, path.buf, &ref, NULL)) {
+		fuse_reply_err(req, ENOENT);
+		goto out;
+	}
+	mode_t mode = ref.def->mode;
+	bool dir = ref.def->type == NODE_DIR;
+	mk_node_ref_release(&ref);
+	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		refuse(req, path.buf, EPERM, "modes and owners of the tree cannot change");
+		goto out;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (dir) {
+			fuse_reply_err(req, EISDIR);
+			goto out;
+		}
+		if (!(mode & 0222) || !may(req, mode, true)) {
+			refuse(req, path.buf, EACCES, "the file is not writable");
+			goto out;
+		}
+		if (attr->st_size != 0) {
+			refuse(req, path.buf, EPERM, "logs are append-only: only a truncate to 0 (O_TRUNC) is accepted, and changes nothing");
+			goto out;
+		}
+	}
+	struct stat st;
+	int rc = stat_path(fs, path.buf, fi, ino, &st);
+	if (rc)
+		fuse_reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, 0);
+out:
+	mk_strbuf_release(&path);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	(void)ino;
+	struct statvfs sv;
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = 4096;
+	sv.f_namemax = NAME_MAX_BYTES;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ---- directories ------------------------------------------------------ */
+
+typedef struct {
+	fuse_req_t req;
+	char *buf;
+	size_t len, alloc;
+} dirbuf;
+
+static void dir_add(void *arg, const char *name, bool dir)
+{
+	dirbuf *d = arg;
+	struct stat st;
+	memset(&st, 0, sizeof(st));
+	st.st_mode = dir ? S_IFDIR : S_IFREG;
+	st.st_ino = 0xffffffffu;    /* unknown until looked up (0 hides it) */
+	size_t need = fuse_add_direntry(d->req, NULL, 0, name, NULL, 0);
+	if (d->len + need > d->alloc) {
+		d->alloc = (d->len + need) * 2;
+		d->buf = mk_xrealloc(d->buf, d->alloc);
+	}
+	fuse_add_direntry(d->req, d->buf + d->len, need, name, &st,
+			  (off_t)(d->len + need));
+	d->len += need;
+}
+
+/* opendir takes the listing once; readdir pages through it. */
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	mkfs *fs = fs_of(req);
+	mk_strbuf path = MK_STRBUF_INIT;
+	if (!path_of(req, ino, &path))
+		return;
+	node_ref ref;
+	if (mk_resolve(fs, path.buf, &ref, NULL)) {
+		fuse_reply_err(req, ENOENT);
+		goto out;
+	}
 	if (ref.def->type != NODE_DIR) {
 		mk_node_ref_release(&ref);
-		return -ENOTDIR;
+		fuse_reply_err(req, ENOTDIR);
+		goto out;
 	}
-	filler(buf, ".", NULL, 0, 0);
-	filler(buf, "..", NULL, 0, 0);
-	struct fill_ctx fc = { buf, filler };
-	mk_node_list(fs, &ref, fill_one, &fc);
+	dirbuf *d = mk_xcalloc(1, sizeof(*d));
+	d->req = req;
+	dir_add(d, ".", true);
+	dir_add(d, "..", true);
+	mk_node_list(fs, &ref, dir_add, d);
 	mk_node_ref_release(&ref);
-	return 0;
+	fi->fh = (uint64_t)(uintptr_t)d;
+	if (fuse_reply_open(req, fi) != 0) {
+		free(d->buf);
+		free(d);
+	}
+out:
+	mk_strbuf_release(&path);
 }
 
-static int op_open(const char *path, struct fuse_file_info *fi)
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
 {
-	mkfs *fs = self();
+	(void)ino;
+	dirbuf *d = (dirbuf *)(uintptr_t)fi->fh;
+	if (off < 0 || (size_t)off >= d->len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	/* Reply from a copy owned by this thread: the listing is freed by
+	 * releasedir on another thread, ordered after this reply only by the
+	 * kernel (which ThreadSanitizer cannot see: it checks writev's buffer
+	 * after the call returns). */
+	size_t n = d->len - (size_t)off < size ? d->len - (size_t)off : size;
+	char *copy = mk_xmalloc(n);
+	memcpy(copy, d->buf + off, n);
+	fuse_reply_buf(req, copy, n);
+	free(copy);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	dirbuf *d = (dirbuf *)(uintptr_t)fi->fh;
+	free(d->buf);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	(void)mode;
+	mkfs *fs = fs_of(req);
+	mk_strbuf path = MK_STRBUF_INIT;
+	if (!child_path(req, parent, name, &path))
+		return;
+	if (!may(req, 0755, true)) {
+		refuse(req, path.buf, EACCES, "only the mount's owner may change the cluster");
+	} else {
+		mk_strbuf why = MK_STRBUF_INIT;
+		mk_errlog_drop_held(&fs->cluster->errlog, path.buf);
+		mk_err err = mk_node_mkdir(fs, path.buf, &why);
+		if (err) {
+			mk_reply_fail(fs, req, path.buf, err, &why);
+		} else {
+			mk_strbuf_release(&why);
+			reply_entry(req, path.buf);
+		}
+	}
+	mk_strbuf_release(&path);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	mkfs *fs = fs_of(req);
+	mk_strbuf path = MK_STRBUF_INIT;
+	if (!child_path(req, parent, name, &path))
+		return;
+	if (!may(req, 0755, true)) {
+		refuse(req, path.buf, EACCES, "only the mount's owner may change the cluster");
+	} else {
+		mk_strbuf why = MK_STRBUF_INIT;
+		mk_err err = mk_node_rmdir(fs, path.buf, &why);
+		if (err) {
+			mk_reply_fail(fs, req, path.buf, err, &why);
+		} else {
+			mk_strbuf_release(&why);
+			fuse_reply_err(req, 0);
+		}
+	}
+	mk_strbuf_release(&path);
+}
+
+/* unlink, rename, link, symlink, mknod: the tree is not edited by name. */
+static void refuse_name(fuse_req_t req, fuse_ino_t parent, const char *name,
+			const char *what)
+{
+	mk_strbuf path = MK_STRBUF_INIT;
+	if (!child_path(req, parent, name, &path))
+		return;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_strbuf_addf(&why, "%s is not supported: files are made and removed by the cluster (mkdir/rmdir, /ctl)", what);
+	refuse(req, path.buf, EPERM, why.buf);
+	mk_strbuf_release(&why);
+	mk_strbuf_release(&path);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	refuse_name(req, parent, name, "unlink");
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	(void)newparent;
+	(void)newname;
+	(void)flags;
+	refuse_name(req, parent, name, "rename");
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		       const char *name)
+{
+	(void)link;
+	refuse_name(req, parent, name, "symlink");
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		    const char *newname)
+{
+	(void)ino;
+	refuse_name(req, newparent, newname, "link");
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	(void)mode;
+	(void)rdev;
+	refuse_name(req, parent, name, "creating a file");
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+static mk_handle *handle_of(struct fuse_file_info *fi)
+{
+	return (mk_handle *)(uintptr_t)fi->fh;
+}
+
+/* Open path into fi; 0 or an errno (with its /errors line). */
+static int open_path(fuse_req_t req, const char *path, struct fuse_file_info *fi)
+{
+	mkfs *fs = fs_of(req);
 	mk_strbuf why = MK_STRBUF_INIT;
 	node_ref ref;
 	mk_err err = mk_resolve(fs, path, &ref, &why);
 	if (err)
-		return fail(fs, path, err, &why);
+		goto fail;
+	int acc = fi->flags & O_ACCMODE;
+	if ((acc != O_RDONLY && !may(req, ref.def->mode, true)) ||
+	    (acc != O_WRONLY && !may(req, ref.def->mode, false))) {
+		mk_node_ref_release(&ref);
+		mk_errlog_add(&fs->cluster->errlog, mk_clock_now(&fs->cluster->clock),
+			      path, MK_INVALID_REQUEST,
+			      "permission denied: the file's mode does not let this user %s it",
+			      acc == O_RDONLY ? "read" : "write");
+		mk_strbuf_release(&why);
+		return EACCES;
+	}
 	mk_handle *h;
 	node_type type = ref.def->type;
 	err = mk_handle_open(fs, &ref, path, fi->flags, &h, &why);
 	mk_node_ref_release(&ref);
 	if (err)
-		return fail(fs, path, err, &why);
+		goto fail;
 	track(fs, h);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = type != NODE_RAW;
@@ -274,139 +629,183 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	fi->nonseekable = type == NODE_APPEND || type == NODE_POLL;
 	mk_strbuf_release(&why);
 	return 0;
-}
-
-static mk_handle *handle_of(struct fuse_file_info *fi)
-{
-	return (mk_handle *)(uintptr_t)fi->fh;
-}
-
-static int op_read(const char *path, char *buf, size_t size, off_t off,
-		   struct fuse_file_info *fi)
-{
-	mkfs *fs = self();
-	mk_strbuf why = MK_STRBUF_INIT;
-	size_t n;
-	mk_err err = mk_handle_read(fs, handle_of(fi), buf, size, off, &waiter,
-				    &n, &why);
-	if (err)
-		return fail(fs, path, err, &why);
+fail:
+	mk_errlog_add(&fs->cluster->errlog, mk_clock_now(&fs->cluster->clock),
+		      path, err, "%s", why.len ? why.buf : mk_err_name(err));
 	mk_strbuf_release(&why);
-	return (int)n;
+	return mk_errno(err);
 }
 
-static int op_write(const char *path, const char *buf, size_t size, off_t off,
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	mk_strbuf path = MK_STRBUF_INIT;
+	if (!path_of(req, ino, &path))
+		return;
+	int rc = open_path(req, path.buf, fi);
+	if (rc)
+		fuse_reply_err(req, rc);
+	else if (fuse_reply_open(req, fi) != 0)   /* the open was interrupted */
+		drop_handle(fs_of(req), handle_of(fi));
+	mk_strbuf_release(&path);
+}
+
+/* Files cannot be created; an existing one opens as usual. */
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	(void)mode;
+	mkfs *fs = fs_of(req);
+	mk_strbuf path = MK_STRBUF_INIT;
+	if (!child_path(req, parent, name, &path))
+		return;
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof(e));
+	node_ref ref;
+	if (mk_resolve(fs, path.buf, &ref, NULL)) {
+		refuse(req, path.buf, EPERM, "files cannot be created; the cluster makes them");
+		goto out;
+	}
+	mk_node_ref_release(&ref);
+	int rc = stat_path(fs, path.buf, NULL, 0, &e.attr);
+	if (!rc)
+		rc = open_path(req, path.buf, fi);
+	if (rc) {
+		fuse_reply_err(req, rc);
+		goto out;
+	}
+	e.ino = mk_inodes_ref(fs->inodes, path.buf);
+	e.attr.st_ino = e.ino;
+	e.generation = 1;
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		mk_inodes_forget(fs->inodes, e.ino, 1);
+		drop_handle(fs, handle_of(fi));
+	}
+out:
+	mk_strbuf_release(&path);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	(void)off;
-	mkfs *fs = self();
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_handle_write(fs, handle_of(fi), buf, size, &waiter, &why);
-	if (err)
-		return fail(fs, path, err, &why);
-	mk_strbuf_release(&why);
-	return (int)size;
-}
-
-static int op_flush(const char *path, struct fuse_file_info *fi)
-{
-	mkfs *fs = self();
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_handle_flush(fs, handle_of(fi), &waiter, &why);
-	if (err)
-		return fail(fs, path, err, &why);
-	mk_strbuf_release(&why);
-	return 0;
-}
-
-static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
-{
-	(void)datasync;
-	mkfs *fs = self();
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_handle_fsync(fs, handle_of(fi), &waiter, &why);
-	if (err)
-		return fail(fs, path, err, &why);
-	mk_strbuf_release(&why);
-	return 0;
-}
-
-static int op_release(const char *path, struct fuse_file_info *fi)
-{
-	(void)path;
-	mkfs *fs = self();
+	(void)ino;
+	mkfs *fs = fs_of(req);
 	mk_handle *h = handle_of(fi);
+	char *buf = mk_xmalloc(size ? size : 1);
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_wait wait;
+	size_t n = 0;
+	mk_err err = mk_handle_read(fs, h, buf, size, off, NULL, &wait, &n, &why);
+	if (!err && mk_wait_pending(&wait)) {
+		mk_strbuf_release(&why);
+		mk_park(fs->parking, req, h, MK_PARK_READ, buf, size, off, &wait);
+		return;
+	}
+	if (err)
+		mk_reply_fail(fs, req, h->path, err, &why);
+	else
+		fuse_reply_buf(req, buf, n);
+	mk_strbuf_release(&why);
+	free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)off;
+	mkfs *fs = fs_of(req);
+	mk_handle *h = handle_of(fi);
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_wait wait;
+	/* Only a topic append may still wait inside its accumulator: it
+	 * polls the request's interrupt state. */
+	mk_waiter w = { interrupted_req, req };
+	mk_err err = mk_handle_write(fs, h, buf, size, &w, &wait, &why);
+	if (!err && mk_wait_pending(&wait)) {
+		mk_strbuf_release(&why);
+		mk_park(fs->parking, req, h, MK_PARK_WRITE, NULL, size, 0, &wait);
+		return;
+	}
+	if (err)
+		mk_reply_fail(fs, req, h->path, err, &why);
+	else
+		fuse_reply_write(req, size);
+	mk_strbuf_release(&why);
+}
+
+static void status_op(fuse_req_t req, struct fuse_file_info *fi, bool sync)
+{
+	mkfs *fs = fs_of(req);
+	mk_handle *h = handle_of(fi);
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_wait wait;
+	mk_waiter w = { interrupted_req, req };
+	wait.kind = MK_WAIT_NONE;
+	mk_err err = sync ? mk_handle_fsync(fs, h, &w, &wait, &why)
+			  : mk_handle_flush(fs, h, &w, &why);
+	if (!err && mk_wait_pending(&wait)) {
+		mk_strbuf_release(&why);
+		mk_park(fs->parking, req, h, MK_PARK_STATUS, NULL, 0, 0, &wait);
+		return;
+	}
+	if (err)
+		mk_reply_fail(fs, req, h->path, err, &why);
+	else
+		fuse_reply_err(req, 0);
+	mk_strbuf_release(&why);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	status_op(req, fi, false);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)datasync;
+	status_op(req, fi, true);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
 	/* The last close of the open file description: an append file sends
-	 * what it still holds; errors can only go to /errors (handles.h). */
-	untrack(fs, h);
-	mk_handle_close(h);
-	return 0;
+	 * what it still holds (errors can only go to /errors, handles.h). The
+	 * kernel is answered at once (a release holds one of its few
+	 * background slots); the acknowledgements still owed are waited for
+	 * parked, and the handle is closed from their event. */
+	mkfs *fs = fs_of(req);
+	mk_handle *h = handle_of(fi);
+	mk_wait wait;
+	bool now = mk_handle_close_begin(h, &wait);
+	fuse_reply_err(req, 0);
+	if (now)
+		drop_handle(fs, h);
+	else
+		mk_park(fs->parking, NULL, h, MK_PARK_RELEASE, NULL, 0, 0, &wait);
 }
 
-static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
-{
-	(void)fi;
-	mkfs *fs = self();
-	node_ref ref;
-	if (mk_resolve(fs, path, &ref, NULL))
-		return -ENOENT;
-	bool writable = ref.def->mode & 0222;
-	mk_node_ref_release(&ref);
-	/* O_TRUNC on a control or append file is how `>` opens it: no-op. */
-	return writable && size == 0 ? 0 : -EINVAL;
-}
-
-static int op_mkdir(const char *path, mode_t mode)
-{
-	(void)mode;
-	mkfs *fs = self();
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_errlog_drop_held(&fs->cluster->errlog, path);
-	mk_err err = mk_node_mkdir(fs, path, &why);
-	if (err)
-		return fail(fs, path, err, &why);
-	mk_strbuf_release(&why);
-	return 0;
-}
-
-static int op_rmdir(const char *path)
-{
-	mkfs *fs = self();
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_node_rmdir(fs, path, &why);
-	if (err)
-		return fail(fs, path, err, &why);
-	mk_strbuf_release(&why);
-	return 0;
-}
-
-static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
-{
-	(void)mode;
-	/* Files cannot be created; an existing one opens as usual. */
-	node_ref ref;
-	if (mk_resolve(self(), path, &ref, NULL))
-		return -EACCES;
-	mk_node_ref_release(&ref);
-	return op_open(path, fi);
-}
-
-static int op_utimens(const char *path, const struct timespec tv[2],
-		      struct fuse_file_info *fi)
-{
-	(void)tv;
-	(void)fi;
-	node_ref ref;
-	if (mk_resolve(self(), path, &ref, NULL))
-		return -ENOENT;
-	mk_node_ref_release(&ref);
-	return 0;
-}
-
-const struct fuse_operations mk_fuse_ops = {
+const struct fuse_lowlevel_ops mk_ll_ops = {
 	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
 	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.statfs = op_statfs,
+	.opendir = op_opendir,
 	.readdir = op_readdir,
+	.releasedir = op_releasedir,
+	.mkdir = op_mkdir,
+	.rmdir = op_rmdir,
+	.unlink = op_unlink,
+	.rename = op_rename,
+	.symlink = op_symlink,
+	.link = op_link,
+	.mknod = op_mknod,
 	.open = op_open,
 	.create = op_create,
 	.read = op_read,
@@ -414,8 +813,4 @@ const struct fuse_operations mk_fuse_ops = {
 	.flush = op_flush,
 	.fsync = op_fsync,
 	.release = op_release,
-	.truncate = op_truncate,
-	.utimens = op_utimens,
-	.mkdir = op_mkdir,
-	.rmdir = op_rmdir,
 };

@@ -41,6 +41,7 @@ struct mk_poll_cursor {
 	bool eof;
 	mk_strbuf scratch;
 	mk_poll_cache *cache;    /* fetched frames not yet returned */
+	mk_topic *watched;       /* a parked wait's partition's topic (held) */
 	size_t last_part;        /* the part of the last record */
 };
 
@@ -64,6 +65,7 @@ void mk_poll_free(struct mk_poll_cursor *pc)
 	free(pc->recs);
 	mk_strbuf_release(&pc->scratch);
 	mk_poll_cache_free(pc->cache);
+	mk_topic_put(pc->watched);
 	free(pc);
 }
 
@@ -139,7 +141,8 @@ static bool max_reached(const struct mk_poll_cursor *pc)
 /* How many polls a :follow read gathers at once. */
 #define FOLLOW_POLLS 8
 
-mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_strbuf *why)
+mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_wait *wait,
+		    mk_strbuf *why)
 {
 	struct mk_poll_cursor *pc = h->poll;
 	if (!fs->groups) {
@@ -176,11 +179,24 @@ mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_strbuf *why)
 			pc->eof = true;
 			break;
 		}
+		if (wait) {
+			/* The topic stays held until the next fill or the
+			 * close, which come after the parked read ends. */
+			mk_topic_put(pc->watched);
+			mk_partition *p;
+			mk_group_poll_target(fs->groups, h->ref.group,
+					     h->ref.member, &pc->watched, &p);
+			*wait = (mk_wait){ .kind = MK_WAIT_DATA, .p = p,
+					   .seen = p ? mk_partition_seq(p) : 0,
+					   .deadline_ms = INT64_MAX,
+					   .recheck_ms = MK_POLL_RECHECK_MS };
+			break;
+		}
 		if (w && w->interrupted && w->interrupted(w->arg)) {
 			mk_strbuf_addstr(why, "interrupted while following");
 			return MK_INTERRUPTED;
 		}
-		mk_group_wait(fs->groups, h->ref.group, h->ref.member, 200);
+		mk_group_wait(fs->groups, h->ref.group, h->ref.member, MK_POLL_RECHECK_MS);
 	}
 	return MK_OK;
 }

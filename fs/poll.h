@@ -27,7 +27,12 @@ struct mk_poll_cursor;
 
 mk_err mk_poll_open(mkfs *fs, mk_handle *h, mk_strbuf *why);
 /* Once h->text is all handed out: the next poll's records (or EOF). */
-mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_strbuf *why);
+/* With a wait, a :follow poll with nothing new never waits: it fills the
+ * wait (the partition the next poll starts at, looked at again every
+ * MK_POLL_RECHECK_MS: an assignment can change without it) and returns. */
+#define MK_POLL_RECHECK_MS 200
+mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_wait *wait,
+		    mk_strbuf *why);
 /* n more bytes of h->text were handed to the reader. */
 void mk_poll_consumed(mkfs *fs, mk_handle *h, size_t n);
 void mk_poll_free(struct mk_poll_cursor *pc);

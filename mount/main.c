@@ -35,7 +35,9 @@
 #include "failpoint.h"
 #include "fileio.h"
 #include "group.h"
+#include "inodes.h"
 #include "ops.h"
+#include "park.h"
 #include "producer.h"
 #include "xalloc.h"
 
@@ -88,17 +90,19 @@ static void usage(const char *prog)
 static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
 		 mkfs *fs)
 {
-	struct fuse *f = fuse_new(args, &mk_fuse_ops, sizeof(mk_fuse_ops), fs);
-	if (!f)
+	struct fuse_session *se = fuse_session_new(args, &mk_ll_ops,
+						   sizeof(mk_ll_ops), fs);
+	if (!se)
 		return 1;
 	int rc = 1;
-	struct fuse_session *se = fuse_get_session(f);
-	if (fuse_mount(f, fopts->mountpoint) != 0)
+	if (fuse_set_signal_handlers(se) != 0)
 		goto out_destroy;
-	if (fuse_daemonize(fopts->foreground) != 0 || fuse_set_signal_handlers(se) != 0)
+	if (fuse_session_mount(se, fopts->mountpoint) != 0)
+		goto out_signals;
+	if (fuse_daemonize(fopts->foreground) != 0)
 		goto out_unmount;
 	if (fopts->singlethread) {
-		fuse_loop(f);
+		fuse_session_loop(se);
 	} else {
 		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
 		fuse_loop_cfg_set_clone_fd(cfg, (unsigned)fopts->clone_fd);
@@ -106,15 +110,18 @@ static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
 		/* libfuse's own default here is "unset", which it complains of. */
 		fuse_loop_cfg_set_idle_threads(cfg, fopts->max_idle_threads > 1000
 					       ? 16 : fopts->max_idle_threads);
-		fuse_loop_mt(f, cfg);
+		fuse_session_loop_mt(se, cfg);
 		fuse_loop_cfg_destroy(cfg);
 	}
 	rc = 0;    /* unmounted, or stopped by a signal: both are graceful */
-	fuse_remove_signal_handlers(se);
+	/* Answer what is still parked while the session can carry replies. */
+	mk_parking_stop(fs->parking);
 out_unmount:
-	fuse_unmount(f);
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
 out_destroy:
-	fuse_destroy(f);
+	fuse_session_destroy(se);
 	return rc;
 }
 
@@ -157,7 +164,7 @@ int main(int argc, char *argv[])
 	if (opts.show_help || fopts.show_help) {
 		usage(argv[0]);
 		fuse_cmdline_help();
-		fuse_lib_help(&args);
+		fuse_lowlevel_help();
 		rc = 0;
 		goto out;
 	}
@@ -216,7 +223,8 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	mkfs fs = { .cluster = cluster, .groups = groups, .readme = (char *)mk_readme_text,
-		    .producers = mk_producers_new(cluster) };
+		    .producers = mk_producers_new(cluster),
+		    .inodes = mk_inodes_new(), .owner = getuid() };
 	pthread_mutex_init(&fs.handles_lock, NULL);
 	rc = serve(&args, &fopts, &fs);
 	/*
@@ -234,6 +242,8 @@ int main(int argc, char *argv[])
 			"the next mount recovers from what is on disk\n");
 		rc = 1;
 	}
+	mk_parking_free(fs.parking);
+	mk_inodes_free(fs.inodes);
 	pthread_mutex_destroy(&fs.handles_lock);
 out:
 	fuse_opt_free_args(&args);

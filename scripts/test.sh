@@ -2,6 +2,8 @@
 # Run every test: install packages, build three ways and run the suites.
 #   build/        the normal build: unit, filesystem and example tests
 #   build-asan/   the same suites under AddressSanitizer + UBSan
+#   build-tsan/   ThreadSanitizer: the unit tests and the concurrent mount
+#                 tests (parked requests, follow, replication, producers)
 #   build-fuzz/   clang + libFuzzer targets, each for a bounded time
 # and the unit tests once more under valgrind. Prints "N passed, N failed".
 set -uo pipefail
@@ -54,6 +56,14 @@ if build build-asan -Db_sanitize=address,undefined -Db_lundef=false; then
 		suite asan build-asan --no-suite fuzz
 else
 	echo "sanitizer build failed"; failed=$((failed + 1)); failures+=(build-asan)
+fi
+if build build-tsan -Db_sanitize=thread -Db_lundef=false; then
+	export TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1
+	suite tsan-unit build-tsan --suite unit
+	suite tsan-fs build-tsan fs-serving fs-follow fs-replication fs-topic_append fs-producer
+	unset TSAN_OPTIONS
+else
+	echo "thread sanitizer build failed"; failed=$((failed + 1)); failures+=(build-tsan)
 fi
 if CC=clang build build-fuzz -Dfuzz=true; then
 	suite fuzz build-fuzz --suite fuzz

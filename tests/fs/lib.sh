@@ -226,7 +226,8 @@ mk_mount() {
 	fi
 	[ -z "$MK_PID" ] || bail "mk_mount: a daemon is already running ($MK_PID)"
 	echo "--- mount" >>"$MK_LOG"
-	"$MKFS_BIN" -f "$DATA" "$MNT" >>"$MK_LOG" 2>&1 &
+	# MK_MOUNT_OPTS: extra daemon options (e.g. "-o allow_other").
+	"$MKFS_BIN" -f ${MK_MOUNT_OPTS:-} "$DATA" "$MNT" >>"$MK_LOG" 2>&1 &
 	MK_PID=$!
 	local i
 	for ((i = 0; i < 500; i++)); do
@@ -251,9 +252,9 @@ mk_check_log() {
 	local size
 	size=$(stat -c %s "$MK_LOG")
 	if tail -c +$((MK_LOG_SEEN + 1)) "$MK_LOG" |
-		grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:'; then
+		grep -qE 'AddressSanitizer|LeakSanitizer|ThreadSanitizer|runtime error:'; then
 		tail -c +$((MK_LOG_SEEN + 1)) "$MK_LOG" |
-			grep -E -A 12 'AddressSanitizer|LeakSanitizer|runtime error:' |
+			grep -E -A 12 'AddressSanitizer|LeakSanitizer|ThreadSanitizer|runtime error:' |
 			head -n 60 | sed 's/^/#    daemon: /'
 		fail "sanitizer report in the daemon's output"
 	fi

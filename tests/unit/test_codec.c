@@ -1198,7 +1198,7 @@ static void test_frame_filter(void **state)
 	mk_record_iter_init(&it, &f);
 	while (mk_record_next(&it, &rec)) {
 		int idx = 2 * n + 1;
-		char k[8];
+		char k[16];    /* room for any int: -Wformat-truncation under TSan */
 		snprintf(k, sizeof(k), "k%d", idx);
 		assert_int_equal(rec.offset, 200 + idx);
 		assert_int_equal(rec.timestamp, ts[idx]);

@@ -73,7 +73,7 @@ static mk_handle *hopen(fixture *f, const char *path, int flags)
 static mk_err hwrite(fixture *f, mk_handle *h, const char *s)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_handle_write(&f->fs, h, s, strlen(s), NULL, &why);
+	mk_err err = mk_handle_write(&f->fs, h, s, strlen(s), NULL, NULL, &why);
 	if (err)
 		assert_true(why.len > 0);
 	mk_strbuf_release(&why);
@@ -91,7 +91,7 @@ static mk_err hflush(fixture *f, mk_handle *h)
 static mk_err hfsync(fixture *f, mk_handle *h)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_handle_fsync(&f->fs, h, NULL, &why);
+	mk_err err = mk_handle_fsync(&f->fs, h, NULL, NULL, &why);
 	mk_strbuf_release(&why);
 	return err;
 }
@@ -105,7 +105,7 @@ static char *hread_all(fixture *f, mk_handle *h)
 	long long off = 0;
 	do {
 		assert_int_equal(mk_handle_read(&f->fs, h, buf, sizeof(buf), off,
-						NULL, &n, &why), MK_OK);
+						NULL, NULL, &n, &why), MK_OK);
 		mk_strbuf_add(&out, buf, n);
 		off += (long long)n;
 	} while (n);

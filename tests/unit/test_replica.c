@@ -1364,9 +1364,10 @@ static void test_auto_matches_manual(void **state)
 }
 
 /*
- * Advancing the manual clock past INT64_MAX is refused: a wrapped,
- * negative clock used to be saved in the metadata, which the next open
- * then refused as malformed.
+ * The manual clock is bounded by MK_CLOCK_MAX_MS (year 9999): an advance
+ * or a set past it is refused and changes nothing (INT64_MAX used to be
+ * accepted and saved); the bound itself is reachable and survives a
+ * reopen.
  */
 static void test_clock_advance_cannot_wrap(void **state)
 {
@@ -1376,14 +1377,101 @@ static void test_clock_advance_cannot_wrap(void **state)
 	assert_int_equal(mk_cluster_clock_set(f->c, 1000, NULL), MK_OK);
 	assert_int_equal(mk_cluster_clock_advance(f->c, INT64_MAX, NULL),
 			 MK_INVALID_REQUEST);
+	assert_int_equal(mk_cluster_clock_set(f->c, INT64_MAX, NULL),
+			 MK_INVALID_REQUEST);
+	assert_int_equal(mk_cluster_clock_set(f->c, MK_CLOCK_MAX_MS + 1, NULL),
+			 MK_INVALID_REQUEST);
+	assert_int_equal(mk_cluster_clock_advance(f->c, MK_CLOCK_MAX_MS, NULL),
+			 MK_INVALID_REQUEST);
 	assert_int_equal(mk_clock_now(&f->c->clock), 1000);
-	assert_int_equal(mk_cluster_clock_advance(f->c, INT64_MAX - 1000, NULL),
+	assert_int_equal(mk_cluster_clock_advance(f->c, MK_CLOCK_MAX_MS - 1000, NULL),
 			 MK_OK);
 	assert_int_equal(mk_cluster_clock_advance(f->c, 1, NULL),
 			 MK_INVALID_REQUEST);
 	close_cluster(f);
 	open_cluster(f);
-	assert_int_equal(mk_clock_now(&f->c->clock), INT64_MAX);
+	assert_int_equal(mk_clock_now(&f->c->clock), MK_CLOCK_MAX_MS);
+}
+
+/*
+ * The event API: a watcher fires once at the next change (and at once
+ * when armed behind the change count), unwatch disarms it; an acks=all
+ * ticket is answered by mk_partition_ack_check without any thread
+ * waiting: pending until the follower fetches, REQUEST_TIMED_OUT once the
+ * manual clock passes the deadline.
+ */
+typedef struct {
+	mk_watch w;
+	int fired;
+} counting_watch;
+
+static void count_fire(mk_watch *w)
+{
+	((counting_watch *)w)->fired++;
+}
+
+static mk_err produce_deferred(mk_partition *p, const char *val,
+			       mk_produce_result *res)
+{
+	const char *vals[1] = { val };
+	mk_strbuf b = MK_STRBUF_INIT;
+	build(&b, vals, 1);
+	mk_produce_args a = { .acks = -1, .seq = -1, .count = 1, .defer_ack = true };
+	mk_err err = mk_partition_produce(p, (uint8_t *)b.buf, b.len, &a, NULL,
+					  res, NULL);
+	mk_strbuf_release(&b);
+	return err;
+}
+
+static void test_watch_and_ack_check(void **state)
+{
+	fixture *f = *state;
+	config(f, 2);
+	f->cfg.request_timeout_ms = 500;
+	f->cfg.replica_lag_time_max_ms = 10000;
+	open_cluster(f);
+	create(f, "t", 2, NULL, NULL);
+	counting_watch cw = { .w.fn = count_fire };
+
+	uint64_t seen = mk_partition_seq(f->p);
+	mk_partition_watch(f->p, &cw.w, seen);
+	assert_int_equal(cw.fired, 0);
+	mk_produce_result res;
+	assert_int_equal(produce_deferred(f->p, "a", &res), MK_OK);
+	assert_true(res.pending);
+	assert_int_equal(cw.fired, 1);          /* the append fired it, once */
+	mk_partition_wake(f->p);
+	assert_int_equal(cw.fired, 1);          /* one-shot */
+	mk_partition_watch(f->p, &cw.w, seen);  /* armed behind: fires at once */
+	assert_int_equal(cw.fired, 2);
+
+	bool pending;
+	seen = mk_partition_seq(f->p);
+	assert_int_equal(mk_partition_ack_check(f->p, &res.ticket, &pending, NULL), MK_OK);
+	assert_true(pending);
+	mk_partition_watch(f->p, &cw.w, seen);
+	broker_fetch(f, 2);
+	assert_int_equal(cw.fired, 3);          /* the fetch fired it */
+	assert_int_equal(mk_partition_ack_check(f->p, &res.ticket, &pending, NULL), MK_OK);
+	assert_false(pending);
+
+	/* Disarmed: no call after unwatch. */
+	mk_partition_watch(f->p, &cw.w, mk_partition_seq(f->p));
+	mk_partition_unwatch(f->p, &cw.w);
+	mk_partition_wake(f->p);
+	assert_int_equal(cw.fired, 3);
+
+	/* A manual clock advance fires the watcher and times the ticket out. */
+	assert_int_equal(produce_deferred(f->p, "b", &res), MK_OK);
+	mk_partition_watch(f->p, &cw.w, mk_partition_seq(f->p));
+	advance(f, 499);
+	assert_int_equal(cw.fired, 4);
+	assert_int_equal(mk_partition_ack_check(f->p, &res.ticket, &pending, NULL), MK_OK);
+	assert_true(pending);
+	advance(f, 1);
+	assert_int_equal(mk_partition_ack_check(f->p, &res.ticket, &pending, NULL),
+			 MK_REQUEST_TIMED_OUT);
+	assert_false(pending);
 }
 
 int main(void)
@@ -1391,6 +1479,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 		T(test_follower_fetch_batches),
+		T(test_watch_and_ack_check),
 		T(test_reads_stop_at_hw),
 		T(test_acks_0_and_1),
 		T(test_seed_lab_epoch),

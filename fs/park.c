@@ -1,0 +1,405 @@
+/*
+ * park.c — the parking lot and its completion thread.
+ */
+#include "park.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "errno_map.h"
+#include "xalloc.h"
+
+/* With the system clock, an acks=all wait is looked at again this often
+ * even without an event (the ISR may shrink by time alone). */
+#define RECHECK_MS 100
+/* An interrupted write is looked at this often: is its caller dying? */
+#define DYING_CHECK_MS 500
+
+typedef struct mk_parked {
+	mk_watch watch;             /* first: the watcher's callback finds us */
+	mk_parking *lot;
+	fuse_req_t req;
+	pid_t pid;                  /* the caller (thread) */
+	mk_handle *h;
+	mk_park_op op;
+	char *buf;
+	size_t size;
+	long long off;
+	mk_wait wait;
+	int64_t due_wall_ms;        /* system clock: look again then; 0 = never */
+	bool queued, interrupted;   /* under lot->lock */
+	bool arming, fired;         /* an event while being armed waits */
+	struct mk_parked *qnext;    /* the queue */
+	struct mk_parked *prev, *next;   /* every parked request */
+} mk_parked;
+
+struct mk_parking {
+	mkfs *fs;
+	void (*drop)(mkfs *fs, mk_handle *h);
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	mk_parked *qhead, *qtail;
+	mk_parked all;              /* list head */
+	size_t count;
+	bool stopping;
+	pthread_t thread;
+	bool started;
+};
+
+void mk_reply_fail(mkfs *fs, fuse_req_t req, const char *path, mk_err err,
+		   mk_strbuf *why)
+{
+	mk_errlog_add(&fs->cluster->errlog, mk_clock_now(&fs->cluster->clock),
+		      path, err, "%s", why && why->len ? why->buf : mk_err_name(err));
+	if (why)
+		mk_strbuf_release(why);
+	fuse_reply_err(req, mk_errno(err));
+}
+
+/* Under lot->lock. */
+static void enqueue(mk_parking *lot, mk_parked *k)
+{
+	if (k->queued)
+		return;
+	k->queued = true;
+	k->qnext = NULL;
+	if (lot->qtail)
+		lot->qtail->qnext = k;
+	else
+		lot->qhead = k;
+	lot->qtail = k;
+	pthread_cond_signal(&lot->cond);
+}
+
+/* Under lot->lock: take k off the queue if it is on it. */
+static void dequeue(mk_parking *lot, mk_parked *k)
+{
+	if (!k->queued)
+		return;
+	mk_parked **pp = &lot->qhead, *prev = NULL;
+	while (*pp && *pp != k) {
+		prev = *pp;
+		pp = &(*pp)->qnext;
+	}
+	if (*pp) {
+		*pp = k->qnext;
+		if (lot->qtail == k)
+			lot->qtail = prev;
+	}
+	k->queued = false;
+}
+
+/* Under lot->lock: an event for k. While k is being armed the event is
+ * only noted (arm queues it at the end), so k is never processed before
+ * arm() is done with it. */
+static void event(mk_parking *lot, mk_parked *k)
+{
+	if (k->arming)
+		k->fired = true;
+	else
+		enqueue(lot, k);
+}
+
+/* The watcher's callback: under the partition's lock, record only. */
+static void on_change(mk_watch *w)
+{
+	mk_parked *k = (mk_parked *)w;
+	pthread_mutex_lock(&k->lot->lock);
+	event(k->lot, k);
+	pthread_mutex_unlock(&k->lot->lock);
+}
+
+/* libfuse's interrupt callback: under the request's lock, record only. */
+static void on_interrupt(fuse_req_t req, void *arg)
+{
+	(void)req;
+	mk_parked *k = arg;
+	pthread_mutex_lock(&k->lot->lock);
+	k->interrupted = true;
+	event(k->lot, k);
+	pthread_mutex_unlock(&k->lot->lock);
+}
+
+static bool system_clock(mk_parking *lot)
+{
+	return !lot->fs->cluster->clock.manual;
+}
+
+/*
+ * A caller killed by a fatal signal stays in D state until its request is
+ * answered: SIGKILL is then pending on the thread (/proc/TID/status
+ * SigPnd, or ShdPnd for the whole process).
+ */
+static bool caller_dying(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return true;    /* gone */
+	bool dying = false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long mask;
+		if ((!strncmp(line, "SigPnd:", 7) || !strncmp(line, "ShdPnd:", 7)) &&
+		    sscanf(line + 7, "%llx", &mask) == 1 && (mask & (1ull << (SIGKILL - 1))))
+			dying = true;
+	}
+	fclose(f);
+	return dying;
+}
+
+/* Make k reachable by its events again (it is owned by the caller). */
+static void arm(mk_parking *lot, mk_parked *k)
+{
+	int64_t due = 0, now = mk_wall_ms();
+	if (k->wait.kind != MK_WAIT_DATA && system_clock(lot)) {
+		int64_t d = k->wait.deadline_ms;
+		due = d < now + RECHECK_MS ? d : now + RECHECK_MS;
+	}
+	if (k->wait.recheck_ms > 0 && (!due || now + k->wait.recheck_ms < due))
+		due = now + k->wait.recheck_ms;
+	/* libfuse calls an interrupt callback at once for a request already
+	 * interrupted: an interrupted write (which keeps waiting) registers
+	 * none again, and is looked at now and then for a dying caller. */
+	bool watch_interrupt = k->req &&
+			       (k->op == MK_PARK_READ || !k->interrupted);
+	if (!watch_interrupt && (!due || due > now + DYING_CHECK_MS))
+		due = now + DYING_CHECK_MS;
+	pthread_mutex_lock(&lot->lock);
+	k->due_wall_ms = due;
+	k->arming = true;
+	k->fired = false;
+	if (due)
+		pthread_cond_signal(&lot->cond);    /* it may be the earliest */
+	pthread_mutex_unlock(&lot->lock);
+	if (watch_interrupt)
+		fuse_req_interrupt_func(k->req, on_interrupt, k);
+	if (k->wait.p)
+		mk_partition_watch(k->wait.p, &k->watch, k->wait.seen);
+	pthread_mutex_lock(&lot->lock);
+	k->arming = false;
+	if (k->fired)
+		enqueue(lot, k);
+	pthread_mutex_unlock(&lot->lock);
+}
+
+/* Take k back from every event source: afterwards only we touch it. */
+static void disarm(mk_parking *lot, mk_parked *k)
+{
+	if (k->wait.p)
+		mk_partition_unwatch(k->wait.p, &k->watch);
+	if (k->req)
+		fuse_req_interrupt_func(k->req, NULL, NULL);
+	pthread_mutex_lock(&lot->lock);
+	dequeue(lot, k);
+	pthread_mutex_unlock(&lot->lock);
+}
+
+static void finish(mk_parking *lot, mk_parked *k)
+{
+	pthread_mutex_lock(&lot->lock);
+	k->prev->next = k->next;
+	k->next->prev = k->prev;
+	lot->count--;
+	pthread_mutex_unlock(&lot->lock);
+	free(k->buf);
+	free(k);
+}
+
+/* Try k again; reply and free it, or arm it once more. */
+static void process(mk_parking *lot, mk_parked *k, bool stopping)
+{
+	mkfs *fs = lot->fs;
+	disarm(lot, k);
+	pthread_mutex_lock(&lot->lock);
+	bool interrupted = k->interrupted;
+	pthread_mutex_unlock(&lot->lock);
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err;
+	if (k->op == MK_PARK_READ) {
+		if (interrupted || stopping) {
+			mk_strbuf_addstr(&why, stopping ? "the daemon stopped while following"
+						       : "interrupted while following");
+			mk_reply_fail(fs, k->req, k->h->path, MK_INTERRUPTED, &why);
+			finish(lot, k);
+			return;
+		}
+		size_t n = 0;
+		err = mk_handle_read(fs, k->h, k->buf, k->size, k->off, NULL,
+				     &k->wait, &n, &why);
+		if (!err && mk_wait_pending(&k->wait)) {
+			mk_strbuf_release(&why);
+			arm(lot, k);
+			return;
+		}
+		if (err)
+			mk_reply_fail(fs, k->req, k->h->path, err, &why);
+		else
+			fuse_reply_buf(k->req, k->buf, n);
+	} else if (k->op == MK_PARK_RELEASE) {
+		err = mk_handle_resume(fs, k->h, &k->wait, &why);
+		if (!err && mk_wait_pending(&k->wait) && !stopping) {
+			mk_strbuf_release(&why);
+			arm(lot, k);
+			return;
+		}
+		if (err)
+			mk_errlog_add(&fs->cluster->errlog, mk_clock_now(&fs->cluster->clock),
+				      k->h->path, err, "at the last close: %s",
+				      why.len ? why.buf : mk_err_name(err));
+		/* Stopping with acknowledgements owed: mk_fs_release_all
+		 * closes the handle once the cluster is shutting down. */
+		if (!mk_wait_pending(&k->wait))
+			lot->drop(fs, k->h);
+	} else {
+		/* The batch was appended: an interrupt changes nothing, unless
+		 * the caller is being killed (it can neither see the answer nor
+		 * retry, and would stay in D state until the ISR answers). */
+		err = mk_handle_resume(fs, k->h, &k->wait, &why);
+		if (!err && mk_wait_pending(&k->wait) && interrupted &&
+		    caller_dying(k->pid)) {
+			mk_strbuf_addstr(&why, "the caller was killed while waiting for acks=all (the batch stays appended)");
+			err = MK_INTERRUPTED;
+		}
+		if (!err && mk_wait_pending(&k->wait)) {
+			if (!stopping) {
+				mk_strbuf_release(&why);
+				arm(lot, k);
+				return;
+			}
+			mk_strbuf_addstr(&why, "the daemon stopped before the ISR acknowledged the batch");
+			err = MK_REQUEST_TIMED_OUT;
+		}
+		if (err)
+			mk_reply_fail(fs, k->req, k->h->path, err, &why);
+		else if (k->op == MK_PARK_WRITE)
+			fuse_reply_write(k->req, k->size);
+		else
+			fuse_reply_err(k->req, 0);
+	}
+	mk_strbuf_release(&why);
+	finish(lot, k);
+}
+
+/* Under lot->lock: queue what is due; return the next due time or 0. */
+static int64_t queue_due(mk_parking *lot)
+{
+	int64_t now = mk_wall_ms(), next = 0;
+	for (mk_parked *k = lot->all.next; k != &lot->all; k = k->next) {
+		if (!k->due_wall_ms)
+			continue;
+		if (k->due_wall_ms <= now) {
+			k->due_wall_ms = 0;
+			event(lot, k);
+		} else if (!next || k->due_wall_ms < next) {
+			next = k->due_wall_ms;
+		}
+	}
+	return next;
+}
+
+static void *completion_main(void *arg)
+{
+	mk_parking *lot = arg;
+	pthread_mutex_lock(&lot->lock);
+	while (!lot->stopping) {
+		int64_t next = queue_due(lot);
+		if (!lot->qhead) {
+			if (next) {
+				struct timespec ts = { .tv_sec = next / 1000,
+						       .tv_nsec = (next % 1000) * 1000000L };
+				pthread_cond_timedwait(&lot->cond, &lot->lock, &ts);
+			} else {
+				pthread_cond_wait(&lot->cond, &lot->lock);
+			}
+			continue;
+		}
+		mk_parked *k = lot->qhead;
+		pthread_mutex_unlock(&lot->lock);
+		process(lot, k, false);   /* disarm() takes it off the queue */
+		pthread_mutex_lock(&lot->lock);
+	}
+	pthread_mutex_unlock(&lot->lock);
+	return NULL;
+}
+
+mk_parking *mk_parking_new(mkfs *fs, void (*drop)(mkfs *fs, mk_handle *h))
+{
+	mk_parking *lot = mk_xcalloc(1, sizeof(*lot));
+	lot->fs = fs;
+	lot->drop = drop;
+	pthread_mutex_init(&lot->lock, NULL);
+	pthread_cond_init(&lot->cond, NULL);
+	lot->all.prev = lot->all.next = &lot->all;
+	lot->started = pthread_create(&lot->thread, NULL, completion_main, lot) == 0;
+	return lot;
+}
+
+void mk_parking_stop(mk_parking *lot)
+{
+	if (!lot)
+		return;
+	pthread_mutex_lock(&lot->lock);
+	lot->stopping = true;
+	pthread_cond_signal(&lot->cond);
+	pthread_mutex_unlock(&lot->lock);
+	if (lot->started)
+		pthread_join(lot->thread, NULL);
+	lot->started = false;
+	for (;;) {
+		pthread_mutex_lock(&lot->lock);
+		mk_parked *k = lot->all.next != &lot->all ? lot->all.next : NULL;
+		pthread_mutex_unlock(&lot->lock);
+		if (!k)
+			break;
+		process(lot, k, true);
+	}
+}
+
+void mk_parking_free(mk_parking *lot)
+{
+	if (!lot)
+		return;
+	mk_parking_stop(lot);
+	pthread_mutex_destroy(&lot->lock);
+	pthread_cond_destroy(&lot->cond);
+	free(lot);
+}
+
+void mk_park(mk_parking *lot, fuse_req_t req, mk_handle *h, mk_park_op op,
+	     char *buf, size_t size, long long off, const mk_wait *wait)
+{
+	mk_parked *k = mk_xcalloc(1, sizeof(*k));
+	k->watch.fn = on_change;
+	k->lot = lot;
+	k->req = req;
+	k->pid = req ? fuse_req_ctx(req)->pid : 0;
+	k->h = h;
+	k->op = op;
+	k->buf = buf;
+	k->size = size;
+	k->off = off;
+	k->wait = *wait;
+	pthread_mutex_lock(&lot->lock);
+	k->next = &lot->all;
+	k->prev = lot->all.prev;
+	lot->all.prev->next = k;
+	lot->all.prev = k;
+	lot->count++;
+	pthread_mutex_unlock(&lot->lock);
+	arm(lot, k);
+}
+
+size_t mk_parking_count(mk_parking *lot)
+{
+	pthread_mutex_lock(&lot->lock);
+	size_t n = lot->count;
+	pthread_mutex_unlock(&lot->lock);
+	return n;
+}

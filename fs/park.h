@@ -1,0 +1,74 @@
+/*
+ * park.h — requests that wait for the cluster without holding a thread.
+ *
+ * A FUSE request that cannot be answered now (a :follow read or poll at
+ * the visible end; an acks=all write, fsync or last close whose batches
+ * are appended but not yet acknowledged: see mk_wait in handles.h) is
+ * parked: its fuse_req_t goes into the parking lot, a watcher is armed on
+ * the partition it waits for (mk_partition_watch), and an interrupt
+ * callback is registered (fuse_req_interrupt_func). The FUSE worker
+ * returns at once.
+ *
+ * Events — a partition change, an interrupt, a deadline — only queue the
+ * parked request; one completion thread takes it off the queue, disarms
+ * its watcher and interrupt callback (so it owns the request alone), and
+ * tries again: it replies (any thread may reply to a low-level request),
+ * or arms the request once more. An interrupted read is answered EINTR at
+ * once; an interrupted write or flush whose batch was appended keeps
+ * waiting, so it is never answered EINTR: it completes or fails with the
+ * SPEC section 7 errno (ETIMEDOUT at request.timeout.ms on the cluster
+ * clock, which a manual clock's advance also reaches) — unless its caller
+ * is being killed (SIGKILL pending), which is answered at once so that it
+ * does not stay in D state.
+ *
+ * Locking: the lot's mutex is a leaf: watcher and interrupt callbacks take
+ * it under a partition's or a request's lock; nothing is called with it
+ * held. Order: request lock, then partition lock, then the lot's mutex.
+ */
+#ifndef MK_PARK_H
+#define MK_PARK_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include "handles.h"
+
+typedef struct mk_parking mk_parking;
+
+typedef enum {
+	MK_PARK_READ,     /* reply with data (fuse_reply_buf) */
+	MK_PARK_WRITE,    /* reply with the byte count written */
+	MK_PARK_STATUS,   /* fsync: reply with an errno (0 = done) */
+	MK_PARK_RELEASE,  /* the last close, already answered (req NULL):
+			   * errors to /errors, then drop the handle */
+} mk_park_op;
+
+/* Start the lot and its completion thread; drop closes a handle whose
+ * parked release completed (untrack it, mk_handle_close). */
+mk_parking *mk_parking_new(mkfs *fs, void (*drop)(mkfs *fs, mk_handle *h));
+/*
+ * Stop: the thread ends, then every request still parked is answered
+ * (a read EINTR; a write or fsync by one last look at its acks, else
+ * ETIMEDOUT: the daemon stopped before the ISR acknowledged; a release
+ * with 0, its handle left to mk_fs_release_all). Call after
+ * the request loop ended and before the session is destroyed.
+ */
+void mk_parking_stop(mk_parking *lot);
+void mk_parking_free(mk_parking *lot);
+
+/*
+ * Park req, whose handle call left *wait pending (a release: req NULL,
+ * the kernel was answered already). For a read, buf (size
+ * bytes, malloc'ed; the lot frees it) and off are those of the request;
+ * for a write, size is the count to answer.
+ */
+void mk_park(mk_parking *lot, fuse_req_t req, mk_handle *h, mk_park_op op,
+	     char *buf, size_t size, long long off, const mk_wait *wait);
+/* Requests parked now (for tests and /errors-free introspection). */
+size_t mk_parking_count(mk_parking *lot);
+
+/* Answer a failed request: one /errors line, then the errno. */
+void mk_reply_fail(mkfs *fs, fuse_req_t req, const char *path, mk_err err,
+		   mk_strbuf *why);
+
+#endif

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# serving.sh — a mount that never wedges (docs/filesystem.md, "Serving").
+#
+# No FUSE worker waits for the cluster: 1,000 :follow readers and 100
+# acks=all writers parked at once (manual replication, rf 2), with 20
+# topic-append acks=all writers, 20 acks=all last closes and 100
+# poll:follow readers besides, leave ls,
+# cat, appends and /ctl replicate answering within 100 ms, and each parked
+# request is answered by the event that completes it. A handled signal
+# during an acks=all wait does not turn an appended batch into EINTR (a
+# retrying writer would duplicate it); a manual clock advance past
+# request.timeout.ms ends the wait with ETIMEDOUT; an interrupted follow
+# read ends with EINTR at once.
+. "$(dirname "$0")/lib.sh"
+
+mk_mount '[cluster]
+brokers = 1,2
+default.replication.factor = 2
+clock = manual
+[producer]
+request.timeout.ms = 1000'
+# min.insync.replicas 2 on the topics written here; the cluster's 1 lets
+# the group coordinator write __consumer_offsets before its follower
+# first fetched.
+mk_ctl "create-topic load partitions=8 min.insync.replicas=2" || bail "create-topic load"
+mk_ctl "create-topic side" || bail "create-topic side"
+
+# 25 groups of four members, each member with two of load's partitions;
+# nothing to poll yet.
+for g in $(seq 0 24); do
+	mk_mkdir "$MNT/groups/g$g" || bail "mkdir /groups/g$g"
+	for m in 0 1 2 3; do
+		mk_write "$MNT/groups/g$g/join" "m$m load" || bail "join g$g m$m"
+	done
+done
+
+# ---- 1000 parked readers, 100 parked writers, and the other waits ---------------
+# Also 20 topic-append acks=all writers, 20 acks=all last closes, 100
+# poll:follow readers: each more than libfuse's 10 worker threads.
+timeout 300 "$MK_PYTHON" -I "$MK_LIB_DIR/serving_load.py" "$MNT" load 8 1000 100 side \
+	20 20 25 4 >"$MK_TMP/load.out" 2>&1
+rc=$?
+while IFS= read -r line; do
+	case $line in
+	"ok   - "*) pass "${line#ok   - }" ;;
+	"FAIL - "*) fail "${line#FAIL - }" ;;
+	*) note "$line" ;;
+	esac
+done <"$MK_TMP/load.out"
+assert_eq 0 "$rc" "the load driver finished cleanly"
+if [ "$rc" != 0 ]; then
+	# A wedged mount: do not wait for it.
+	mk_kill
+	exit 1
+fi
+
+# ---- a handled signal during an acks=all wait -----------------------------------
+mk_ctl "create-topic sig min.insync.replicas=2" || bail "create-topic sig"
+S=$MNT/topics/sig/0
+cat >"$MK_TMP/sigwrite.py" <<'PY'
+# One acks=all write(2) with a SIGALRM handler installed; Python retries a
+# write that fails with EINTR (PEP 475), as a careful writer would. Prints
+# the write's result, then how many times the handler ran.
+import os, signal, sys
+hits = []
+signal.signal(signal.SIGALRM, lambda s, f: hits.append(s))
+fd = os.open(sys.argv[1], os.O_WRONLY)
+try:
+    n = os.write(fd, b"once\n")
+    print("wrote %d" % n)
+except OSError as e:
+    print("error %s" % e.strerror)
+os.close(fd)
+print("handler ran %d" % len(hits))
+PY
+in_write() { local s; s=$(cat "/proc/$1/syscall" 2>/dev/null) && [ "${s%% *}" = 1 ]; }
+in_read() { local s; s=$(cat "/proc/$1/syscall" 2>/dev/null) && [ "${s%% *}" = 0 ]; }
+"$MK_PYTHON" -I "$MK_TMP/sigwrite.py" "$S/append:acks=all" >"$MK_TMP/sig.out" 2>&1 &
+W=$!
+mk_wait_for 10 eval '[ "$(mk_read "$S/leo")" = 1 ] && in_write $W' || bail "the acks=all write did not append and block"
+pass "the acks=all write appended and is waiting"
+kill -ALRM "$W"
+# Were the signal to end the wait with EINTR, the retry would append again
+# at once: give it a bounded chance to show.
+if mk_wait_for 1 eval '[ "$(mk_read "$S/leo")" != 1 ]'; then
+	fail "the signal made the write fail and be retried (leo $(mk_read "$S/leo"))"
+else
+	pass "the signal did not end the wait (leo still 1 after 1 s)"
+fi
+assert_true "the writer is still inside write(2)" in_write "$W"
+assert_ok "a replicate acknowledges the batch" mk_ctl replicate
+mk_wait_for 10 mk_proc_gone "$W" || { kill -9 "$W"; bail "the writer did not return after the replicate"; }
+wait "$W"
+assert_eq $'wrote 5\nhandler ran 1' "$(cat "$MK_TMP/sig.out")" "the write returned success once acknowledged; the handler ran"
+assert_eq "1" "$(mk_read "$S/leo")" "the record is in the log once"
+assert_eq "once" "$(mk_read "$S/records")" "and reads back once"
+
+# ---- the manual clock completes a timeout ----------------------------------------
+"$MK_PYTHON" -I "$MK_TMP/sigwrite.py" "$S/append:acks=all" >"$MK_TMP/to.out" 2>&1 &
+W=$!
+mk_wait_for 10 eval '[ "$(mk_read "$S/leo")" = 2 ] && in_write $W' || bail "the second acks=all write did not block"
+assert_ok "advance the clock by 999 ms" mk_write "$MNT/clock" "+999"
+assert_true "one ms before request.timeout.ms the writer still waits" in_write "$W"
+assert_ok "advance the clock past request.timeout.ms" mk_write "$MNT/clock" "+1"
+mk_wait_for 10 mk_proc_gone "$W" || { kill -9 "$W"; bail "the clock advance did not end the wait"; }
+wait "$W"
+assert_eq $'error Connection timed out\nhandler ran 0' "$(cat "$MK_TMP/to.out")" "the wait ended with ETIMEDOUT"
+assert_match "REQUEST_TIMED_OUT" "$(mk_read "$MNT/errors")" "and one /errors line"
+
+# ---- a writer killed during an acks=all wait goes away ---------------------------
+"$MK_PYTHON" -I "$MK_TMP/sigwrite.py" "$S/append:acks=all" >/dev/null 2>&1 &
+W=$!
+mk_wait_for 10 eval '[ "$(mk_read "$S/leo")" = 3 ] && in_write $W' || bail "the third acks=all write did not block"
+kill -9 "$W"
+if mk_wait_for 5 mk_proc_gone "$W"; then
+	pass "a SIGKILLed writer does not stay in D state waiting for the ISR"
+else
+	fail "the SIGKILLed writer was still there 5 s later ($(grep State /proc/$W/status 2>/dev/null))"
+fi
+wait "$W" 2>/dev/null
+assert_eq "3" "$(mk_read "$S/leo")" "its batch stays appended"
+
+# ---- an interrupted follow read ends with EINTR at once --------------------------
+cat >"$MK_TMP/sigread.py" <<'PY'
+# One read(2) of a :follow file; the SIGALRM handler raises, so an EINTR
+# ends the read (no retry). Prints how the read ended.
+import os, signal, sys
+class Alarm(Exception):
+    pass
+def on_alarm(s, f):
+    raise Alarm()
+signal.signal(signal.SIGALRM, on_alarm)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+try:
+    print("read %r" % os.read(fd, 4096))
+except Alarm:
+    print("interrupted")
+PY
+"$MK_PYTHON" -I "$MK_TMP/sigread.py" "$S/records@latest:follow" >"$MK_TMP/rd.out" 2>&1 &
+R=$!
+mk_wait_for 10 in_read "$R" || bail "the follower did not block"
+kill -ALRM "$R"
+if mk_wait_for 2 mk_proc_gone "$R"; then
+	wait "$R"
+	assert_eq "interrupted" "$(cat "$MK_TMP/rd.out")" "the interrupted follow read ended with EINTR"
+else
+	kill -9 "$R"
+	fail "the follow read was not interrupted within 2 s"
+fi
+assert_eq "3" "$(mk_read "$S/leo")" "the daemon still serves"
+
+mk_unmount
