@@ -53,8 +53,7 @@ static int split_words(char *line, char **words, int max)
 	return n;
 }
 
-/* The first KEY=VALUE word whose KEY an earlier word gave, or NULL. */
-static const char *duplicate_key(char *const *words, int n)
+const char *mk_duplicate_key(char *const *words, int n)
 {
 	for (int i = 1; i < n; i++) {
 		size_t ki = strcspn(words[i], "=");
@@ -162,7 +161,7 @@ static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *wh
 		int64_t parts = -1, rf = -1;
 		const char *kv[64];
 		size_t nkv = 0;
-		const char *dup = duplicate_key(w + 2, n - 2);
+		const char *dup = mk_duplicate_key(w + 2, n - 2);
 		if (dup) {
 			mk_strbuf_addf(why, "create-topic: key given twice: %s", dup);
 			return MK_INVALID_REQUEST;
@@ -260,7 +259,7 @@ static mk_err write_topic_config(mkfs *fs, const node_ref *ref, char *line, mk_s
 	int n = split_words(line, w, 64);
 	if (n <= 0)
 		return bad_command(why, "", "KEY=VALUE");
-	const char *dup = duplicate_key(w, n);
+	const char *dup = mk_duplicate_key(w, n);
 	if (dup) {
 		mk_strbuf_addf(why, "key given twice: %s", dup);
 		return MK_INVALID_REQUEST;

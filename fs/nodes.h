@@ -101,6 +101,10 @@ struct mkfs {
 	uid_t owner;                 /* who mounted: may change the cluster */
 };
 
+/* Control commands: the first KEY=VALUE word whose KEY an earlier word
+ * gave, or NULL (a key given twice is EINVAL in every command). */
+const char *mk_duplicate_key(char *const *words, int n);
+
 /* Resolve a path. ENOENT-style errors come back as core codes. */
 mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why);
 void mk_node_ref_release(node_ref *ref);

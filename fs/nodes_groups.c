@@ -48,8 +48,10 @@ static bool parse_tp(char *s, const char **topic, int *part)
 {
 	char *slash = strrchr(s, '/');
 	int64_t v;
+	/* The partition as the tree names it: digits, no leading zero. */
 	if (!slash || slash == s || !mk_parse_i64(slash + 1, &v) || v < 0 ||
-	    v > INT32_MAX || slash[1] < '0' || slash[1] > '9')
+	    v > INT32_MAX || slash[1] < '0' || slash[1] > '9' ||
+	    (slash[1] == '0' && slash[2]))
 		return false;
 	*slash = '\0';
 	*topic = s;
@@ -277,6 +279,11 @@ mk_err mk_groups_write_config(mkfs *fs, const node_ref *ref, char *line, mk_strb
 	int n = words(line, w, 16);
 	if (n <= 0)
 		return usage(why, "", "KEY=VALUE");
+	const char *dup = mk_duplicate_key(w, n);
+	if (dup) {
+		mk_strbuf_addf(why, "key given twice: %s", dup);
+		return MK_INVALID_REQUEST;
+	}
 	return mk_group_configure(fs->groups, ref->group, (const char *const *)w,
 				  (size_t)n, why);
 }
@@ -388,6 +395,13 @@ mk_err mk_groups_write_commit(mkfs *fs, const node_ref *ref, const char *buf,
 			plain = true;
 		} else if (nw == 2 && !plain && parse_tp(w[0], &topic, &part) &&
 			   mk_parse_i64(w[1], &v) && v >= 0) {
+			for (size_t k = 0; k < n && !err; k++)
+				if (e[k].partition == part && !strcmp(e[k].topic, topic)) {
+					mk_strbuf_addf(why, "%s/%d given twice", topic, part);
+					err = MK_INVALID_REQUEST;
+				}
+			if (err)
+				break;
 			if (n == alloc) {
 				alloc = alloc ? alloc * 2 : 8;
 				e = mk_xrealloc(e, alloc * sizeof(*e));

@@ -64,6 +64,18 @@ assert_fails_with EINVAL mk_write "$MNT/brokers/1/promote" "t/+0"
 assert_fails_with EINVAL mk_write "$MNT/brokers/1/crash" "sideways"
 assert_ok "promote t/0 still works" mk_write "$MNT/brokers/1/promote" "t/0"
 assert_match "INVALID_REQUEST .*given twice" "$(mk_read "$MNT/errors")" "/errors names the duplicate key"
+# The same in the group files: a key or partition given twice, a
+# partition not written as the tree names it.
+mk_mkdir "$MNT/groups/g" || bail "mkdir /groups/g"
+mk_write "$MNT/groups/g/join" "m1 t" || bail "join m1 t"
+G=$MNT/groups/g
+assert_fails_with EINVAL mk_write "$G/config" "session.timeout.ms=1000 session.timeout.ms=2000"
+assert_fails_with EINVAL mk_write "$G/config" "no.such.key=1"
+assert_fails_with EINVAL mk_write "$G/members/m1/seek" "t/00 0"
+assert_fails_with EINVAL mk_write "$G/members/m1/commit" $'t/0 0\nt/0 0'
+assert_fails_with EINVAL mk_write "$G/members/m1/commit" $'generation=1\ngeneration=1'
+assert_eq "" "$(mk_read "$G/offsets")" "the refused commits committed nothing"
+assert_ok "a well-formed commit still works" mk_write "$G/members/m1/commit" "t/0 0"
 
 # ---- what the tree refuses ---------------------------------------------------------------
 cat >"$MK_TMP/refuse.py" <<'PY'

@@ -1813,6 +1813,96 @@ static void test_idem_promotion(void **state)
 	assert_int_equal(info(p).leo, 11);
 }
 
+
+/*
+ * The parked path (mk_producer_flush_begin, mk_producer_check): nothing
+ * waits. A partition producer's acks=all batch is owed until the follower
+ * fetches; check says where to watch (the partition, its change count
+ * before the look) and settles it then, advancing an explicit seq=. A
+ * topic producer's batches over two partitions are owed one by one; a
+ * ticket past its deadline on the manual clock settles as
+ * REQUEST_TIMED_OUT, told once, after the last ticket settled.
+ */
+static void test_check_without_waiting(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 2);
+	f->cfg.auto_replication = 0;
+	f->cfg.request_timeout_ms = 500;
+	f->cfg.replica_lag_time_max_ms = 100000;
+	open_cluster(f);
+	create(f, "t", 2, 2);
+	for (int i = 0; i < 2; i++)    /* the followers join the ISR */
+		assert_int_equal(mk_partition_follower_fetch(part(f, i), 2), MK_OK);
+
+	mk_producer_opts o = { .acks = -1, .seq = -1 };
+	mk_producer *p;
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(mk_producer_open(f->ps, f->t, 0, &o, &p, &why), MK_OK);
+	mk_record_in r = { MK_BYTES_NULL, mk_bytes_of("a", 1), NULL, 0 };
+	size_t taken;
+	assert_int_equal(mk_producer_append(p, &r, 1, &taken, &why), MK_OK);
+	assert_int_equal(taken, 1);
+	assert_int_equal(leo(f, 0), 1);
+	bool pending;
+	mk_ack_watch w;
+	assert_int_equal(mk_producer_check(p, false, &pending, &w, &why), MK_OK);
+	assert_true(pending);
+	assert_ptr_equal(w.p, part(f, 0));
+	assert_int_equal(w.seen, mk_partition_seq(part(f, 0)));
+	assert_int_equal(w.deadline_ms, mk_clock_now(&f->c->clock) + 500);
+	assert_int_equal(mk_partition_follower_fetch(part(f, 0), 2), MK_OK);
+	assert_true(mk_partition_seq(part(f, 0)) != w.seen);   /* the event */
+	assert_int_equal(mk_producer_check(p, false, &pending, &w, &why), MK_OK);
+	assert_false(pending);
+	assert_int_equal(why.len, 0);
+	assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+
+	/* A topic producer: keyed records on both partitions, sent by
+	 * flush_begin, owed until each partition's follower fetched. */
+	mk_producer_limits lim = { 1 << 20, 100000 };
+	mk_producer_opts to = { .acks = -1, .seq = -1, .limits = &lim };
+	assert_int_equal(mk_producer_open(f->ps, f->t, MK_PARTITION_ANY, &to, &p, &why),
+			 MK_OK);
+	const char *keys[2] = { NULL, NULL };
+	char kb[2][16];
+	for (int i = 0, found = 0; found < 2; i++) {    /* one key per partition */
+		snprintf(kb[found], sizeof(kb[found]), "k%d", i);
+		int at = pfk(kb[found], 2);
+		if (!keys[at]) {
+			keys[at] = kb[found];
+			found++;
+		}
+	}
+	mk_record_in rs[2];
+	for (int i = 0; i < 2; i++)
+		rs[i] = (mk_record_in){ mk_bytes_of(keys[i], strlen(keys[i])),
+					mk_bytes_of("b", 1), NULL, 0 };
+	assert_int_equal(mk_producer_append(p, rs, 2, &taken, &why), MK_OK);
+	assert_int_equal(leo(f, 0) + leo(f, 1), 1);     /* lingering */
+	assert_int_equal(mk_producer_flush_begin(p, &why), MK_OK);
+	assert_int_equal(leo(f, 0) + leo(f, 1), 3);
+	assert_int_equal(mk_producer_check(p, true, &pending, &w, &why), MK_OK);
+	assert_true(pending);
+	assert_int_equal(mk_partition_follower_fetch(part(f, 0), 2), MK_OK);
+	assert_int_equal(mk_producer_check(p, true, &pending, &w, &why), MK_OK);
+	assert_true(pending);
+	assert_ptr_equal(w.p, part(f, 1));              /* the one still owed */
+	advance(f, 499);
+	assert_int_equal(mk_producer_check(p, true, &pending, &w, &why), MK_OK);
+	assert_true(pending);
+	advance(f, 1);
+	assert_int_equal(mk_producer_check(p, true, &pending, &w, &why),
+			 MK_REQUEST_TIMED_OUT);
+	assert_false(pending);
+	assert_non_null(strstr(why.buf, "request.timeout.ms"));
+	mk_strbuf_reset(&why);
+	assert_int_equal(mk_producer_check(p, true, &pending, &w, &why), MK_OK);
+	assert_false(pending);                           /* told once */
+	assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+	mk_strbuf_release(&why);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1837,6 +1927,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idem_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_bad_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_promotion, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_check_without_waiting, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
