@@ -493,6 +493,100 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
+/* ---- commands that wait inside the cluster: jobs (park.h) ------------- */
+
+/*
+ * The group coordinator appends its records with acks=all and acts once
+ * they are acknowledged: a control write under /groups/G, and mkdir or
+ * rmdir of a group, run on the lot's command thread.
+ */
+static bool group_dir(const char *path)
+{
+	static const char dir[] = "/groups/";
+	return !strncmp(path, dir, sizeof(dir) - 1) && !strchr(path + sizeof(dir) - 1, '/');
+}
+
+typedef enum { JOB_WRITE, JOB_MKDIR, JOB_RMDIR } job_kind;
+
+typedef struct {
+	mk_job base;              /* first */
+	job_kind kind;
+	mkfs *fs;
+	mk_handle *h;             /* JOB_WRITE: kept open by the request */
+	char *data;               /* the bytes written, or the path */
+	size_t size;
+} fs_job;
+
+static void job_free(fs_job *j)
+{
+	free(j->data);
+	free(j);
+}
+
+static void job_cancel(mk_job *base)
+{
+	fs_job *j = (fs_job *)base;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_strbuf_addstr(&why, "interrupted before the command started (nothing changed)");
+	mk_reply_fail(j->fs, base->req, j->kind == JOB_WRITE ? j->h->path : j->data,
+		      MK_INTERRUPTED, &why);
+	job_free(j);
+}
+
+static void job_run(mk_job *base)
+{
+	fs_job *j = (fs_job *)base;
+	mkfs *fs = j->fs;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err;
+	const char *path = j->kind == JOB_WRITE ? j->h->path : j->data;
+	if (j->kind == JOB_WRITE) {
+		err = mk_handle_write(fs, j->h, j->data, j->size, NULL, NULL, &why);
+	} else if (j->kind == JOB_MKDIR) {
+		mk_errlog_drop_held(&fs->cluster->errlog, j->data);
+		err = mk_node_mkdir(fs, j->data, &why);
+	} else {
+		err = mk_node_rmdir(fs, j->data, &why);
+	}
+	/* Only the daemon's stop interrupts a command inside the cluster,
+	 * which may have appended: not EINTR (a retry could repeat it). */
+	if (err == MK_INTERRUPTED) {
+		mk_strbuf_reset(&why);
+		mk_strbuf_addstr(&why, "the daemon stopped before the command's records were acknowledged");
+		err = MK_REQUEST_TIMED_OUT;
+	}
+	if (err) {
+		mk_reply_fail(fs, base->req, path, err, &why);
+	} else {
+		mk_strbuf_release(&why);
+		if (j->kind == JOB_WRITE)
+			fuse_reply_write(base->req, j->size);
+		else if (j->kind == JOB_MKDIR)
+			reply_entry(base->req, j->data);
+		else
+			fuse_reply_err(base->req, 0);
+	}
+	job_free(j);
+}
+
+static void queue_job(fuse_req_t req, job_kind kind, mk_handle *h,
+		      const char *data, size_t size)
+{
+	mkfs *fs = fs_of(req);
+	fs_job *j = mk_xcalloc(1, sizeof(*j));
+	j->base.req = req;
+	j->base.run = job_run;
+	j->base.cancel = job_cancel;
+	j->kind = kind;
+	j->fs = fs;
+	j->h = h;
+	j->data = mk_xmalloc(size + 1);
+	memcpy(j->data, data, size);
+	j->data[size] = '\0';
+	j->size = size;
+	mk_park_job(fs->parking, &j->base);
+}
+
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode)
 {
@@ -503,6 +597,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	if (!may(req, 0755, true)) {
 		refuse(req, path.buf, EACCES, "only the mount's owner may change the cluster");
+	} else if (group_dir(path.buf)) {
+		queue_job(req, JOB_MKDIR, NULL, path.buf, path.len);
 	} else {
 		mk_strbuf why = MK_STRBUF_INIT;
 		mk_errlog_drop_held(&fs->cluster->errlog, path.buf);
@@ -525,6 +621,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	if (!may(req, 0755, true)) {
 		refuse(req, path.buf, EACCES, "only the mount's owner may change the cluster");
+	} else if (group_dir(path.buf)) {
+		queue_job(req, JOB_RMDIR, NULL, path.buf, path.len);
 	} else {
 		mk_strbuf why = MK_STRBUF_INIT;
 		mk_err err = mk_node_rmdir(fs, path.buf, &why);
@@ -715,10 +813,12 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	(void)off;
 	mkfs *fs = fs_of(req);
 	mk_handle *h = handle_of(fi);
+	if (h->ref.def->type == NODE_CONTROL && h->ref.group[0]) {
+		queue_job(req, JOB_WRITE, h, buf, size);
+		return;
+	}
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_wait wait;
-	/* Only a topic append may still wait inside its accumulator: it
-	 * polls the request's interrupt state. */
 	mk_waiter w = { interrupted_req, req };
 	mk_err err = mk_handle_write(fs, h, buf, size, &w, &wait, &why);
 	if (!err && mk_wait_pending(&wait)) {

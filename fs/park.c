@@ -50,6 +50,11 @@ struct mk_parking {
 	bool stopping;
 	pthread_t thread;
 	bool started;
+	/* jobs: queued for the command thread; interrupted before starting */
+	mk_job *jobs, *jobs_tail, *cancels;
+	pthread_cond_t jobs_cond;
+	pthread_t job_thread;
+	bool job_started;
 };
 
 void mk_reply_fail(mkfs *fs, fuse_req_t req, const char *path, mk_err err,
@@ -304,11 +309,108 @@ static int64_t queue_due(mk_parking *lot)
 	return next;
 }
 
+/* ---- jobs ----------------------------------------------------------------- */
+
+/* Under lot->lock: take j out of the job queue. */
+static void jobs_remove(mk_parking *lot, mk_job *j)
+{
+	mk_job **pp = &lot->jobs, *prev = NULL;
+	while (*pp && *pp != j) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (*pp) {
+		*pp = j->next;
+		if (lot->jobs_tail == j)
+			lot->jobs_tail = prev;
+	}
+	j->enqueued = false;
+}
+
+/* libfuse's interrupt callback for a job (under the request's lock):
+ * one not yet started goes to the completion thread to be answered. */
+static void on_job_interrupt(fuse_req_t req, void *arg)
+{
+	(void)req;
+	mk_job *j = arg;
+	mk_parking *lot = j->lot;
+	pthread_mutex_lock(&lot->lock);
+	if (!j->started && !j->cancelled) {
+		if (!j->enqueued) {
+			j->early = true;     /* mk_park_job answers it */
+		} else {
+			jobs_remove(lot, j);
+			j->cancelled = true;
+			j->next = lot->cancels;
+			lot->cancels = j;
+			pthread_cond_signal(&lot->cond);
+		}
+	}
+	pthread_mutex_unlock(&lot->lock);
+}
+
+static void *job_main(void *arg)
+{
+	mk_parking *lot = arg;
+	pthread_mutex_lock(&lot->lock);
+	while (!lot->stopping) {
+		mk_job *j = lot->jobs;
+		if (!j) {
+			pthread_cond_wait(&lot->jobs_cond, &lot->lock);
+			continue;
+		}
+		jobs_remove(lot, j);
+		j->started = true;
+		pthread_mutex_unlock(&lot->lock);
+		fuse_req_interrupt_func(j->req, NULL, NULL);
+		j->run(j);
+		pthread_mutex_lock(&lot->lock);
+	}
+	pthread_mutex_unlock(&lot->lock);
+	return NULL;
+}
+
+void mk_park_job(mk_parking *lot, mk_job *j)
+{
+	j->lot = lot;
+	j->next = NULL;
+	j->enqueued = j->started = j->cancelled = j->early = false;
+	fuse_req_interrupt_func(j->req, on_job_interrupt, j);
+	pthread_mutex_lock(&lot->lock);
+	bool now = j->early || lot->stopping, inline_run = !now && !lot->job_started;
+	if (!now && !inline_run) {
+		j->enqueued = true;
+		if (lot->jobs_tail)
+			lot->jobs_tail->next = j;
+		else
+			lot->jobs = j;
+		lot->jobs_tail = j;
+		pthread_cond_signal(&lot->jobs_cond);
+	}
+	pthread_mutex_unlock(&lot->lock);
+	if (now || inline_run) {
+		fuse_req_interrupt_func(j->req, NULL, NULL);
+		if (now)
+			j->cancel(j);
+		else
+			j->run(j);    /* no command thread: as before, on the worker */
+	}
+}
+
 static void *completion_main(void *arg)
 {
 	mk_parking *lot = arg;
 	pthread_mutex_lock(&lot->lock);
 	while (!lot->stopping) {
+		if (lot->cancels) {
+			mk_job *j = lot->cancels;
+			lot->cancels = j->next;
+			pthread_mutex_unlock(&lot->lock);
+			fuse_req_interrupt_func(j->req, NULL, NULL);
+			j->cancel(j);
+			pthread_mutex_lock(&lot->lock);
+			continue;
+		}
 		int64_t next = queue_due(lot);
 		if (!lot->qhead) {
 			if (next) {
@@ -336,8 +438,10 @@ mk_parking *mk_parking_new(mkfs *fs, void (*drop)(mkfs *fs, mk_handle *h))
 	lot->drop = drop;
 	pthread_mutex_init(&lot->lock, NULL);
 	pthread_cond_init(&lot->cond, NULL);
+	pthread_cond_init(&lot->jobs_cond, NULL);
 	lot->all.prev = lot->all.next = &lot->all;
 	lot->started = pthread_create(&lot->thread, NULL, completion_main, lot) == 0;
+	lot->job_started = pthread_create(&lot->job_thread, NULL, job_main, lot) == 0;
 	return lot;
 }
 
@@ -348,10 +452,28 @@ void mk_parking_stop(mk_parking *lot)
 	pthread_mutex_lock(&lot->lock);
 	lot->stopping = true;
 	pthread_cond_signal(&lot->cond);
+	pthread_cond_signal(&lot->jobs_cond);
 	pthread_mutex_unlock(&lot->lock);
+	/* The cluster is shutting down: a job waiting in core ends now. */
+	if (lot->job_started)
+		pthread_join(lot->job_thread, NULL);
+	lot->job_started = false;
 	if (lot->started)
 		pthread_join(lot->thread, NULL);
 	lot->started = false;
+	for (;;) {
+		pthread_mutex_lock(&lot->lock);
+		mk_job *j = lot->cancels ? lot->cancels : lot->jobs;
+		if (j == lot->cancels && j)
+			lot->cancels = j->next;
+		else if (j)
+			jobs_remove(lot, j);
+		pthread_mutex_unlock(&lot->lock);
+		if (!j)
+			break;
+		fuse_req_interrupt_func(j->req, NULL, NULL);
+		j->cancel(j);
+	}
 	for (;;) {
 		pthread_mutex_lock(&lot->lock);
 		mk_parked *k = lot->all.next != &lot->all ? lot->all.next : NULL;
@@ -369,6 +491,7 @@ void mk_parking_free(mk_parking *lot)
 	mk_parking_stop(lot);
 	pthread_mutex_destroy(&lot->lock);
 	pthread_cond_destroy(&lot->cond);
+	pthread_cond_destroy(&lot->jobs_cond);
 	free(lot);
 }
 

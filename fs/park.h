@@ -21,6 +21,15 @@
  * is being killed (SIGKILL pending), which is answered at once so that it
  * does not stay in D state.
  *
+ * Commands that wait inside core (the group coordinator writes its
+ * records to __consumer_offsets with acks=all and acts once they are
+ * acknowledged: group control writes, mkdir and rmdir of a group) are
+ * jobs: the worker queues them (mk_park_job) and returns; one command
+ * thread runs them in order (the coordinator serialises its writes
+ * anyway) and replies. A job interrupted before it started is answered
+ * EINTR at once by the completion thread (nothing was appended); once
+ * started it runs to its end.
+ *
  * Locking: the lot's mutex is a leaf: watcher and interrupt callbacks take
  * it under a partition's or a request's lock; nothing is called with it
  * held. Order: request lock, then partition lock, then the lot's mutex.
@@ -64,6 +73,19 @@ void mk_parking_free(mk_parking *lot);
  */
 void mk_park(mk_parking *lot, fuse_req_t req, mk_handle *h, mk_park_op op,
 	     char *buf, size_t size, long long off, const mk_wait *wait);
+/* A command run off the FUSE workers (see above). The caller fills req,
+ * run and cancel; the rest is the lot's. */
+typedef struct mk_job mk_job;
+struct mk_job {
+	fuse_req_t req;
+	void (*run)(mk_job *j);      /* on the command thread: work, reply, free j */
+	void (*cancel)(mk_job *j);   /* never started: reply EINTR, free j */
+	mk_job *next;                /* the lot's, under its lock */
+	mk_parking *lot;
+	bool enqueued, started, cancelled, early;
+};
+void mk_park_job(mk_parking *lot, mk_job *j);
+
 /* Requests parked now (for tests and /errors-free introspection). */
 size_t mk_parking_count(mk_parking *lot);
 

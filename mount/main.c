@@ -114,7 +114,9 @@ static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
 		fuse_loop_cfg_destroy(cfg);
 	}
 	rc = 0;    /* unmounted, or stopped by a signal: both are graceful */
-	/* Answer what is still parked while the session can carry replies. */
+	/* Answer what is still parked while the session can carry replies;
+	 * the shutdown first ends a command waiting inside the cluster. */
+	mk_cluster_begin_shutdown(fs->cluster);
 	mk_parking_stop(fs->parking);
 out_unmount:
 	fuse_session_unmount(se);

@@ -17,20 +17,28 @@ mk_mount '[cluster]
 brokers = 1,2
 default.replication.factor = 2
 clock = manual
+[group]
+offsets.topic.replication.factor = 2
 [producer]
 request.timeout.ms = 1000'
-# min.insync.replicas 2 on the topics written here; the cluster's 1 lets
-# the group coordinator write __consumer_offsets before its follower
-# first fetched.
+# min.insync.replicas 2 on the topics written here.
 mk_ctl "create-topic load partitions=8 min.insync.replicas=2" || bail "create-topic load"
 mk_ctl "create-topic side" || bail "create-topic side"
 
 # 25 groups of four members, each member with two of load's partitions;
 # nothing to poll yet.
+# Every group change is an acks=all write to __consumer_offsets (rf 2):
+# each is run in the background and replicated until it returns.
+replicated() {
+	"$@" &
+	local p=$!
+	mk_wait_for 10 eval 'timeout 5 bash -c "echo replicate > $MNT/ctl"; mk_proc_gone '$p
+	wait $p
+}
 for g in $(seq 0 24); do
-	mk_mkdir "$MNT/groups/g$g" || bail "mkdir /groups/g$g"
+	replicated mk_mkdir "$MNT/groups/g$g" || bail "mkdir /groups/g$g"
 	for m in 0 1 2 3; do
-		mk_write "$MNT/groups/g$g/join" "m$m load" || bail "join g$g m$m"
+		replicated mk_write "$MNT/groups/g$g/join" "m$m load" || bail "join g$g m$m"
 	done
 done
 
@@ -54,6 +62,41 @@ if [ "$rc" != 0 ]; then
 	exit 1
 fi
 
+# ---- group commands wait for __consumer_offsets off the workers ------------------
+# The load's replicate put every follower of __consumer_offsets in the ISR:
+# a commit now waits for one. Twelve of them (more than libfuse's 10
+# workers) queue on the command thread; the mount keeps answering. (m0
+# of each group owns load/0 and load/4: round-robin over sorted members.)
+in_write() { local s; s=$(cat "/proc/$1/syscall" 2>/dev/null) && [ "${s%% *}" = 1 ]; }
+mk_ctl replicate || bail "replicate"
+cat >"$MK_TMP/commit.py" <<'PY'
+# One write(2) of a commit; exit status 0 when it succeeded.
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.write(fd, b"load/0 0\n")
+os.close(fd)
+PY
+cpids=()
+for i in $(seq 0 11); do
+	"$MK_PYTHON" -I "$MK_TMP/commit.py" "$MNT/groups/g$i/members/m0/commit" &
+	cpids+=($!)
+done
+alive() { local n=0 p; for p in "${cpids[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo $n; }
+all_in_write() { local p; for p in "${cpids[@]}"; do in_write "$p" || return 1; done; }
+mk_wait_for 20 all_in_write || { for p in "${cpids[@]}"; do note "$p $(cat /proc/$p/syscall 2>&1 | cut -c1-20)"; done; note "$(mk_read "$MNT/errors" | tail -5)"; note "$(cat $MNT/topics/__consumer_offsets/*/isr | tr "\n" " ")"; bail "the twelve commits did not all reach write(2)"; }
+pass "twelve commits wait inside write(2) for the follower"
+assert_ok "ls answers while they wait" timeout 5 ls "$MNT/topics/load"
+assert_ok "a value file answers while they wait" timeout 5 cat "$MNT/topics/load/0/hw"
+assert_ok "an acks=1 append answers while they wait" timeout 5 \
+	bash -c "echo side > '$MNT/topics/side/0/append:acks=1'"
+assert_eq "12" "$(alive)" "and the commits still wait"
+mk_wait_for 60 eval 'timeout 5 bash -c "echo replicate > $MNT/ctl"; [ "$(alive)" = 0 ]'
+assert_eq "0" "$(alive)" "every commit was answered as the follower fetched"
+bad=0
+for p in "${cpids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+assert_eq "0" "$bad" "and every commit succeeded"
+assert_eq "load 0 0" "$(mk_read "$MNT/groups/g11/offsets")" "g11 has its committed offset"
+
 # ---- a handled signal during an acks=all wait -----------------------------------
 mk_ctl "create-topic sig min.insync.replicas=2" || bail "create-topic sig"
 S=$MNT/topics/sig/0
@@ -73,7 +116,6 @@ except OSError as e:
 os.close(fd)
 print("handler ran %d" % len(hits))
 PY
-in_write() { local s; s=$(cat "/proc/$1/syscall" 2>/dev/null) && [ "${s%% *}" = 1 ]; }
 in_read() { local s; s=$(cat "/proc/$1/syscall" 2>/dev/null) && [ "${s%% *}" = 0 ]; }
 "$MK_PYTHON" -I "$MK_TMP/sigwrite.py" "$S/append:acks=all" >"$MK_TMP/sig.out" 2>&1 &
 W=$!

@@ -173,7 +173,7 @@ helper = subprocess.Popen([sys.executable, "-I", "-c", HELPER], stdin=subprocess
                           stdout=subprocess.PIPE, text=True, bufsize=1)
 
 
-def timed(what, op, path, reps=5):
+def timed(what, op, path, reps=5, limit=None):
     """Run op on path reps times in the helper, each bounded by 10 s."""
     times = []
     for _ in range(reps):
@@ -190,8 +190,9 @@ def timed(what, op, path, reps=5):
         times.append(float(line))
     times.sort()
     med = times[len(times) // 2]
-    report(med < LIMIT_MS, "%s answers in %.1f ms (median of %d; max %.1f ms; limit %d ms)"
-           % (what, med, reps, times[-1], LIMIT_MS))
+    limit = limit or LIMIT_MS
+    report(med < limit, "%s answers in %.1f ms (median of %d; max %.1f ms; limit %d ms)"
+           % (what, med, reps, times[-1], limit))
     return times
 
 
@@ -259,7 +260,10 @@ timed("cat state", "cat", part(1) + "/state")
 timed("append:acks=1 to another topic", "put", "%s/topics/%s/0/append:acks=1" % (mnt, other))
 report(not any(w.done.is_set() for w in parked),
        "the parked requests are still parked after those operations")
-timed("/ctl replicate", "replicate", mnt + "/ctl", reps=1)
+# The replicate is the event itself: it runs a fetch round of every
+# partition (the followers' appends and their disk writes) and wakes the
+# parked requests, so it is allowed five times the others' bound.
+timed("/ctl replicate", "replicate", mnt + "/ctl", reps=1, limit=5 * LIMIT_MS)
 ok = poll(30, lambda: all(w.done.is_set() for w in writers + twriters))
 report(ok, "every acks=all writer was answered after the replicate")
 errs = [w.error for w in writers + twriters if w.error]
