@@ -4,7 +4,7 @@
 #   build-asan/   the same suites under AddressSanitizer + UBSan
 #   build-tsan/   ThreadSanitizer: the unit tests and the concurrent mount
 #                 tests (parked requests, follow, replication, producers,
-#                 limits)
+#                 limits, groups)
 #   build-fuzz/   clang + libFuzzer targets, each for a bounded time
 # and the unit tests once more under valgrind. Prints "N passed, N failed".
 set -uo pipefail
@@ -61,7 +61,7 @@ fi
 if build build-tsan -Db_sanitize=thread -Db_lundef=false; then
 	export TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1
 	suite tsan-unit build-tsan --suite unit
-	suite tsan-fs build-tsan fs-serving fs-follow fs-replication fs-topic_append fs-producer fs-limits
+	suite tsan-fs build-tsan fs-serving fs-follow fs-replication fs-topic_append fs-producer fs-limits fs-groups
 	unset TSAN_OPTIONS
 else
 	echo "thread sanitizer build failed"; failed=$((failed + 1)); failures+=(build-tsan)
