@@ -566,11 +566,6 @@ static void keep_tail(mk_handle *h, const char *buf, size_t len, size_t used,
 }
 
 /*
- * Parse buf (after any carried line) and hand its records to the
- * producer (step 3); a write the producer took moves the carried line on,
- * a refused one changes nothing.
- */
-/*
  * Acknowledgements the producer still owes, looked at once without
  * waiting (see mk_producer_check): pending fills wait with `kind`; the
  * first error is returned once none are owed. Under h->lock.
@@ -612,6 +607,11 @@ static mk_err take_held(mk_handle *h, mk_err err, mk_strbuf *why)
 	return held;
 }
 
+/*
+ * Parse buf (after any carried line) and hand its records to the
+ * producer (step 3); a write the producer took moves the carried line on,
+ * a refused one changes nothing.
+ */
 static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 			   bool final, const mk_waiter *w, mk_wait *wait,
 			   mk_strbuf *why)
