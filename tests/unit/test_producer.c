@@ -33,6 +33,7 @@
 #include "producer.h"
 #include "producer_state.h"
 #include "replica.h"
+#include "testlib.h"
 
 /* ======================================================================= */
 /* producer state                                                          */
@@ -549,14 +550,9 @@ typedef struct {
 static int setup(void **state)
 {
 	fixture *f = calloc(1, sizeof(*f));
-	strcpy(f->root, "/tmp/mk-test-producer-XXXXXX");
-	if (!mkdtemp(f->root)) {
-		free(f);
-		return -1;
-	}
+	tl_tmpdir(f->root, sizeof(f->root), "producer");
 	snprintf(f->dir, sizeof(f->dir), "%s/data", f->root);
-	mk_config_defaults(&f->cfg);
-	f->cfg.manual_clock = 1;
+	tl_config(&f->cfg, 1);
 	*state = f;
 	return 0;
 }
@@ -575,27 +571,21 @@ static int teardown(void **state)
 {
 	fixture *f = *state;
 	close_cluster(f);
-	mk_remove_tree(f->root);
+	tl_rmtree(f->root);
 	free(f);
 	return 0;
 }
 
+/* Defaults, brokers 1..n, the manual clock. */
 static void brokers(fixture *f, int n)
 {
-	f->cfg.nbrokers = n;
-	for (int i = 0; i < n; i++)
-		f->cfg.broker_ids[i] = i + 1;
+	tl_config(&f->cfg, n);
 }
 
 static void open_cluster(fixture *f)
 {
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_cluster_open(f->dir, &f->cfg, &f->c, &why);
-	if (err)
-		print_error("open: %s: %s\n", mk_err_name(err), why.buf);
-	assert_int_equal(err, MK_OK);
+	f->c = tl_cluster_open(f->dir, &f->cfg);
 	f->ps = mk_producers_new(f->c);
-	mk_strbuf_release(&why);
 }
 
 static void use_topic(fixture *f, const char *name)
@@ -607,12 +597,7 @@ static void use_topic(fixture *f, const char *name)
 
 static void create(fixture *f, const char *name, int partitions, int rf)
 {
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_cluster_create_topic(f->c, name, partitions, rf, NULL, 0, &why);
-	if (err)
-		print_error("create: %s: %s\n", mk_err_name(err), why.buf);
-	assert_int_equal(err, MK_OK);
-	mk_strbuf_release(&why);
+	tl_create_topic(f->c, name, partitions, rf, NULL, NULL);
 	use_topic(f, name);
 }
 
