@@ -1117,6 +1117,12 @@ size_t mk_log_segment_count(const mk_log *log)
 	return log->nsegs;
 }
 
+void mk_log_write_index_pending(mk_log *log)
+{
+	if (log->nsegs)
+		mk_segment_write_index_pending(active(log), NULL);
+}
+
 void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info)
 {
 	assert(i < log->nsegs);
@@ -1796,6 +1802,7 @@ mk_err mk_log_index_rows(mk_log *log, int64_t segment, bool time,
 		mk_err err = load_indexes(log, i);
 		if (err)
 			return err;
+		mk_log_write_index_pending(log);
 		size_t count = mk_segment_index_count(s, time);
 		*out = mk_xcalloc(count ? count : 1, sizeof(**out));
 		for (size_t k = 0; k < count; k++)

@@ -740,10 +740,21 @@ mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why)
 	return err;
 }
 
+mk_err mk_segment_write_index_pending(mk_segment *s, mk_strbuf *why)
+{
+	if (mk_index_write_pending(&s->index))
+		return io_error(why, s->index_path, "write failed");
+	if (mk_timeindex_write_pending(&s->tindex))
+		return io_error(why, s->time_path, "write failed");
+	return MK_OK;
+}
+
 mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why)
 {
 	assert(s->active && s->indexes_loaded);
 	mk_err err = final_time_entry(s, s->max_ts, s->last_base, true, why);
+	if (!err)
+		err = mk_segment_write_index_pending(s, why);
 	if (!err)
 		s->active = false;
 	return err;
