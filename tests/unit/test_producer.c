@@ -502,6 +502,13 @@ static void test_partitioner(void **state)
 		assert_int_equal(mk_partition_for_key(mk_bytes_of(key, n), 1000003),
 				 (int)(z % 1000003u));
 	}
+	/* Keys starting at any byte (the table takes four bytes a step). */
+	for (size_t at = 1; at < 4; at++)
+		for (size_t n = 0; n <= 70; n++) {
+			uLong z = crc32(crc32(0L, Z_NULL, 0), key + at, (uInt)n);
+			assert_int_equal(mk_partition_for_key(mk_bytes_of(key + at, n), 1000003),
+					 (int)(z % 1000003u));
+		}
 
 	/* Stable and spread: 1000 keys over 4 partitions, each > 10%. */
 	int hist[4] = { 0 };
