@@ -829,7 +829,13 @@ static mk_err open_read_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
 	}
 	if (o->missing)
 		return MK_OK;
-	return ckpt_parse(log->ckpt_path, o->text.buf, &o->ck, why);
+	/* The parse cuts its text into lines: o->text stays as read, for
+	 * open_write_checkpoint to compare (an unchanged checkpoint is not
+	 * rewritten, and a mount then costs no checkpoint fsync). */
+	char *copy = mk_xstrdup(o->text.buf);
+	mk_err err = ckpt_parse(log->ckpt_path, copy, &o->ck, why);
+	free(copy);
+	return err;
 }
 
 /* Every durable segment the checkpoint lists is there: a missing one is
