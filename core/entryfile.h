@@ -67,6 +67,11 @@ static inline bool mk_entries_attached(const mk_entry_file *f)
 {
 	return f->fd >= 0;
 }
+/* Appended entries not yet written to the file. */
+static inline size_t mk_entries_pending(const mk_entry_file *f)
+{
+	return f->n - f->written;
+}
 static inline const void *mk_entries_at(const mk_entry_file *f, size_t i)
 {
 	return f->e + i * f->kind->mem_size;
@@ -107,6 +112,12 @@ mk_err mk_entries_sync(mk_entry_file *f);
 void mk_entries_crash(mk_entry_file *f);
 /* Close the file, keeping the entries; mk_entries_open() re-attaches. */
 void mk_entries_detach(mk_entry_file *f);
+/* Close the descriptor only, whatever was written since the last sync
+ * (the descriptor cache's eviction, fdcache.h): pending entries are
+ * written first; the data stays in the page cache and dirty stays set, so
+ * the next sync, through a descriptor opened again by mk_entries_open(),
+ * still makes it durable. */
+void mk_entries_evict(mk_entry_file *f);
 /* Close the file and free the entries, pending ones included (written
  * only by the calls above); the kind is kept. */
 void mk_entries_close(mk_entry_file *f);
