@@ -65,16 +65,16 @@ mk_err mk_entries_append(mk_entry_file *f, const void *e)
 	assert(f->fd >= 0);
 	mk_entries_push(f, e);
 	f->dirty = true;
-	if ((f->n - f->written) * f->kind->disk_size < MK_ENTRIES_PENDING_BYTES)
+	if (mk_entries_pending(f) * f->kind->disk_size < MK_ENTRIES_PENDING_BYTES)
 		return MK_OK;
 	return mk_entries_write_pending(f);
 }
 
 mk_err mk_entries_write_pending(mk_entry_file *f)
 {
-	if (f->fd < 0 || f->written >= f->n)
+	size_t w = f->kind->disk_size, k = mk_entries_pending(f);
+	if (f->fd < 0 || !k)
 		return MK_OK;
-	size_t w = f->kind->disk_size, k = f->n - f->written;
 	uint8_t stack[MK_ENTRIES_PENDING_BYTES + 64];
 	uint8_t *b = k * w <= sizeof(stack) ? stack : mk_xmalloc(k * w);
 	for (size_t i = 0; i < k; i++)

@@ -900,8 +900,8 @@ static mk_err write_index_pending(mk_segment *s, mk_strbuf *why)
 
 mk_err mk_segment_write_index_pending(mk_segment *s, mk_strbuf *why)
 {
-	if (!mk_entries_pending(&s->index.f) && !mk_entries_pending(&s->tindex.f))
-		return MK_OK;
+	/* Pinned first: an eviction (another thread, under the cache lock)
+	 * writes pending entries too. */
 	mk_err err = seg_use(s, true, why);
 	if (err)
 		return err;
