@@ -1306,7 +1306,7 @@ mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
 	if (!err) {
 		pthread_mutex_lock(&g->lock);
 		grp = find_group(g, group, NULL);
-		m = grp ? find_member(grp, member, NULL) : NULL;
+		m = grp && member ? find_member(grp, member, NULL) : NULL;
 		for (size_t i = 0; grp && i < ntodo; i++)
 			set_commit(grp, todo[i].topic, todo[i].partition, todo[i].offset);
 		if (m)

@@ -450,6 +450,7 @@ static mk_err open_append(mkfs *fs, mk_handle *h, bool readable, mk_strbuf *why)
 		.producer = h->ap.producer,
 		.seq = h->ap.seq,
 		.txn = h->ap.txn,
+		.txns = fs->txns,
 		.keep_receipts = readable,
 	};
 	return mk_producer_open(fs->producers, h->ref.topic,

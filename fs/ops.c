@@ -55,6 +55,8 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	mk_cluster_start(fs->cluster);   /* after daemonizing: threads survive */
 	if (fs->groups)
 		mk_groups_start(fs->groups);
+	if (fs->txns)
+		mk_txns_start(fs->txns);
 	return fs;
 }
 

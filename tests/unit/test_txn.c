@@ -378,6 +378,9 @@ static void test_offsets(void **state)
 	fixture *f = *state;
 	mk_strbuf why = MK_STRBUF_INIT;
 	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
+	/* A member, whose commits are not the transaction's. */
+	const char *topics[] = { "t" };
+	assert_int_equal(mk_group_join(f->g, "g", "m1", topics, 1, NULL), MK_OK);
 	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
 	mk_producer *p = txn_producer(f, "tx", 0);
 	assert_int_equal(send(p, "a", NULL), MK_OK);
