@@ -235,6 +235,7 @@ static void rebuild_pstate(mk_partition *p, int i)
 		mk_pstate_reset(&r->pstate);
 	if (r->pstate.covered_to < start)
 		r->pstate.covered_to = start;
+	mk_pstate_trim(&r->pstate, start);
 	pstate_catch_up(r);
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&buf);
@@ -1363,6 +1364,9 @@ mk_err mk_partition_retention(mk_partition *p)
 				replica_failed(p, i, "retention");
 				if (!first)
 					first = err;
+			} else {
+				/* aborted transactions wholly deleted */
+				mk_pstate_trim(&r->pstate, mk_log_start_offset(r->log));
 			}
 		}
 		changed(p);
@@ -1383,6 +1387,7 @@ mk_err mk_partition_compact(mk_partition *p, mk_strbuf *why)
 	mk_clean_params cp = clean_params(p);
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
+		cp.aborted = &r->pstate.aborted;   /* aborted data goes */
 		if (r->log && mk_cleaner_plan(r->log, &cp, &plans[i], why))
 			plans[i] = NULL;
 	}

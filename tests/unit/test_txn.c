@@ -423,6 +423,84 @@ static void test_timeout(void **state)
 	mk_strbuf_release(&why);
 }
 
+/* A keyed record to partition 0 of topic, in transaction id (or none). */
+static void send_kv(fixture *f, const char *topic, const char *id,
+		    const char *k, const char *v)
+{
+	mk_topic *t = mk_cluster_topic(f->c, topic);
+	mk_producer_opts o = { .acks = MK_PRODUCER_ACKS_DEFAULT, .seq = -1,
+			       .txn = id, .txns = f->t };
+	mk_producer *p = NULL;
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(mk_producer_open(f->ps, t, 0, &o, &p, &why), MK_OK);
+	mk_record_in r = { mk_bytes_of(k, strlen(k)), mk_bytes_of(v, strlen(v)), NULL, 0 };
+	size_t taken;
+	assert_int_equal(mk_producer_send(p, &r, 1, NULL, &taken, &why), MK_OK);
+	assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+	mk_strbuf_release(&why);
+	mk_topic_put(t);
+}
+
+/* The values of partition 0 of topic, everything stored (uncommitted). */
+static void stored_values(fixture *f, const char *topic, mk_strbuf *out)
+{
+	mk_topic *t = mk_cluster_topic(f->c, topic);
+	mk_partition *p = mk_topic_partition(t, 0);
+	mk_strbuf buf = MK_STRBUF_INIT;
+	int64_t visible;
+	mk_strbuf_reset(out);
+	assert_int_equal(mk_partition_fetch(p, 0, 1 << 20, &buf, &visible, NULL), MK_OK);
+	size_t pos = 0;
+	mk_batch_view b;
+	while (pos < buf.len &&
+	       !mk_frame_decode_header((const uint8_t *)buf.buf + pos, buf.len - pos,
+				       0, false, &b, NULL)) {
+		pos += b.frame_len;
+		mk_record_iter it;
+		mk_record_view rec;
+		mk_record_iter_init(&it, &b);
+		while (mk_record_next(&it, &rec))
+			mk_strbuf_addf(out, "%s ", mk_batch_is_control(&b) ? "|" :
+				       (rec.value.len == 2 && !memcmp(rec.value.ptr, "v1", 2)) ? "v1" :
+				       (rec.value.len == 2 && !memcmp(rec.value.ptr, "v2", 2)) ? "v2" : "z");
+	}
+	mk_strbuf_release(&buf);
+	mk_topic_put(t);
+}
+
+/* Compaction discards aborted records (they never replace a committed
+ * value) and keeps the markers; an open transaction holds the cleaning
+ * point at the LSO. */
+static void test_compaction(void **state)
+{
+	fixture *f = *state;
+	tl_create_topic(f->c, "c", 1, 1, "cleanup.policy=compact", "segment.bytes=64");
+	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	send_kv(f, "c", NULL, "k", "v1");
+	send_kv(f, "c", "tx", "k", "v2");
+	assert_int_equal(mk_txn_end(f->t, "tx", false, NULL), MK_OK);
+	send_kv(f, "c", NULL, "z", "z1");
+	send_kv(f, "c", NULL, "z", "z2");
+	mk_strbuf v = MK_STRBUF_INIT;
+	stored_values(f, "c", &v);
+	assert_string_equal(v.buf, "v1 v2 | z z ");
+	mk_topic *t = mk_cluster_topic(f->c, "c");
+	mk_partition *p = mk_topic_partition(t, 0);
+	assert_int_equal(mk_partition_compact(p, NULL), MK_OK);
+	stored_values(f, "c", &v);
+	assert_string_equal(v.buf, "v1 | z z ");  /* v2 aborted: gone, v1 stays (z2 is in the active segment) */
+
+	/* An open transaction: nothing at or past its first offset is cleaned. */
+	send_kv(f, "c", "tx", "k", "v2");         /* open, offset 5 */
+	send_kv(f, "c", NULL, "z", "z3");
+	send_kv(f, "c", NULL, "z", "z4");
+	assert_int_equal(mk_partition_compact(p, NULL), MK_OK);
+	stored_values(f, "c", &v);
+	assert_string_equal(v.buf, "v1 | z v2 z z ");
+	mk_strbuf_release(&v);
+	mk_topic_put(t);
+}
+
 /* ---- recovery ------------------------------------------------------------- */
 
 /* Two partitions and offsets in a transaction tx, then commit (or abort)
@@ -568,6 +646,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fencing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offsets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_compaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_after_prepare, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_after_first_marker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_after_markers_abort, setup, teardown),
