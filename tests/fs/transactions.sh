@@ -219,3 +219,20 @@ assert_ne "$(mk_read "$P0/hw")" "$(mk_read "$P0/lso")" "  ... and the LSO still 
 mk_write "$T/tx/abort" "1" >/dev/null
 assert_eq "" "$(mk_read "$P0/records:committed" | grep unended)" "  ... then aborted, hidden"
 mk_unmount
+
+# ---- the background tick in auto mode -------------------------------------------
+# System clock, mode = auto: an open transaction older than
+# transaction.timeout.ms is aborted without any command (awaited by polling).
+mk_mount '[replication]
+mode = auto
+[producer]
+transaction.timeout.ms = 200'
+epoch=$(mk_read "$T/tx/epoch")
+mk_write_e "$P0/append:txn=tx" 'forgotten\n' >/dev/null
+assert_eq "Ongoing" "$(mk_read "$T/tx/state")" "auto mode: a transaction begins"
+tick_aborted() { [ "$(mk_read "$T/tx/state")" = CompleteAbort ]; }
+assert_true "auto mode: the background tick aborts it after transaction.timeout.ms" \
+	mk_wait_for 20 tick_aborted
+assert_eq "$((epoch + 1))" "$(mk_read "$T/tx/epoch")" "  ... bumping the epoch"
+assert_eq "$(mk_read "$P0/hw")" "$(mk_read "$P0/lso")" "  ... and releasing the LSO"
+mk_unmount
