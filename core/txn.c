@@ -51,6 +51,7 @@ struct mk_txns {
 	size_t n;
 	int64_t next_pid;
 	bool have_topic;
+	_Atomic bool loaded;     /* the log was read (and prepared ones finished) */
 
 	pthread_t ticker;
 	bool ticker_started;
@@ -425,6 +426,7 @@ static void load_record(mk_txns *t, const mk_record_view *rec)
 		entry_free(n);
 		return;
 	}
+	pthread_mutex_lock(&t->lock);
 	tx_entry *e = find(t, id, NULL);
 	if (e) {
 		entry_take(e, n);
@@ -433,10 +435,10 @@ static void load_record(mk_txns *t, const mk_record_view *rec)
 	} else {
 		insert(t, n);
 	}
+	pthread_mutex_unlock(&t->lock);
 }
 
-/* Read the transaction log to its HW. Under write_lock, before anyone
- * else can see t. */
+/* Read the transaction log to its HW. Under write_lock. */
 static mk_err load(mk_txns *t)
 {
 	mk_topic *tp = mk_cluster_topic(t->c, MK_TXN_TOPIC);
@@ -651,9 +653,72 @@ static mk_err end_locked(mk_txns *t, tx_entry *e, bool commit, int16_t epoch,
 
 /* ---- open / close / tick -------------------------------------------------------- */
 
+/*
+ * Read the log once (and again after a failed try), then finish every
+ * prepared transaction: all its markers (and offsets) and its Complete
+ * record. One that cannot be finished now (a partition without a leader)
+ * stays prepared, in /errors. Without a leader for the log itself the
+ * coordinator waits: every change is LEADER_NOT_AVAILABLE until a later
+ * call reads it. Under write_lock.
+ */
+static mk_err ensure_loaded(mk_txns *t, mk_strbuf *why)
+{
+	if (t->loaded)
+		return MK_OK;
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n; i++)
+		entry_free(t->v[i]);
+	t->n = 0;
+	t->next_pid = MK_TXN_PID_BASE;
+	pthread_mutex_unlock(&t->lock);
+	mk_err err = load(t);
+	if (err) {
+		if (why)
+			mk_strbuf_addstr(why, "the transaction log " MK_TXN_TOPIC
+					 " cannot be read now (no leader)");
+		return err;
+	}
+	t->loaded = true;
+	for (size_t i = 0; i < t->n; i++) {
+		tx_entry *e = t->v[i];
+		if (!is_prepared(e->state))
+			continue;
+		mk_strbuf w = MK_STRBUF_INIT;
+		mk_err e2 = complete(t, e, &w);
+		if (e2)
+			mk_errlog_add(&t->c->errlog, mk_wall_ms(), NULL, e2,
+				      "transaction %s stays %s after recovery: %s", e->id,
+				      state_names[e->state], w.buf);
+		mk_strbuf_release(&w);
+	}
+	return MK_OK;
+}
+
+/* Readers: load if nobody is changing anything (never wait). */
+static void try_load(mk_txns *t)
+{
+	if (t->loaded)      /* set once, under write_lock; a stale false only tries */
+		return;
+	if (pthread_mutex_trylock(&t->write_lock) == 0) {
+		ensure_loaded(t, NULL);
+		pthread_mutex_unlock(&t->write_lock);
+	}
+}
+
+/* Take write_lock with the log read; on failure nothing is held. */
+static mk_err lock_loaded(mk_txns *t, mk_strbuf *why)
+{
+	pthread_mutex_lock(&t->write_lock);
+	mk_err err = ensure_loaded(t, why);
+	if (err)
+		pthread_mutex_unlock(&t->write_lock);
+	return err;
+}
+
 mk_err mk_txns_open(mk_cluster *c, mk_groups *groups, mk_txns **out,
 		    mk_strbuf *why)
 {
+	(void)why;
 	mk_txns *t = mk_xcalloc(1, sizeof(*t));
 	t->c = c;
 	t->groups = groups;
@@ -662,29 +727,13 @@ mk_err mk_txns_open(mk_cluster *c, mk_groups *groups, mk_txns **out,
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->changed, NULL);
 	pthread_mutex_lock(&t->write_lock);
-	mk_err err = load(t);
-	/* Mount recovery: a prepared transaction gets all its markers (and
-	 * offsets) and its Complete record. One that cannot be finished now
-	 * (a partition without a leader) stays prepared, in /errors. */
-	for (size_t i = 0; !err && i < t->n; i++) {
-		tx_entry *e = t->v[i];
-		if (!is_prepared(e->state))
-			continue;
-		mk_strbuf w = MK_STRBUF_INIT;
-		mk_err e2 = complete(t, e, &w);
-		if (e2)
-			mk_errlog_add(&c->errlog, mk_wall_ms(), NULL, e2,
-				      "transaction %s stays %s at mount: %s", e->id,
-				      state_names[e->state], w.buf);
-		mk_strbuf_release(&w);
-	}
+	mk_strbuf w = MK_STRBUF_INIT;
+	mk_err err = ensure_loaded(t, &w);
+	if (err)
+		mk_errlog_add(&c->errlog, mk_wall_ms(), NULL, err,
+			      "transaction coordinator: %s; transactions wait for it", w.buf);
+	mk_strbuf_release(&w);
 	pthread_mutex_unlock(&t->write_lock);
-	if (err) {
-		if (why)
-			mk_strbuf_addstr(why, "cannot read " MK_TXN_TOPIC);
-		mk_txns_close(t);
-		return err;
-	}
 	*out = t;
 	return MK_OK;
 }
@@ -756,7 +805,9 @@ mk_err mk_txn_create(mk_txns *t, const char *id, mk_strbuf *why)
 			mk_strbuf_addf(why, "bad transactional id '%s': 1 to 249 of [A-Za-z0-9._-]", id);
 		return MK_INVALID_REQUEST;
 	}
-	pthread_mutex_lock(&t->write_lock);
+	mk_err lerr = lock_loaded(t, why);
+	if (lerr)
+		return lerr;
 	pthread_mutex_lock(&t->lock);
 	tx_entry *e = find(t, id, NULL);
 	mk_err err = MK_OK;
@@ -799,7 +850,9 @@ mk_err mk_txn_create(mk_txns *t, const char *id, mk_strbuf *why)
 
 mk_err mk_txn_delete(mk_txns *t, const char *id, mk_strbuf *why)
 {
-	pthread_mutex_lock(&t->write_lock);
+	mk_err lerr = lock_loaded(t, why);
+	if (lerr)
+		return lerr;
 	pthread_mutex_lock(&t->lock);
 	tx_entry *e = find_live(t, id);
 	mk_err err = MK_OK;
@@ -825,6 +878,7 @@ mk_err mk_txn_delete(mk_txns *t, const char *id, mk_strbuf *why)
 
 bool mk_txn_exists(mk_txns *t, const char *id)
 {
+	try_load(t);
 	pthread_mutex_lock(&t->lock);
 	bool ok = find_live(t, id) != NULL;
 	pthread_mutex_unlock(&t->lock);
@@ -833,6 +887,7 @@ bool mk_txn_exists(mk_txns *t, const char *id)
 
 size_t mk_txn_names(mk_txns *t, char ***names)
 {
+	try_load(t);
 	pthread_mutex_lock(&t->lock);
 	*names = mk_xcalloc(t->n ? t->n : 1, sizeof(**names));
 	size_t k = 0;
@@ -847,7 +902,9 @@ size_t mk_txn_names(mk_txns *t, char ***names)
 
 mk_err mk_txn_init(mk_txns *t, const char *id, mk_strbuf *why)
 {
-	pthread_mutex_lock(&t->write_lock);
+	mk_err lerr = lock_loaded(t, why);
+	if (lerr)
+		return lerr;
 	pthread_mutex_lock(&t->lock);
 	tx_entry *e = find_live(t, id);
 	pthread_mutex_unlock(&t->lock);
@@ -867,7 +924,9 @@ mk_err mk_txn_init(mk_txns *t, const char *id, mk_strbuf *why)
 
 mk_err mk_txn_end(mk_txns *t, const char *id, bool commit, mk_strbuf *why)
 {
-	pthread_mutex_lock(&t->write_lock);
+	mk_err lerr = lock_loaded(t, why);
+	if (lerr)
+		return lerr;
 	pthread_mutex_lock(&t->lock);
 	tx_entry *e = find_live(t, id);
 	pthread_mutex_unlock(&t->lock);
@@ -922,7 +981,9 @@ mk_err mk_txn_stage_offsets(mk_txns *t, const char *id,
 			return MK_OFFSET_OUT_OF_RANGE;
 		}
 	}
-	pthread_mutex_lock(&t->write_lock);
+	mk_err lerr = lock_loaded(t, why);
+	if (lerr)
+		return lerr;
 	pthread_mutex_lock(&t->lock);
 	tx_entry *e = find_live(t, id);
 	mk_err err = e ? not_prepared(e, why) : no_such(id, why);
@@ -943,7 +1004,11 @@ mk_err mk_txns_expire(mk_txns *t, int *aborted, mk_strbuf *why)
 {
 	int count = 0;
 	mk_err first = MK_OK;
-	pthread_mutex_lock(&t->write_lock);
+	if (aborted)
+		*aborted = 0;
+	mk_err lerr = lock_loaded(t, why);
+	if (lerr)
+		return lerr;
 	int64_t now = now_ms(t), timeout = t->c->cfg.transaction_timeout_ms;
 	for (size_t i = 0; i < t->n; i++) {
 		pthread_mutex_lock(&t->lock);
@@ -980,6 +1045,7 @@ mk_err mk_txn_describe(mk_txns *t, const char *id, mk_txn_info *out,
 		       mk_strbuf *why)
 {
 	memset(out, 0, sizeof(*out));
+	try_load(t);
 	pthread_mutex_lock(&t->lock);
 	tx_entry *e = find_live(t, id);
 	if (!e) {
@@ -1026,6 +1092,7 @@ void mk_txn_info_free(mk_txn_info *info)
 mk_err mk_txn_producer(mk_txns *t, const char *id, int64_t *pid,
 		       int16_t *epoch, mk_strbuf *why)
 {
+	try_load(t);
 	pthread_mutex_lock(&t->lock);
 	tx_entry *e = find_live(t, id);
 	if (e) {
@@ -1067,7 +1134,9 @@ mk_err mk_txn_begin_write(mk_txns *t, const char *id, int64_t pid,
 			  int16_t epoch, const char *topic, int part,
 			  mk_strbuf *why)
 {
-	pthread_mutex_lock(&t->write_lock);
+	mk_err lerr = lock_loaded(t, why);
+	if (lerr)
+		return lerr;
 	pthread_mutex_lock(&t->lock);
 	tx_entry *e = find_live(t, id);
 	mk_err err = check_locked(e, id, pid, epoch, why);

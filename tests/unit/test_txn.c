@@ -637,6 +637,34 @@ static void test_remount(void **state)
 	assert_int_equal(pid2, pid + 1);
 }
 
+/* The transaction log without a leader at open: the daemon still opens,
+ * changes wait (LEADER_NOT_AVAILABLE), and the first call after the
+ * broker is back reads the log. */
+static void test_log_unavailable(void **state)
+{
+	fixture *f = *state;
+	close_all(f);
+	tl_config(&f->cfg, 2);
+	open_all(f);
+	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	mk_topic *t = mk_cluster_topic(f->c, MK_TXN_TOPIC);
+	mk_partition_info pi;
+	mk_partition_info_get(mk_topic_partition(t, 0), &pi);
+	mk_topic_put(t);
+	int leader = pi.leader;
+	assert_true(leader == 1 || leader == 2);
+	/* (a broker crash loses what was not flushed) */
+	assert_int_equal(mk_cluster_flush(f->c, NULL), MK_OK);
+	assert_int_equal(mk_cluster_broker_crash(f->c, leader, false, NULL), MK_OK);
+	close_all(f);
+	open_all(f);
+	assert_false(mk_txn_exists(f->t, "tx"));
+	assert_int_equal(mk_txn_create(f->t, "other", NULL), MK_LEADER_NOT_AVAILABLE);
+	assert_int_equal(mk_cluster_broker_restart(f->c, leader, NULL), MK_OK);
+	assert_true(mk_txn_exists(f->t, "tx"));
+	assert_int_equal(mk_txn_create(f->t, "other", NULL), MK_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -654,6 +682,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_crash_after_complete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_ongoing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remount, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_log_unavailable, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
