@@ -665,6 +665,54 @@ static void test_log_unavailable(void **state)
 	assert_int_equal(mk_txn_create(f->t, "other", NULL), MK_OK);
 }
 
+/* Followers track transactions too: a promoted follower holds the LSO
+ * of the open transaction and takes its marker. */
+static void test_promotion(void **state)
+{
+	fixture *f = *state;
+	close_all(f);
+	tl_config(&f->cfg, 2);
+	f->cfg.auto_replication = 1;       /* followers fetch: acks=all returns */
+	open_all(f);
+	mk_cluster_start(f->c);
+	tl_create_topic(f->c, "r", 1, 2, NULL, NULL);
+	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	mk_topic *t = mk_cluster_topic(f->c, "r");
+	mk_partition *p = mk_topic_partition(t, 0);
+	mk_producer_opts o = { .acks = MK_PRODUCER_ACKS_DEFAULT, .seq = -1,
+			       .txn = "tx", .txns = f->t };
+	mk_producer *pr = NULL;
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(mk_producer_open(f->ps, t, 0, &o, &pr, &why), MK_OK);
+	assert_int_equal(send(pr, "a", "b"), MK_OK);
+	mk_partition_info pi;
+	mk_partition_info_get(p, &pi);
+	assert_int_equal(pi.lso, 0);
+	assert_int_equal(pi.hw, 2);
+	int other = pi.leader == 1 ? 2 : 1;
+	assert_int_equal(mk_cluster_promote(f->c, other, "r", 0, false, &why), MK_OK);
+	mk_partition_info_get(p, &pi);
+	assert_int_equal(pi.leader, other);
+	assert_int_equal(pi.lso, 0);              /* the new leader knows it is open */
+	assert_int_equal(mk_txn_end(f->t, "tx", false, &why), MK_OK);
+	mk_partition_info_get(p, &pi);
+	assert_int_equal(pi.lso, pi.hw);
+	assert_int_equal(pi.hw, 3);
+	mk_aborted_list ab;
+	mk_aborted_init(&ab);
+	mk_strbuf buf = MK_STRBUF_INIT;
+	int64_t visible;
+	assert_int_equal(mk_partition_fetch_isolated(p, 0, 1 << 20, &ab, &buf, &visible, NULL), MK_OK);
+	assert_int_equal(ab.n, 1);                /* the abort is indexed on the new leader */
+	assert_int_equal(ab.v[0].first, 0);
+	assert_int_equal(ab.v[0].last, 2);
+	mk_aborted_free(&ab);
+	mk_strbuf_release(&buf);
+	mk_producer_close(pr, NULL, &why);
+	mk_strbuf_release(&why);
+	mk_topic_put(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -683,6 +731,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_crash_ongoing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remount, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_unavailable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_promotion, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
