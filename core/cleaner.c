@@ -237,6 +237,8 @@ static void map_free(keymap *m)
 
 struct mk_clean_plan {
 	char *dir;
+	struct mk_fdcache *fdcache;  /* the log's: the build's descriptors
+				      * count against the same bound */
 	mk_strbuf staging;
 	mk_clean_params cp;
 	size_t n;               /* segments 0..n-1 of the log */
@@ -296,6 +298,7 @@ mk_err mk_cleaner_plan(mk_log *log, const mk_clean_params *cp,
 		return MK_OK;
 	mk_clean_plan *p = mk_xcalloc(1, sizeof(*p));
 	p->dir = mk_xstrdup(mk_log_dir(log));
+	p->fdcache = mk_log_fdcache(log);
 	p->cp = *cp;
 	p->n = n;
 	p->bases = mk_xmalloc(n * sizeof(*p->bases));
@@ -427,7 +430,8 @@ static mk_err scan_source(mk_clean_plan *p, size_t i, mk_segment_batch_fn fn,
 			  build_ctx *c, mk_strbuf *why)
 {
 	mk_segment *s;
-	mk_err err = mk_segment_open_closed(p->dir, p->bases[i], &s, why);
+	mk_err err = mk_segment_open_closed(p->dir, p->bases[i], p->fdcache,
+					    &s, why);
 	if (err)
 		return err;
 	/* The file may have grown under a recovery since: the size planned. */
@@ -475,7 +479,8 @@ mk_err mk_cleaner_build(mk_clean_plan *p, mk_clean_stats *st, mk_strbuf *why)
 			sum += p->sizes[j];
 			j++;
 		}
-		err = mk_segment_create(p->staging.buf, p->bases[i], &c.out, why);
+		err = mk_segment_create(p->staging.buf, p->bases[i], p->fdcache,
+					&c.out, why);
 		if (err)
 			break;
 		c.tombstones = 0;

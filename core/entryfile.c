@@ -74,6 +74,21 @@ mk_err mk_entries_append(mk_entry_file *f, const void *e)
 	return MK_OK;
 }
 
+/* Does the file hold exactly len bytes, equal to b? */
+static bool same_file(int fd, const uint8_t *b, size_t len)
+{
+	struct stat st;
+	if (fstat(fd, &st) || (uint64_t)st.st_size != len)
+		return false;
+	if (len == 0)
+		return true;
+	uint8_t *cur = mk_xmalloc(len);
+	bool same = mk_pread_all(fd, cur, len, 0) == MK_OK &&
+		    memcmp(cur, b, len) == 0;
+	free(cur);
+	return same;
+}
+
 mk_err mk_entries_write_all(mk_entry_file *f)
 {
 	assert(f->fd >= 0);
@@ -81,6 +96,15 @@ mk_err mk_entries_write_all(mk_entry_file *f)
 	uint8_t *b = mk_xmalloc(len);
 	for (size_t i = 0; i < f->n; i++)
 		f->kind->encode(b + i * w, slot(f, i));
+	if (!f->dirty && same_file(f->fd, b, len)) {
+		/* Already there (a new segment's empty file, a mount after a
+		 * clean stop): no write, and so no fsync later. An index is
+		 * only an accelerator: were it not durable after all, the
+		 * next load rebuilds it. */
+		free(b);
+		f->synced = f->n;
+		return MK_OK;
+	}
 	mk_err err = MK_OK;
 	if (ftruncate(f->fd, 0) || mk_pwrite_all(f->fd, b, len, 0))
 		err = MK_KAFKA_STORAGE_ERROR;
@@ -184,6 +208,13 @@ void mk_entries_crash(mk_entry_file *f)
 void mk_entries_detach(mk_entry_file *f)
 {
 	assert(!f->dirty);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+}
+
+void mk_entries_evict(mk_entry_file *f)
+{
 	if (f->fd >= 0)
 		close(f->fd);
 	f->fd = -1;

@@ -90,6 +90,11 @@ mk_err mk_entries_sync(mk_entry_file *f);
 void mk_entries_crash(mk_entry_file *f);
 /* Close the file, keeping the entries; mk_entries_open() re-attaches. */
 void mk_entries_detach(mk_entry_file *f);
+/* Close the descriptor only, whatever was written since the last sync
+ * (the descriptor cache's eviction, fdcache.h): the data stays in the page
+ * cache and dirty stays set, so the next sync, through a descriptor opened
+ * again by mk_entries_open(), still makes it durable. */
+void mk_entries_evict(mk_entry_file *f);
 /* Close the file and free the entries; the kind is kept. */
 void mk_entries_close(mk_entry_file *f);
 

@@ -148,19 +148,32 @@ static void pstate_path(const mk_replica *r, mk_strbuf *out)
 	mk_strbuf_addf(out, "%s/producer-snapshot", mk_log_dir(r->log));
 }
 
+/* Replace the file at path with text, unless it already holds exactly
+ * that (a close with nothing new then costs no write and no fsync). */
+static void replace_if_changed(const mk_strbuf *path, const mk_strbuf *text)
+{
+	mk_strbuf cur = MK_STRBUF_INIT;
+	bool missing = false;
+	if (mk_file_read(path->buf, &cur, &missing) || missing ||
+	    cur.len != text->len ||
+	    (text->len && memcmp(cur.buf, text->buf, text->len) != 0))
+		mk_file_replace(path->buf, text->buf, text->len);
+	mk_strbuf_release(&cur);
+}
+
 /* Persist replica i's producer state (flush and close). */
 static void save_pstate(mk_replica *r)
 {
 	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
 	pstate_path(r, &path);
 	mk_pstate_format(&r->pstate, &text);
-	mk_file_replace(path.buf, text.buf, text.len);
+	replace_if_changed(&path, &text);
 	/* The HW this replica knows, for the check after a recovery. */
 	mk_strbuf_reset(&path);
 	mk_strbuf_reset(&text);
 	mk_strbuf_addf(&path, "%s/" HW_FILE, mk_log_dir(r->log));
 	mk_strbuf_addf(&text, "%lld\n", (long long)r->hw_view);
-	mk_file_replace(path.buf, text.buf, text.len);
+	replace_if_changed(&path, &text);
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&text);
 }
@@ -279,6 +292,8 @@ static void open_replica(mk_partition *p, int i)
 		mk_strbuf_addf(&why, "%s is missing (not recreated empty: restore it, or delete the topic)",
 			       dir.buf);
 	}
+	lc.pool = p->env->flush_pool;
+	lc.fdcache = p->env->fdcache;
 	if (!err)
 		err = mk_log_open(dir.buf, &lc, &r->log, &why);
 	r->hw_ckpt = -1;
@@ -822,6 +837,8 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	}
 	note_append(l, frame, len);
 	changed(p);
+	if (p->env->log_end)
+		mk_notifier_post_data(p->env->log_end, len);
 	refresh_isr(p);
 	if (a->acks != -1)
 		return MK_OK;
@@ -1009,6 +1026,14 @@ static mk_err follow_log_start(mk_partition *p, int i, bool before)
 
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 {
+	size_t bytes;
+	return mk_partition_follower_fetch_ex(p, broker, &bytes);
+}
+
+mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
+				      size_t *bytes)
+{
+	*bytes = 0;
 	pthread_mutex_lock(&p->lock);
 	mk_err err = MK_OK;
 	int i = replica_index(p, broker);
@@ -1039,8 +1064,10 @@ mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 			if (!err)
 				err = mk_log_append_replica(f->log,
 					(const uint8_t *)buf.buf + pos, b.frame_len);
-			if (!err)   /* as the leader does: state follows the log */
+			if (!err) {  /* as the leader does: state follows the log */
 				note_append(f, (const uint8_t *)buf.buf + pos, b.frame_len);
+				*bytes += b.frame_len;
+			}
 			pos += b.frame_len;
 		}
 		if (err == MK_KAFKA_STORAGE_ERROR)

@@ -39,6 +39,7 @@
 #include "errlog.h"
 #include "error.h"
 #include "log.h"
+#include "notify.h"
 #include "producer_state.h"
 #include "strbuf.h"
 
@@ -57,6 +58,15 @@ typedef struct {
 	 */
 	void (*meta_notify)(void *arg);
 	void *meta_arg;
+	/* Posted (data: the frame's bytes) after every leader append, the
+	 * partition lock held; NULL for none. The follower fetchers long-poll
+	 * on it (cluster.h). */
+	mk_notifier *log_end;
+	/* Flushes every log's rolled segments (flushpool.h); NULL: each log
+	 * makes its own. */
+	struct mk_flush_pool *flush_pool;
+	/* Every segment's descriptors (fdcache.h); NULL: unbounded. */
+	struct mk_fdcache *fdcache;
 } mk_env;
 
 typedef struct {
@@ -254,6 +264,9 @@ void mk_partition_wake(mk_partition *p);
 
 /* One fetch round for the follower replica on broker b (no-op otherwise). */
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker);
+/* The same; *bytes gets the bytes the follower appended (0: nothing new). */
+mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
+				      size_t *bytes);
 
 /*
  * Broker events, each in two steps: plan (the state the event leads to,

@@ -229,7 +229,7 @@ mk_mount() {
 	"$MKFS_BIN" -f "$DATA" "$MNT" >>"$MK_LOG" 2>&1 &
 	MK_PID=$!
 	local i
-	for ((i = 0; i < 500; i++)); do
+	for ((i = 0; i < ${MK_MOUNT_WAIT:-10} * 50; i++)); do
 		mk_mounted && return 0
 		if ! kill -0 "$MK_PID" 2>/dev/null; then
 			wait "$MK_PID"
@@ -241,7 +241,7 @@ mk_mount() {
 		sleep 0.02
 	done
 	tail -n 20 "$MK_LOG" | sed 's/^/#    daemon: /'
-	bail "mount did not appear within 10 s"
+	bail "mount did not appear within ${MK_MOUNT_WAIT:-10} s"
 }
 
 # Sanitizer reports in the daemon's log are failures. Each part of the log

@@ -56,7 +56,7 @@ static int teardown(void **state)
 static mk_log *open_log(const fixture *f, int64_t seg_bytes, int64_t interval,
 			int64_t flush)
 {
-	mk_log_config cfg = { seg_bytes, interval, flush };
+	mk_log_config cfg = { seg_bytes, interval, flush, NULL, NULL };
 	mk_log *log = NULL;
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_err err = mk_log_open(f->dir, &cfg, &log, &why);
@@ -1365,7 +1365,7 @@ static void test_checkpoint_damage(void **state)
 
 	/* Damaged: refused, naming the file. */
 	write_text(ck, "version 1\nlog_start_offset zero\n");
-	mk_log_config cfg = { 600, 4096, 0 };
+	mk_log_config cfg = { 600, 4096, 0, NULL, NULL };
 	mk_strbuf why = MK_STRBUF_INIT;
 	log = (mk_log *)1;
 	assert_int_equal(mk_log_open(f->dir, &cfg, &log, &why),
