@@ -952,6 +952,10 @@ static void explain_missing(mkfs *fs, const node_ref *ref, const char *comp,
 	case K_PRODUCERS:
 		mk_strbuf_addf(why, "no producer '%s' (mkdir producers/%s creates it)", comp, comp);
 		return;
+	case K_TRANSACTIONS:
+		mk_strbuf_addf(why, "no transactional id '%s' (mkdir transactions/%s creates it)",
+			       comp, comp);
+		return;
 	case K_SEGMENTS:
 		mk_strbuf_addf(why, "no segment file '%s' (ls lists them; N.index:txt and N.timeindex:txt decode an index)",
 			       comp);

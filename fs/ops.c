@@ -109,10 +109,11 @@ static bool in_domain(const char *path)
 }
 
 /* A name directly under a directory where mkdir creates (/topics/NAME,
- * /producers/NAME): its lookup is also the first step of that mkdir. */
+ * /producers/NAME, /transactions/NAME): its lookup is also the first step
+ * of that mkdir. */
 static bool creatable(const char *path)
 {
-	static const char *const dirs[] = { "/topics/", "/producers/" };
+	static const char *const dirs[] = { "/topics/", "/producers/", "/transactions/" };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		size_t n = strlen(dirs[i]);
 		if (!strncmp(path, dirs[i], n) && path[n] && !strchr(path + n, '/'))

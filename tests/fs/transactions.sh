@@ -27,7 +27,12 @@ vals() { mk_read "$1" | tr '\n' ' ' | sed 's/ $//'; }
 # ---- ids ------------------------------------------------------------------------
 assert_eq "" "$(ls "$T")" "no transactional id at first"
 assert_eq "" "$(ls "$MNT/topics" | grep __transaction_state)" "no transaction log before the first id"
+mark=$(mk_errors_mark)
 assert_ok "mkdir /transactions/tx" mk_mkdir "$T/tx"
+assert_eq "$mark" "$(mk_errors_mark)" "mkdir leaves no /errors line (the lookup before it is not an error)"
+assert_fails_with ENOENT mk_read "$T/nope/state"
+assert_match "no transactional id 'nope' \(mkdir transactions/nope creates it\)" \
+	"$(mk_read "$MNT/errors" | tail -n 1)" "/errors says how to make a missing id"
 assert_eq "__transaction_state t" "$(ls "$MNT/topics" | tr '\n' ' ' | sed 's/ $//')" \
 	"the first id creates __transaction_state"
 assert_eq "abort commit epoch init offsets partitions producer_id state" \
