@@ -14,7 +14,8 @@ struct mk_flush_pool {
 	pthread_cond_t done;        /* a task stopped running */
 	mk_flush_task *head, *tail;
 	bool stop;
-	int nthreads;
+	int want;                   /* threads to run once started */
+	int nthreads;               /* threads started (and to join) */
 	pthread_t threads[];
 };
 
@@ -72,7 +73,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-mk_flush_pool *mk_flush_pool_new(int nthreads)
+mk_flush_pool *mk_flush_pool_create(int nthreads)
 {
 	if (nthreads < 1)
 		nthreads = 1;
@@ -81,12 +82,25 @@ mk_flush_pool *mk_flush_pool_new(int nthreads)
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->done, NULL);
-	for (int i = 0; i < nthreads; i++) {
-		if (pthread_create(&p->threads[i], NULL, worker, p) != 0)
-			break;
+	p->want = nthreads;
+	return p;
+}
+
+int mk_flush_pool_start(mk_flush_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	while (p->nthreads < p->want &&
+	       pthread_create(&p->threads[p->nthreads], NULL, worker, p) == 0)
 		p->nthreads++;
-	}
-	if (p->nthreads == 0) {
+	int n = p->nthreads;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+mk_flush_pool *mk_flush_pool_new(int nthreads)
+{
+	mk_flush_pool *p = mk_flush_pool_create(nthreads);
+	if (mk_flush_pool_start(p) == 0) {
 		mk_flush_pool_free(p);
 		return NULL;
 	}
@@ -133,7 +147,12 @@ void mk_flush_pool_remove(mk_flush_pool *p, mk_flush_task *t)
 	pthread_mutex_unlock(&p->lock);
 }
 
-int mk_flush_pool_threads(const mk_flush_pool *p)
+int mk_flush_pool_threads(mk_flush_pool *p)
 {
-	return p ? p->nthreads : 0;
+	if (!p)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	int n = p->nthreads;
+	pthread_mutex_unlock(&p->lock);
+	return n;
 }
