@@ -51,7 +51,11 @@ struct mk_txns {
 	size_t n;
 	int64_t next_pid;
 	bool have_topic;
-	_Atomic bool loaded;     /* the log was read (and prepared ones finished) */
+	_Atomic bool loaded;     /* the log was read */
+	bool recover_ok;         /* finishing prepared ones may wait for acks */
+	bool recovered;          /* ... and they were (both under write_lock) */
+	pthread_t recoverer;
+	bool recoverer_started;
 
 	pthread_t ticker;
 	bool ticker_started;
@@ -653,18 +657,41 @@ static mk_err end_locked(mk_txns *t, tx_entry *e, bool commit, int16_t epoch,
 
 /* ---- open / close / tick -------------------------------------------------------- */
 
+/* Mount recovery: finish every prepared transaction. Under write_lock. */
+static void finish_prepared(mk_txns *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		tx_entry *e = t->v[i];
+		if (!is_prepared(e->state))
+			continue;
+		mk_strbuf w = MK_STRBUF_INIT;
+		mk_err err = complete(t, e, &w);
+		if (err)
+			mk_errlog_add(&t->c->errlog, mk_wall_ms(), NULL, err,
+				      "transaction %s stays %s after recovery: %s", e->id,
+				      state_names[e->state], w.buf);
+		mk_strbuf_release(&w);
+	}
+}
+
 /*
- * Read the log once (and again after a failed try), then finish every
- * prepared transaction: all its markers (and offsets) and its Complete
- * record. One that cannot be finished now (a partition without a leader)
- * stays prepared, in /errors. Without a leader for the log itself the
+ * Read the log once (and again after a failed try), then — once recovery
+ * may wait for acknowledgements (mk_txns_recover) — finish every prepared
+ * transaction: all its markers (and offsets) and its Complete record. One
+ * that cannot be finished now (a partition without a leader) stays
+ * prepared, in /errors. Without a leader for the log itself the
  * coordinator waits: every change is LEADER_NOT_AVAILABLE until a later
  * call reads it. Under write_lock.
  */
 static mk_err ensure_loaded(mk_txns *t, mk_strbuf *why)
 {
-	if (t->loaded)
+	if (t->loaded) {
+		if (t->recover_ok && !t->recovered) {
+			t->recovered = true;
+			finish_prepared(t);
+		}
 		return MK_OK;
+	}
 	pthread_mutex_lock(&t->lock);
 	for (size_t i = 0; i < t->n; i++)
 		entry_free(t->v[i]);
@@ -679,17 +706,9 @@ static mk_err ensure_loaded(mk_txns *t, mk_strbuf *why)
 		return err;
 	}
 	t->loaded = true;
-	for (size_t i = 0; i < t->n; i++) {
-		tx_entry *e = t->v[i];
-		if (!is_prepared(e->state))
-			continue;
-		mk_strbuf w = MK_STRBUF_INIT;
-		mk_err e2 = complete(t, e, &w);
-		if (e2)
-			mk_errlog_add(&t->c->errlog, mk_wall_ms(), NULL, e2,
-				      "transaction %s stays %s after recovery: %s", e->id,
-				      state_names[e->state], w.buf);
-		mk_strbuf_release(&w);
+	if (t->recover_ok && !t->recovered) {
+		t->recovered = true;
+		finish_prepared(t);
 	}
 	return MK_OK;
 }
@@ -738,6 +757,24 @@ mk_err mk_txns_open(mk_cluster *c, mk_groups *groups, mk_txns **out,
 	return MK_OK;
 }
 
+void mk_txns_recover(mk_txns *t)
+{
+	pthread_mutex_lock(&t->write_lock);
+	t->recover_ok = true;
+	mk_strbuf w = MK_STRBUF_INIT;
+	if (ensure_loaded(t, &w))
+		mk_errlog_add(&t->c->errlog, mk_wall_ms(), NULL, MK_LEADER_NOT_AVAILABLE,
+			      "transaction coordinator: %s; recovery waits for it", w.buf);
+	mk_strbuf_release(&w);
+	pthread_mutex_unlock(&t->write_lock);
+}
+
+static void *recoverer_main(void *arg)
+{
+	mk_txns_recover(arg);
+	return NULL;
+}
+
 static void *ticker_main(void *arg)
 {
 	mk_txns *t = arg;
@@ -763,6 +800,9 @@ static void *ticker_main(void *arg)
 
 void mk_txns_start(mk_txns *t)
 {
+	if (!t->recoverer_started &&
+	    pthread_create(&t->recoverer, NULL, recoverer_main, t) == 0)
+		t->recoverer_started = true;
 	if (!t->c->cfg.auto_replication || t->ticker_started)
 		return;
 	if (pthread_create(&t->ticker, NULL, ticker_main, t) == 0)
@@ -779,6 +819,8 @@ void mk_txns_close(mk_txns *t)
 	pthread_mutex_unlock(&t->lock);
 	if (t->ticker_started)
 		pthread_join(t->ticker, NULL);
+	if (t->recoverer_started)
+		pthread_join(t->recoverer, NULL);
 	for (size_t i = 0; i < t->n; i++)
 		entry_free(t->v[i]);
 	free(t->v);

@@ -17,7 +17,8 @@
  *        id and epoch to every registered partition, acks=all,
  *     3. commit: commit the staged offsets to their groups (group.h),
  *     4. record Complete{Commit,Abort}.
- * A crash after 1 is finished at open (mk_txns_open: every prepared
+ * A crash after 1 is finished at mount (mk_txns_recover, which the daemon
+ * runs in a thread of mk_txns_start, once replication runs: every prepared
  * transaction gets all its markers and offsets again; a marker written
  * twice only takes one more offset); a crash before 1 leaves the
  * transaction open, and its partitions' LSO held, until it ends, is
@@ -84,11 +85,17 @@ typedef enum {
 
 const char *mk_txn_state_name(mk_txn_state s);
 
-/* Open the coordinator: rebuild from __transaction_state if it exists and
- * finish every prepared transaction. groups: where staged offsets go. */
+/* Open the coordinator: rebuild from __transaction_state if it exists
+ * (reads only; a log without a leader is read at a later call). groups:
+ * where staged offsets go. */
 mk_err mk_txns_open(mk_cluster *c, mk_groups *groups, mk_txns **out,
 		    mk_strbuf *why);
-/* Start the background timeout tick ([replication] mode = auto only). */
+/* Finish every prepared transaction (markers with acks=all: call it once
+ * the followers fetch, mk_cluster_start). Changes wait for it. */
+void mk_txns_recover(mk_txns *t);
+/* After mk_cluster_start: mk_txns_recover in a thread, so that the mount
+ * does not wait for it, and the timeout tick ([replication] mode = auto
+ * only). */
 void mk_txns_start(mk_txns *t);
 void mk_txns_close(mk_txns *t);
 

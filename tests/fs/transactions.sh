@@ -187,6 +187,7 @@ mk_unmount
 # ---- kill -9 between the steps of an end ------------------------------------------
 # The daemon is armed to die at a point of the commit; the next mount
 # finishes the transaction: markers on both partitions, the offsets, Complete.
+tx_state_is() { [ "$(mk_read "$T/tx/state")" = "$1" ]; }
 crash_commit_at() {
 	local point=$1
 	MKFS_FAILPOINTS=$point mk_mount
@@ -201,7 +202,8 @@ crash_commit_at() {
 	fusermount3 -u -z "$MNT" 2>/dev/null
 	mk_wait_for 10 eval '! mk_in_mounts' || bail "dead mount not cleared"
 	mk_mount
-	assert_eq "CompleteCommit" "$(mk_read "$T/tx/state")" "$point: the mount finished the commit"
+	# Recovery runs in the background once the mount is up: await it.
+	assert_true "$point: the mount finishes the commit" mk_wait_for 30 tx_state_is CompleteCommit
 	assert_eq "c0-$point" "$(mk_read "$P0/records:committed" | tail -n 1)" "$point: t/0 committed"
 	assert_eq "c1-$point" "$(mk_read "$P1/records:committed" | tail -n 1)" "$point: t/1 committed"
 	assert_eq "$(mk_read "$P0/hw") $(mk_read "$P1/hw")" "$(mk_read "$P0/lso") $(mk_read "$P1/lso")" \
@@ -240,4 +242,29 @@ assert_true "auto mode: the background tick aborts it after transaction.timeout.
 	mk_wait_for 20 tick_aborted
 assert_eq "$((epoch + 1))" "$(mk_read "$T/tx/epoch")" "  ... bumping the epoch"
 assert_eq "$(mk_read "$P0/hw")" "$(mk_read "$P0/lso")" "  ... and releasing the LSO"
+mk_unmount
+
+# ---- recovery of a replicated transaction ------------------------------------------
+# Two brokers, auto mode, RF 2: the markers the mount writes wait for the
+# followers, whose fetchers start with the mount; recovery runs once they do.
+rm -rf "$DATA" && mkdir -p "$DATA"
+RINI='[cluster]
+brokers = 1,2
+default.replication.factor = 2
+[replication]
+mode = auto'
+MKFS_FAILPOINTS=txn.end.after-prepare mk_mount "$RINI"
+mk_ctl "create-topic r partitions=1"
+mk_mkdir "$T/tx"
+mk_write_e "$MNT/topics/r/0/append:txn=tx" 'replicated\n' >/dev/null
+mk_write "$T/tx/commit" "1" >/dev/null 2>&1
+mk_wait_for 10 mk_proc_gone "$MK_PID" || bail "the daemon did not die at txn.end.after-prepare"
+wait "$MK_PID" 2>/dev/null
+MK_PID=""
+fusermount3 -u -z "$MNT" 2>/dev/null
+mk_wait_for 10 eval '! mk_in_mounts' || bail "dead mount not cleared"
+mk_mount
+assert_true "RF 2: the mount finishes the prepared commit" mk_wait_for 20 tx_state_is CompleteCommit
+assert_eq "replicated" "$(mk_read "$MNT/topics/r/0/records:committed")" "RF 2: the record is committed"
+assert_eq "$(mk_read "$MNT/topics/r/0/hw")" "$(mk_read "$MNT/topics/r/0/lso")" "RF 2: LSO = HW"
 mk_unmount

@@ -139,6 +139,7 @@ static void open_all(fixture *f)
 	assert_int_equal(mk_groups_open(f->c, &f->g, NULL), MK_OK);
 	mk_strbuf why = MK_STRBUF_INIT;
 	assert_int_equal(mk_txns_open(f->c, f->g, &f->t, &why), MK_OK);
+	mk_txns_recover(f->t);
 	mk_strbuf_release(&why);
 	f->ps = mk_producers_new(f->c);
 }
