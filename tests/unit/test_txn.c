@@ -714,6 +714,57 @@ static void test_promotion(void **state)
 	mk_topic_put(t);
 }
 
+/* A marker that cannot be written (no leader) leaves the Prepare state:
+ * new writes are refused, the other decision too, and writing the same
+ * decision again once the leader is back finishes it. */
+static void test_prepared_retry(void **state)
+{
+	fixture *f = *state;
+	close_all(f);
+	tl_config(&f->cfg, 2);
+	f->cfg.auto_replication = 1;
+	f->cfg.offsets_topic_replication_factor = 2;   /* the log survives */
+	open_all(f);
+	mk_cluster_start(f->c);
+	tl_create_topic(f->c, "u", 1, 1, NULL, NULL);
+	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	mk_topic *u = mk_cluster_topic(f->c, "u");
+	mk_partition *pu = mk_topic_partition(u, 0);
+	mk_partition_info pi;
+	mk_partition_info_get(pu, &pi);
+	int broker = pi.leader;                        /* the one to crash */
+	mk_topic *lt = mk_cluster_topic(f->c, MK_TXN_TOPIC);
+	mk_partition_info_get(mk_topic_partition(lt, 0), &pi);
+	if (pi.leader == broker)
+		assert_int_equal(mk_cluster_promote(f->c, broker == 1 ? 2 : 1,
+						    MK_TXN_TOPIC, 0, false, NULL), MK_OK);
+	mk_topic_put(lt);
+	mk_producer *pt = txn_producer(f, "tx", 0);
+	assert_int_equal(send(pt, "a", NULL), MK_OK);
+	send_kv(f, "u", "tx", "k", "v");
+	assert_int_equal(mk_cluster_flush(f->c, NULL), MK_OK);
+	assert_int_equal(mk_cluster_broker_crash(f->c, broker, false, NULL), MK_OK);
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(mk_txn_end(f->t, "tx", true, &why), MK_LEADER_NOT_AVAILABLE);
+	assert_int_equal(state_of(f, "tx"), MK_TXN_PREPARE_COMMIT);
+	assert_int_equal(send(pt, "b", NULL), MK_CONCURRENT_TRANSACTIONS);
+	assert_int_equal(mk_txn_end(f->t, "tx", false, NULL), MK_INVALID_TXN_STATE);
+	assert_int_equal(mk_cluster_broker_restart(f->c, broker, NULL), MK_OK);
+	assert_int_equal(mk_txn_end(f->t, "tx", true, &why), MK_OK);
+	assert_int_equal(state_of(f, "tx"), MK_TXN_COMPLETE_COMMIT);
+	mk_partition_info_get(pu, &pi);
+	assert_int_equal(pi.lso, pi.hw);
+	pi = info(f, 0);
+	assert_int_equal(pi.lso, pi.hw);
+	mk_strbuf v = MK_STRBUF_INIT;
+	read_values(f, 0, true, &v);
+	assert_string_equal(v.buf, "a ");
+	mk_strbuf_release(&v);
+	mk_producer_close(pt, NULL, &why);
+	mk_strbuf_release(&why);
+	mk_topic_put(u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -733,6 +784,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_remount, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_unavailable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_promotion, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prepared_retry, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
