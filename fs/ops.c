@@ -24,6 +24,7 @@
 #include "handles.h"
 #include "inodes.h"
 #include "park.h"
+#include "txn.h"
 #include "xalloc.h"
 
 #define NAME_MAX_BYTES 255
@@ -106,10 +107,11 @@ static bool in_domain(const char *path)
 }
 
 /* A name directly under a directory where mkdir creates (/topics/NAME,
- * /producers/NAME): its lookup is also the first step of that mkdir. */
+ * /producers/NAME, /transactions/NAME): its lookup is also the first step
+ * of that mkdir. */
 static bool creatable(const char *path)
 {
-	static const char *const dirs[] = { "/topics/", "/producers/" };
+	static const char *const dirs[] = { "/topics/", "/producers/", "/transactions/" };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		size_t n = strlen(dirs[i]);
 		if (!strncmp(path, dirs[i], n) && path[n] && !strchr(path + n, '/'))
@@ -308,6 +310,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	mk_cluster_start(fs->cluster);
 	if (fs->groups)
 		mk_groups_start(fs->groups);
+	if (fs->txns)
+		mk_txns_start(fs->txns);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -496,15 +500,26 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 /* ---- commands that wait inside the cluster: jobs (park.h) ------------- */
 
 /*
- * The group coordinator appends its records with acks=all and acts once
- * they are acknowledged: a control write under /groups/G, and mkdir or
- * rmdir of a group, run on the lot's command thread.
+ * The group and transaction coordinators append their records with
+ * acks=all and act once they are acknowledged: a control write under
+ * /groups/G or /transactions/ID, mkdir or rmdir of a group or an id, and
+ * a transactional append (its first batch to a partition registers the
+ * partition with the coordinator first) run on the lot's command thread.
  */
-static bool group_dir(const char *path)
+static const char *const coordinated[] = { "/groups/", "/transactions/" };
+
+/* Under a coordinated directory; with direct, its direct child only. */
+static bool coordinated_path(const char *path, bool direct)
 {
-	static const char dir[] = "/groups/";
-	return !strncmp(path, dir, sizeof(dir) - 1) && !strchr(path + sizeof(dir) - 1, '/');
+	for (size_t i = 0; i < sizeof(coordinated) / sizeof(coordinated[0]); i++) {
+		size_t n = strlen(coordinated[i]);
+		if (!strncmp(path, coordinated[i], n) && path[n] &&
+		    (!direct || !strchr(path + n, '/')))
+			return true;
+	}
+	return false;
 }
+
 
 typedef enum { JOB_WRITE, JOB_MKDIR, JOB_RMDIR } job_kind;
 
@@ -541,7 +556,16 @@ static void job_run(mk_job *base)
 	mk_err err;
 	const char *path = j->kind == JOB_WRITE ? j->h->path : j->data;
 	if (j->kind == JOB_WRITE) {
-		err = mk_handle_write(fs, j->h, j->data, j->size, NULL, NULL, &why);
+		mk_wait wait;
+		err = mk_handle_write(fs, j->h, j->data, j->size, NULL, &wait, &why);
+		if (!err && mk_wait_pending(&wait)) {
+			/* A transactional append: its acks=all is parked. */
+			mk_strbuf_release(&why);
+			mk_park(fs->parking, base->req, j->h, MK_PARK_WRITE, NULL,
+				j->size, 0, &wait);
+			job_free(j);
+			return;
+		}
 	} else if (j->kind == JOB_MKDIR) {
 		mk_errlog_drop_held(&fs->cluster->errlog, j->data);
 		err = mk_node_mkdir(fs, j->data, &why);
@@ -597,7 +621,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	if (!may(req, 0755, true)) {
 		refuse(req, path.buf, EACCES, "only the mount's owner may change the cluster");
-	} else if (group_dir(path.buf)) {
+	} else if (coordinated_path(path.buf, true)) {
 		queue_job(req, JOB_MKDIR, NULL, path.buf, path.len);
 	} else {
 		mk_strbuf why = MK_STRBUF_INIT;
@@ -621,7 +645,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	if (!may(req, 0755, true)) {
 		refuse(req, path.buf, EACCES, "only the mount's owner may change the cluster");
-	} else if (group_dir(path.buf)) {
+	} else if (coordinated_path(path.buf, true)) {
 		queue_job(req, JOB_RMDIR, NULL, path.buf, path.len);
 	} else {
 		mk_strbuf why = MK_STRBUF_INIT;
@@ -813,7 +837,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	(void)off;
 	mkfs *fs = fs_of(req);
 	mk_handle *h = handle_of(fi);
-	if (h->ref.def->type == NODE_CONTROL && h->ref.group[0]) {
+	if ((h->ref.def->type == NODE_CONTROL && coordinated_path(h->path, false)) ||
+	    (h->ref.def->type == NODE_APPEND && h->ap.txn[0])) {
 		queue_job(req, JOB_WRITE, h, buf, size);
 		return;
 	}
