@@ -4,11 +4,13 @@
 # No FUSE worker waits for the cluster: 1,000 :follow readers and 100
 # acks=all writers parked at once (manual replication, rf 2), with 20
 # topic-append acks=all writers, 20 acks=all last closes and 100
-# poll:follow readers besides, leave ls,
-# cat, appends and /ctl replicate answering within 100 ms, and each parked
-# request is answered by the event that completes it. A handled signal
-# during an acks=all wait does not turn an appended batch into EINTR (a
-# retrying writer would duplicate it); a manual clock advance past
+# poll:follow readers besides, leave ls, cat and appends answering within
+# 100 ms (the replicate that completes them within 500 ms), and each
+# parked request is answered by the event that completes it. Twelve group
+# commits, then twelve transaction inits, each waiting for its
+# coordinator's acks=all, hold no worker either. A handled signal during
+# an acks=all wait does not turn an appended batch into EINTR (a retrying
+# writer would duplicate it); a manual clock advance past
 # request.timeout.ms ends the wait with ETIMEDOUT; an interrupted follow
 # read ends with EINTR at once.
 . "$(dirname "$0")/lib.sh"
@@ -69,21 +71,21 @@ fi
 # of each group owns load/0 and load/4: round-robin over sorted members.)
 in_write() { local s; s=$(cat "/proc/$1/syscall" 2>/dev/null) && [ "${s%% *}" = 1 ]; }
 mk_ctl replicate || bail "replicate"
-cat >"$MK_TMP/commit.py" <<'PY'
-# One write(2) of a commit; exit status 0 when it succeeded.
+cat >"$MK_TMP/cmd.py" <<'PY'
+# One write(2) of a command line; exit status 0 when it succeeded.
 import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY)
-os.write(fd, b"load/0 0\n")
+os.write(fd, sys.argv[2].encode() + b"\n")
 os.close(fd)
 PY
 cpids=()
 for i in $(seq 0 11); do
-	"$MK_PYTHON" -I "$MK_TMP/commit.py" "$MNT/groups/g$i/members/m0/commit" &
+	"$MK_PYTHON" -I "$MK_TMP/cmd.py" "$MNT/groups/g$i/members/m0/commit" "load/0 0" &
 	cpids+=($!)
 done
 alive() { local n=0 p; for p in "${cpids[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo $n; }
 all_in_write() { local p; for p in "${cpids[@]}"; do in_write "$p" || return 1; done; }
-mk_wait_for 20 all_in_write || { for p in "${cpids[@]}"; do note "$p $(cat /proc/$p/syscall 2>&1 | cut -c1-20)"; done; note "$(mk_read "$MNT/errors" | tail -5)"; note "$(cat $MNT/topics/__consumer_offsets/*/isr | tr "\n" " ")"; bail "the twelve commits did not all reach write(2)"; }
+mk_wait_for 20 all_in_write || bail "the twelve commits did not all reach write(2)"
 pass "twelve commits wait inside write(2) for the follower"
 assert_ok "ls answers while they wait" timeout 5 ls "$MNT/topics/load"
 assert_ok "a value file answers while they wait" timeout 5 cat "$MNT/topics/load/0/hw"
@@ -96,6 +98,27 @@ bad=0
 for p in "${cpids[@]}"; do wait "$p" || bad=$((bad + 1)); done
 assert_eq "0" "$bad" "and every commit succeeded"
 assert_eq "load 0 0" "$(mk_read "$MNT/groups/g11/offsets")" "g11 has its committed offset"
+
+# ---- transaction commands: the same, through __transaction_state (rf 2) -----------
+for i in $(seq 0 11); do
+	replicated mk_mkdir "$MNT/transactions/x$i" || bail "mkdir /transactions/x$i"
+done
+mk_ctl replicate || bail "replicate"
+cpids=()
+for i in $(seq 0 11); do
+	"$MK_PYTHON" -I "$MK_TMP/cmd.py" "$MNT/transactions/x$i/init" "" &
+	cpids+=($!)
+done
+mk_wait_for 20 all_in_write || bail "the twelve inits did not all reach write(2)"
+pass "twelve transaction inits wait inside write(2) for the follower"
+assert_ok "ls answers while they wait" timeout 5 ls "$MNT/transactions"
+assert_ok "a value file answers while they wait" timeout 5 cat "$MNT/topics/load/0/hw"
+assert_eq "12" "$(alive)" "and the inits still wait"
+mk_wait_for 60 eval 'timeout 5 bash -c "echo replicate > $MNT/ctl"; [ "$(alive)" = 0 ]'
+assert_eq "0" "$(alive)" "every init was answered as the follower fetched"
+bad=0
+for p in "${cpids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+assert_eq "0" "$bad" "and every init succeeded"
 
 # ---- a handled signal during an acks=all wait -----------------------------------
 mk_ctl "create-topic sig min.insync.replicas=2" || bail "create-topic sig"
