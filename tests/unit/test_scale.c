@@ -171,6 +171,27 @@ static void *restart_main(void *arg)
 	return NULL;
 }
 
+/* A reader on a thread of its own (not under a's lock, which no reader
+ * of b would hold): look b up and read its hw. */
+typedef struct {
+	mk_cluster *c;
+	int64_t hw;
+} reader_arg;
+
+static void *reader_main(void *arg)
+{
+	reader_arg *ra = arg;
+	mk_topic *b = mk_cluster_topic(ra->c, "b");
+	ra->hw = -2;
+	if (b) {
+		mk_partition_info in;
+		mk_partition_info_get(mk_topic_partition(b, 0), &in);
+		ra->hw = in.hw;
+	}
+	mk_topic_put(b);
+	return NULL;
+}
+
 /*
  * The restart is held at topic a's partition (the test holds that
  * partition's lock: the restart plans and recovers each partition under
@@ -202,13 +223,13 @@ static void test_restart_does_not_stall_readers(void **state)
 		pthread_mutex_unlock(&c->meta_lock);
 		sched_yield();
 	}
-	b = mk_cluster_topic(c, "b");
-	assert_non_null(b);
-	mk_partition_info in;
-	mk_partition_info_get(mk_topic_partition(b, 0), &in);
-	assert_int_equal(in.hw, 1);
-	mk_topic_put(b);
+	reader_arg rd = { c, -1 };
+	pthread_t rt;
+	assert_int_equal(pthread_create(&rt, NULL, reader_main, &rd), 0);
+	pthread_join(rt, NULL);
+	assert_int_equal(rd.hw, 1);
 	pthread_mutex_unlock(&pa->lock);
+	mk_partition_info in;
 	pthread_join(th, NULL);
 	assert_int_equal(ra.err, MK_OK);
 	mk_partition_info_get(pa, &in);
