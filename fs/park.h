@@ -14,17 +14,18 @@
  * its watcher and interrupt callback (so it owns the request alone), and
  * tries again: it replies (any thread may reply to a low-level request),
  * or arms the request once more. An interrupted read is answered EINTR at
- * once; an interrupted write or flush whose batch was appended keeps
+ * once; an interrupted write or fsync whose batch was appended keeps
  * waiting, so it is never answered EINTR: it completes or fails with the
  * SPEC section 7 errno (ETIMEDOUT at request.timeout.ms on the cluster
  * clock, which a manual clock's advance also reaches) — unless its caller
  * is being killed (SIGKILL pending), which is answered at once so that it
  * does not stay in D state.
  *
- * Commands that wait inside core (the group coordinator writes its
- * records to __consumer_offsets with acks=all and acts once they are
- * acknowledged: group control writes, mkdir and rmdir of a group) are
- * jobs: the worker queues them (mk_park_job) and returns; one command
+ * Commands that wait inside core (the group and transaction coordinators
+ * write their records with acks=all and act once they are acknowledged:
+ * control writes under /groups and /transactions, mkdir and rmdir there,
+ * transactional appends, whose first batch to a partition registers it)
+ * are jobs: the worker queues them (mk_park_job) and returns; one command
  * thread runs them in order (the coordinator serialises its writes
  * anyway) and replies. A job interrupted before it started is answered
  * EINTR at once by the completion thread (nothing was appended); once
