@@ -34,7 +34,11 @@ mk_ctl "create-topic side" || bail "create-topic side"
 replicated() {
 	"$@" &
 	local p=$!
-	mk_wait_for 10 eval 'timeout 5 bash -c "echo replicate > $MNT/ctl"; mk_proc_gone '$p
+	if ! mk_wait_for 30 eval 'timeout 5 bash -c "echo replicate > $MNT/ctl"; mk_proc_gone '$p; then
+		kill -9 $p 2>/dev/null
+		wait $p 2>/dev/null
+		return 1
+	fi
 	wait $p
 }
 for g in $(seq 0 24); do
