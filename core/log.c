@@ -59,10 +59,12 @@
 #include <assert.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "failpoint.h"
@@ -876,15 +878,22 @@ static size_t open_first_to_recover(const opening *o)
 /* Closed segments below the first to recover: opened, never read. */
 static mk_err open_closed_segments(mk_log *log, opening *o, mk_strbuf *why)
 {
-	for (size_t i = 0; i < o->first; i++) {
+	int dirfd = AT_FDCWD;
+	if (o->first > 1)
+		dirfd = open(o->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		dirfd = AT_FDCWD;
+	mk_err err = MK_OK;
+	for (size_t i = 0; i < o->first && !err; i++) {
 		mk_segment *s;
-		mk_err err = mk_segment_open_closed(o->dir, o->bases[i],
-						    log->cache, &s, why);
-		if (err)
-			return err;
-		push_segment(log, s);
+		err = mk_segment_open_closed_at(dirfd, o->dir, o->bases[i],
+						log->cache, &s, why);
+		if (!err)
+			push_segment(log, s);
 	}
-	return MK_OK;
+	if (dirfd != AT_FDCWD)
+		close(dirfd);
+	return err;
 }
 
 /*

@@ -447,20 +447,36 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
+static char *seg_path(const char *dir, size_t dlen, const char digits[20],
+		      const char *ext)
+{
+	size_t elen = strlen(ext);
+	char *p = mk_xmalloc(dlen + 1 + 20 + elen + 1);
+	memcpy(p, dir, dlen);
+	p[dlen] = '/';
+	memcpy(p + dlen + 1, digits, 20);
+	memcpy(p + dlen + 21, ext, elen + 1);
+	return p;
+}
+
 static mk_segment *seg_new(const char *dir, int64_t base, mk_fdcache *cache)
 {
+	assert(base >= 0);
 	mk_segment *s = mk_xcalloc(1, sizeof(*s));
 	s->base = base;
 	s->cache = cache;
 	s->node.open = seg_open_cb;
 	s->node.evict = seg_evict_cb;
-	mk_strbuf p = MK_STRBUF_INIT;
-	mk_strbuf_addf(&p, "%s/%020lld.log", dir, (long long)base);
-	s->log_path = mk_strbuf_detach(&p, NULL);
-	mk_strbuf_addf(&p, "%s/%020lld.index", dir, (long long)base);
-	s->index_path = mk_strbuf_detach(&p, NULL);
-	mk_strbuf_addf(&p, "%s/%020lld.timeindex", dir, (long long)base);
-	s->time_path = mk_strbuf_detach(&p, NULL);
+	/* DIR/%020lld.EXT, formatted by hand: a mount makes three per
+	 * closed segment. */
+	char digits[20];
+	uint64_t v = (uint64_t)base;
+	for (int i = 19; i >= 0; i--, v /= 10)
+		digits[i] = (char)('0' + v % 10);
+	size_t dlen = strlen(dir);
+	s->log_path = seg_path(dir, dlen, digits, ".log");
+	s->index_path = seg_path(dir, dlen, digits, ".index");
+	s->time_path = seg_path(dir, dlen, digits, ".timeindex");
 	s->fd = -1;
 	mk_index_init(&s->index);
 	mk_timeindex_init(&s->tindex);
@@ -554,10 +570,20 @@ mk_err mk_segment_open_closed(const char *dir, int64_t base,
 			      mk_fdcache *cache, mk_segment **out,
 			      mk_strbuf *why)
 {
+	return mk_segment_open_closed_at(AT_FDCWD, dir, base, cache, out, why);
+}
+
+mk_err mk_segment_open_closed_at(int dirfd, const char *dir, int64_t base,
+				 mk_fdcache *cache, mk_segment **out,
+				 mk_strbuf *why)
+{
 	*out = NULL;
 	mk_segment *s = seg_new(dir, base, cache);
 	struct stat st;
-	if (stat(s->log_path, &st)) {
+	/* Relative to dirfd when given: one name to look up, not a path. */
+	const char *name = dirfd == AT_FDCWD ? s->log_path
+			   : s->log_path + strlen(dir) + 1;
+	if (fstatat(dirfd, name, &st, 0)) {
 		mk_err err = io_error(why, s->log_path, "cannot open");
 		mk_segment_close(s);
 		return err;

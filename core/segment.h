@@ -81,6 +81,11 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 mk_err mk_segment_open_closed(const char *dir, int64_t base,
 			      mk_fdcache *cache, mk_segment **out,
 			      mk_strbuf *why);
+/* The same, the .log looked up relative to dirfd (an open descriptor of
+ * dir, or AT_FDCWD): a mount opens many. */
+mk_err mk_segment_open_closed_at(int dirfd, const char *dir, int64_t base,
+				 mk_fdcache *cache, mk_segment **out,
+				 mk_strbuf *why);
 /*
  * Open an existing segment as active with recovery: scan every frame from
  * byte 0, truncate the file at the first invalid or truncated frame (or
