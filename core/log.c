@@ -64,6 +64,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codec.h"
@@ -89,6 +90,19 @@
  */
 #define MAX_UNFLUSHED_BYTES (1ULL << 30)
 #define BATCH 64
+
+/*
+ * The flusher's checkpoint writes are spaced (Kafka writes its recovery
+ * point checkpoint every log.flush.offset.checkpoint.interval.ms): a pass
+ * moves the recovery point in memory, and writes the file only when the
+ * last write is CKPT_INTERVAL_MS old or CKPT_LAG_BYTES of flushed segments
+ * are not in it yet. Under a burst of rolls that saves a file creation,
+ * a rename and two fsyncs per roll; a kill meanwhile only makes the next
+ * open recover (scan) at most CKPT_LAG_BYTES more. Flush, close and
+ * mk_log_wait_flusher write it whenever it moved.
+ */
+#define CKPT_INTERVAL_MS 1000
+#define CKPT_LAG_BYTES (64ULL << 20)
 
 typedef struct {
 	mk_segment *seg;            /* a rolled segment, owned by the log */
@@ -126,6 +140,8 @@ struct mk_log {
 	pthread_mutex_t state_lock; /* also serialises checkpoint writes */
 	int64_t recovery_point;     /* below it, everything was fsynced */
 	mk_strbuf ckpt_last;        /* what the checkpoint file last got */
+	int64_t ckpt_at_ms;         /* the flusher's last write (monotonic) */
+	uint64_t ckpt_lag;          /* bytes flushed since, not in the file */
 	mk_epoch_entry *epochs;     /* epochs and starts strictly increasing */
 	size_t nepochs, epochs_cap;
 	int64_t *bases;             /* segs' base offsets, as the checkpoint */
@@ -520,10 +536,21 @@ static mk_err run_jobs(mk_log *log, const flush_job *jobs, size_t n,
 			return err;
 	}
 	MK_FAILPOINT("log.flush.before-checkpoint");
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	mk_err err = MK_OK;
 	pthread_mutex_lock(&log->state_lock);
 	if (jobs[n - 1].next > log->recovery_point)
 		log->recovery_point = jobs[n - 1].next;
-	mk_err err = ckpt_write_locked(log, why);
+	for (size_t i = 0; i < n; i++)
+		log->ckpt_lag += jobs[i].bytes;
+	if (log->ckpt_lag >= CKPT_LAG_BYTES ||
+	    now - log->ckpt_at_ms >= CKPT_INTERVAL_MS) {
+		err = ckpt_write_locked(log, why);
+		log->ckpt_at_ms = now;
+		log->ckpt_lag = 0;
+	}
 	pthread_mutex_unlock(&log->state_lock);
 	return err;
 }
@@ -685,7 +712,10 @@ void mk_log_hold_flusher(mk_log *log, bool held)
 
 mk_err mk_log_wait_flusher(mk_log *log)
 {
-	return flusher_wait(log);
+	mk_err err = flusher_wait(log);
+	/* The recovery point the passes moved is in the file too (a no-op
+	 * when it already is). */
+	return err ? err : ckpt_write(log);
 }
 
 /* ---- open and close ------------------------------------------------------ */
