@@ -942,6 +942,7 @@ static mk_err open_recover_segments(mk_log *log, opening *o, mk_strbuf *why)
 		uint64_t cut;
 		err = mk_segment_open_active(o->dir, o->bases[i],
 					     last ? INT64_MAX : o->bases[i + 1],
+					     o->missing ? -1 : o->ck.recovery_point,
 					     log->cache,
 					     o->cfg->index_interval_bytes,
 					     on_batch_epoch, &o->seen, &s, &cut,

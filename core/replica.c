@@ -274,6 +274,8 @@ static void note_append(mk_replica *r, const uint8_t *frame, size_t len)
 /* Truncate replica i, keeping its producer state in step. */
 static mk_err truncate_replica(mk_partition *p, int i, int64_t offset)
 {
+	if (offset >= mk_log_end_offset(p->replicas[i].log))
+		return MK_OK;     /* nothing to cut: the snapshot stands */
 	mk_err err = mk_log_truncate_to(p->replicas[i].log, offset);
 	if (!err) {
 		/* The snapshot may describe the tail just cut: replace it. */

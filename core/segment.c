@@ -594,7 +594,7 @@ mk_err mk_segment_open_closed_at(int dirfd, const char *dir, int64_t base,
 }
 
 mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
-			      mk_fdcache *cache,
+			      int64_t durable_to, mk_fdcache *cache,
 			      int64_t interval, mk_segment_batch_fn fn,
 			      void *arg, mk_segment **out, uint64_t *cut,
 			      mk_strbuf *why)
@@ -640,8 +640,13 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 	s->last_base = res.last_base;
 	if ((err = write_indexes(s, why)))
 		goto fail;
-	/* What survived is made durable, so that `flushed` tells the truth. */
-	if (fsync(s->fd)) {
+	/* What survived is made durable, so that `flushed` tells the truth;
+	 * unless it is known to be (all below durable_to, nothing cut) or
+	 * empty: a mount after a clean stop then issues no fsync (each one
+	 * a disk cache flush) per log. */
+	bool durable = s->size == 0 ||
+		       (res.valid == phys && s->next_offset <= durable_to);
+	if (!durable && fsync(s->fd)) {
 		err = io_error(why, s->log_path, "fsync failed");
 		goto fail;
 	}

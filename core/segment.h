@@ -92,10 +92,12 @@ mk_err mk_segment_open_closed_at(int dirfd, const char *dir, int64_t base,
  * batch whose offsets do not follow, or reach end_limit, the next segment's
  * base or INT64_MAX), rebuild both indexes, fsync. *cut gets the bytes
  * removed; when non-zero, why (if given) says where and why. fn (may be
- * NULL) sees every batch kept.
+ * NULL) sees every batch kept. durable_to: every offset below it is known
+ * to be durable (the log's recovery point; -1: nothing known), so a
+ * segment wholly below it, with nothing cut, needs no fsync.
  */
 mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
-			      mk_fdcache *cache,
+			      int64_t durable_to, mk_fdcache *cache,
 			      int64_t interval, mk_segment_batch_fn fn,
 			      void *arg, mk_segment **out, uint64_t *cut,
 			      mk_strbuf *why);
