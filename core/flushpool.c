@@ -14,7 +14,8 @@ struct mk_flush_pool {
 	pthread_cond_t done;        /* a task stopped running */
 	mk_flush_task *head, *tail;
 	bool stop;
-	int nthreads;
+	bool started;               /* the threads were started (lazily) */
+	int want, nthreads;
 	pthread_t threads[];
 };
 
@@ -81,16 +82,30 @@ mk_flush_pool *mk_flush_pool_new(int nthreads)
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->done, NULL);
-	for (int i = 0; i < nthreads; i++) {
-		if (pthread_create(&p->threads[i], NULL, worker, p) != 0)
-			break;
-		p->nthreads++;
-	}
-	if (p->nthreads == 0) {
-		mk_flush_pool_free(p);
-		return NULL;
-	}
+	p->want = nthreads;
 	return p;
+}
+
+/* Under p->lock: start the threads the first time. Any running? */
+static bool start_locked(mk_flush_pool *p)
+{
+	if (!p->started) {
+		p->started = true;
+		for (int i = 0; i < p->want; i++) {
+			if (pthread_create(&p->threads[i], NULL, worker, p) != 0)
+				break;
+			p->nthreads++;
+		}
+	}
+	return p->nthreads > 0;
+}
+
+bool mk_flush_pool_ready(mk_flush_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	bool ok = start_locked(p);
+	pthread_mutex_unlock(&p->lock);
+	return ok;
 }
 
 void mk_flush_pool_free(mk_flush_pool *p)
@@ -112,6 +127,7 @@ void mk_flush_pool_free(mk_flush_pool *p)
 void mk_flush_pool_submit(mk_flush_pool *p, mk_flush_task *t)
 {
 	pthread_mutex_lock(&p->lock);
+	start_locked(p);
 	if (t->running)
 		t->again = true;
 	else if (!t->queued)

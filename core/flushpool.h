@@ -28,8 +28,13 @@ typedef struct mk_flush_task {
 
 typedef struct mk_flush_pool mk_flush_pool;
 
-/* A pool of nthreads threads (started here); NULL if none could start. */
+/* A pool of nthreads threads. They start at the first submit or
+ * mk_flush_pool_ready, not here: a daemon opens its cluster (and this
+ * pool) before it forks to daemonize, and a fork keeps no thread. */
 mk_flush_pool *mk_flush_pool_new(int nthreads);
+/* Start the threads if not yet; false when none could start (the caller
+ * then does the work itself). */
+bool mk_flush_pool_ready(mk_flush_pool *p);
 /* Stop and join the threads. No task may be queued or running. */
 void mk_flush_pool_free(mk_flush_pool *p);
 void mk_flush_pool_submit(mk_flush_pool *p, mk_flush_task *t);

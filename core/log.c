@@ -621,9 +621,9 @@ static mk_flush_pool *flusher_pool(mk_log *log)
 		fl->pool = log->cfg.pool;
 	if (!fl->pool) {
 		fl->pool = mk_flush_pool_new(1);
-		fl->own_pool = fl->pool != NULL;
+		fl->own_pool = true;
 	}
-	return fl->pool;
+	return mk_flush_pool_ready(fl->pool) ? fl->pool : NULL;
 }
 
 /*
@@ -908,22 +908,14 @@ static size_t open_first_to_recover(const opening *o)
 /* Closed segments below the first to recover: opened, never read. */
 static mk_err open_closed_segments(mk_log *log, opening *o, mk_strbuf *why)
 {
-	int dirfd = AT_FDCWD;
-	if (o->first > 1)
-		dirfd = open(o->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0)
-		dirfd = AT_FDCWD;
-	mk_err err = MK_OK;
-	for (size_t i = 0; i < o->first && !err; i++) {
+	(void)why;
+	/* The listing found them; their sizes are learnt at first use. */
+	for (size_t i = 0; i < o->first; i++) {
 		mk_segment *s;
-		err = mk_segment_open_closed_at(dirfd, o->dir, o->bases[i],
-						log->cache, &s, why);
-		if (!err)
-			push_segment(log, s);
+		mk_segment_open_unsized(o->dir, o->bases[i], log->cache, &s);
+		push_segment(log, s);
 	}
-	if (dirfd != AT_FDCWD)
-		close(dirfd);
-	return err;
+	return MK_OK;
 }
 
 /*
@@ -1228,8 +1220,12 @@ int64_t mk_log_start_offset(const mk_log *log)
 uint64_t mk_log_size_bytes(const mk_log *log)
 {
 	uint64_t n = 0;
-	for (size_t i = 0; i < log->nsegs; i++)
+	for (size_t i = 0; i < log->nsegs; i++) {
+		/* A segment opened unsized at mount learns its size now (a
+		 * failure leaves 0: the next read of it reports the error). */
+		mk_segment_know_size(log->segs[i], NULL);
 		n += log->segs[i]->size;
+	}
 	return n;
 }
 
@@ -1241,6 +1237,7 @@ size_t mk_log_segment_count(const mk_log *log)
 void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info)
 {
 	assert(i < log->nsegs);
+	mk_segment_know_size(log->segs[i], NULL);   /* as mk_log_size_bytes */
 	info->base_offset = log->segs[i]->base;
 	info->size = log->segs[i]->size;
 	info->active = i + 1 == log->nsegs;

@@ -478,6 +478,7 @@ static mk_segment *seg_new(const char *dir, int64_t base, mk_fdcache *cache)
 	s->index_path = seg_path(dir, dlen, digits, ".index");
 	s->time_path = seg_path(dir, dlen, digits, ".timeindex");
 	s->fd = -1;
+	s->sized = true;
 	mk_index_init(&s->index);
 	mk_timeindex_init(&s->tindex);
 	s->next_offset = -1;
@@ -573,6 +574,26 @@ mk_err mk_segment_open_closed(const char *dir, int64_t base,
 	return mk_segment_open_closed_at(AT_FDCWD, dir, base, cache, out, why);
 }
 
+mk_err mk_segment_open_unsized(const char *dir, int64_t base,
+			       mk_fdcache *cache, mk_segment **out)
+{
+	*out = seg_new(dir, base, cache);
+	(*out)->sized = false;
+	return MK_OK;
+}
+
+mk_err mk_segment_know_size(mk_segment *s, mk_strbuf *why)
+{
+	if (s->sized)
+		return MK_OK;
+	struct stat st;
+	if (stat(s->log_path, &st))
+		return io_error(why, s->log_path, "cannot open");
+	s->size = s->flushed = (uint64_t)st.st_size;
+	s->sized = true;
+	return MK_OK;
+}
+
 mk_err mk_segment_open_closed_at(int dirfd, const char *dir, int64_t base,
 				 mk_fdcache *cache, mk_segment **out,
 				 mk_strbuf *why)
@@ -666,7 +687,9 @@ static mk_err rebuild_indexes(mk_segment *s, int64_t end_limit,
 mk_err mk_segment_rebuild_indexes(mk_segment *s, int64_t end_limit,
 				  int64_t interval, mk_strbuf *why)
 {
-	mk_err err = seg_use(s, true, why);
+	mk_err err = mk_segment_know_size(s, why);
+	if (!err)
+		err = seg_use(s, true, why);
 	if (err)
 		return err;
 	err = rebuild_indexes(s, end_limit, interval, why);
@@ -710,9 +733,10 @@ static mk_err rebuild_indexes(mk_segment *s, int64_t end_limit,
 mk_err mk_segment_load_indexes(mk_segment *s, int64_t end_limit,
 			       int64_t interval, mk_strbuf *why)
 {
-	if (s->indexes_loaded)
-		return MK_OK;
-	mk_err err = seg_use(s, true, why);
+	mk_err err = mk_segment_know_size(s, why);
+	if (err || s->indexes_loaded)
+		return err;
+	err = seg_use(s, true, why);
 	if (err)
 		return err;
 	uint64_t rel_limit = end_limit == INT64_MAX
@@ -738,7 +762,10 @@ mk_err mk_segment_scan(mk_segment *s, int64_t end_limit,
 {
 	/* build is false: the indexes are not touched. */
 	scan_result res;
-	mk_err err = scan(s, s->size, end_limit, INT64_MAX, 0, false, fn, arg,
+	mk_err err = mk_segment_know_size(s, why);
+	if (err)
+		return err;
+	err = scan(s, s->size, end_limit, INT64_MAX, 0, false, fn, arg,
 			  &res, why);
 	if (!err && res.reason) {
 		say_at(why, s->log_path, res.bad_pos, res.reason);
@@ -823,7 +850,10 @@ mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
 {
 	assert(offset >= s->base);
 	scan_result res;
-	mk_err err = scan(s, s->size, INT64_MAX, offset, 0, false, NULL, NULL,
+	mk_err err = mk_segment_know_size(s, why);
+	if (err)
+		return err;
+	err = scan(s, s->size, INT64_MAX, offset, 0, false, NULL, NULL,
 			  &res, why);
 	if (err)
 		return err;

@@ -60,6 +60,9 @@ typedef struct {
 	bool active;
 	bool dirty;             /* .log changed since its last fsync */
 	bool indexes_loaded;    /* index and tindex hold this segment's entries */
+	bool sized;             /* size and flushed are known: false only for
+				 * a segment opened unsized, until its first
+				 * use (mk_segment_know_size) */
 	mk_index index;
 	mk_timeindex tindex;
 	/* Known for the active segment (-1 / INT64_MIN otherwise): */
@@ -81,6 +84,13 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 mk_err mk_segment_open_closed(const char *dir, int64_t base,
 			      mk_fdcache *cache, mk_segment **out,
 			      mk_strbuf *why);
+/* Open an existing closed segment without any I/O: its size is learnt
+ * (a stat) at its first load, scan or cut, or by mk_segment_know_size. A
+ * mount of many closed segments then costs no system call per segment. */
+mk_err mk_segment_open_unsized(const char *dir, int64_t base,
+			       mk_fdcache *cache, mk_segment **out);
+/* Learn the size of a segment opened unsized (nothing to do otherwise). */
+mk_err mk_segment_know_size(mk_segment *s, mk_strbuf *why);
 /* The same, the .log looked up relative to dirfd (an open descriptor of
  * dir, or AT_FDCWD): a mount opens many. */
 mk_err mk_segment_open_closed_at(int dirfd, const char *dir, int64_t base,

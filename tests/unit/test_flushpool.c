@@ -84,6 +84,8 @@ static void test_resubmit_while_running(void **state)
 	reset();
 	mk_flush_pool *p = mk_flush_pool_new(1);
 	assert_non_null(p);
+	assert_int_equal(mk_flush_pool_threads(p), 0);   /* not before use */
+	assert_true(mk_flush_pool_ready(p));
 	assert_int_equal(mk_flush_pool_threads(p), 1);
 	rec_task a = { { rec_run, NULL, 0, 0, 0 }, 'A', true, false };
 	rec_task b = { { rec_run, NULL, 0, 0, 0 }, 'B', false, false };
