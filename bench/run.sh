@@ -482,6 +482,15 @@ if [ -x "$BCOMPACT" ]; then
             "$(field compact_mbps "$best")" "$(field copy_mbps "$best")" "$(field ratio "$best")"
     fi
 fi
+# Scale and no stall (issue 11): bench/scale.sh, its own mounts and rows.
+# BENCH_SCALE=0 leaves it out.
+if [ "${BENCH_SCALE:-1}" != 0 ] && [ -x "$MKFS_BIN" ]; then
+    echo
+    if ! STEP_TIMEOUT=$((STEP_TIMEOUT * 3)) bounded bash "$REPO/bench/scale.sh"; then
+        echo "scale rows: $ERR"
+    fi
+    cat "$TMP/out"
+fi
 for w in "${WARNINGS[@]}"; do
     echo "WARNING: $w"
 done

@@ -50,6 +50,7 @@ cleanup() {
     [ "${BENCH_KEEP:-0}" = 1 ] || rm -rf "$TMP"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 
 now() { date +%s%N; }
 ms() { echo $((($2 - $1) / 1000000)); }   # ms between two now's
