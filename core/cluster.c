@@ -1221,7 +1221,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	mk_clock_init(&c->clock, cfg->manual_clock, md.clock_ms);
 	mk_errlog_init(&c->errlog);
 	mk_notifier_init(&c->log_end);
-	c->flush_pool = mk_flush_pool_new(MK_FLUSH_THREADS);
+	c->flush_pool = mk_flush_pool_create(MK_FLUSH_THREADS);   /* started in mk_cluster_start */
 	c->fdcache = mk_fdcache_new(fd_budget());
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
 			   &c->shutting_down, &c->meta_dirty, NULL, NULL,
@@ -1289,6 +1289,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 
 void mk_cluster_start(mk_cluster *c)
 {
+	mk_flush_pool_start(c->flush_pool);
 	if (!c->saver_started &&
 	    pthread_create(&c->saver, NULL, saver_main, c) == 0) {
 		c->saver_started = true;

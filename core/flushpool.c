@@ -14,8 +14,8 @@ struct mk_flush_pool {
 	pthread_cond_t done;        /* a task stopped running */
 	mk_flush_task *head, *tail;
 	bool stop;
-	bool started;               /* the threads were started (lazily) */
-	int want, nthreads;
+	int want;                   /* threads to run once started */
+	int nthreads;               /* threads started (and to join) */
 	pthread_t threads[];
 };
 
@@ -73,7 +73,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-mk_flush_pool *mk_flush_pool_new(int nthreads)
+mk_flush_pool *mk_flush_pool_create(int nthreads)
 {
 	if (nthreads < 1)
 		nthreads = 1;
@@ -86,26 +86,25 @@ mk_flush_pool *mk_flush_pool_new(int nthreads)
 	return p;
 }
 
-/* Under p->lock: start the threads the first time. Any running? */
-static bool start_locked(mk_flush_pool *p)
-{
-	if (!p->started) {
-		p->started = true;
-		for (int i = 0; i < p->want; i++) {
-			if (pthread_create(&p->threads[i], NULL, worker, p) != 0)
-				break;
-			p->nthreads++;
-		}
-	}
-	return p->nthreads > 0;
-}
-
-bool mk_flush_pool_ready(mk_flush_pool *p)
+int mk_flush_pool_start(mk_flush_pool *p)
 {
 	pthread_mutex_lock(&p->lock);
-	bool ok = start_locked(p);
+	while (p->nthreads < p->want &&
+	       pthread_create(&p->threads[p->nthreads], NULL, worker, p) == 0)
+		p->nthreads++;
+	int n = p->nthreads;
 	pthread_mutex_unlock(&p->lock);
-	return ok;
+	return n;
+}
+
+mk_flush_pool *mk_flush_pool_new(int nthreads)
+{
+	mk_flush_pool *p = mk_flush_pool_create(nthreads);
+	if (mk_flush_pool_start(p) == 0) {
+		mk_flush_pool_free(p);
+		return NULL;
+	}
+	return p;
 }
 
 void mk_flush_pool_free(mk_flush_pool *p)
@@ -127,7 +126,6 @@ void mk_flush_pool_free(mk_flush_pool *p)
 void mk_flush_pool_submit(mk_flush_pool *p, mk_flush_task *t)
 {
 	pthread_mutex_lock(&p->lock);
-	start_locked(p);
 	if (t->running)
 		t->again = true;
 	else if (!t->queued)
@@ -149,7 +147,12 @@ void mk_flush_pool_remove(mk_flush_pool *p, mk_flush_task *t)
 	pthread_mutex_unlock(&p->lock);
 }
 
-int mk_flush_pool_threads(const mk_flush_pool *p)
+int mk_flush_pool_threads(mk_flush_pool *p)
 {
-	return p ? p->nthreads : 0;
+	if (!p)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	int n = p->nthreads;
+	pthread_mutex_unlock(&p->lock);
+	return n;
 }

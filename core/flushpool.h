@@ -28,19 +28,21 @@ typedef struct mk_flush_task {
 
 typedef struct mk_flush_pool mk_flush_pool;
 
-/* A pool of nthreads threads. They start at the first submit or
- * mk_flush_pool_ready, not here: a daemon opens its cluster (and this
- * pool) before it forks to daemonize, and a fork keeps no thread. */
+/* A pool of nthreads threads (started here); NULL if none could start. */
 mk_flush_pool *mk_flush_pool_new(int nthreads);
-/* Start the threads if not yet; false when none could start (the caller
- * then does the work itself). */
-bool mk_flush_pool_ready(mk_flush_pool *p);
+/* A pool whose threads start only at mk_flush_pool_start: tasks submitted
+ * before that wait in the queue. The cluster creates its pool at open and
+ * starts it in mk_cluster_start, after the daemon has forked into the
+ * background (threads do not survive fork(2)). */
+mk_flush_pool *mk_flush_pool_create(int nthreads);
+/* Start the threads not yet running; returns how many run. */
+int mk_flush_pool_start(mk_flush_pool *p);
 /* Stop and join the threads. No task may be queued or running. */
 void mk_flush_pool_free(mk_flush_pool *p);
 void mk_flush_pool_submit(mk_flush_pool *p, mk_flush_task *t);
 /* Dequeue t and wait until it no longer runs; it is not run again unless
  * submitted anew. */
 void mk_flush_pool_remove(mk_flush_pool *p, mk_flush_task *t);
-int mk_flush_pool_threads(const mk_flush_pool *p);
+int mk_flush_pool_threads(mk_flush_pool *p);
 
 #endif

@@ -613,17 +613,22 @@ static mk_err flusher_error(mk_log *log)
 }
 
 /* Under fl.lock: the pool to use, made (one thread) for a log without
- * the cluster's. NULL when no thread can be started. */
+ * the cluster's. NULL when no thread runs (or can be started). */
 static mk_flush_pool *flusher_pool(mk_log *log)
 {
 	flusher *fl = &log->fl;
-	if (!fl->pool && log->cfg.pool)
+	if (!fl->pool && log->cfg.pool) {
+		/* The cluster's pool before mk_cluster_start has no thread
+		 * (the daemon has not forked yet): flush in place. */
+		if (mk_flush_pool_threads(log->cfg.pool) == 0)
+			return NULL;
 		fl->pool = log->cfg.pool;
+	}
 	if (!fl->pool) {
 		fl->pool = mk_flush_pool_new(1);
-		fl->own_pool = true;
+		fl->own_pool = fl->pool != NULL;
 	}
-	return mk_flush_pool_ready(fl->pool) ? fl->pool : NULL;
+	return fl->pool;
 }
 
 /*

@@ -84,8 +84,6 @@ static void test_resubmit_while_running(void **state)
 	reset();
 	mk_flush_pool *p = mk_flush_pool_new(1);
 	assert_non_null(p);
-	assert_int_equal(mk_flush_pool_threads(p), 0);   /* not before use */
-	assert_true(mk_flush_pool_ready(p));
 	assert_int_equal(mk_flush_pool_threads(p), 1);
 	rec_task a = { { rec_run, NULL, 0, 0, 0 }, 'A', true, false };
 	rec_task b = { { rec_run, NULL, 0, 0, 0 }, 'B', false, false };
@@ -120,6 +118,33 @@ static void test_remove_queued(void **state)
 	mk_flush_pool_remove(p, &c.task);
 	assert_string_equal(order, "AC");
 	mk_flush_pool_free(p);
+}
+
+/* A pool created without threads (the cluster's, before the daemon forks:
+ * threads do not survive fork(2)) keeps what is submitted until started,
+ * and a pool never started frees without waiting (regression: the forked
+ * daemon hung in pthread_cond_destroy at unmount). */
+static void test_created_pool_runs_after_start(void **state)
+{
+	(void)state;
+	reset();
+	mk_flush_pool *p = mk_flush_pool_create(2);
+	assert_non_null(p);
+	assert_int_equal(mk_flush_pool_threads(p), 0);
+	rec_task a = { { rec_run, NULL, 0, 0, 0 }, 'A', false, false };
+	mk_flush_pool_submit(p, &a.task);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(nrun, 0);
+	pthread_mutex_unlock(&mu);
+	assert_int_equal(mk_flush_pool_start(p), 2);
+	assert_int_equal(mk_flush_pool_start(p), 2);   /* no second set */
+	open_gate_and_wait_runs(1);
+	mk_flush_pool_remove(p, &a.task);
+	assert_string_equal(order, "A");
+	mk_flush_pool_free(p);
+
+	mk_flush_pool *idle = mk_flush_pool_create(1);
+	mk_flush_pool_free(idle);
 }
 
 /* ---- logs sharing the pool ---------------------------------------------- */
@@ -219,6 +244,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resubmit_while_running),
 		cmocka_unit_test(test_remove_queued),
+		cmocka_unit_test(test_created_pool_runs_after_start),
 		cmocka_unit_test_setup_teardown(test_logs_share_pool_and_never_wait,
 						setup, teardown),
 	};
