@@ -134,20 +134,21 @@ static gm_group *group_new(const char *name)
 }
 
 /*
- * Binary search over a sorted array of pointers to structs whose first
- * member is their name (gm_group, gm_member). Returns the match or NULL;
- * *pos gets its index or the insertion point.
+ * Binary search over n sorted elements, element i compared with key by
+ * cmp(arr, i, key) (<0, 0, >0 like strcmp). True when one matches; *pos
+ * (when given) gets its index, or the insertion point.
  */
-static void *find_named(void *const *arr, size_t n, const char *key, size_t *pos)
+static bool search_sorted(const void *arr, size_t n,
+			  int (*cmp)(const void *arr, size_t i, const void *key),
+			  const void *key, size_t *pos)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		int c = strcmp(*(char *const *)arr[mid], key);
+		int c = cmp(arr, mid, key);
 		if (!c) {
-			if (pos)
-				*pos = mid;
-			return arr[mid];
+			lo = mid;
+			break;
 		}
 		if (c < 0)
 			lo = mid + 1;
@@ -156,7 +157,24 @@ static void *find_named(void *const *arr, size_t n, const char *key, size_t *pos
 	}
 	if (pos)
 		*pos = lo;
-	return NULL;
+	return lo < hi;
+}
+
+/* Element i of an array of pointers to structs whose first member is
+ * their name (gm_group, gm_member), against a name. */
+static int cmp_named(const void *arr, size_t i, const void *key)
+{
+	return strcmp(*(char *const *)((void *const *)arr)[i], key);
+}
+
+/* The match in such an array, or NULL; *pos as search_sorted. */
+static void *find_named(void *const *arr, size_t n, const char *key, size_t *pos)
+{
+	size_t at;
+	bool found = search_sorted(arr, n, cmp_named, key, &at);
+	if (pos)
+		*pos = at;
+	return found ? arr[at] : NULL;
 }
 
 static gm_group *find_group(mk_groups *g, const char *name, size_t *pos)
@@ -184,26 +202,26 @@ static void remove_ptr(void **arr, size_t *n, size_t pos)
 	(*n)--;
 }
 
+typedef struct {
+	const char *topic;
+	int partition;
+} commit_key;
+
+static int cmp_commit(const void *arr, size_t i, const void *key)
+{
+	const gm_commit *c = (const gm_commit *)arr + i;
+	const commit_key *k = key;
+	return part_cmp(c->topic, c->partition, k->topic, k->partition);
+}
+
 static gm_commit *find_commit(gm_group *grp, const char *topic, int part, size_t *pos)
 {
-	size_t lo = 0, hi = grp->ncommits;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = part_cmp(grp->commits[mid].topic, grp->commits[mid].partition,
-				 topic, part);
-		if (!c) {
-			if (pos)
-				*pos = mid;
-			return &grp->commits[mid];
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	commit_key k = { topic, part };
+	size_t at;
+	bool found = search_sorted(grp->commits, grp->ncommits, cmp_commit, &k, &at);
 	if (pos)
-		*pos = lo;
-	return NULL;
+		*pos = at;
+	return found ? &grp->commits[at] : NULL;
 }
 
 static void set_commit(gm_group *grp, const char *topic, int part, int64_t offset)

@@ -1239,6 +1239,12 @@ size_t mk_log_segment_count(const mk_log *log)
 	return log->nsegs;
 }
 
+void mk_log_write_index_pending(mk_log *log)
+{
+	if (log->nsegs)
+		mk_segment_write_index_pending(active(log), NULL);
+}
+
 void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info)
 {
 	assert(i < log->nsegs);
@@ -1428,6 +1434,52 @@ static const char *batch_misplaced(const mk_log *log, const mk_batch_view *b,
 	return NULL;
 }
 
+/*
+ * A forward walk over segment i's batches from a position, each one
+ * decoded (CRC checked) and checked by batch_misplaced: the one loop the
+ * reads, the time lookup and the batch list share. The reader stays the
+ * caller's to keep, skip or finish each batch.
+ */
+typedef struct {
+	mk_log *log;
+	mk_segment *s;
+	mk_segment_reader r;
+	int64_t limit;          /* offsets below the next segment's base */
+	int64_t prev_next;      /* the next offset after the last batch */
+	int32_t prev_epoch;
+	uint64_t at;            /* position of the batch last returned (or of
+				 * the bad one) */
+} seg_walk;
+
+static void walk_init(seg_walk *w, mk_log *log, size_t i, uint64_t pos,
+		      mk_strbuf *buf, size_t max_chunk)
+{
+	w->log = log;
+	w->s = log->segs[i];
+	w->limit = end_limit(log, i);
+	w->prev_next = w->s->base;
+	w->prev_epoch = -1;
+	w->at = pos;
+	mk_segment_reader_init(&w->r, w->s, pos, w->s->size, buf, max_chunk);
+}
+
+/* The next batch into *b, or *done at the segment's end. A bad frame or a
+ * misplaced batch is KAFKA_STORAGE_ERROR, said in the log's error. */
+static mk_err walk_next(seg_walk *w, mk_batch_view *b, bool *done)
+{
+	w->at = mk_segment_reader_pos(&w->r);
+	mk_err err = mk_segment_reader_next(&w->r, b, done);
+	const char *bad = err ? (w->r.reason ? w->r.reason : "bad frame") : NULL;
+	if (!err && !*done)
+		bad = batch_misplaced(w->log, b, w->prev_next, &w->prev_epoch,
+				      w->s->base, w->limit);
+	if (bad)
+		return bad_frame(w->log, w->s, w->at, bad);
+	if (!*done)
+		w->prev_next = mk_batch_next_offset(b);
+	return MK_OK;
+}
+
 typedef struct {
 	int64_t from, end;
 	size_t max_bytes;
@@ -1440,9 +1492,6 @@ typedef struct {
 static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 			   mk_strbuf *out, read_state *rs)
 {
-	mk_segment *s = log->segs[i];
-	int64_t limit = end_limit(log, i), prev_next = s->base;
-	int32_t prev_epoch = -1;
 	/* Read ahead no more than the caller may take (but a frame at least,
 	 * which the reader handles), and at most 4 MiB at a time. */
 	size_t chunk = rs->max_bytes > rs->added ? rs->max_bytes - rs->added : 0;
@@ -1450,28 +1499,20 @@ static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 		chunk = 4096;
 	if (chunk > (4u << 20))
 		chunk = 4u << 20;
-	mk_segment_reader r;
-	mk_segment_reader_init(&r, s, pos, s->size, out, chunk);
+	seg_walk w;
+	walk_init(&w, log, i, pos, out, chunk);
 	mk_err err = MK_OK;
 	for (;;) {
 		mk_batch_view b;
 		bool done;
-		uint64_t at = mk_segment_reader_pos(&r);
-		err = mk_segment_reader_next(&r, &b, &done);
-		const char *bad = err ? (r.reason ? r.reason : "bad frame") : NULL;
-		if (!err && !done)
-			bad = batch_misplaced(log, &b, prev_next, &prev_epoch,
-					      s->base, limit);
-		if (bad) {
-			rs->bad_pos = at;
-			err = bad_frame(log, s, at, bad);
+		if ((err = walk_next(&w, &b, &done))) {
+			rs->bad_pos = w.at;
 			break;
 		}
 		if (done)
 			break;
-		prev_next = mk_batch_next_offset(&b);
-		if (prev_next <= rs->from) {
-			mk_segment_reader_skip(&r);
+		if (w.prev_next <= rs->from) {
+			mk_segment_reader_skip(&w.r);
 			continue;
 		}
 		if (b.meta.base_offset >= rs->end ||
@@ -1479,16 +1520,16 @@ static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 			rs->stop = true;
 			break;
 		}
-		mk_segment_reader_keep(&r);
+		mk_segment_reader_keep(&w.r);
 		rs->added += b.frame_len;
 		/* The next batch starts at or after this one's end: when that
 		 * is past `end`, do not even read it. */
-		if (prev_next >= rs->end) {
+		if (w.prev_next >= rs->end) {
 			rs->stop = true;
 			break;
 		}
 	}
-	mk_segment_reader_finish(&r);
+	mk_segment_reader_finish(&w.r);
 	return err;
 }
 
@@ -1533,32 +1574,21 @@ mk_err mk_log_read(mk_log *log, int64_t from, int64_t end, size_t max_bytes,
 static mk_err time_scan(mk_log *log, size_t i, uint64_t pos, int64_t ts,
 			int64_t from, int64_t *found, uint64_t *bad_pos)
 {
-	mk_segment *s = log->segs[i];
-	int64_t limit = end_limit(log, i), prev_next = s->base;
-	int32_t prev_epoch = -1;
 	mk_strbuf buf = MK_STRBUF_INIT;
-	mk_segment_reader r;
-	mk_segment_reader_init(&r, s, pos, s->size, &buf, 0);
+	seg_walk w;
+	walk_init(&w, log, i, pos, &buf, 0);
 	mk_err err = MK_OK;
 	*found = -1;
 	while (*found < 0) {
 		mk_batch_view b;
 		bool done;
-		uint64_t at = mk_segment_reader_pos(&r);
-		err = mk_segment_reader_next(&r, &b, &done);
-		const char *bad = err ? (r.reason ? r.reason : "bad frame") : NULL;
-		if (!err && !done)
-			bad = batch_misplaced(log, &b, prev_next, &prev_epoch,
-					      s->base, limit);
-		if (bad) {
-			*bad_pos = at;
-			err = bad_frame(log, s, at, bad);
+		if ((err = walk_next(&w, &b, &done))) {
+			*bad_pos = w.at;
 			break;
 		}
 		if (done)
 			break;
-		prev_next = mk_batch_next_offset(&b);
-		if (prev_next > from && b.max_timestamp >= ts) {
+		if (w.prev_next > from && b.max_timestamp >= ts) {
 			mk_record_iter it;
 			mk_record_view rec;
 			mk_record_iter_init(&it, &b);
@@ -1569,7 +1599,7 @@ static mk_err time_scan(mk_log *log, size_t i, uint64_t pos, int64_t ts,
 				}
 			}
 		}
-		mk_segment_reader_skip(&r);
+		mk_segment_reader_skip(&w.r);
 	}
 	mk_strbuf_release(&buf);
 	return err;
@@ -1864,39 +1894,26 @@ mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,
 		mk_segment *s = log->segs[i];
 		if ((err = load_indexes(log, i)))
 			break;
-		int64_t limit = end_limit(log, i), prev_next = s->base;
-		int32_t prev_epoch = -1;
 		uint64_t pos = *n == 0 ? mk_segment_lookup(s, from) : 0;
-		mk_segment_reader r;
+		seg_walk w;
 		mk_strbuf_reset(&buf);
-		mk_segment_reader_init(&r, s, pos, s->size, &buf, 0);
+		walk_init(&w, log, i, pos, &buf, 0);
 		while (*n < max) {
 			mk_batch_view b;
 			bool done;
-			uint64_t at = mk_segment_reader_pos(&r);
-			err = mk_segment_reader_next(&r, &b, &done);
-			const char *bad = err ? (r.reason ? r.reason : "bad frame") : NULL;
-			if (!err && !done)
-				bad = batch_misplaced(log, &b, prev_next, &prev_epoch,
-						      s->base, limit);
-			if (bad) {
-				err = bad_frame(log, s, at, bad);
+			if ((err = walk_next(&w, &b, &done)) || done)
 				break;
-			}
-			if (done)
-				break;
-			prev_next = mk_batch_next_offset(&b);
-			if (prev_next > from) {
+			if (w.prev_next > from) {
 				if (*n == cap) {
 					cap = cap ? cap * 2 : 64;
 					*out = mk_xrealloc(*out, cap * sizeof(**out));
 				}
-				batch_info_of(s, at, &b, mk_segment_reader_crc(&r),
+				batch_info_of(s, w.at, &b, mk_segment_reader_crc(&w.r),
 					      &(*out)[(*n)++]);
 			}
-			mk_segment_reader_skip(&r);
+			mk_segment_reader_skip(&w.r);
 		}
-		mk_segment_reader_finish(&r);
+		mk_segment_reader_finish(&w.r);
 		if (err)
 			break;
 	}
@@ -1921,6 +1938,7 @@ mk_err mk_log_index_rows(mk_log *log, int64_t segment, bool time,
 		mk_err err = load_indexes(log, i);
 		if (err)
 			return err;
+		mk_log_write_index_pending(log);
 		size_t count = mk_segment_index_count(s, time);
 		*out = mk_xcalloc(count ? count : 1, sizeof(**out));
 		for (size_t k = 0; k < count; k++)

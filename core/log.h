@@ -207,6 +207,10 @@ void mk_log_end_offset_for_epoch(const mk_log *log, int32_t epoch,
 
 /* Segments, for listing; index i in 0..count-1, base offsets ascending. */
 size_t mk_log_segment_count(const mk_log *log);
+/* Write the active segment's pending index entries (segment.h), so that
+ * the index files show every entry; before a listing or a view. A failure
+ * leaves them pending (the next append or flush meets it too). */
+void mk_log_write_index_pending(mk_log *log);
 void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info);
 
 /*

@@ -1333,6 +1333,7 @@ size_t mk_partition_segments(mk_partition *p, mk_segment_info **out,
 	*out = NULL;
 	if (p->leader >= 0) {
 		mk_log *log = p->replicas[p->leader].log;
+		mk_log_write_index_pending(log);
 		n = mk_log_segment_count(log);
 		*out = mk_xcalloc(n ? n : 1, sizeof(**out));
 		for (size_t i = 0; i < n; i++)
@@ -1627,6 +1628,7 @@ mk_err mk_partition_replica_segments(mk_partition *p, int broker,
 	*n = 0;
 	mk_err err = view_replica(p, broker, true, &r, why);
 	if (!err) {
+		mk_log_write_index_pending(r->log);
 		*n = mk_log_segment_count(r->log);
 		*out = mk_xcalloc(*n ? *n : 1, sizeof(**out));
 		for (size_t i = 0; i < *n; i++)

@@ -8,11 +8,11 @@
  *     frame and the order of offsets. Recovery of the active segment, index
  *     rebuilds and the boundary check of a truncation are all scans;
  *   - index_batch(): the one place deciding when a batch gets index
- *     entries, shared by appends (written at once) and rebuilds (in memory,
- *     then written whole);
+ *     entries, shared by appends (kept pending, written a page at a time,
+ *     entryfile.h) and rebuilds (in memory, then written whole);
  *   - lifecycle: create, open closed/active, append, truncate, seal, flush,
  *     crash, close, remove. Sealing (at roll) does no I/O beyond the final
- *     time index entry; the flush that makes a sealed segment durable is the
+ *     time index entry and the pending entries; the flush that makes a sealed segment durable is the
  *     log's to schedule (log.c runs it on its flusher thread).
  */
 #include "segment.h"
@@ -949,6 +949,28 @@ mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why)
 	return err;
 }
 
+/* The index files pinned open (seg_use with indexes). */
+static mk_err write_index_pending(mk_segment *s, mk_strbuf *why)
+{
+	if (mk_index_write_pending(&s->index))
+		return io_error(why, s->index_path, "write failed");
+	if (mk_timeindex_write_pending(&s->tindex))
+		return io_error(why, s->time_path, "write failed");
+	return MK_OK;
+}
+
+mk_err mk_segment_write_index_pending(mk_segment *s, mk_strbuf *why)
+{
+	/* Pinned first: an eviction (another thread, under the cache lock)
+	 * writes pending entries too. */
+	mk_err err = seg_use(s, true, why);
+	if (err)
+		return err;
+	err = write_index_pending(s, why);
+	seg_done(s);
+	return err;
+}
+
 mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why)
 {
 	assert(s->active && s->indexes_loaded);
@@ -956,6 +978,8 @@ mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why)
 	if (err)
 		return err;
 	err = final_time_entry(s, s->max_ts, s->last_base, true, why);
+	if (!err)
+		err = write_index_pending(s, why);
 	if (!err)
 		s->active = false;
 	seg_done(s);

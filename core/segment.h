@@ -130,7 +130,8 @@ mk_err mk_segment_scan(mk_segment *s, int64_t end_limit,
 
 /*
  * Append a frame (already validated, b its view) at the end of the active
- * segment, adding index entries per interval. One pwrite to the .log.
+ * segment, adding index entries per interval. One pwrite to the .log; the
+ * index entries are written lazily (mk_segment_write_index_pending).
  */
 mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 			 const mk_batch_view *b, int64_t interval,
@@ -168,8 +169,15 @@ mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
 mk_err mk_segment_cut_at(mk_segment *s, const mk_segment_cut *c,
 			 int64_t interval, mk_strbuf *why);
 /*
- * At roll: add the final time index entry and mark closed. Nothing is
- * fsynced: mk_segment_flush() does that, and then closes the index files.
+ * Index entries appended by mk_segment_append wait in memory (up to a page
+ * per index, entryfile.h); this writes them to the index files, so that
+ * the files show every entry (a listing or view of the segments does it).
+ */
+mk_err mk_segment_write_index_pending(mk_segment *s, mk_strbuf *why);
+/*
+ * At roll: add the final time index entry, write the pending index
+ * entries and mark closed. Nothing is fsynced: mk_segment_flush() does
+ * that, and then closes the index files.
  */
 mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why);
 /*
