@@ -250,6 +250,7 @@ struct mk_clean_plan {
 	uint64_t *news_size;    /* their .log sizes */
 	size_t nnew;
 	mk_strbuf new_state;
+	mk_aborted_list aborted;   /* aborted transactions of the range */
 };
 
 void mk_cleaner_plan_free(mk_clean_plan *plan)
@@ -264,6 +265,7 @@ void mk_cleaner_plan_free(mk_clean_plan *plan)
 	free(plan->news);
 	free(plan->news_size);
 	mk_strbuf_release(&plan->new_state);
+	mk_aborted_free(&plan->aborted);
 	free(plan);
 }
 
@@ -320,6 +322,10 @@ mk_err mk_cleaner_plan(mk_log *log, const mk_clean_params *cp,
 	mk_segment_info lim;
 	mk_log_segment_info(log, n, &lim);
 	p->limit = lim.base_offset;
+	/* The build runs without the owner's lock: its own copy. */
+	if (cp->aborted)
+		mk_aborted_range(cp->aborted, p->bases[0], p->limit, &p->aborted);
+	p->cp.aborted = NULL;
 	if (!dirty) {
 		mk_cleaner_plan_free(p);
 		return MK_OK;
@@ -351,7 +357,7 @@ static void on_batch_keys(void *arg, const mk_batch_view *b, uint64_t pos)
 {
 	(void)pos;
 	build_ctx *c = arg;
-	if (mk_batch_is_control(b))
+	if (mk_batch_is_control(b) || mk_aborted_hides(&c->p->aborted, b))
 		return;
 	mk_record_iter it;
 	mk_record_view rec;
@@ -387,6 +393,14 @@ static bool keep_all(const mk_record_view *rec, void *arg)
 	return true;
 }
 
+static bool drop_aborted(const mk_record_view *rec, void *arg)
+{
+	(void)rec;
+	build_ctx *c = arg;
+	c->st->records_removed++;
+	return false;
+}
+
 static void on_batch_filter(void *arg, const mk_batch_view *b, uint64_t pos)
 {
 	(void)pos;
@@ -395,8 +409,9 @@ static void on_batch_filter(void *arg, const mk_batch_view *b, uint64_t pos)
 		return;
 	mk_strbuf_reset(&c->frame);
 	/* Control markers stay whole; data batches lose superseded records. */
-	mk_frame_filter(b, mk_batch_is_control(b) ? keep_all : keep_record, c,
-			&c->frame);
+	mk_frame_filter(b, mk_batch_is_control(b) ? keep_all
+			   : mk_aborted_hides(&c->p->aborted, b) ? drop_aborted
+			   : keep_record, c, &c->frame);
 	if (!c->frame.len)
 		return;
 	mk_batch_view nb;

@@ -68,6 +68,7 @@ static const key_def keys[] = {
 	{ "producer", "batch.size", T_INT, C(batch_size), 1, 64 << 20, NULL, false },
 	{ "producer", "linger.ms", T_INT, C(linger_ms), 0, 3600000, NULL, false },
 	{ "producer", "request.timeout.ms", T_INT, C(request_timeout_ms), 1, BIG, NULL, false },
+	{ "producer", "transaction.timeout.ms", T_INT, C(transaction_timeout_ms), 1, BIG, NULL, false },
 	{ "group", "session.timeout.ms", T_INT, C(session_timeout_ms), 1, BIG, NULL, false },
 	{ "group", "auto.offset.reset", T_ENUM, C(auto_offset_reset), 0, 2, reset_names, false },
 	{ "group", "max.poll.records", T_INT, C(max_poll_records), 1, 1 << 30, NULL, false },
@@ -107,6 +108,7 @@ void mk_config_defaults(mk_config *cfg)
 	cfg->batch_size = 16384;
 	cfg->linger_ms = 0;
 	cfg->request_timeout_ms = 30000;
+	cfg->transaction_timeout_ms = 60000;
 	cfg->session_timeout_ms = 10000;
 	cfg->auto_offset_reset = MK_RESET_EARLIEST;
 	cfg->max_poll_records = 500;

@@ -60,6 +60,7 @@ typedef struct {
 	int64_t batch_size;
 	int64_t linger_ms;
 	int64_t request_timeout_ms;
+	int64_t transaction_timeout_ms;   /* txn.h: an open transaction's life */
 	int64_t session_timeout_ms;
 	int64_t auto_offset_reset;        /* MK_RESET_* */
 	int64_t max_poll_records;

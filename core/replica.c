@@ -255,6 +255,7 @@ static void rebuild_pstate(mk_partition *p, int i)
 		mk_pstate_reset(&r->pstate);
 	if (r->pstate.covered_to < start)
 		r->pstate.covered_to = start;
+	mk_pstate_trim(&r->pstate, start);
 	pstate_catch_up(r);
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&buf);
@@ -623,6 +624,16 @@ static bool isr_pending(const mk_partition *p)
 
 static void timed_wait(mk_partition *p, int ms);
 
+/* The last stable offset: the first offset of the leader's oldest open
+ * transaction, the HW when none is below it. Under p->lock. */
+static int64_t lso_locked(const mk_partition *p)
+{
+	if (p->leader < 0)
+		return p->hw;
+	int64_t first = mk_pstate_first_open(&p->replicas[p->leader].pstate);
+	return first < p->hw ? first : p->hw;
+}
+
 void mk_partition_refresh(mk_partition *p)
 {
 	pthread_mutex_lock(&p->lock);
@@ -645,7 +656,7 @@ void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 	mk_replica *l = p->leader >= 0 ? &p->replicas[p->leader] : NULL;
 	info->leo = l ? mk_log_end_offset(l->log) : -1;
 	info->hw = p->hw;
-	info->lso = p->hw;
+	info->lso = lso_locked(p);
 	info->log_start = l ? mk_log_start_offset(l->log) : -1;
 	info->leader = l ? l->broker : -1;
 	info->leader_epoch = p->leader_epoch;
@@ -890,13 +901,25 @@ int32_t mk_partition_next_sequence(mk_partition *p, int64_t pid, int16_t epoch)
 mk_err mk_partition_fetch(mk_partition *p, int64_t from, size_t max_bytes,
 			  mk_strbuf *out, int64_t *visible_end, mk_strbuf *why)
 {
+	return mk_partition_fetch_isolated(p, from, max_bytes, NULL, out,
+					   visible_end, why);
+}
+
+mk_err mk_partition_fetch_isolated(mk_partition *p, int64_t from,
+				   size_t max_bytes, mk_aborted_list *aborted,
+				   mk_strbuf *out, int64_t *visible_end,
+				   mk_strbuf *why)
+{
 	pthread_mutex_lock(&p->lock);
 	mk_err err = unavailable(p, why);
 	if (err)
 		goto out;
 	mk_replica *l = &p->replicas[p->leader];
 	int64_t start = mk_log_start_offset(l->log), end = mk_log_end_offset(l->log);
-	*visible_end = p->hw;
+	int64_t vis = aborted ? lso_locked(p) : p->hw;
+	*visible_end = vis;
+	if (aborted)
+		mk_aborted_range(&l->pstate.aborted, from, vis, aborted);
 	if (from < start || from > end) {
 		if (why)
 			mk_strbuf_addf(why, "offset %lld outside [%lld, %lld]",
@@ -904,9 +927,9 @@ mk_err mk_partition_fetch(mk_partition *p, int64_t from, size_t max_bytes,
 		err = MK_OFFSET_OUT_OF_RANGE;
 		goto out;
 	}
-	if (from >= p->hw)
+	if (from >= vis)
 		goto out;
-	err = mk_log_read(l->log, from, p->hw, max_bytes, out);
+	err = mk_log_read(l->log, from, vis, max_bytes, out);
 	if (err == MK_KAFKA_STORAGE_ERROR) {
 		if (why)
 			mk_strbuf_addstr(why, mk_log_error(l->log));
@@ -1347,8 +1370,8 @@ size_t mk_partition_segments(mk_partition *p, mk_segment_info **out,
 
 /* ---- retention, compaction, DeleteRecords (cleaner.h) -------------------- */
 
-/* The cleaner's bounds for replica r: nothing past the HW (nor past the
- * LSO, which is the HW until transactions exist) is deleted or cleaned. */
+/* The cleaner's bounds for replica r: nothing past the LSO (which is at
+ * most the HW) is deleted or cleaned. */
 static mk_clean_params clean_params(const mk_partition *p)
 {
 	mk_clean_params cp = {
@@ -1358,7 +1381,7 @@ static mk_clean_params clean_params(const mk_partition *p)
 		.delete_retention_ms = p->cfg.delete_retention_ms,
 		.segment_bytes = p->cfg.segment_bytes,
 		.index_interval_bytes = p->cfg.index_interval_bytes,
-		.cleaning_point = p->hw,
+		.cleaning_point = lso_locked(p),
 	};
 	return cp;
 }
@@ -1378,6 +1401,9 @@ mk_err mk_partition_retention(mk_partition *p)
 				replica_failed(p, i, "retention");
 				if (!first)
 					first = err;
+			} else {
+				/* aborted transactions wholly deleted */
+				mk_pstate_trim(&r->pstate, mk_log_start_offset(r->log));
 			}
 		}
 		changed(p);
@@ -1398,6 +1424,7 @@ mk_err mk_partition_compact(mk_partition *p, mk_strbuf *why)
 	mk_clean_params cp = clean_params(p);
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
+		cp.aborted = &r->pstate.aborted;   /* aborted data goes */
 		if (r->log && mk_cleaner_plan(r->log, &cp, &plans[i], why))
 			plans[i] = NULL;
 	}

@@ -240,6 +240,18 @@ int32_t mk_partition_next_sequence(mk_partition *p, int64_t pid, int16_t epoch);
  */
 mk_err mk_partition_fetch(mk_partition *p, int64_t from, size_t max_bytes,
 			  mk_strbuf *out, int64_t *visible_end, mk_strbuf *why);
+/*
+ * The same with an isolation level: aborted NULL is read_uncommitted (as
+ * above); otherwise read_committed: the visible end is the LSO (the first
+ * offset of the oldest open transaction, at most the HW) and *aborted gets
+ * the aborted transactions overlapping [from, LSO) (txnindex.h), taken
+ * under the same lock as the frames, so that every transactional batch
+ * returned is either committed or listed.
+ */
+mk_err mk_partition_fetch_isolated(mk_partition *p, int64_t from,
+				   size_t max_bytes, mk_aborted_list *aborted,
+				   mk_strbuf *out, int64_t *visible_end,
+				   mk_strbuf *why);
 /* First offset with timestamp >= ts on the leader (log end if none). */
 mk_err mk_partition_offset_for_time(mk_partition *p, int64_t ts, int64_t *off);
 

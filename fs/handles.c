@@ -209,6 +209,7 @@ void mk_handle_close(mk_handle *h)
 	mk_strbuf_release(&h->first);
 	mk_strbuf_release(&h->text);
 	mk_strbuf_release(&h->fetched);
+	mk_aborted_free(&h->aborted);
 	mk_strbuf_release(&h->pending);
 	pthread_mutex_destroy(&h->lock);
 	free(h->path);
@@ -236,7 +237,10 @@ static void format_frames(mk_handle *h, int64_t end)
 		pos += b.frame_len;
 		if (b.meta.base_offset >= end)
 			break;
-		if (!mk_batch_is_control(&b)) {
+		/* Markers are never shown; :committed hides aborted data. */
+		if (!mk_batch_is_control(&b) &&
+		    !(h->rp.committed && h->ref.broker < 0 &&
+		      mk_aborted_hides(&h->aborted, &b))) {
 			mk_record_iter it;
 			mk_record_view rec;
 			mk_record_iter_init(&it, &b);
@@ -274,8 +278,9 @@ static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
 			? mk_partition_replica_fetch(p, h->ref.broker, h->next,
 						     h->rp.committed, budget,
 						     &h->fetched, &visible, why)
-			: mk_partition_fetch(p, h->next, budget, &h->fetched,
-					     &visible, why);
+			: mk_partition_fetch_isolated(p, h->next, budget,
+						      h->rp.committed ? &h->aborted : NULL,
+						      &h->fetched, &visible, why);
 		if (err)
 			return err;
 		if (h->fetched.len) {
@@ -445,6 +450,7 @@ static mk_err open_append(mkfs *fs, mk_handle *h, bool readable, mk_strbuf *why)
 		.producer = h->ap.producer,
 		.seq = h->ap.seq,
 		.txn = h->ap.txn,
+		.txns = fs->txns,
 		.keep_receipts = readable,
 	};
 	return mk_producer_open(fs->producers, h->ref.topic,

@@ -323,7 +323,7 @@ static void test_pstate_snapshot(void **state)
 	static const char *const bad[] = {
 		"",
 		"garbage\n",
-		"producer-snapshot 2\ncovered_to 5\n",
+		"producer-snapshot 3\ncovered_to 5\n",
 		"producer-snapshot 1\n",
 		"producer-snapshot 1\ncovered_to -3\n",
 		"producer-snapshot 1\ncovered_to 5\nproducer x 0\n",
