@@ -58,7 +58,7 @@ int main(int argc, char **argv)
 	if (mk_mkdirs(copydir))
 		die("cannot create the copy directory");
 
-	mk_log_config cfg = { 1 << 20, 4096, 0 };
+	mk_log_config cfg = { 1 << 20, 4096, 0, NULL, NULL };
 	mk_log *log;
 	mk_strbuf why = MK_STRBUF_INIT;
 	if (mk_log_open(logdir, &cfg, &log, &why))

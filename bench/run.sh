@@ -238,7 +238,8 @@ echo "plain-file writes are not fsynced: page cache to page cache"
 echo
 
 PLAIN_W='' PLAIN_R='' PLAIN_OPS='' NULL_W='' NULL_R='' NULL_OPS='' NULL_REQ=''
-APPEND='' FETCH='' SINGLE='' POLL=''
+APPEND='' FETCH='' SINGLE='' POLL='' APPEND_1G=''
+R_SINGLE_ALL='' R_SINGLE_ONE='' R_APPEND_ONE='' R_APPEND_ALL=''
 TOPIC_ROWS=(plain1 plain4 plain16 keyed1 keyed4 keyed16)
 for key in "${TOPIC_ROWS[@]}"; do
     printf -v "TOPIC_$key" '%s' ""
@@ -263,6 +264,21 @@ if [ -x "$MKFS_BIN" ]; then
     if mount_fs minikafkafs "$MMNT" "$MKFS_BIN" -f "$TMP/data" "$MMNT"; then
         DAEMON_WHY=''
         DAEMON_IDX=$MOUNT_IDX
+    fi
+fi
+
+# A second daemon for the replication rows (issue 11): three brokers in
+# auto mode, replication factor 3, min.insync.replicas 2.
+RMNT=$TMP/repl
+REPL_IDX='' REPL_WHY="daemon not built: $MKFS_BIN"
+if [ -x "$MKFS_BIN" ]; then
+    REPL_WHY="replicated daemon did not mount (log above)"
+    mkdir -p "$TMP/rdata"
+    printf '%s\n' '[cluster]' 'brokers = 1,2,3' 'default.replication.factor = 3' \
+        'min.insync.replicas = 2' '[replication]' 'mode = auto' >"$TMP/rdata/minikafka.ini"
+    if mount_fs replicated "$RMNT" "$MKFS_BIN" -f "$TMP/rdata" "$RMNT"; then
+        REPL_WHY=''
+        REPL_IDX=$MOUNT_IDX
     fi
 fi
 
@@ -309,6 +325,16 @@ daemon_round() {
             FETCH_WHY="no append"; POLL_WHY="no append"
         fi
     fi
+    # The same append into 1 GiB segments (no roll, no roll fsync).
+    if worth APPEND_1G; then
+        # shellcheck disable=SC2016
+        if bounded sh -c 'echo "create-topic $1 segment.bytes=1073741824" > "$2"' \
+                sh "seg$r" "$MMNT/ctl"; then
+            measure APPEND_1G mbps write "$T/seg$r/0/append" "$BYTES_N" "$CHUNK_N"
+        else
+            APPEND_1G_WHY="create-topic seg$r: $ERR"
+        fi
+    fi
     if worth SINGLE; then
         if bounded mkdir "$T/single$r"; then
             measure SINGLE opsps ops "$T/single$r/0/append" "$OPS"
@@ -345,10 +371,28 @@ daemon_round() {
     done
 }
 
+# Replication factor 3 in auto mode: single-record loops with acks=all and
+# acks=1, and sustained appends with each.
+repl_round() {
+    local T=$RMNT/topics r=$ROUND
+    if ! bounded mkdir "$T/r$r"; then
+        R_SINGLE_ALL_WHY="mkdir /topics/r$r: $ERR"
+        return
+    fi
+    worth R_SINGLE_ONE && measure R_SINGLE_ONE opsps ops "$T/r$r/0/append:acks=1" "$OPS"
+    worth R_SINGLE_ALL && measure R_SINGLE_ALL opsps ops "$T/r$r/0/append" "$OPS"
+    # acks=all first: a burst of acks=1 can leave the followers more than
+    # replica.lag.max.messages behind, out of the ISR for a while.
+    worth R_APPEND_ALL && measure R_APPEND_ALL mbps write "$T/r$r/0/append" "$TOPIC_BYTES_N" "$CHUNK_N"
+    worth R_APPEND_ONE && measure R_APPEND_ONE mbps write "$T/r$r/0/append:acks=1" "$TOPIC_BYTES_N" "$CHUNK_N"
+}
+
 for ((ROUND = 1; ROUND <= REPEAT; ROUND++)); do
     baseline_round
     [ -n "$DAEMON_IDX" ] && daemon_round
+    [ -n "$REPL_IDX" ] && repl_round
 done
+[ -n "$REPL_IDX" ] && unmount_one "$REPL_IDX"
 
 # ---- unmount ---------------------------------------------------------------------
 if [ -n "$NULL_IDX" ]; then
@@ -401,6 +445,19 @@ row fetch "$FETCH" MB/s plain "$PLAIN_R"
 why POLL
 row poll "$POLL" MB/s fetch "$FETCH" 0.8
 cat_table
+why APPEND_1G
+row "append 1MiB-seg" "$APPEND" MB/s "1GiB-seg" "$APPEND_1G" 0.8
+for v in R_SINGLE_ALL R_SINGLE_ONE R_APPEND_ONE R_APPEND_ALL; do
+    w=${v}_WHY
+    [ -n "$REPL_WHY" ] && printf -v "$w" '%s' "$REPL_WHY"
+done
+why R_SINGLE_ALL
+row "single rf3 all" "$R_SINGLE_ALL" writes/s "rf3 acks=1" "$R_SINGLE_ONE" 0.3
+why R_APPEND_ONE
+row "append rf3 a=1" "$R_APPEND_ONE" MB/s "rf1 acks=1" "$APPEND" 0.6
+why R_APPEND_ALL
+row "append rf3 all" "$R_APPEND_ALL" MB/s "rf1 acks=1" "$APPEND" 0.5
+echo "(rf3 rows: three brokers, mode = auto, min.insync.replicas = 2; appends of $TOPIC_BYTES_N bytes)"
 why SINGLE
 row single "$SINGLE" writes/s "nullfs-4K" "$NULL_OPS" 0.5
 row single "$SINGLE" writes/s "plain-100B" "$PLAIN_OPS"

@@ -237,6 +237,8 @@ static void map_free(keymap *m)
 
 struct mk_clean_plan {
 	char *dir;
+	struct mk_fdcache *fdcache;  /* the log's: the build's descriptors
+				      * count against the same bound */
 	mk_strbuf staging;
 	mk_clean_params cp;
 	size_t n;               /* segments 0..n-1 of the log */
@@ -248,6 +250,7 @@ struct mk_clean_plan {
 	uint64_t *news_size;    /* their .log sizes */
 	size_t nnew;
 	mk_strbuf new_state;
+	mk_aborted_list aborted;   /* aborted transactions of the range */
 };
 
 void mk_cleaner_plan_free(mk_clean_plan *plan)
@@ -262,6 +265,7 @@ void mk_cleaner_plan_free(mk_clean_plan *plan)
 	free(plan->news);
 	free(plan->news_size);
 	mk_strbuf_release(&plan->new_state);
+	mk_aborted_free(&plan->aborted);
 	free(plan);
 }
 
@@ -294,6 +298,7 @@ mk_err mk_cleaner_plan(mk_log *log, const mk_clean_params *cp,
 		return MK_OK;
 	mk_clean_plan *p = mk_xcalloc(1, sizeof(*p));
 	p->dir = mk_xstrdup(mk_log_dir(log));
+	p->fdcache = mk_log_fdcache(log);
 	p->cp = *cp;
 	p->n = n;
 	p->bases = mk_xmalloc(n * sizeof(*p->bases));
@@ -317,6 +322,10 @@ mk_err mk_cleaner_plan(mk_log *log, const mk_clean_params *cp,
 	mk_segment_info lim;
 	mk_log_segment_info(log, n, &lim);
 	p->limit = lim.base_offset;
+	/* The build runs without the owner's lock: its own copy. */
+	if (cp->aborted)
+		mk_aborted_range(cp->aborted, p->bases[0], p->limit, &p->aborted);
+	p->cp.aborted = NULL;
 	if (!dirty) {
 		mk_cleaner_plan_free(p);
 		return MK_OK;
@@ -348,7 +357,7 @@ static void on_batch_keys(void *arg, const mk_batch_view *b, uint64_t pos)
 {
 	(void)pos;
 	build_ctx *c = arg;
-	if (mk_batch_is_control(b))
+	if (mk_batch_is_control(b) || mk_aborted_hides(&c->p->aborted, b))
 		return;
 	mk_record_iter it;
 	mk_record_view rec;
@@ -384,6 +393,14 @@ static bool keep_all(const mk_record_view *rec, void *arg)
 	return true;
 }
 
+static bool drop_aborted(const mk_record_view *rec, void *arg)
+{
+	(void)rec;
+	build_ctx *c = arg;
+	c->st->records_removed++;
+	return false;
+}
+
 static void on_batch_filter(void *arg, const mk_batch_view *b, uint64_t pos)
 {
 	(void)pos;
@@ -392,8 +409,9 @@ static void on_batch_filter(void *arg, const mk_batch_view *b, uint64_t pos)
 		return;
 	mk_strbuf_reset(&c->frame);
 	/* Control markers stay whole; data batches lose superseded records. */
-	mk_frame_filter(b, mk_batch_is_control(b) ? keep_all : keep_record, c,
-			&c->frame);
+	mk_frame_filter(b, mk_batch_is_control(b) ? keep_all
+			   : mk_aborted_hides(&c->p->aborted, b) ? drop_aborted
+			   : keep_record, c, &c->frame);
 	if (!c->frame.len)
 		return;
 	mk_batch_view nb;
@@ -412,7 +430,8 @@ static mk_err scan_source(mk_clean_plan *p, size_t i, mk_segment_batch_fn fn,
 			  build_ctx *c, mk_strbuf *why)
 {
 	mk_segment *s;
-	mk_err err = mk_segment_open_closed(p->dir, p->bases[i], &s, why);
+	mk_err err = mk_segment_open_closed(p->dir, p->bases[i], p->fdcache,
+					    &s, why);
 	if (err)
 		return err;
 	/* The file may have grown under a recovery since: the size planned. */
@@ -460,7 +479,8 @@ mk_err mk_cleaner_build(mk_clean_plan *p, mk_clean_stats *st, mk_strbuf *why)
 			sum += p->sizes[j];
 			j++;
 		}
-		err = mk_segment_create(p->staging.buf, p->bases[i], &c.out, why);
+		err = mk_segment_create(p->staging.buf, p->bases[i], p->fdcache,
+					&c.out, why);
 		if (err)
 			break;
 		c.tombstones = 0;

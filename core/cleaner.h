@@ -22,6 +22,9 @@
  * batches stay whole, keyless records stay. A tombstone (null value) stays
  * until delete.retention.ms has passed since the segment holding it was
  * cleaned (the time each segment was first cleaned is in the state file).
+ * The records of aborted transactions (cp->aborted, txnindex.h) go as
+ * Kafka's cleaner discards them: they neither count as a key's latest
+ * record nor stay; their control markers stay.
  * Consecutive segments are grouped into one cleaned segment while their
  * sizes add up to at most segment.bytes.
  *
@@ -54,6 +57,7 @@
 #include "error.h"
 #include "log.h"
 #include "strbuf.h"
+#include "txnindex.h"
 
 typedef struct {
 	int64_t now_ms;               /* cluster clock */
@@ -64,6 +68,8 @@ typedef struct {
 	int64_t index_interval_bytes;
 	int64_t cleaning_point;       /* nothing at or past it is compacted
 				       * or deleted by retention */
+	const mk_aborted_list *aborted;   /* the log's aborted transactions
+					   * (copied by the plan); NULL: none */
 } mk_clean_params;
 
 /* What a log's cleaner state says (for /state). */

@@ -10,15 +10,37 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fdcache.h"
 #include "fileio.h"
 #include "failpoint.h"
+#include "flushpool.h"
 #include "metadata.h"
 #include "parse.h"
 #include "topic_name.h"
 #include "xalloc.h"
+
+/* Threads of the flusher pool: two, so that one slow fsync does not hold
+ * up every other log's. */
+#define MK_FLUSH_THREADS 2
+
+/*
+ * Segment descriptors the cache may keep open: half the soft descriptor
+ * limit (the rest is for FUSE, checkpoints, metadata, snapshots and the
+ * files users open), at least 32.
+ */
+static int fd_budget(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur > (1u << 30))
+		return 1 << 20;
+	int n = (int)(rl.rlim_cur / 2);
+	return n < 32 ? 32 : n;
+}
 
 /* ---- topics and references ------------------------------------------- */
 
@@ -153,10 +175,27 @@ static bool broker_online_locked(mk_cluster *c, int id)
 	return i >= 0 && c->brokers[i].online;
 }
 
-/* Build a topic's partitions from their states; under the write lock. */
+/* Did any replica of p that should be online fail to open its log? */
+static bool replica_failed_to_open(mk_partition *p)
+{
+	mk_partition_info in;
+	mk_partition_info_get(p, &in);
+	for (int r = 0; r < in.nreplicas; r++)
+		if (in.replicas[r].failed)
+			return true;
+	return false;
+}
+
+/*
+ * Build a topic's partitions from their states; with meta_lock held (it
+ * keeps broker states still), or during open. A creation fails when a
+ * replica cannot open its log (an operation that fails to open what it
+ * needs never reports success); at mount such a replica is only taken
+ * offline.
+ */
 static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 			  const mk_topic_config *tc, mk_partition_state *sts,
-			  bool create, mk_topic **out)
+			  bool create, mk_topic **out, mk_strbuf *why)
 {
 	mk_topic *t = mk_xcalloc(1, sizeof(*t));
 	t->name = mk_xstrdup(name);
@@ -171,6 +210,13 @@ static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 			st->online[r] = broker_online_locked(c, st->brokers[r]);
 		mk_err err = (create ? mk_partition_create : mk_partition_open)(
 			&c->env, name, p, tc, st, &t->partitions[p]);
+		if (!err && create && replica_failed_to_open(t->partitions[p])) {
+			p++;
+			err = MK_KAFKA_STORAGE_ERROR;
+			if (why)
+				mk_strbuf_addf(why, "a replica of partition %d cannot open its log (see /errors); ",
+					       p - 1);
+		}
 		if (err) {
 			t->npartitions = p;
 			topic_free(t);
@@ -216,7 +262,9 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 		return err;
 
 	/* Decide, persist, act: the topic is built (its directories made
-	 * durable), saved, and only then inserted where lookups find it. */
+	 * durable), saved, and only then inserted where lookups find it.
+	 * meta_lock keeps the table's names and the broker states still;
+	 * the build (slow for many partitions) holds no cluster lock. */
 	pthread_mutex_lock(&c->meta_lock);
 	pthread_rwlock_rdlock(&c->lock);
 	if (find_topic(c, name, NULL)) {
@@ -259,10 +307,13 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 			all.brokers[b] = c->brokers[b].id;
 		mk_partition_remove_files(&c->env, name, p, &all);
 	}
+	pthread_rwlock_unlock(&c->lock);
 	MK_FAILPOINT("topic.create.before-build");
 	mk_topic *t;
-	err = build_topic(c, name, partitions, rf, &tc, sts, true, &t);
-	pthread_rwlock_unlock(&c->lock);
+	err = build_topic(c, name, partitions, rf, &tc, sts, true, &t, why);
+	if (err)   /* what the partial build made goes */
+		for (int p = 0; p < partitions; p++)
+			mk_partition_remove_files(&c->env, name, p, &sts[p]);
 	if (!err) {
 		MK_FAILPOINT("topic.create.before-save");
 		mk_meta_plan plan = MK_META_PLAN_NONE;
@@ -293,6 +344,7 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 			mk_strbuf_addf(why, "cannot create topic %s", name);
 		return err;
 	}
+	mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
 	return MK_OK;
 }
 
@@ -334,7 +386,12 @@ mk_err mk_cluster_delete_topic(mk_cluster *c, const char *name, mk_strbuf *why)
 	memmove(c->topics + pos, c->topics + pos + 1,
 		(c->ntopics - pos - 1) * sizeof(*c->topics));
 	c->ntopics--;
-	/* Retire under the write lock so no new lookup finds the files. */
+	pthread_rwlock_unlock(&c->lock);
+	/*
+	 * No new lookup finds the topic now. Its files go with only
+	 * meta_lock held (a creation of the same name waits for it), so that
+	 * deleting much log stalls no reader.
+	 */
 	for (int p = 0; p < t->npartitions; p++) {
 		mk_partition_state st;
 		mk_partition_state_get(t->partitions[p], &st);
@@ -342,7 +399,6 @@ mk_err mk_cluster_delete_topic(mk_cluster *c, const char *name, mk_strbuf *why)
 		mk_partition_remove_files(&c->env, t->name, p, &st);
 		MK_FAILPOINT("topic.delete.after-partition");
 	}
-	pthread_rwlock_unlock(&c->lock);
 	mk_topic_put(t);
 	MK_FAILPOINT("topic.delete.before-save");
 	/* The deletion holds whatever this save does: the mark is there. */
@@ -478,6 +534,8 @@ static mk_err broker_event(mk_cluster *c, int id, bool crash, bool torn,
 			}
 		}
 		free(pl.v);
+		if (!err)
+			mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
 	} else {
 		err = crash ? MK_BROKER_NOT_AVAILABLE : MK_INVALID_REQUEST;
 		if (why)
@@ -500,15 +558,20 @@ mk_err mk_cluster_broker_restart(mk_cluster *c, int id, mk_strbuf *why)
 	return broker_event(c, id, false, false, why);
 }
 
-static mk_err fetch_round(mk_cluster *c, int id)
+/* One fetch of every follower replica on broker id; *fetched gets the
+ * bytes they appended. */
+static mk_err fetch_round(mk_cluster *c, int id, size_t *fetched)
 {
 	mk_err first = MK_OK;
+	*fetched = 0;
 	pthread_rwlock_rdlock(&c->lock);
 	if (broker_online_locked(c, id)) {
 		for (size_t i = 0; i < c->ntopics; i++)
 			for (int p = 0; p < c->topics[i]->npartitions; p++) {
-				mk_err err = mk_partition_follower_fetch(
-					c->topics[i]->partitions[p], id);
+				size_t n = 0;
+				mk_err err = mk_partition_follower_fetch_ex(
+					c->topics[i]->partitions[p], id, &n);
+				*fetched += n;
 				if (err && !first)
 					first = err;
 			}
@@ -527,7 +590,8 @@ mk_err mk_cluster_broker_fetch(mk_cluster *c, int id, mk_strbuf *why)
 			mk_strbuf_addf(why, "broker %d is offline", id);
 		return MK_BROKER_NOT_AVAILABLE;
 	}
-	err = fetch_round(c, id);
+	size_t fetched;
+	err = fetch_round(c, id, &fetched);
 	if (err && why)
 		mk_strbuf_addf(why, "fetch on broker %d failed; see earlier lines", id);
 	mk_cluster_sync_metadata(c);
@@ -538,7 +602,8 @@ mk_err mk_cluster_replicate(mk_cluster *c, mk_strbuf *why)
 {
 	mk_err first = MK_OK;
 	for (int i = 0; i < c->nbrokers; i++) {
-		mk_err err = fetch_round(c, c->brokers[i].id);
+		size_t fetched;
+		mk_err err = fetch_round(c, c->brokers[i].id, &fetched);
 		if (err && !first)
 			first = err;
 	}
@@ -581,6 +646,7 @@ mk_err mk_cluster_promote(mk_cluster *c, int broker, const char *topic,
 		err = mk_partition_promote(p, broker, unclean, &mp.st, why);
 	}
 	pthread_mutex_unlock(&c->meta_lock);
+	mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
 	mk_topic_put(t);
 	mk_cluster_sync_metadata(c);
 	return err;
@@ -851,30 +917,44 @@ typedef struct {
 	int id;
 } fetcher_arg;
 
+/*
+ * Long-poll replication: a round that fetched something is followed at
+ * once by the next; one that found nothing waits until a leader appended
+ * replica.fetch.min.bytes (anywhere in the cluster), a broker event, or
+ * replica.fetch.wait.max.ms. A failed round backs off fetch.interval.ms
+ * (an unreadable leader would otherwise be retried in a busy loop).
+ */
 static void *fetcher_main(void *arg)
 {
 	fetcher_arg fa = *(fetcher_arg *)arg;
 	free(arg);
 	mk_cluster *c = fa.c;
-	for (;;) {
-		pthread_mutex_lock(&c->stop_lock);
-		if (!c->shutting_down) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			int64_t ns = ts.tv_nsec + c->cfg.fetch_interval_ms * 1000000LL;
-			ts.tv_sec += ns / 1000000000LL;
-			ts.tv_nsec = ns % 1000000000LL;
-			pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &ts);
-		}
-		bool stop = c->shutting_down;
-		pthread_mutex_unlock(&c->stop_lock);
-		if (stop)
-			break;
+	while (!c->shutting_down) {
+		mk_notify_mark mark = mk_notifier_mark(&c->log_end);
 		/* ISR changes of the round reach the saver (meta_notify):
 		 * the fetcher never waits for a metadata fsync. */
-		fetch_round(c, fa.id);
+		size_t fetched;
+		mk_err err = fetch_round(c, fa.id, &fetched);
 		if (!c->saver_started)
 			mk_cluster_sync_metadata(c);
+		if (c->shutting_down)
+			break;
+		if (err) {
+			pthread_mutex_lock(&c->stop_lock);
+			if (!c->shutting_down) {
+				struct timespec ts;
+				clock_gettime(CLOCK_REALTIME, &ts);
+				int64_t ns = ts.tv_nsec + c->cfg.fetch_interval_ms * 1000000LL;
+				ts.tv_sec += ns / 1000000000LL;
+				ts.tv_nsec = ns % 1000000000LL;
+				pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &ts);
+			}
+			pthread_mutex_unlock(&c->stop_lock);
+		} else if (fetched == 0) {
+			mk_notifier_wait(&c->log_end, &mark,
+					 (uint64_t)c->cfg.replica_fetch_min_bytes,
+					 c->cfg.replica_fetch_wait_max_ms);
+		}
 	}
 	return NULL;
 }
@@ -1092,8 +1172,12 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	/* A manual clock resumes where it stood: time never moves back. */
 	mk_clock_init(&c->clock, cfg->manual_clock, md.clock_ms);
 	mk_errlog_init(&c->errlog);
+	mk_notifier_init(&c->log_end);
+	c->flush_pool = mk_flush_pool_create(MK_FLUSH_THREADS);   /* started in mk_cluster_start */
+	c->fdcache = mk_fdcache_new(fd_budget());
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
-			   &c->shutting_down, &c->meta_dirty, NULL, NULL };
+			   &c->shutting_down, &c->meta_dirty, NULL, NULL,
+			   &c->log_end, c->flush_pool, c->fdcache };
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->clean_lock, NULL);
 	pthread_mutex_init(&c->meta_lock, NULL);
@@ -1129,7 +1213,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 		mk_topic *t = NULL;
 		if (!err)
 			err = build_topic(c, mt->name, mt->npartitions, mt->rf, &tc,
-					  mt->parts, false, &t);
+					  mt->parts, false, &t, why);
 		size_t pos;
 		if (!err && find_topic(c, mt->name, &pos) == NULL)
 			err = insert_topic(c, t, pos);
@@ -1157,6 +1241,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 
 void mk_cluster_start(mk_cluster *c)
 {
+	mk_flush_pool_start(c->flush_pool);
 	if (!c->saver_started &&
 	    pthread_create(&c->saver, NULL, saver_main, c) == 0) {
 		c->saver_started = true;
@@ -1188,6 +1273,7 @@ void mk_cluster_begin_shutdown(mk_cluster *c)
 	c->shutting_down = true;
 	pthread_cond_broadcast(&c->stop_cond);
 	pthread_mutex_unlock(&c->stop_lock);
+	mk_notifier_stop(&c->log_end);
 	mk_cluster_each_partition(c, wake_one, NULL);
 }
 
@@ -1234,6 +1320,9 @@ mk_err mk_cluster_close(mk_cluster *c)
 	pthread_mutex_destroy(&c->saver_lock);
 	pthread_cond_destroy(&c->saver_cond);
 	pthread_mutex_destroy(&c->hooks_lock);
+	mk_notifier_destroy(&c->log_end);
+	mk_flush_pool_free(c->flush_pool);   /* every log is closed */
+	mk_fdcache_free(c->fdcache);
 	mk_errlog_destroy(&c->errlog);
 	free(c->data_dir);
 	if (c->lock_fd >= 0)

@@ -15,7 +15,11 @@
  *   c->meta_lock       serialises metadata writes and every control
  *                      change (taken with no other lock held; it takes
  *                      c->lock and each p->lock briefly to plan, snapshot
- *                      and apply, and holds neither during the fsync)
+ *                      and apply, and holds neither during the fsync).
+ *                      It alone keeps topic names and broker states still
+ *                      during the slow part of a change (a creation
+ *                      opening its logs, a deletion removing files, a
+ *                      restart recovering logs), which holds no c->lock
  *   c->saver_lock      the saver's wake-up flag (a leaf: taken under
  *                      p->lock by meta_notify)
  *   c->hooks_lock      the clock hooks (held only to copy them: a hook is
@@ -127,6 +131,16 @@ typedef struct mk_cluster {
 	bool saver_kick, saver_stop; /* guarded by saver_lock */
 	pthread_mutex_t stop_lock;   /* with stop_cond: wakes the fetchers */
 	pthread_cond_t stop_cond;
+	/* "A leader's log end moved" (notify.h): every leader append posts
+	 * its bytes; broker events, creations, promotions and shutdown post
+	 * an event. A fetcher whose round found nothing long-polls on it. */
+	mk_notifier log_end;
+	/* The one pool of flusher threads serving every log (flushpool.h);
+	 * freed after the last log closed. */
+	struct mk_flush_pool *flush_pool;
+	/* The bounded cache of segment descriptors (fdcache.h): half the
+	 * process's descriptor limit; freed after the last log closed. */
+	struct mk_fdcache *fdcache;
 } mk_cluster;
 
 /* Open (or create) the cluster in data_dir with the given configuration. */

@@ -52,6 +52,8 @@ static const key_def keys[] = {
 	{ "replication", "replica.lag.time.max.ms", T_INT, C(replica_lag_time_max_ms), 1, BIG, NULL, false },
 	{ "replication", "replica.lag.max.messages", T_INT, C(replica_lag_max_messages), 1, BIG, NULL, false },
 	{ "replication", "replica.fetch.max.bytes", T_INT, C(replica_fetch_max_bytes), 1, 1 << 30, NULL, false },
+	{ "replication", "replica.fetch.wait.max.ms", T_INT, C(replica_fetch_wait_max_ms), 0, 3600000, NULL, false },
+	{ "replication", "replica.fetch.min.bytes", T_INT, C(replica_fetch_min_bytes), 1, 1 << 30, NULL, false },
 	{ "replication", "truncation", T_ENUM, C(truncation), 0, 1, trunc_names, false },
 	{ "log", "segment.bytes", T_INT, L(segment_bytes), 64, 1LL << 40, NULL, true },
 	{ "log", "index.interval.bytes", T_INT, L(index_interval_bytes), 1, 1 << 30, NULL, true },
@@ -66,6 +68,7 @@ static const key_def keys[] = {
 	{ "producer", "batch.size", T_INT, C(batch_size), 1, 64 << 20, NULL, false },
 	{ "producer", "linger.ms", T_INT, C(linger_ms), 0, 3600000, NULL, false },
 	{ "producer", "request.timeout.ms", T_INT, C(request_timeout_ms), 1, BIG, NULL, false },
+	{ "producer", "transaction.timeout.ms", T_INT, C(transaction_timeout_ms), 1, BIG, NULL, false },
 	{ "group", "session.timeout.ms", T_INT, C(session_timeout_ms), 1, BIG, NULL, false },
 	{ "group", "auto.offset.reset", T_ENUM, C(auto_offset_reset), 0, 2, reset_names, false },
 	{ "group", "max.poll.records", T_INT, C(max_poll_records), 1, 1 << 30, NULL, false },
@@ -87,6 +90,8 @@ void mk_config_defaults(mk_config *cfg)
 	cfg->replica_lag_time_max_ms = 10000;
 	cfg->replica_lag_max_messages = 10000;
 	cfg->replica_fetch_max_bytes = 1048576;
+	cfg->replica_fetch_wait_max_ms = 500;
+	cfg->replica_fetch_min_bytes = 1;
 	cfg->truncation = MK_TRUNCATE_EPOCH;
 	cfg->log.segment_bytes = 1048576;
 	cfg->log.index_interval_bytes = 4096;
@@ -103,6 +108,7 @@ void mk_config_defaults(mk_config *cfg)
 	cfg->batch_size = 16384;
 	cfg->linger_ms = 0;
 	cfg->request_timeout_ms = 30000;
+	cfg->transaction_timeout_ms = 60000;
 	cfg->session_timeout_ms = 10000;
 	cfg->auto_offset_reset = MK_RESET_EARLIEST;
 	cfg->max_poll_records = 500;

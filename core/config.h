@@ -51,6 +51,8 @@ typedef struct {
 	int64_t replica_lag_time_max_ms;
 	int64_t replica_lag_max_messages;
 	int64_t replica_fetch_max_bytes;
+	int64_t replica_fetch_wait_max_ms;  /* auto mode: long-poll bound */
+	int64_t replica_fetch_min_bytes;    /* auto mode: bytes that end it */
 	int64_t truncation;               /* MK_TRUNCATE_* */
 	int64_t retention_check_interval_ms;  /* the background cleaner */
 	mk_topic_config log;              /* cluster defaults for topics */
@@ -58,6 +60,7 @@ typedef struct {
 	int64_t batch_size;
 	int64_t linger_ms;
 	int64_t request_timeout_ms;
+	int64_t transaction_timeout_ms;   /* txn.h: an open transaction's life */
 	int64_t session_timeout_ms;
 	int64_t auto_offset_reset;        /* MK_RESET_* */
 	int64_t max_poll_records;

@@ -20,7 +20,7 @@ void mk_entries_init(mk_entry_file *f, const mk_entry_kind *kind)
 	f->fd = -1;
 	f->e = NULL;
 	f->n = f->cap = 0;
-	f->synced = 0;
+	f->written = f->synced = 0;
 	f->dirty = false;
 }
 
@@ -50,7 +50,7 @@ static void *slot(mk_entry_file *f, size_t i)
 void mk_entries_clear(mk_entry_file *f)
 {
 	f->n = 0;
-	f->synced = 0;
+	f->written = f->synced = 0;
 }
 
 void mk_entries_push(mk_entry_file *f, const void *e)
@@ -63,15 +63,45 @@ void mk_entries_push(mk_entry_file *f, const void *e)
 mk_err mk_entries_append(mk_entry_file *f, const void *e)
 {
 	assert(f->fd >= 0);
-	uint8_t b[64];
-	assert(f->kind->disk_size <= sizeof(b));
-	f->kind->encode(b, e);
-	if (mk_pwrite_all(f->fd, b, f->kind->disk_size,
-			  (long long)(f->n * f->kind->disk_size)))
-		return MK_KAFKA_STORAGE_ERROR;
 	mk_entries_push(f, e);
 	f->dirty = true;
-	return MK_OK;
+	if (mk_entries_pending(f) * f->kind->disk_size < MK_ENTRIES_PENDING_BYTES)
+		return MK_OK;
+	return mk_entries_write_pending(f);
+}
+
+mk_err mk_entries_write_pending(mk_entry_file *f)
+{
+	size_t w = f->kind->disk_size, k = mk_entries_pending(f);
+	if (f->fd < 0 || !k)
+		return MK_OK;
+	uint8_t stack[MK_ENTRIES_PENDING_BYTES + 64];
+	uint8_t *b = k * w <= sizeof(stack) ? stack : mk_xmalloc(k * w);
+	for (size_t i = 0; i < k; i++)
+		f->kind->encode(b + i * w, slot(f, f->written + i));
+	mk_err err = MK_OK;
+	if (mk_pwrite_all(f->fd, b, k * w, (long long)(f->written * w)))
+		err = MK_KAFKA_STORAGE_ERROR;
+	else
+		f->written = f->n;
+	if (b != stack)
+		free(b);
+	return err;
+}
+
+/* Does the file hold exactly len bytes, equal to b? */
+static bool same_file(int fd, const uint8_t *b, size_t len)
+{
+	struct stat st;
+	if (fstat(fd, &st) || (uint64_t)st.st_size != len)
+		return false;
+	if (len == 0)
+		return true;
+	uint8_t *cur = mk_xmalloc(len);
+	bool same = mk_pread_all(fd, cur, len, 0) == MK_OK &&
+		    memcmp(cur, b, len) == 0;
+	free(cur);
+	return same;
 }
 
 mk_err mk_entries_write_all(mk_entry_file *f)
@@ -81,10 +111,20 @@ mk_err mk_entries_write_all(mk_entry_file *f)
 	uint8_t *b = mk_xmalloc(len);
 	for (size_t i = 0; i < f->n; i++)
 		f->kind->encode(b + i * w, slot(f, i));
+	if (!f->dirty && same_file(f->fd, b, len)) {
+		/* Already there (a new segment's empty file, a mount after a
+		 * clean stop): no write, and so no fsync later. An index is
+		 * only an accelerator: were it not durable after all, the
+		 * next load rebuilds it. */
+		free(b);
+		f->written = f->synced = f->n;
+		return MK_OK;
+	}
 	mk_err err = MK_OK;
 	if (ftruncate(f->fd, 0) || mk_pwrite_all(f->fd, b, len, 0))
 		err = MK_KAFKA_STORAGE_ERROR;
 	free(b);
+	f->written = err ? 0 : f->n;
 	f->synced = 0;
 	f->dirty = true;
 	return err;
@@ -126,7 +166,7 @@ mk_err mk_entries_load(mk_entry_file *f, uint64_t seg_size,
 	if (!ok)
 		return MK_OK;
 	f->n = n;
-	f->synced = n;   /* what we read is what the disk holds */
+	f->written = f->synced = n;   /* what we read is what the disk holds */
 	f->dirty = false;
 	*valid = true;
 	return MK_OK;
@@ -154,6 +194,9 @@ mk_err mk_entries_truncate(mk_entry_file *f, size_t n)
 	f->n = n;
 	if (f->synced > n)
 		f->synced = n;
+	if (f->written <= n)      /* only pending entries were dropped */
+		return MK_OK;
+	f->written = n;
 	if (f->fd >= 0) {
 		if (ftruncate(f->fd, (off_t)(n * f->kind->disk_size)))
 			return MK_KAFKA_STORAGE_ERROR;
@@ -166,7 +209,7 @@ mk_err mk_entries_sync(mk_entry_file *f)
 {
 	if (f->fd < 0 || !f->dirty)
 		return MK_OK;
-	if (fsync(f->fd))
+	if (mk_entries_write_pending(f) || fsync(f->fd))
 		return MK_KAFKA_STORAGE_ERROR;
 	f->dirty = false;
 	f->synced = f->n;
@@ -184,6 +227,15 @@ void mk_entries_crash(mk_entry_file *f)
 void mk_entries_detach(mk_entry_file *f)
 {
 	assert(!f->dirty);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+}
+
+void mk_entries_evict(mk_entry_file *f)
+{
+	/* A failed write leaves them pending: written once reopened. */
+	mk_entries_write_pending(f);
 	if (f->fd >= 0)
 		close(f->fd);
 	f->fd = -1;

@@ -10,12 +10,21 @@
  * satisfy against its segment. The file holds the entries encoded one
  * after another, appended in order, and nothing else.
  *
+ * Appends are written to the file lazily: an appended entry waits in
+ * memory until a page of entries (MK_ENTRIES_PENDING_BYTES) is pending, or
+ * until mk_entries_write_pending(), _sync() or _write_all(). So a batch
+ * appended to the log costs no system call for its index entries (Kafka
+ * gets the same from its memory-mapped indexes). What waits is lost by a
+ * crash of the process, which costs nothing: an active segment's indexes
+ * are rebuilt at open, and a closed one's are written when it is sealed.
+ *
  * Invariants:
  *   - consecutive entries keep the kind's order (kind->ordered);
- *   - when a file is attached (fd >= 0) it holds exactly the n entries,
- *     except during a rebuild: between mk_entries_clear() / _push() and
- *     mk_entries_write_all();
- *   - entries [0, synced) are known to be durable (fsynced).
+ *   - when a file is attached (fd >= 0) it holds exactly the first
+ *     `written` entries, written <= n, except during a rebuild: between
+ *     mk_entries_clear() / _push() and mk_entries_write_all();
+ *   - entries [0, synced) are known to be durable (fsynced); synced <=
+ *     written.
  *
  * Not thread-safe: the owning segment's owner serialises every call.
  */
@@ -46,6 +55,7 @@ typedef struct {
 	int fd;                   /* -1: no file attached */
 	uint8_t *e;               /* n entries of kind->mem_size bytes */
 	size_t n, cap;
+	size_t written;           /* entries in the file (the rest pending) */
 	size_t synced;            /* entries known durable */
 	bool dirty;               /* written since the last sync */
 } mk_entry_file;
@@ -56,6 +66,11 @@ mk_err mk_entries_open(mk_entry_file *f, const char *path);
 static inline bool mk_entries_attached(const mk_entry_file *f)
 {
 	return f->fd >= 0;
+}
+/* Appended entries not yet written to the file. */
+static inline size_t mk_entries_pending(const mk_entry_file *f)
+{
+	return f->n - f->written;
 }
 static inline const void *mk_entries_at(const mk_entry_file *f, size_t i)
 {
@@ -73,8 +88,13 @@ mk_err mk_entries_load(mk_entry_file *f, uint64_t seg_size,
 void mk_entries_clear(mk_entry_file *f);
 /* Add an entry in memory only; it must keep the order. */
 void mk_entries_push(mk_entry_file *f, const void *e);
-/* Add an entry and write it at the end of the file. */
+/* Bytes of appended entries that may wait in memory (one page). */
+#define MK_ENTRIES_PENDING_BYTES 4096
+/* Add an entry for the end of the file: written once a page of entries is
+ * pending, or by the calls below. */
 mk_err mk_entries_append(mk_entry_file *f, const void *e);
+/* Write the pending entries at the end of the file (one pwrite). */
+mk_err mk_entries_write_pending(mk_entry_file *f);
 /* Make the file hold exactly the in-memory entries (after a rebuild). */
 mk_err mk_entries_write_all(mk_entry_file *f);
 /* The number of leading entries for which below(e, arg) holds (entries
@@ -84,13 +104,22 @@ size_t mk_entries_partition(const mk_entry_file *f,
 			    const void *arg);
 /* Keep the first n entries, in memory and file. */
 mk_err mk_entries_truncate(mk_entry_file *f, size_t n);
-/* fsync the file when anything was written since the last sync. */
+/* Write what is pending, then fsync the file when anything was written
+ * since the last sync. */
 mk_err mk_entries_sync(mk_entry_file *f);
-/* Simulated crash: cut the file back to the synced entries. */
+/* Simulated crash: cut the file back to the synced entries (nothing
+ * pending is written). */
 void mk_entries_crash(mk_entry_file *f);
 /* Close the file, keeping the entries; mk_entries_open() re-attaches. */
 void mk_entries_detach(mk_entry_file *f);
-/* Close the file and free the entries; the kind is kept. */
+/* Close the descriptor only, whatever was written since the last sync
+ * (the descriptor cache's eviction, fdcache.h): pending entries are
+ * written first; the data stays in the page cache and dirty stays set, so
+ * the next sync, through a descriptor opened again by mk_entries_open(),
+ * still makes it durable. */
+void mk_entries_evict(mk_entry_file *f);
+/* Close the file and free the entries, pending ones included (written
+ * only by the calls above); the kind is kept. */
 void mk_entries_close(mk_entry_file *f);
 
 #endif

@@ -44,6 +44,8 @@
 	X(REBALANCE_IN_PROGRESS)                                           \
 	X(NON_EMPTY_GROUP)             /* delete of a group with members */\
 	X(GROUP_ALREADY_EXISTS)                                            \
+	X(CONCURRENT_TRANSACTIONS)     /* a transaction is open or ending */\
+	X(INVALID_TXN_STATE)           /* e.g. abort of a prepared commit */\
 	X(KAFKA_STORAGE_ERROR)         /* I/O failure, replica offline */  \
 	X(INTERRUPTED)                 /* a blocked wait was interrupted */\
 	X(OUT_OF_MEMORY)

@@ -134,20 +134,21 @@ static gm_group *group_new(const char *name)
 }
 
 /*
- * Binary search over a sorted array of pointers to structs whose first
- * member is their name (gm_group, gm_member). Returns the match or NULL;
- * *pos gets its index or the insertion point.
+ * Binary search over n sorted elements, element i compared with key by
+ * cmp(arr, i, key) (<0, 0, >0 like strcmp). True when one matches; *pos
+ * (when given) gets its index, or the insertion point.
  */
-static void *find_named(void *const *arr, size_t n, const char *key, size_t *pos)
+static bool search_sorted(const void *arr, size_t n,
+			  int (*cmp)(const void *arr, size_t i, const void *key),
+			  const void *key, size_t *pos)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		int c = strcmp(*(char *const *)arr[mid], key);
+		int c = cmp(arr, mid, key);
 		if (!c) {
-			if (pos)
-				*pos = mid;
-			return arr[mid];
+			lo = mid;
+			break;
 		}
 		if (c < 0)
 			lo = mid + 1;
@@ -156,7 +157,24 @@ static void *find_named(void *const *arr, size_t n, const char *key, size_t *pos
 	}
 	if (pos)
 		*pos = lo;
-	return NULL;
+	return lo < hi;
+}
+
+/* Element i of an array of pointers to structs whose first member is
+ * their name (gm_group, gm_member), against a name. */
+static int cmp_named(const void *arr, size_t i, const void *key)
+{
+	return strcmp(*(char *const *)((void *const *)arr)[i], key);
+}
+
+/* The match in such an array, or NULL; *pos as search_sorted. */
+static void *find_named(void *const *arr, size_t n, const char *key, size_t *pos)
+{
+	size_t at;
+	bool found = search_sorted(arr, n, cmp_named, key, &at);
+	if (pos)
+		*pos = at;
+	return found ? arr[at] : NULL;
 }
 
 static gm_group *find_group(mk_groups *g, const char *name, size_t *pos)
@@ -184,26 +202,26 @@ static void remove_ptr(void **arr, size_t *n, size_t pos)
 	(*n)--;
 }
 
+typedef struct {
+	const char *topic;
+	int partition;
+} commit_key;
+
+static int cmp_commit(const void *arr, size_t i, const void *key)
+{
+	const gm_commit *c = (const gm_commit *)arr + i;
+	const commit_key *k = key;
+	return part_cmp(c->topic, c->partition, k->topic, k->partition);
+}
+
 static gm_commit *find_commit(gm_group *grp, const char *topic, int part, size_t *pos)
 {
-	size_t lo = 0, hi = grp->ncommits;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = part_cmp(grp->commits[mid].topic, grp->commits[mid].partition,
-				 topic, part);
-		if (!c) {
-			if (pos)
-				*pos = mid;
-			return &grp->commits[mid];
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	commit_key k = { topic, part };
+	size_t at;
+	bool found = search_sorted(grp->commits, grp->ncommits, cmp_commit, &k, &at);
 	if (pos)
-		*pos = lo;
-	return NULL;
+		*pos = at;
+	return found ? &grp->commits[at] : NULL;
 }
 
 static void set_commit(gm_group *grp, const char *topic, int part, int64_t offset)
@@ -1279,7 +1297,7 @@ mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
 	} else if (!err) {
 		todo = mk_xcalloc(n, sizeof(*todo));
 		for (size_t i = 0; i < n && !err; i++) {
-			if (!find_part(m, entries[i].topic, entries[i].partition))
+			if (m && !find_part(m, entries[i].topic, entries[i].partition))
 				err = unowned(why, member, entries[i].topic, entries[i].partition);
 			else
 				err = check_range(g, entries[i].topic, entries[i].partition,
@@ -1306,7 +1324,7 @@ mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
 	if (!err) {
 		pthread_mutex_lock(&g->lock);
 		grp = find_group(g, group, NULL);
-		m = grp ? find_member(grp, member, NULL) : NULL;
+		m = grp && member ? find_member(grp, member, NULL) : NULL;
 		for (size_t i = 0; grp && i < ntodo; i++)
 			set_commit(grp, todo[i].topic, todo[i].partition, todo[i].offset);
 		if (m)
@@ -1323,6 +1341,15 @@ mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
 	free(todo);
 	pthread_mutex_unlock(&g->write_lock);
 	return err;
+}
+
+mk_err mk_group_commit_offsets(mk_groups *g, const char *group,
+				const mk_commit_entry *entries, size_t n,
+				mk_strbuf *why)
+{
+	if (!n)
+		return MK_OK;
+	return mk_group_commit(g, group, NULL, -1, entries, n, why);
 }
 
 /* ---- poll ----------------------------------------------------------------------------- */
@@ -1368,8 +1395,9 @@ struct poll_cached {
 	int partition;
 	int32_t epoch;           /* the leader epoch the frames were read in */
 	int64_t first, next;     /* offsets the frames cover */
-	int64_t visible;         /* the HW when they were read */
+	int64_t visible;         /* the HW (LSO) when they were read */
 	mk_strbuf buf;
+	mk_aborted_list aborted; /* read_committed: what the frames hide */
 };
 
 mk_poll_cache *mk_poll_cache_new(void)
@@ -1382,6 +1410,7 @@ void mk_poll_cache_clear(mk_poll_cache *c)
 	for (size_t i = 0; i < c->n; i++) {
 		free(c->entries[i].topic);
 		mk_strbuf_release(&c->entries[i].buf);
+		mk_aborted_free(&c->entries[i].aborted);
 	}
 	free(c->entries);
 	c->entries = NULL;
@@ -1441,7 +1470,6 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 		     int64_t max, int polls, bool committed, mk_poll_cache *cache,
 		     mk_poll_fn fn, void *arg, int64_t *count, mk_strbuf *why)
 {
-	(void)committed;     /* the LSO equals the HW until transactions exist */
 	*count = 0;
 	pthread_mutex_lock(&g->lock);
 	gm_group *grp;
@@ -1495,8 +1523,12 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 			    from >= pc->next || from >= pc->visible) {
 				mk_strbuf_reset(&pc->buf);
 				mk_strbuf fwhy = MK_STRBUF_INIT;
-				mk_err ferr = mk_partition_fetch(p, from, POLL_FETCH_BYTES, &pc->buf,
-								 &pc->visible, &fwhy);
+				/* read_committed: up to the LSO, with the
+				 * aborted transactions of that range */
+				mk_err ferr = mk_partition_fetch_isolated(
+					p, from, POLL_FETCH_BYTES,
+					committed ? &pc->aborted : NULL, &pc->buf,
+					&pc->visible, &fwhy);
 				if (ferr && !skipped) {
 					skipped = ferr;
 					mk_strbuf_add(&skipwhy, fwhy.buf, fwhy.len);
@@ -1521,7 +1553,8 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 					break;
 				if (mk_batch_next_offset(&b) <= from)
 					continue;
-				if (!mk_batch_is_control(&b)) {
+				if (!mk_batch_is_control(&b) &&
+				    !(committed && mk_aborted_hides(&pc->aborted, &b))) {
 					mk_record_iter it;
 					mk_record_view rec;
 					mk_record_iter_init(&it, &b);

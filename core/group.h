@@ -127,6 +127,16 @@ mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
 		       int64_t generation, const mk_commit_entry *entries,
 		       size_t n, mk_strbuf *why);
 
+/*
+ * The transaction coordinator's commit (txn.h), at the end of a committed
+ * transaction: the entries for no member and any generation, each offset
+ * taken as check_range's lenient commit takes it. GROUP_ID_NOT_FOUND when
+ * the group is gone. One batch, acks=all, before it returns.
+ */
+mk_err mk_group_commit_offsets(mk_groups *g, const char *group,
+				const mk_commit_entry *entries, size_t n,
+				mk_strbuf *why);
+
 /* One partition of a poll: where it started. */
 typedef struct {
 	const char *topic;

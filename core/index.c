@@ -132,6 +132,11 @@ mk_err mk_index_truncate_pos(mk_index *ix, uint32_t pos)
 				   mk_entries_partition(&ix->f, pos_below, &pos));
 }
 
+mk_err mk_index_write_pending(mk_index *ix)
+{
+	return mk_entries_write_pending(&ix->f);
+}
+
 mk_err mk_index_sync(mk_index *ix)
 {
 	return mk_entries_sync(&ix->f);

@@ -9,9 +9,10 @@
  *
  * Invariants:
  *   - entries strictly increase in offset and in position;
- *   - when a file is attached (fd >= 0) it holds exactly the n entries
- *     (8 * n bytes), except during a rebuild: between mk_index_clear() /
- *     mk_index_push() and mk_index_write_all();
+ *   - when a file is attached (fd >= 0) it holds the first entries (8
+ *     bytes each), all of them but those appended and still pending (up
+ *     to a page, entryfile.h), except during a rebuild: between
+ *     mk_index_clear() / mk_index_push() and mk_index_write_all();
  *   - entries [0, synced) are known to be durable (fsynced).
  *
  * The index is only an accelerator: whoever owns it (the segment) rebuilds it
@@ -60,8 +61,10 @@ mk_err mk_index_load(mk_index *ix, uint64_t seg_size, uint64_t rel_limit,
 void mk_index_clear(mk_index *ix);
 /* Add an entry in memory only; it must keep the order invariant. */
 void mk_index_push(mk_index *ix, uint32_t rel, uint32_t pos);
-/* Add an entry and write it to the end of the file. */
+/* Add an entry for the end of the file (written lazily, entryfile.h). */
 mk_err mk_index_append(mk_index *ix, uint32_t rel, uint32_t pos);
+/* Write the appended entries still pending. */
+mk_err mk_index_write_pending(mk_index *ix);
 /* Make the file hold exactly the in-memory entries (after a rebuild). */
 mk_err mk_index_write_all(mk_index *ix);
 /* The largest entry with rel <= target; false when there is none. */
@@ -72,7 +75,8 @@ bool mk_index_last(const mk_index *ix, mk_index_entry *out);
 mk_err mk_index_truncate_rel(mk_index *ix, uint32_t rel);
 /* Drop entries with pos >= the given position, in memory and file. */
 mk_err mk_index_truncate_pos(mk_index *ix, uint32_t pos);
-/* fsync the file when anything was written since the last sync. */
+/* Write what is pending; fsync when anything was written since the last
+ * sync. */
 mk_err mk_index_sync(mk_index *ix);
 /* Simulated crash: cut the file back to the synced entries. */
 void mk_index_crash(mk_index *ix);

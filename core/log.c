@@ -6,8 +6,9 @@
  *   - the epoch cache (a small array) and the checkpoint (a text file:
  *     "version 1", "log_start_offset N", "recovery_point N", then one
  *     "epoch E START" line per cache entry), replaced atomically;
- *   - the flusher: a thread per log, started at the first roll, that
- *     fsyncs rolled segments in roll order and moves the recovery point;
+ *   - the flusher: this log's work in the cluster's flusher pool
+ *     (flushpool.h): fsync rolled segments in roll order, move the
+ *     recovery point;
  *   - open: list the NNN.log files, open those below the recovery point as
  *     closed (no I/O beyond open+fstat), recover the rest in order,
  *     reconcile the epoch cache with what the recovered segments hold;
@@ -28,15 +29,15 @@
  * point only moves past data that was fsynced, flushes happen in roll
  * order, and open recovers every segment from the one holding the recovery
  * point on — normally only the active one, and never more than
- * MAX_PENDING + 1, because a roll waits while more are queued (so the disk,
- * not the page cache, sets the pace of a sustained append). The
- * alternative, starting writeback early with
- * sync_file_range(SYNC_FILE_RANGE_WRITE) every 256 KiB so that the roll's
- * fsync finds little to write, keeps every fsync (and the directory and
- * checkpoint ones) on the append path, where small-file fsyncs cost
- * milliseconds each; measured on top of the flusher it did not clearly
- * help 1 MiB segments and slowed appends to 1 GiB ones by a third, so the
- * flusher alone is kept.
+ * MAX_UNFLUSHED_BYTES of rolled segments, because only past that bound
+ * does a roll wait for the flusher; below it the kernel's dirty-page
+ * throttling is the back-pressure, as in Kafka. (Earlier versions waited
+ * once 64 segments were queued: with 1 MiB segments that put the disk's
+ * fsync rate on the append path.) The alternative, starting writeback
+ * early with sync_file_range(SYNC_FILE_RANGE_WRITE) every 256 KiB so that
+ * the roll's fsync finds little to write, keeps every fsync (and the
+ * directory and checkpoint ones) on the append path, where small-file
+ * fsyncs cost milliseconds each; it was measured and not kept.
  *
  * Threads. Everything but the flusher runs on the owner's thread, under the
  * owner's lock (log.h). The flusher touches: its queue (fl.lock); the
@@ -58,14 +59,16 @@
 #include <assert.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codec.h"
 #include "failpoint.h"
 #include "fileio.h"
+#include "fdcache.h"
+#include "flushpool.h"
 #include "parse.h"
 #include "segment.h"
 #include "segswap.h"
@@ -74,33 +77,43 @@
 #define CHECKPOINT "checkpoint"
 
 /*
- * Rolled segments that may wait for the flusher; a roll past it waits.
- * 64 lets a burst of appends run at page-cache speed for 64 segments
- * (64 MiB at the default segment.bytes) before the disk sets the pace,
- * and bounds what a start after a kill has to scan.
+ * Back-pressure on rolls. A roll queues the old segment for the flusher
+ * pool and goes on; it waits only while the rolled segments not yet
+ * fsynced hold more than MAX_UNFLUSHED_BYTES (the bound of what a start
+ * after a kill may have to scan, and of the page cache one log may dirty
+ * ahead of the disk). Below it the kernel's dirty-page throttling is the
+ * only back-pressure, as in Kafka. One flush pass takes at most BATCH
+ * segments (one checkpoint for them all).
  */
-#define MAX_PENDING 64
+#define MAX_UNFLUSHED_BYTES (1ULL << 30)
+#define BATCH 64
 
 typedef struct {
 	mk_segment *seg;            /* a rolled segment, owned by the log */
 	int64_t next;               /* the recovery point once it is durable */
+	uint64_t bytes;             /* its size at the roll */
 } flush_job;
 
 typedef struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;        /* the queue, held, stop or err changed */
-	pthread_t thread;
-	bool started;               /* the thread runs */
-	bool stop;                  /* it is to exit, leaving the queue */
-	bool held;                  /* tests: it starts no job */
+	mk_flush_task task;         /* this log's work in the pool */
+	mk_flush_pool *pool;        /* the cluster's, or own (NULL: none yet) */
+	bool own_pool;              /* made at the first roll, freed at close */
+	bool busy;                  /* a pass runs (jobs [0, taken) in flight) */
+	bool stop;                  /* no pass is to start */
+	bool held;                  /* tests: no pass starts */
 	flush_job *q;               /* roll order; jobs run until removed */
 	size_t n, cap;
+	uint64_t bytes;             /* sum of the queued jobs' bytes */
 	mk_err err;                 /* its first failure; no job runs after */
 	mk_strbuf msg;              /* what failed */
 } flusher;
 
 struct mk_log {
 	char *dir;
+	mk_fdcache *cache;          /* cfg.fdcache, or own_cache */
+	mk_fdcache *own_cache;
 	char *ckpt_path;
 	mk_log_config cfg;
 	mk_segment **segs;          /* ascending base offsets; last is active */
@@ -110,6 +123,7 @@ struct mk_log {
 	int64_t start_offset;       /* set at open and by the cleaner hooks */
 	pthread_mutex_t state_lock; /* also serialises checkpoint writes */
 	int64_t recovery_point;     /* below it, everything was fsynced */
+	mk_strbuf ckpt_last;        /* what the checkpoint file last got */
 	mk_epoch_entry *epochs;     /* epochs and starts strictly increasing */
 	size_t nepochs, epochs_cap;
 	int64_t *bases;             /* segs' base offsets, as the checkpoint */
@@ -318,12 +332,22 @@ static void mirror_bases(mk_log *log)
 }
 
 /* Under state_lock (or before the flusher exists). */
+/* Replace the checkpoint, unless it already says exactly this (a close
+ * or flush with nothing new then costs no fsync). */
 static mk_err ckpt_write_locked(mk_log *log, mk_strbuf *why)
 {
 	mk_strbuf text = MK_STRBUF_INIT;
 	ckpt_format(log, &text);
+	if (log->ckpt_last.len == text.len &&
+	    memcmp(log->ckpt_last.buf, text.buf, text.len) == 0) {
+		mk_strbuf_release(&text);
+		return MK_OK;
+	}
 	mk_err err = mk_file_replace_fp(log->ckpt_path, text.buf, text.len,
 					"log.ckpt");
+	mk_strbuf_reset(&log->ckpt_last);
+	if (!err)
+		mk_strbuf_add(&log->ckpt_last, text.buf, text.len);
 	mk_strbuf_release(&text);
 	if (err)
 		mk_strbuf_addf(why, "%s: write failed: %s", log->ckpt_path,
@@ -502,36 +526,43 @@ static mk_err run_jobs(mk_log *log, const flush_job *jobs, size_t n,
 	return err;
 }
 
-static void *flusher_main(void *arg)
+/*
+ * One pass of this log's flush work, on a pool thread: everything queued
+ * (up to BATCH) with one checkpoint; then, if more was queued meanwhile,
+ * the task is submitted again (after other logs' work already waiting).
+ */
+static void flusher_run(mk_flush_task *t)
 {
-	mk_log *log = arg;
+	mk_log *log = (mk_log *)((char *)t - offsetof(mk_log, fl.task));
 	flusher *fl = &log->fl;
 	pthread_mutex_lock(&fl->lock);
-	for (;;) {
-		while (!fl->stop && (fl->held || fl->n == 0))
-			pthread_cond_wait(&fl->cond, &fl->lock);
-		if (fl->stop)
-			break;
-		/* Everything queued (up to a batch), with one checkpoint. */
-		flush_job jobs[MAX_PENDING + 1];
-		size_t n = fl->n < MAX_PENDING + 1 ? fl->n : MAX_PENDING + 1;
-		memcpy(jobs, fl->q, n * sizeof(*jobs));
-		bool skip = fl->err != MK_OK;
+	if (fl->stop || fl->held || fl->n == 0 || fl->busy) {
 		pthread_mutex_unlock(&fl->lock);
-		mk_strbuf why = MK_STRBUF_INIT;
-		mk_err err = skip ? MK_OK : run_jobs(log, jobs, n, &why);
-		pthread_mutex_lock(&fl->lock);
-		if (err && !fl->err) {
-			fl->err = err;
-			mk_strbuf_add(&fl->msg, why.buf, why.len);
-		}
-		mk_strbuf_release(&why);
-		fl->n -= n;
-		memmove(fl->q, fl->q + n, fl->n * sizeof(*fl->q));
-		pthread_cond_broadcast(&fl->cond);
+		return;
 	}
+	flush_job jobs[BATCH];
+	size_t n = fl->n < BATCH ? fl->n : BATCH;
+	memcpy(jobs, fl->q, n * sizeof(*jobs));
+	bool skip = fl->err != MK_OK;
+	fl->busy = true;
 	pthread_mutex_unlock(&fl->lock);
-	return NULL;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = skip ? MK_OK : run_jobs(log, jobs, n, &why);
+	pthread_mutex_lock(&fl->lock);
+	if (err && !fl->err) {
+		fl->err = err;
+		mk_strbuf_add(&fl->msg, why.buf, why.len);
+	}
+	mk_strbuf_release(&why);
+	for (size_t i = 0; i < n; i++)
+		fl->bytes -= jobs[i].bytes;
+	fl->n -= n;
+	memmove(fl->q, fl->q + n, fl->n * sizeof(*fl->q));
+	fl->busy = false;
+	if (fl->n > 0 && !fl->held && !fl->stop)
+		mk_flush_pool_submit(fl->pool, &fl->task);
+	pthread_cond_broadcast(&fl->cond);
+	pthread_mutex_unlock(&fl->lock);
 }
 
 /* The flusher's failure, made the log's error. Under fl.lock. */
@@ -552,14 +583,33 @@ static mk_err flusher_error(mk_log *log)
 	return err;
 }
 
+/* Under fl.lock: the pool to use, made (one thread) for a log without
+ * the cluster's. NULL when no thread runs (or can be started). */
+static mk_flush_pool *flusher_pool(mk_log *log)
+{
+	flusher *fl = &log->fl;
+	if (!fl->pool && log->cfg.pool) {
+		/* The cluster's pool before mk_cluster_start has no thread
+		 * (the daemon has not forked yet): flush in place. */
+		if (mk_flush_pool_threads(log->cfg.pool) == 0)
+			return NULL;
+		fl->pool = log->cfg.pool;
+	}
+	if (!fl->pool) {
+		fl->pool = mk_flush_pool_new(1);
+		fl->own_pool = fl->pool != NULL;
+	}
+	return fl->pool;
+}
+
 /*
  * Queue a rolled segment; next is the recovery point once it is durable.
- * Waits while more than MAX_PENDING are queued (unless held).
+ * Waits only while more than MAX_UNFLUSHED_BYTES are queued (unless held).
  */
 static mk_err flusher_add(mk_log *log, mk_segment *seg, int64_t next)
 {
 	flusher *fl = &log->fl;
-	flush_job job = { seg, next };
+	flush_job job = { seg, next, seg->size };
 	mirror_bases(log);
 	pthread_mutex_lock(&fl->lock);
 	mk_err err = flusher_failed(log);
@@ -567,10 +617,7 @@ static mk_err flusher_add(mk_log *log, mk_segment *seg, int64_t next)
 		pthread_mutex_unlock(&fl->lock);
 		return err;
 	}
-	if (!fl->started &&
-	    pthread_create(&fl->thread, NULL, flusher_main, log) == 0)
-		fl->started = true;
-	if (!fl->started) {
+	if (!flusher_pool(log)) {
 		/* No thread: flush here, as a synchronous roll would. */
 		pthread_mutex_unlock(&fl->lock);
 		mk_strbuf why = MK_STRBUF_INIT;
@@ -581,12 +628,14 @@ static mk_err flusher_add(mk_log *log, mk_segment *seg, int64_t next)
 		return err;
 	}
 	if (fl->n == fl->cap) {
-		fl->cap = fl->cap ? fl->cap * 2 : MAX_PENDING + 1;
+		fl->cap = fl->cap ? fl->cap * 2 : BATCH;
 		fl->q = mk_xrealloc(fl->q, fl->cap * sizeof(*fl->q));
 	}
 	fl->q[fl->n++] = job;
-	pthread_cond_broadcast(&fl->cond);
-	while (fl->n > MAX_PENDING && !fl->held && !fl->err)
+	fl->bytes += job.bytes;
+	if (!fl->held)
+		mk_flush_pool_submit(fl->pool, &fl->task);
+	while (fl->bytes > MAX_UNFLUSHED_BYTES && !fl->held && !fl->err)
 		pthread_cond_wait(&fl->cond, &fl->lock);
 	err = flusher_failed(log);
 	pthread_mutex_unlock(&fl->lock);
@@ -599,7 +648,8 @@ static mk_err flusher_wait(mk_log *log)
 	flusher *fl = &log->fl;
 	pthread_mutex_lock(&fl->lock);
 	fl->held = false;
-	pthread_cond_broadcast(&fl->cond);
+	if (fl->n > 0 && fl->pool)
+		mk_flush_pool_submit(fl->pool, &fl->task);
 	while (fl->n > 0)
 		pthread_cond_wait(&fl->cond, &fl->lock);
 	mk_err err = flusher_failed(log);
@@ -607,24 +657,31 @@ static mk_err flusher_wait(mk_log *log)
 	return err;
 }
 
-/* End the thread. A job running is finished; the queue is left as is. */
+/* No pass starts from now on; one running is finished; the queue is left
+ * as is. A private pool is freed. */
 static void flusher_stop(mk_log *log)
 {
 	flusher *fl = &log->fl;
 	pthread_mutex_lock(&fl->lock);
 	fl->stop = true;
-	pthread_cond_broadcast(&fl->cond);
-	bool started = fl->started;
-	fl->started = false;
+	mk_flush_pool *pool = fl->pool;
+	bool own = fl->own_pool;
+	fl->pool = NULL;
+	fl->own_pool = false;
 	pthread_mutex_unlock(&fl->lock);
-	if (started)
-		pthread_join(fl->thread, NULL);
+	if (pool) {
+		mk_flush_pool_remove(pool, &fl->task);
+		if (own)
+			mk_flush_pool_free(pool);
+	}
 }
 
 void mk_log_hold_flusher(mk_log *log, bool held)
 {
 	pthread_mutex_lock(&log->fl.lock);
 	log->fl.held = held;
+	if (!held && log->fl.n > 0 && log->fl.pool)
+		mk_flush_pool_submit(log->fl.pool, &log->fl.task);
 	pthread_cond_broadcast(&log->fl.cond);
 	pthread_mutex_unlock(&log->fl.lock);
 }
@@ -682,13 +739,15 @@ static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
 /* Free the log (its segments are closed, its flusher stopped). */
 static void log_free(mk_log *log)
 {
-	assert(!log->fl.started);
+	assert(!log->fl.pool);
+	mk_fdcache_free(log->own_cache);
 	free(log->dir);
 	free(log->ckpt_path);
 	free(log->segs);
 	free(log->epochs);
 	free(log->bases);
 	mk_strbuf_release(&log->err);
+	mk_strbuf_release(&log->ckpt_last);
 	free(log->fl.q);
 	mk_strbuf_release(&log->fl.msg);
 	pthread_mutex_destroy(&log->fl.lock);
@@ -701,12 +760,12 @@ static void log_free(mk_log *log)
  * Delete the segments at bases[0..n) (ascending), newest first, so that a
  * crash part-way leaves a prefix of the log; then fsync the directory.
  */
-static mk_err remove_from(const char *dir, const int64_t *bases, size_t n,
-			  mk_strbuf *why)
+static mk_err remove_from(const char *dir, mk_fdcache *cache,
+			  const int64_t *bases, size_t n, mk_strbuf *why)
 {
 	while (n > 0) {
 		mk_segment *s;
-		mk_err err = mk_segment_open_closed(dir, bases[--n], &s, why);
+		mk_err err = mk_segment_open_closed(dir, bases[--n], cache, &s, why);
 		if (!err)
 			err = mk_segment_remove(s, why);
 		if (err)
@@ -735,10 +794,17 @@ static mk_log *log_new(const char *dir, const mk_log_config *cfg)
 	mk_strbuf_addf(&p, "%s/" CHECKPOINT, dir);
 	log->ckpt_path = mk_strbuf_detach(&p, NULL);
 	log->cfg = *cfg;
+	log->cache = cfg->fdcache;
+	if (!log->cache) {
+		log->own_cache = mk_fdcache_new(0);
+		log->cache = log->own_cache;
+	}
 	mk_strbuf_init(&log->err, 0);
+	mk_strbuf_init(&log->ckpt_last, 0);
 	pthread_mutex_init(&log->state_lock, NULL);
 	pthread_mutex_init(&log->fl.lock, NULL);
 	pthread_cond_init(&log->fl.cond, NULL);
+	log->fl.task.run = flusher_run;
 	mk_strbuf_init(&log->fl.msg, 0);
 	return log;
 }
@@ -768,7 +834,13 @@ static mk_err open_read_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
 	}
 	if (o->missing)
 		return MK_OK;
-	return ckpt_parse(log->ckpt_path, o->text.buf, &o->ck, why);
+	/* The parse cuts its text into lines: o->text stays as read, for
+	 * open_write_checkpoint to compare (an unchanged checkpoint is not
+	 * rewritten, and a mount then costs no checkpoint fsync). */
+	char *copy = mk_xstrdup(o->text.buf);
+	mk_err err = ckpt_parse(log->ckpt_path, copy, &o->ck, why);
+	free(copy);
+	return err;
 }
 
 /* Every durable segment the checkpoint lists is there: a missing one is
@@ -811,8 +883,8 @@ static mk_err open_closed_segments(mk_log *log, opening *o, mk_strbuf *why)
 {
 	for (size_t i = 0; i < o->first; i++) {
 		mk_segment *s;
-		mk_err err = mk_segment_open_closed(o->dir, o->bases[i], &s,
-						    why);
+		mk_err err = mk_segment_open_closed(o->dir, o->bases[i],
+						    log->cache, &s, why);
 		if (err)
 			return err;
 		push_segment(log, s);
@@ -836,6 +908,7 @@ static mk_err open_recover_segments(mk_log *log, opening *o, mk_strbuf *why)
 		uint64_t cut;
 		err = mk_segment_open_active(o->dir, o->bases[i],
 					     last ? INT64_MAX : o->bases[i + 1],
+					     log->cache,
 					     o->cfg->index_interval_bytes,
 					     on_batch_epoch, &o->seen, &s, &cut,
 					     &o->scratch);
@@ -849,7 +922,7 @@ static mk_err open_recover_segments(mk_log *log, opening *o, mk_strbuf *why)
 		if (last)
 			break;
 		if (cut || s->next_offset != o->bases[i + 1])
-			return remove_from(o->dir, o->bases + i + 1,
+			return remove_from(o->dir, log->cache, o->bases + i + 1,
 					   o->nbases - i - 1, why);
 		mk_strbuf_reset(&o->scratch);
 		if ((err = mk_segment_seal(s, &o->scratch)) ||
@@ -869,7 +942,7 @@ static mk_err open_create_first(mk_log *log, opening *o, mk_strbuf *why)
 	mk_segment *s;
 	mk_err err = mk_segment_create(o->dir,
 				       o->missing ? 0 : o->ck.start_offset,
-				       &s, why);
+				       log->cache, &s, why);
 	if (err)
 		return err;
 	push_segment(log, s);
@@ -934,8 +1007,11 @@ static mk_err open_write_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
 	mirror_bases(log);
 	ckpt_format(log, &o->scratch);
 	if (!o->missing && o->scratch.len == o->text.len &&
-	    memcmp(o->scratch.buf, o->text.buf, o->text.len) == 0)
+	    memcmp(o->scratch.buf, o->text.buf, o->text.len) == 0) {
+		/* What the file says: later writes of the same text skip. */
+		mk_strbuf_add(&log->ckpt_last, o->scratch.buf, o->scratch.len);
 		return MK_OK;
+	}
 	mk_err err = ckpt_write(log);
 	if (err && why)
 		mk_strbuf_add(why, log->err.buf, log->err.len);
@@ -946,7 +1022,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		   mk_strbuf *why)
 {
 	*out = NULL;
-	mk_log_config defaults = { 1048576, 4096, 0 };
+	mk_log_config defaults = { 1048576, 4096, 0, NULL, NULL };
 	if (!cfg)
 		cfg = &defaults;
 	if (!config_ok(cfg)) {
@@ -1092,7 +1168,16 @@ void mk_log_abandon(mk_log *log)
 
 void mk_log_set_config(mk_log *log, const mk_log_config *cfg)
 {
+	mk_flush_pool *pool = log->cfg.pool;   /* fixed at open */
+	struct mk_fdcache *fdc = log->cfg.fdcache;
 	log->cfg = *cfg;
+	log->cfg.pool = pool;
+	log->cfg.fdcache = fdc;
+}
+
+struct mk_fdcache *mk_log_fdcache(const mk_log *log)
+{
+	return log->cache;
 }
 
 const char *mk_log_dir(const mk_log *log)
@@ -1116,6 +1201,12 @@ uint64_t mk_log_size_bytes(const mk_log *log)
 size_t mk_log_segment_count(const mk_log *log)
 {
 	return log->nsegs;
+}
+
+void mk_log_write_index_pending(mk_log *log)
+{
+	if (log->nsegs)
+		mk_segment_write_index_pending(active(log), NULL);
 }
 
 void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info)
@@ -1148,7 +1239,8 @@ static mk_err roll(mk_log *log)
 	mk_segment *s = NULL;
 	if (!err) {
 		MK_FAILPOINT("log.roll.after-seal");
-		err = mk_segment_create(log->dir, old->next_offset, &s, &msg);
+		err = mk_segment_create(log->dir, old->next_offset, log->cache,
+					&s, &msg);
 	}
 	if (err) {
 		old->active = true;
@@ -1305,6 +1397,52 @@ static const char *batch_misplaced(const mk_log *log, const mk_batch_view *b,
 	return NULL;
 }
 
+/*
+ * A forward walk over segment i's batches from a position, each one
+ * decoded (CRC checked) and checked by batch_misplaced: the one loop the
+ * reads, the time lookup and the batch list share. The reader stays the
+ * caller's to keep, skip or finish each batch.
+ */
+typedef struct {
+	mk_log *log;
+	mk_segment *s;
+	mk_segment_reader r;
+	int64_t limit;          /* offsets below the next segment's base */
+	int64_t prev_next;      /* the next offset after the last batch */
+	int32_t prev_epoch;
+	uint64_t at;            /* position of the batch last returned (or of
+				 * the bad one) */
+} seg_walk;
+
+static void walk_init(seg_walk *w, mk_log *log, size_t i, uint64_t pos,
+		      mk_strbuf *buf, size_t max_chunk)
+{
+	w->log = log;
+	w->s = log->segs[i];
+	w->limit = end_limit(log, i);
+	w->prev_next = w->s->base;
+	w->prev_epoch = -1;
+	w->at = pos;
+	mk_segment_reader_init(&w->r, w->s, pos, w->s->size, buf, max_chunk);
+}
+
+/* The next batch into *b, or *done at the segment's end. A bad frame or a
+ * misplaced batch is KAFKA_STORAGE_ERROR, said in the log's error. */
+static mk_err walk_next(seg_walk *w, mk_batch_view *b, bool *done)
+{
+	w->at = mk_segment_reader_pos(&w->r);
+	mk_err err = mk_segment_reader_next(&w->r, b, done);
+	const char *bad = err ? (w->r.reason ? w->r.reason : "bad frame") : NULL;
+	if (!err && !*done)
+		bad = batch_misplaced(w->log, b, w->prev_next, &w->prev_epoch,
+				      w->s->base, w->limit);
+	if (bad)
+		return bad_frame(w->log, w->s, w->at, bad);
+	if (!*done)
+		w->prev_next = mk_batch_next_offset(b);
+	return MK_OK;
+}
+
 typedef struct {
 	int64_t from, end;
 	size_t max_bytes;
@@ -1317,9 +1455,6 @@ typedef struct {
 static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 			   mk_strbuf *out, read_state *rs)
 {
-	mk_segment *s = log->segs[i];
-	int64_t limit = end_limit(log, i), prev_next = s->base;
-	int32_t prev_epoch = -1;
 	/* Read ahead no more than the caller may take (but a frame at least,
 	 * which the reader handles), and at most 4 MiB at a time. */
 	size_t chunk = rs->max_bytes > rs->added ? rs->max_bytes - rs->added : 0;
@@ -1327,28 +1462,20 @@ static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 		chunk = 4096;
 	if (chunk > (4u << 20))
 		chunk = 4u << 20;
-	mk_segment_reader r;
-	mk_segment_reader_init(&r, s, pos, s->size, out, chunk);
+	seg_walk w;
+	walk_init(&w, log, i, pos, out, chunk);
 	mk_err err = MK_OK;
 	for (;;) {
 		mk_batch_view b;
 		bool done;
-		uint64_t at = mk_segment_reader_pos(&r);
-		err = mk_segment_reader_next(&r, &b, &done);
-		const char *bad = err ? (r.reason ? r.reason : "bad frame") : NULL;
-		if (!err && !done)
-			bad = batch_misplaced(log, &b, prev_next, &prev_epoch,
-					      s->base, limit);
-		if (bad) {
-			rs->bad_pos = at;
-			err = bad_frame(log, s, at, bad);
+		if ((err = walk_next(&w, &b, &done))) {
+			rs->bad_pos = w.at;
 			break;
 		}
 		if (done)
 			break;
-		prev_next = mk_batch_next_offset(&b);
-		if (prev_next <= rs->from) {
-			mk_segment_reader_skip(&r);
+		if (w.prev_next <= rs->from) {
+			mk_segment_reader_skip(&w.r);
 			continue;
 		}
 		if (b.meta.base_offset >= rs->end ||
@@ -1356,16 +1483,16 @@ static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 			rs->stop = true;
 			break;
 		}
-		mk_segment_reader_keep(&r);
+		mk_segment_reader_keep(&w.r);
 		rs->added += b.frame_len;
 		/* The next batch starts at or after this one's end: when that
 		 * is past `end`, do not even read it. */
-		if (prev_next >= rs->end) {
+		if (w.prev_next >= rs->end) {
 			rs->stop = true;
 			break;
 		}
 	}
-	mk_segment_reader_finish(&r);
+	mk_segment_reader_finish(&w.r);
 	return err;
 }
 
@@ -1382,13 +1509,13 @@ static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 #define READ_AHEAD_MIN (64u << 10)     /* smaller fetches do not */
 #define READ_AHEAD_FETCHES 3
 
-static void read_ahead(const mk_log *log, size_t i, uint64_t pos,
+static void read_ahead(mk_log *log, size_t i, uint64_t pos,
 		       size_t max_bytes)
 {
 	uint64_t skip = (uint64_t)max_bytes * READ_AHEAD_FETCHES;
 	size_t bytes = max_bytes;
 	for (; i < log->nsegs && bytes; i++, pos = 0) {
-		const mk_segment *s = log->segs[i];
+		mk_segment *s = log->segs[i];
 		if (pos >= s->size)
 			continue;
 		if (s->size - pos <= skip) {
@@ -1398,8 +1525,7 @@ static void read_ahead(const mk_log *log, size_t i, uint64_t pos,
 		pos += skip;
 		skip = 0;
 		uint64_t n = s->size - pos < bytes ? s->size - pos : bytes;
-		(void)posix_fadvise(s->fd, (off_t)pos, (off_t)n,
-				    POSIX_FADV_WILLNEED);
+		mk_segment_read_ahead(s, pos, n);
 		bytes -= (size_t)n;
 	}
 }
@@ -1447,32 +1573,21 @@ mk_err mk_log_read(mk_log *log, int64_t from, int64_t end, size_t max_bytes,
 static mk_err time_scan(mk_log *log, size_t i, uint64_t pos, int64_t ts,
 			int64_t from, int64_t *found, uint64_t *bad_pos)
 {
-	mk_segment *s = log->segs[i];
-	int64_t limit = end_limit(log, i), prev_next = s->base;
-	int32_t prev_epoch = -1;
 	mk_strbuf buf = MK_STRBUF_INIT;
-	mk_segment_reader r;
-	mk_segment_reader_init(&r, s, pos, s->size, &buf, 0);
+	seg_walk w;
+	walk_init(&w, log, i, pos, &buf, 0);
 	mk_err err = MK_OK;
 	*found = -1;
 	while (*found < 0) {
 		mk_batch_view b;
 		bool done;
-		uint64_t at = mk_segment_reader_pos(&r);
-		err = mk_segment_reader_next(&r, &b, &done);
-		const char *bad = err ? (r.reason ? r.reason : "bad frame") : NULL;
-		if (!err && !done)
-			bad = batch_misplaced(log, &b, prev_next, &prev_epoch,
-					      s->base, limit);
-		if (bad) {
-			*bad_pos = at;
-			err = bad_frame(log, s, at, bad);
+		if ((err = walk_next(&w, &b, &done))) {
+			*bad_pos = w.at;
 			break;
 		}
 		if (done)
 			break;
-		prev_next = mk_batch_next_offset(&b);
-		if (prev_next > from && b.max_timestamp >= ts) {
+		if (w.prev_next > from && b.max_timestamp >= ts) {
 			mk_record_iter it;
 			mk_record_view rec;
 			mk_record_iter_init(&it, &b);
@@ -1483,7 +1598,7 @@ static mk_err time_scan(mk_log *log, size_t i, uint64_t pos, int64_t ts,
 				}
 			}
 		}
-		mk_segment_reader_skip(&r);
+		mk_segment_reader_skip(&w.r);
 	}
 	mk_strbuf_release(&buf);
 	return err;
@@ -1665,7 +1780,7 @@ mk_err mk_log_reset_to(mk_log *log, int64_t offset)
 		mk_segment_close(log->segs[--log->nsegs]);
 	mk_segment *s = NULL;
 	if (!err)
-		err = mk_segment_create(log->dir, offset, &s, &msg);
+		err = mk_segment_create(log->dir, offset, log->cache, &s, &msg);
 	if (!err && mk_fsync_dir(log->dir)) {
 		mk_strbuf_addf(&msg, "%s: fsync failed", log->dir);
 		err = MK_KAFKA_STORAGE_ERROR;
@@ -1712,7 +1827,8 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	err = mk_segswap_commit(log->dir, olds, n, news, nnew, state,
 				state_len, &msg);
 	for (size_t i = 0; i < nnew && !err; i++)
-		err = mk_segment_open_closed(log->dir, news[i], &fresh[i], &msg);
+		err = mk_segment_open_closed(log->dir, news[i], log->cache,
+					     &fresh[i], &msg);
 	if (err) {
 		for (size_t i = 0; i < nnew; i++)
 			mk_segment_close(fresh[i]);
@@ -1777,39 +1893,26 @@ mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,
 		mk_segment *s = log->segs[i];
 		if ((err = load_indexes(log, i)))
 			break;
-		int64_t limit = end_limit(log, i), prev_next = s->base;
-		int32_t prev_epoch = -1;
 		uint64_t pos = *n == 0 ? mk_segment_lookup(s, from) : 0;
-		mk_segment_reader r;
+		seg_walk w;
 		mk_strbuf_reset(&buf);
-		mk_segment_reader_init(&r, s, pos, s->size, &buf, 0);
+		walk_init(&w, log, i, pos, &buf, 0);
 		while (*n < max) {
 			mk_batch_view b;
 			bool done;
-			uint64_t at = mk_segment_reader_pos(&r);
-			err = mk_segment_reader_next(&r, &b, &done);
-			const char *bad = err ? (r.reason ? r.reason : "bad frame") : NULL;
-			if (!err && !done)
-				bad = batch_misplaced(log, &b, prev_next, &prev_epoch,
-						      s->base, limit);
-			if (bad) {
-				err = bad_frame(log, s, at, bad);
+			if ((err = walk_next(&w, &b, &done)) || done)
 				break;
-			}
-			if (done)
-				break;
-			prev_next = mk_batch_next_offset(&b);
-			if (prev_next > from) {
+			if (w.prev_next > from) {
 				if (*n == cap) {
 					cap = cap ? cap * 2 : 64;
 					*out = mk_xrealloc(*out, cap * sizeof(**out));
 				}
-				batch_info_of(s, at, &b, mk_segment_reader_crc(&r),
+				batch_info_of(s, w.at, &b, mk_segment_reader_crc(&w.r),
 					      &(*out)[(*n)++]);
 			}
-			mk_segment_reader_skip(&r);
+			mk_segment_reader_skip(&w.r);
 		}
-		mk_segment_reader_finish(&r);
+		mk_segment_reader_finish(&w.r);
 		if (err)
 			break;
 	}
@@ -1834,6 +1937,7 @@ mk_err mk_log_index_rows(mk_log *log, int64_t segment, bool time,
 		mk_err err = load_indexes(log, i);
 		if (err)
 			return err;
+		mk_log_write_index_pending(log);
 		size_t count = mk_segment_index_count(s, time);
 		*out = mk_xcalloc(count ? count : 1, sizeof(**out));
 		for (size_t k = 0; k < count; k++)

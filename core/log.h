@@ -50,9 +50,11 @@
  * done} (fileio.h), and segment.create.after-open (segment.h).
  *
  * An mk_log is not thread-safe: its owner (the partition, see replica.h)
- * serialises every call under its lock. Each log has its own flusher
- * thread (started at the first roll, joined by close and crash) that only
- * fsyncs rolled segments and writes the checkpoint.
+ * serialises every call under its lock. Rolled segments are fsynced, and
+ * the checkpoint written, by the flusher pool given in mk_log_config (one
+ * pool for every log of the cluster, flushpool.h); close and crash take
+ * the log's work out of the pool. A roll never waits for an fsync unless
+ * the log's rolled-but-unflushed segments exceed 1 GiB.
  */
 #ifndef MK_LOG_H
 #define MK_LOG_H
@@ -64,10 +66,17 @@
 #include "error.h"
 #include "strbuf.h"
 
+struct mk_flush_pool;
+
 typedef struct {
 	int64_t segment_bytes;        /* roll threshold */
 	int64_t index_interval_bytes; /* bytes between index entries */
 	int64_t flush_messages;       /* fsync after this many; 0 = never */
+	struct mk_flush_pool *pool;   /* flushes rolled segments (flushpool.h);
+				       * NULL: a private one-thread pool made at
+				       * the first roll. Fixed at open. */
+	struct mk_fdcache *fdcache;   /* the segments' descriptors (fdcache.h);
+				       * NULL: a private, unbounded one. */
 } mk_log_config;
 
 typedef struct {
@@ -111,6 +120,9 @@ void mk_log_abandon(mk_log *log);
 
 void mk_log_set_config(mk_log *log, const mk_log_config *cfg);
 const char *mk_log_dir(const mk_log *log);
+/* The descriptor cache its segments use (the configured one, or its
+ * own); for private handles of its files (the cleaner's build). */
+struct mk_fdcache *mk_log_fdcache(const mk_log *log);
 
 int64_t mk_log_start_offset(const mk_log *log);
 int64_t mk_log_end_offset(const mk_log *log);     /* LEO */
@@ -198,6 +210,10 @@ void mk_log_end_offset_for_epoch(const mk_log *log, int32_t epoch,
 
 /* Segments, for listing; index i in 0..count-1, base offsets ascending. */
 size_t mk_log_segment_count(const mk_log *log);
+/* Write the active segment's pending index entries (segment.h), so that
+ * the index files show every entry; before a listing or a view. A failure
+ * leaves them pending (the next append or flush meets it too). */
+void mk_log_write_index_pending(mk_log *log);
 void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info);
 
 /*

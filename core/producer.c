@@ -50,6 +50,8 @@ struct mk_producer {
 	int acks;
 	bool idempotent;
 	char *name;               /* the producer identity, when idempotent */
+	mk_txns *txns;            /* transactional: the coordinator, */
+	char *txn;                /* and the transactional id */
 	int64_t pid;
 	int16_t epoch;
 	int32_t next_seq;         /* explicit seq=: the next; else -1 */
@@ -72,6 +74,17 @@ static const mk_batch_meta plain_meta = {
 	.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
 	.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
 };
+static const mk_batch_meta txn_meta = {
+	.flags = MK_BATCH_TRANSACTIONAL, .base_offset = 0, .leader_epoch = 0,
+	.producer_id = -1, .producer_epoch = -1, .base_sequence = -1,
+	.txn_id = { NULL, -1 },
+};
+
+/* The batch fields a producer's builders start from. */
+static const mk_batch_meta *meta_of(const mk_producer *p)
+{
+	return p->txn ? &txn_meta : &plain_meta;
+}
 
 static mk_err send_due(mk_producer *p, int64_t now, bool owed, mk_strbuf *why);
 static void defer_error(mk_producer *p, mk_err err, mk_strbuf *why);
@@ -208,15 +221,43 @@ void mk_producers_free(mk_producers *ps)
 
 /* ---- open ---------------------------------------------------------------- */
 
+/* txn=ID: an idempotent producer with the id's producer id and epoch,
+ * acks=all, writing transactional batches (txn.h). */
+static mk_err open_txn(mk_producer *p, const mk_producer_opts *o, mk_strbuf *why)
+{
+	if (o->producer && o->producer[0]) {
+		mk_strbuf_addstr(why, "txn= and producer= do not go together (a transactional id has its own producer id)");
+		return MK_INVALID_REQUEST;
+	}
+	if (o->seq >= 0) {
+		mk_strbuf_addstr(why, "seq= is not for transactional writes");
+		return MK_INVALID_REQUEST;
+	}
+	if (o->acks != MK_PRODUCER_ACKS_DEFAULT && o->acks != -1) {
+		mk_strbuf_addstr(why, "a transactional producer writes with acks=all");
+		return MK_INVALID_REQUEST;
+	}
+	if (!o->txns) {
+		mk_strbuf_addf(why, "no transactional id %s", o->txn);
+		return MK_TRANSACTIONAL_ID_NOT_FOUND;
+	}
+	mk_err err = mk_txn_producer(o->txns, o->txn, &p->pid, &p->epoch, why);
+	if (err)
+		return err;
+	p->idempotent = true;
+	p->txns = o->txns;
+	p->txn = mk_xstrdup(o->txn);
+	p->acks = -1;
+	return MK_OK;
+}
+
 static mk_err open_rules(mk_producer *p, const mk_producer_opts *o, mk_strbuf *why)
 {
 	mk_cluster *c = p->c;
 	p->acks = o->acks == MK_PRODUCER_ACKS_DEFAULT ? (int)c->cfg.acks : o->acks;
 	p->next_seq = -1;
-	if (o->txn && o->txn[0]) {
-		mk_strbuf_addf(why, "no transaction %s", o->txn);
-		return MK_TRANSACTIONAL_ID_NOT_FOUND;
-	}
+	if (o->txn && o->txn[0])
+		return open_txn(p, o, why);
 	if (!o->producer || !o->producer[0])
 		return MK_OK;
 	if (mk_cluster_producer_get(c, o->producer, &p->pid, &p->epoch)) {
@@ -252,6 +293,7 @@ static void producer_free(mk_producer *p)
 	free(p->pending.v);
 	free(p->receipts);
 	free(p->name);
+	free(p->txn);
 	mk_strbuf_release(&p->deferred_why);
 	mk_topic_put(p->t);
 	pthread_mutex_destroy(&p->lock);
@@ -288,12 +330,12 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 		p->n = t->npartitions;
 		p->slots = mk_xcalloc((size_t)p->n, sizeof(*p->slots));
 		for (int i = 0; i < p->n; i++)
-			mk_builder_init(&p->slots[i].b, &plain_meta);
+			mk_builder_init(&p->slots[i].b, meta_of(p));
 		registry_add(ps, p);
 	} else {
 		p->n = 1;
 		p->slots = mk_xcalloc(1, sizeof(*p->slots));
-		mk_builder_init(&p->slots[0].b, &plain_meta);
+		mk_builder_init(&p->slots[0].b, meta_of(p));
 	}
 	*out = p;
 	return MK_OK;
@@ -341,11 +383,21 @@ static mk_err produce_slot(mk_producer *p, slot *s, int part, bool owed,
 		.count = s->b.count,
 		.defer_ack = true,
 	};
-	mk_produce_result res;
-	mk_err err = mk_partition_produce(mk_topic_partition(p->t, part),
-					  (uint8_t *)s->b.frame.buf, s->b.frame.len,
-					  &a, NULL, &res, why);
-	mk_builder_reset(&s->b, &plain_meta);
+	mk_produce_result res = { .base = -1 };
+	/* A transactional batch: its partition joins the transaction (which
+	 * may begin here) before the data is appended, and the write is in
+	 * flight for the coordinator until it is (txn.h). */
+	mk_err err = p->txn ? mk_txn_begin_write(p->txns, p->txn, p->pid, p->epoch,
+						 p->t->name, part, why)
+			    : MK_OK;
+	if (!err) {
+		err = mk_partition_produce(mk_topic_partition(p->t, part),
+					   (uint8_t *)s->b.frame.buf, s->b.frame.len,
+					   &a, NULL, &res, why);
+		if (p->txn)
+			mk_txn_end_write(p->txns, p->txn);
+	}
+	mk_builder_reset(&s->b, meta_of(p));
 	s->open = false;
 	*appended = res.base >= 0;
 	if (res.base >= 0)
@@ -415,6 +467,8 @@ static mk_err take_deferred(mk_producer *p, mk_strbuf *why)
 /* An idempotent producer is fenced once its identity was initialised again. */
 static mk_err check_fenced(mk_producer *p, mk_strbuf *why)
 {
+	if (p->txn)
+		return mk_txn_check(p->txns, p->txn, p->pid, p->epoch, why);
 	int64_t id;
 	int16_t epoch;
 	if (mk_cluster_producer_get(p->c, p->name, &id, &epoch)) {
@@ -443,7 +497,7 @@ static mk_err append_partition(mk_producer *p, const mk_record_in *recs,
 		mk_builder_add(&s->b, now, recs[i].key, recs[i].value,
 			       recs[i].headers, recs[i].nheaders);
 		if ((int64_t)mk_builder_size(&s->b) > max_bytes) {
-			mk_builder_reset(&s->b, &plain_meta);
+			mk_builder_reset(&s->b, meta_of(p));
 			mk_strbuf_addf(why, "batch larger than message.max.bytes=%lld",
 				       (long long)max_bytes);
 			return MK_MESSAGE_TOO_LARGE;

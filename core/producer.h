@@ -7,7 +7,10 @@
  * Open holds every open-time rule: the acks default (the cluster's
  * [producer] acks), producer=NAME (an idempotent producer: its id and
  * epoch are taken at open, it writes with acks=all only, seq= only on a
- * partition), txn= (no transactions yet: TRANSACTIONAL_ID_NOT_FOUND).
+ * partition), txn=ID (a transactional producer: the id's producer id and
+ * epoch at open, acks=all, no producer= or seq=; every batch is
+ * transactional and registers its partition with the coordinator before
+ * it is appended, txn.h; a later init of the id fences it).
  *
  * Send takes records (slices the caller keeps valid for the call) and
  * says how many it took (*taken): either all of them or none.
@@ -55,6 +58,7 @@
 #include "error.h"
 #include "replica.h"
 #include "strbuf.h"
+#include "txn.h"
 
 #define MK_PARTITION_ANY (-1)
 #define MK_PRODUCER_ACKS_DEFAULT (-2)
@@ -79,6 +83,7 @@ typedef struct {
 	const char *producer;     /* NULL or "": not idempotent */
 	int64_t seq;              /* < 0: the next the leader expects */
 	const char *txn;          /* NULL or "": not transactional */
+	mk_txns *txns;            /* the coordinator txn= names an id of */
 	bool keep_receipts;
 	const mk_producer_limits *limits;   /* NULL: the cluster's */
 } mk_producer_opts;

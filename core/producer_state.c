@@ -17,6 +17,7 @@ void mk_pstate_init(mk_producer_state *ps)
 void mk_pstate_free(mk_producer_state *ps)
 {
 	free(ps->v);
+	mk_aborted_free(&ps->aborted);
 	mk_pstate_init(ps);
 }
 
@@ -24,6 +25,7 @@ void mk_pstate_reset(mk_producer_state *ps)
 {
 	ps->n = 0;
 	ps->covered_to = 0;
+	mk_aborted_clear(&ps->aborted);
 }
 
 /* Binary search; *pos is where pid is or would go. */
@@ -119,6 +121,7 @@ static mk_producer_entry *entry_for(mk_producer_state *ps, int64_t pid)
 	memset(e, 0, sizeof(*e));
 	e->pid = pid;
 	e->epoch = -1;
+	e->txn_first = -1;
 	return e;
 }
 
@@ -136,14 +139,31 @@ void mk_pstate_apply(mk_producer_state *ps, const mk_batch_view *b)
 	int64_t next = mk_batch_next_offset(b);
 	if (next > ps->covered_to)
 		ps->covered_to = next;
-	if (b->meta.producer_id < 0 || b->meta.base_sequence < 0 ||
-	    mk_batch_is_control(b))
+	if (b->meta.producer_id < 0)
+		return;
+	if (mk_batch_is_control(b)) {
+		/* A marker ends the producer's transaction here; one of a
+		 * newer epoch (init, a timeout) fences the older writers. */
+		mk_producer_entry *e = entry_for(ps, b->meta.producer_id);
+		if (b->meta.producer_epoch > e->epoch) {
+			e->epoch = b->meta.producer_epoch;
+			e->n = 0;
+		}
+		if (e->txn_first >= 0 && (b->meta.flags & MK_BATCH_ABORT_MARKER))
+			mk_aborted_add(&ps->aborted, e->pid, e->txn_first,
+				       b->meta.base_offset);
+		e->txn_first = -1;
+		return;
+	}
+	if (b->meta.base_sequence < 0)
 		return;
 	mk_producer_entry *e = entry_for(ps, b->meta.producer_id);
 	if (b->meta.producer_epoch != e->epoch) {
 		e->epoch = b->meta.producer_epoch;
 		e->n = 0;
 	}
+	if ((b->meta.flags & MK_BATCH_TRANSACTIONAL) && e->txn_first < 0)
+		e->txn_first = b->meta.base_offset;
 	mk_seq_entry s = {
 		.first_seq = b->meta.base_sequence,
 		/* (a frame from disk may claim anything: no overflow) */
@@ -154,9 +174,26 @@ void mk_pstate_apply(mk_producer_state *ps, const mk_batch_view *b)
 	push(e, &s);
 }
 
+int64_t mk_pstate_first_open(const mk_producer_state *ps)
+{
+	int64_t first = INT64_MAX;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i].txn_first >= 0 && ps->v[i].txn_first < first)
+			first = ps->v[i].txn_first;
+	return first;
+}
+
+void mk_pstate_trim(mk_producer_state *ps, int64_t log_start)
+{
+	mk_aborted_trim(&ps->aborted, log_start);
+}
+
 void mk_pstate_format(const mk_producer_state *ps, mk_strbuf *out)
 {
-	mk_strbuf_addf(out, "producer-snapshot 1\ncovered_to %lld\n",
+	/* Version 2 only when there are transaction lines: a state without
+	 * transactions keeps the version 1 text. */
+	mk_strbuf_addf(out, "producer-snapshot %d\ncovered_to %lld\n",
+		       ps->aborted.n || mk_pstate_first_open(ps) != INT64_MAX ? 2 : 1,
 		       (long long)ps->covered_to);
 	for (size_t i = 0; i < ps->n; i++) {
 		const mk_producer_entry *e = &ps->v[i];
@@ -168,6 +205,15 @@ void mk_pstate_format(const mk_producer_state *ps, mk_strbuf *out)
 				       e->recent[j].last_offset_delta);
 		mk_strbuf_addch(out, '\n');
 	}
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i].txn_first >= 0)
+			mk_strbuf_addf(out, "open %lld %lld\n", (long long)ps->v[i].pid,
+				       (long long)ps->v[i].txn_first);
+	for (size_t i = 0; i < ps->aborted.n; i++)
+		mk_strbuf_addf(out, "aborted %lld %lld %lld\n",
+			       (long long)ps->aborted.v[i].pid,
+			       (long long)ps->aborted.v[i].first,
+			       (long long)ps->aborted.v[i].last);
 }
 
 /*
@@ -228,6 +274,30 @@ static bool parse_producer_line(mk_producer_state *ps, char *line)
 	char *p = line, *kw = field(&p, " "), *pid_s = field(&p, " ");
 	char *epoch_s = field(&p, " ");
 	int64_t pid, epoch;
+	if (kw && !strcmp(kw, "open")) {
+		/* open PID FIRST: the producer's line came before. */
+		mk_producer_entry *e;
+		if (!pid_s || !epoch_s || *p ||
+		    !mk_parse_range(pid_s, 0, INT64_MAX, &pid) ||
+		    !mk_parse_range(epoch_s, 0, INT64_MAX, &epoch) ||
+		    !(e = lookup(ps, pid, NULL)) || e->txn_first >= 0)
+			return false;
+		e->txn_first = epoch;
+		return true;
+	}
+	if (kw && !strcmp(kw, "aborted")) {
+		/* aborted PID FIRST LAST, in increasing LAST */
+		char *last_s = field(&p, " ");
+		int64_t first, last;
+		if (!pid_s || !epoch_s || !last_s || *p ||
+		    !mk_parse_range(pid_s, 0, INT64_MAX, &pid) ||
+		    !mk_parse_range(epoch_s, 0, INT64_MAX, &first) ||
+		    !mk_parse_range(last_s, first, INT64_MAX, &last) ||
+		    (ps->aborted.n && ps->aborted.v[ps->aborted.n - 1].last > last))
+			return false;
+		mk_aborted_add(&ps->aborted, pid, first, last);
+		return true;
+	}
 	if (!kw || strcmp(kw, "producer") || !pid_s || !epoch_s ||
 	    !mk_parse_range(pid_s, 0, INT64_MAX, &pid) ||
 	    !mk_parse_range(epoch_s, INT16_MIN, INT16_MAX, &epoch) ||
@@ -269,7 +339,8 @@ mk_err mk_pstate_parse(mk_producer_state *ps, const char *text)
 	bool bad = false;
 	char *l1 = next_line(&p, &bad), *l2 = next_line(&p, &bad);
 	int64_t cov;
-	if (!l1 || strcmp(l1, "producer-snapshot 1") || !l2 ||
+	if (!l1 || (strcmp(l1, "producer-snapshot 1") &&
+		    strcmp(l1, "producer-snapshot 2")) || !l2 ||
 	    strncmp(l2, "covered_to ", 11) ||
 	    !mk_parse_range(l2 + 11, 0, INT64_MAX, &cov)) {
 		bad = true;

@@ -11,6 +11,16 @@
  * directory, replaced atomically at flush and close) plus the batches the
  * log holds past the snapshot's offset.
  *
+ * Transactions (txn.h): the state also knows, per producer, the first
+ * offset of its open transaction on this partition (`txn_first`, -1 when
+ * none: set by its first transactional batch, cleared by a marker), which
+ * gives the last stable offset (mk_pstate_first_open), and the aborted
+ * transactions (txnindex.h) that read_committed hides. A marker of a newer
+ * epoch also moves the producer to that epoch (its old writers are then
+ * fenced here too). Snapshots of version 2 add "open PID FIRST" and
+ * "aborted PID FIRST LAST" lines (written only when there are such
+ * lines: a state without transactions is written as version 1).
+ *
  * Invariants: entries sorted by producer id; within an entry `recent` is
  * oldest first, sequences increasing, at most MK_PRODUCER_WINDOW long.
  * Not thread-safe: the owning partition's lock guards it.
@@ -25,6 +35,7 @@
 #include "codec.h"
 #include "error.h"
 #include "strbuf.h"
+#include "txnindex.h"
 
 #define MK_PRODUCER_WINDOW 5
 
@@ -40,12 +51,14 @@ typedef struct {
 	int16_t epoch;
 	int n;
 	mk_seq_entry recent[MK_PRODUCER_WINDOW];
+	int64_t txn_first;       /* first offset of its open transaction; -1 */
 } mk_producer_entry;
 
 typedef struct {
 	mk_producer_entry *v;
 	size_t n, alloc;
 	int64_t covered_to;      /* every batch below this offset is applied */
+	mk_aborted_list aborted; /* aborted transactions, by marker offset */
 } mk_producer_state;
 
 void mk_pstate_init(mk_producer_state *ps);
@@ -73,6 +86,11 @@ int32_t mk_pstate_next_seq(const mk_producer_state *ps, int64_t pid,
 
 /* Record an appended batch (no-op for batches without a producer id). */
 void mk_pstate_apply(mk_producer_state *ps, const mk_batch_view *b);
+
+/* The first offset of the oldest open transaction; INT64_MAX when none. */
+int64_t mk_pstate_first_open(const mk_producer_state *ps);
+/* Forget aborted transactions that end below the log start. */
+void mk_pstate_trim(mk_producer_state *ps, int64_t log_start);
 
 /* Snapshot as text, and back. */
 void mk_pstate_format(const mk_producer_state *ps, mk_strbuf *out);

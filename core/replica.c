@@ -148,19 +148,32 @@ static void pstate_path(const mk_replica *r, mk_strbuf *out)
 	mk_strbuf_addf(out, "%s/producer-snapshot", mk_log_dir(r->log));
 }
 
+/* Replace the file at path with text, unless it already holds exactly
+ * that (a close with nothing new then costs no write and no fsync). */
+static void replace_if_changed(const mk_strbuf *path, const mk_strbuf *text)
+{
+	mk_strbuf cur = MK_STRBUF_INIT;
+	bool missing = false;
+	if (mk_file_read(path->buf, &cur, &missing) || missing ||
+	    cur.len != text->len ||
+	    (text->len && memcmp(cur.buf, text->buf, text->len) != 0))
+		mk_file_replace(path->buf, text->buf, text->len);
+	mk_strbuf_release(&cur);
+}
+
 /* Persist replica i's producer state (flush and close). */
 static void save_pstate(mk_replica *r)
 {
 	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
 	pstate_path(r, &path);
 	mk_pstate_format(&r->pstate, &text);
-	mk_file_replace(path.buf, text.buf, text.len);
+	replace_if_changed(&path, &text);
 	/* The HW this replica knows, for the check after a recovery. */
 	mk_strbuf_reset(&path);
 	mk_strbuf_reset(&text);
 	mk_strbuf_addf(&path, "%s/" HW_FILE, mk_log_dir(r->log));
 	mk_strbuf_addf(&text, "%lld\n", (long long)r->hw_view);
-	mk_file_replace(path.buf, text.buf, text.len);
+	replace_if_changed(&path, &text);
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&text);
 }
@@ -235,6 +248,7 @@ static void rebuild_pstate(mk_partition *p, int i)
 		mk_pstate_reset(&r->pstate);
 	if (r->pstate.covered_to < start)
 		r->pstate.covered_to = start;
+	mk_pstate_trim(&r->pstate, start);
 	pstate_catch_up(r);
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&buf);
@@ -278,6 +292,8 @@ static void open_replica(mk_partition *p, int i)
 		mk_strbuf_addf(&why, "%s is missing (not recreated empty: restore it, or delete the topic)",
 			       dir.buf);
 	}
+	lc.pool = p->env->flush_pool;
+	lc.fdcache = p->env->fdcache;
 	if (!err)
 		err = mk_log_open(dir.buf, &lc, &r->log, &why);
 	r->hw_ckpt = -1;
@@ -599,6 +615,16 @@ static bool isr_pending(const mk_partition *p)
 
 static void timed_wait(mk_partition *p, int ms);
 
+/* The last stable offset: the first offset of the leader's oldest open
+ * transaction, the HW when none is below it. Under p->lock. */
+static int64_t lso_locked(const mk_partition *p)
+{
+	if (p->leader < 0)
+		return p->hw;
+	int64_t first = mk_pstate_first_open(&p->replicas[p->leader].pstate);
+	return first < p->hw ? first : p->hw;
+}
+
 void mk_partition_refresh(mk_partition *p)
 {
 	pthread_mutex_lock(&p->lock);
@@ -621,7 +647,7 @@ void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 	mk_replica *l = p->leader >= 0 ? &p->replicas[p->leader] : NULL;
 	info->leo = l ? mk_log_end_offset(l->log) : -1;
 	info->hw = p->hw;
-	info->lso = p->hw;
+	info->lso = lso_locked(p);
 	info->log_start = l ? mk_log_start_offset(l->log) : -1;
 	info->leader = l ? l->broker : -1;
 	info->leader_epoch = p->leader_epoch;
@@ -811,6 +837,8 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	}
 	note_append(l, frame, len);
 	changed(p);
+	if (p->env->log_end)
+		mk_notifier_post_data(p->env->log_end, len);
 	refresh_isr(p);
 	if (a->acks != -1)
 		return MK_OK;
@@ -864,13 +892,25 @@ int32_t mk_partition_next_sequence(mk_partition *p, int64_t pid, int16_t epoch)
 mk_err mk_partition_fetch(mk_partition *p, int64_t from, size_t max_bytes,
 			  mk_strbuf *out, int64_t *visible_end, mk_strbuf *why)
 {
+	return mk_partition_fetch_isolated(p, from, max_bytes, NULL, out,
+					   visible_end, why);
+}
+
+mk_err mk_partition_fetch_isolated(mk_partition *p, int64_t from,
+				   size_t max_bytes, mk_aborted_list *aborted,
+				   mk_strbuf *out, int64_t *visible_end,
+				   mk_strbuf *why)
+{
 	pthread_mutex_lock(&p->lock);
 	mk_err err = unavailable(p, why);
 	if (err)
 		goto out;
 	mk_replica *l = &p->replicas[p->leader];
 	int64_t start = mk_log_start_offset(l->log), end = mk_log_end_offset(l->log);
-	*visible_end = p->hw;
+	int64_t vis = aborted ? lso_locked(p) : p->hw;
+	*visible_end = vis;
+	if (aborted)
+		mk_aborted_range(&l->pstate.aborted, from, vis, aborted);
 	if (from < start || from > end) {
 		if (why)
 			mk_strbuf_addf(why, "offset %lld outside [%lld, %lld]",
@@ -878,9 +918,9 @@ mk_err mk_partition_fetch(mk_partition *p, int64_t from, size_t max_bytes,
 		err = MK_OFFSET_OUT_OF_RANGE;
 		goto out;
 	}
-	if (from >= p->hw)
+	if (from >= vis)
 		goto out;
-	err = mk_log_read(l->log, from, p->hw, max_bytes, out);
+	err = mk_log_read(l->log, from, vis, max_bytes, out);
 	if (err == MK_KAFKA_STORAGE_ERROR) {
 		if (why)
 			mk_strbuf_addstr(why, mk_log_error(l->log));
@@ -986,6 +1026,14 @@ static mk_err follow_log_start(mk_partition *p, int i, bool before)
 
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 {
+	size_t bytes;
+	return mk_partition_follower_fetch_ex(p, broker, &bytes);
+}
+
+mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
+				      size_t *bytes)
+{
+	*bytes = 0;
 	pthread_mutex_lock(&p->lock);
 	mk_err err = MK_OK;
 	int i = replica_index(p, broker);
@@ -1016,8 +1064,10 @@ mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 			if (!err)
 				err = mk_log_append_replica(f->log,
 					(const uint8_t *)buf.buf + pos, b.frame_len);
-			if (!err)   /* as the leader does: state follows the log */
+			if (!err) {  /* as the leader does: state follows the log */
 				note_append(f, (const uint8_t *)buf.buf + pos, b.frame_len);
+				*bytes += b.frame_len;
+			}
 			pos += b.frame_len;
 		}
 		if (err == MK_KAFKA_STORAGE_ERROR)
@@ -1297,6 +1347,7 @@ size_t mk_partition_segments(mk_partition *p, mk_segment_info **out,
 	*out = NULL;
 	if (p->leader >= 0) {
 		mk_log *log = p->replicas[p->leader].log;
+		mk_log_write_index_pending(log);
 		n = mk_log_segment_count(log);
 		*out = mk_xcalloc(n ? n : 1, sizeof(**out));
 		for (size_t i = 0; i < n; i++)
@@ -1310,8 +1361,8 @@ size_t mk_partition_segments(mk_partition *p, mk_segment_info **out,
 
 /* ---- retention, compaction, DeleteRecords (cleaner.h) -------------------- */
 
-/* The cleaner's bounds for replica r: nothing past the HW (nor past the
- * LSO, which is the HW until transactions exist) is deleted or cleaned. */
+/* The cleaner's bounds for replica r: nothing past the LSO (which is at
+ * most the HW) is deleted or cleaned. */
 static mk_clean_params clean_params(const mk_partition *p)
 {
 	mk_clean_params cp = {
@@ -1321,7 +1372,7 @@ static mk_clean_params clean_params(const mk_partition *p)
 		.delete_retention_ms = p->cfg.delete_retention_ms,
 		.segment_bytes = p->cfg.segment_bytes,
 		.index_interval_bytes = p->cfg.index_interval_bytes,
-		.cleaning_point = p->hw,
+		.cleaning_point = lso_locked(p),
 	};
 	return cp;
 }
@@ -1341,6 +1392,9 @@ mk_err mk_partition_retention(mk_partition *p)
 				replica_failed(p, i, "retention");
 				if (!first)
 					first = err;
+			} else {
+				/* aborted transactions wholly deleted */
+				mk_pstate_trim(&r->pstate, mk_log_start_offset(r->log));
 			}
 		}
 		changed(p);
@@ -1361,6 +1415,7 @@ mk_err mk_partition_compact(mk_partition *p, mk_strbuf *why)
 	mk_clean_params cp = clean_params(p);
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
+		cp.aborted = &r->pstate.aborted;   /* aborted data goes */
 		if (r->log && mk_cleaner_plan(r->log, &cp, &plans[i], why))
 			plans[i] = NULL;
 	}
@@ -1591,6 +1646,7 @@ mk_err mk_partition_replica_segments(mk_partition *p, int broker,
 	*n = 0;
 	mk_err err = view_replica(p, broker, true, &r, why);
 	if (!err) {
+		mk_log_write_index_pending(r->log);
 		*n = mk_log_segment_count(r->log);
 		*out = mk_xcalloc(*n ? *n : 1, sizeof(**out));
 		for (size_t i = 0; i < *n; i++)

@@ -39,6 +39,7 @@
 #include "errlog.h"
 #include "error.h"
 #include "log.h"
+#include "notify.h"
 #include "producer_state.h"
 #include "strbuf.h"
 
@@ -57,6 +58,15 @@ typedef struct {
 	 */
 	void (*meta_notify)(void *arg);
 	void *meta_arg;
+	/* Posted (data: the frame's bytes) after every leader append, the
+	 * partition lock held; NULL for none. The follower fetchers long-poll
+	 * on it (cluster.h). */
+	mk_notifier *log_end;
+	/* Flushes every log's rolled segments (flushpool.h); NULL: each log
+	 * makes its own. */
+	struct mk_flush_pool *flush_pool;
+	/* Every segment's descriptors (fdcache.h); NULL: unbounded. */
+	struct mk_fdcache *fdcache;
 } mk_env;
 
 typedef struct {
@@ -230,6 +240,18 @@ int32_t mk_partition_next_sequence(mk_partition *p, int64_t pid, int16_t epoch);
  */
 mk_err mk_partition_fetch(mk_partition *p, int64_t from, size_t max_bytes,
 			  mk_strbuf *out, int64_t *visible_end, mk_strbuf *why);
+/*
+ * The same with an isolation level: aborted NULL is read_uncommitted (as
+ * above); otherwise read_committed: the visible end is the LSO (the first
+ * offset of the oldest open transaction, at most the HW) and *aborted gets
+ * the aborted transactions overlapping [from, LSO) (txnindex.h), taken
+ * under the same lock as the frames, so that every transactional batch
+ * returned is either committed or listed.
+ */
+mk_err mk_partition_fetch_isolated(mk_partition *p, int64_t from,
+				   size_t max_bytes, mk_aborted_list *aborted,
+				   mk_strbuf *out, int64_t *visible_end,
+				   mk_strbuf *why);
 /* First offset with timestamp >= ts on the leader (log end if none). */
 mk_err mk_partition_offset_for_time(mk_partition *p, int64_t ts, int64_t *off);
 
@@ -242,6 +264,9 @@ void mk_partition_wake(mk_partition *p);
 
 /* One fetch round for the follower replica on broker b (no-op otherwise). */
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker);
+/* The same; *bytes gets the bytes the follower appended (0: nothing new). */
+mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
+				      size_t *bytes);
 
 /*
  * Broker events, each in two steps: plan (the state the event leads to,

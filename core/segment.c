@@ -8,11 +8,11 @@
  *     frame and the order of offsets. Recovery of the active segment, index
  *     rebuilds and the boundary check of a truncation are all scans;
  *   - index_batch(): the one place deciding when a batch gets index
- *     entries, shared by appends (written at once) and rebuilds (in memory,
- *     then written whole);
+ *     entries, shared by appends (kept pending, written a page at a time,
+ *     entryfile.h) and rebuilds (in memory, then written whole);
  *   - lifecycle: create, open closed/active, append, truncate, seal, flush,
  *     crash, close, remove. Sealing (at roll) does no I/O beyond the final
- *     time index entry; the flush that makes a sealed segment durable is the
+ *     time index entry and the pending entries; the flush that makes a sealed segment durable is the
  *     log's to schedule (log.c runs it on its flusher thread).
  */
 #include "segment.h"
@@ -20,6 +20,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,6 +51,87 @@ static mk_err io_error(mk_strbuf *why, const char *path, const char *what)
 }
 
 /* ---- the frame reader ---------------------------------------------------- */
+
+/* ---- descriptors, through the cache --------------------------------------- */
+
+typedef struct {
+	bool indexes;           /* the index files too */
+	mk_err err;
+	mk_strbuf *why;
+} open_req;
+
+#define SEG_OF(n) ((mk_segment *)((char *)(n) - offsetof(mk_segment, node)))
+
+/* Under the cache lock: open what the use needs. */
+static int seg_open_cb(mk_fdcache_node *n, void *arg)
+{
+	mk_segment *s = SEG_OF(n);
+	open_req *req = arg;
+	int opened = 0;
+	if (s->fd < 0) {
+		s->fd = open(s->log_path, O_RDWR | O_CLOEXEC);
+		if (s->fd < 0) {
+			req->err = io_error(req->why, s->log_path, "cannot open");
+			return opened;
+		}
+		opened++;
+	}
+	if (!req->indexes)
+		return opened;
+	if (!mk_index_attached(&s->index)) {
+		if (mk_index_open(&s->index, s->index_path)) {
+			req->err = io_error(req->why, s->index_path, "cannot open");
+			return opened;
+		}
+		opened++;
+	}
+	if (!mk_timeindex_attached(&s->tindex)) {
+		if (mk_timeindex_open(&s->tindex, s->time_path)) {
+			req->err = io_error(req->why, s->time_path, "cannot open");
+			return opened;
+		}
+		opened++;
+	}
+	return opened;
+}
+
+/* Under the cache lock, the segment unpinned: close every descriptor.
+ * What was written stays in the page cache; a later fsync through a new
+ * descriptor still makes it durable (Linux syncs the inode). */
+static int seg_evict_cb(mk_fdcache_node *n)
+{
+	mk_segment *s = SEG_OF(n);
+	int closed = 0;
+	if (s->fd >= 0) {
+		close(s->fd);
+		s->fd = -1;
+		closed++;
+	}
+	if (mk_index_attached(&s->index)) {
+		mk_entries_evict(&s->index.f);
+		closed++;
+	}
+	if (mk_timeindex_attached(&s->tindex)) {
+		mk_entries_evict(&s->tindex.f);
+		closed++;
+	}
+	return closed;
+}
+
+/* Pin the segment with its .log (and index files) open. */
+static mk_err seg_use(mk_segment *s, bool indexes, mk_strbuf *why)
+{
+	open_req req = { indexes, MK_OK, why };
+	mk_fdcache_use(s->cache, &s->node, &req);
+	if (req.err)
+		mk_fdcache_done(s->cache, &s->node);
+	return req.err;
+}
+
+static void seg_done(mk_segment *s)
+{
+	mk_fdcache_done(s->cache, &s->node);
+}
 
 void mk_segment_reader_init(mk_segment_reader *r, const mk_segment *s,
 			    uint64_t pos, uint64_t limit, mk_strbuf *buf,
@@ -108,8 +190,14 @@ static mk_err fill(mk_segment_reader *r, size_t n)
 	if (want > r->limit - at)
 		want = (size_t)(r->limit - at);
 	mk_strbuf_grow(r->buf, want);
-	mk_err err = mk_pread_all(r->seg->fd, r->buf->buf + r->buf->len, want,
+	mk_segment *s = (mk_segment *)r->seg;   /* the cache's fields only */
+	if (seg_use(s, false, NULL)) {
+		r->reason = "cannot open";
+		return MK_KAFKA_STORAGE_ERROR;
+	}
+	mk_err err = mk_pread_all(s->fd, r->buf->buf + r->buf->len, want,
 				  (long long)at);
+	seg_done(s);
 	if (err == MK_CORRUPT_MESSAGE) {
 		r->reason = "file shorter than expected";
 		return MK_CORRUPT_MESSAGE;
@@ -189,6 +277,14 @@ void mk_segment_reader_keep(mk_segment_reader *r)
 	}
 	r->cur += r->frame_len;
 	r->frame_len = 0;
+}
+
+void mk_segment_read_ahead(mk_segment *s, uint64_t pos, uint64_t len)
+{
+	if (seg_use(s, false, NULL))
+		return;
+	(void)posix_fadvise(s->fd, (off_t)pos, (off_t)len, POSIX_FADV_WILLNEED);
+	seg_done(s);
 }
 
 uint64_t mk_segment_reader_pos(const mk_segment_reader *r)
@@ -359,10 +455,13 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
-static mk_segment *seg_new(const char *dir, int64_t base)
+static mk_segment *seg_new(const char *dir, int64_t base, mk_fdcache *cache)
 {
 	mk_segment *s = mk_xcalloc(1, sizeof(*s));
 	s->base = base;
+	s->cache = cache;
+	s->node.open = seg_open_cb;
+	s->node.evict = seg_evict_cb;
 	mk_strbuf p = MK_STRBUF_INIT;
 	mk_strbuf_addf(&p, "%s/%020lld.log", dir, (long long)base);
 	s->log_path = mk_strbuf_detach(&p, NULL);
@@ -383,6 +482,7 @@ void mk_segment_close(mk_segment *s)
 {
 	if (!s)
 		return;
+	mk_fdcache_forget(s->cache, &s->node);
 	if (s->fd >= 0)
 		close(s->fd);
 	mk_index_close(&s->index);
@@ -393,23 +493,17 @@ void mk_segment_close(mk_segment *s)
 	free(s);
 }
 
-static mk_err open_indexes(mk_segment *s, mk_strbuf *why)
-{
-	if (!mk_index_attached(&s->index) &&
-	    mk_index_open(&s->index, s->index_path))
-		return io_error(why, s->index_path, "cannot open");
-	if (!mk_timeindex_attached(&s->tindex) &&
-	    mk_timeindex_open(&s->tindex, s->time_path))
-		return io_error(why, s->time_path, "cannot open");
-	return MK_OK;
-}
-
-/* A closed segment's indexes are only read: their files need no fd. */
+/* A closed segment's indexes are only read: their files need no fd.
+ * Inside a use. */
 static void detach_indexes(mk_segment *s)
 {
 	if (!s->active) {
+		int n = mk_index_attached(&s->index) +
+			mk_timeindex_attached(&s->tindex);
 		mk_index_detach(&s->index);
 		mk_timeindex_detach(&s->tindex);
+		if (n)
+			mk_fdcache_adjust(s->cache, &s->node, -n);
 	}
 }
 
@@ -431,39 +525,47 @@ static mk_err sync_indexes(mk_segment *s, mk_strbuf *why)
 	return MK_OK;
 }
 
-mk_err mk_segment_create(const char *dir, int64_t base, mk_segment **out,
-			 mk_strbuf *why)
+mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
+			 mk_segment **out, mk_strbuf *why)
 {
 	*out = NULL;
-	mk_segment *s = seg_new(dir, base);
+	mk_segment *s = seg_new(dir, base, cache);
 	mk_err err = MK_OK;
-	s->fd = open(s->log_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (s->fd < 0) {
+	int fd = open(s->log_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
 		err = io_error(why, s->log_path, "cannot create");
-		goto fail;
+		mk_segment_close(s);
+		return err;
 	}
+	close(fd);
 	MK_FAILPOINT("segment.create.after-open");
-	/* Stale index files of an earlier segment at this base go. */
-	if ((err = open_indexes(s, why)) || (err = write_indexes(s, why)))
-		goto fail;
+	if ((err = seg_use(s, true, why))) {
+		mk_segment_close(s);
+		return err;
+	}
+	/* Stale index files of an earlier segment at this base go (new,
+	 * empty ones are left alone: no write, and so no fsync). */
+	err = write_indexes(s, why);
+	seg_done(s);
+	if (err) {
+		mk_segment_close(s);
+		return err;
+	}
 	s->active = true;
 	s->indexes_loaded = true;
 	s->next_offset = base;
 	*out = s;
 	return MK_OK;
-fail:
-	mk_segment_close(s);
-	return err;
 }
 
 mk_err mk_segment_open_closed(const char *dir, int64_t base,
-			      mk_segment **out, mk_strbuf *why)
+			      mk_fdcache *cache, mk_segment **out,
+			      mk_strbuf *why)
 {
 	*out = NULL;
-	mk_segment *s = seg_new(dir, base);
+	mk_segment *s = seg_new(dir, base, cache);
 	struct stat st;
-	s->fd = open(s->log_path, O_RDWR | O_CLOEXEC);
-	if (s->fd < 0 || fstat(s->fd, &st)) {
+	if (stat(s->log_path, &st)) {
 		mk_err err = io_error(why, s->log_path, "cannot open");
 		mk_segment_close(s);
 		return err;
@@ -474,22 +576,29 @@ mk_err mk_segment_open_closed(const char *dir, int64_t base,
 }
 
 mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
+			      mk_fdcache *cache,
 			      int64_t interval, mk_segment_batch_fn fn,
 			      void *arg, mk_segment **out, uint64_t *cut,
 			      mk_strbuf *why)
 {
 	*out = NULL;
 	*cut = 0;
-	mk_segment *s = seg_new(dir, base);
+	mk_segment *s = seg_new(dir, base, cache);
 	mk_err err = MK_OK;
 	struct stat st;
-	s->fd = open(s->log_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (s->fd < 0 || fstat(s->fd, &st)) {
+	int fd = open(s->log_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || fstat(fd, &st)) {
+		if (fd >= 0)
+			close(fd);
 		err = io_error(why, s->log_path, "cannot open");
-		goto fail;
+		mk_segment_close(s);
+		return err;
 	}
-	if ((err = open_indexes(s, why)))
-		goto fail;
+	close(fd);
+	if ((err = seg_use(s, true, why))) {
+		mk_segment_close(s);
+		return err;
+	}
 	uint64_t phys = (uint64_t)st.st_size;
 	scan_result res;
 	err = scan(s, phys, end_limit, INT64_MAX, interval, true, fn, arg,
@@ -519,19 +628,34 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 		goto fail;
 	}
 	s->flushed = s->size;
+	seg_done(s);
 	*out = s;
 	return MK_OK;
 fail:
+	seg_done(s);
 	mk_segment_close(s);
 	return err;
 }
 
+static mk_err rebuild_indexes(mk_segment *s, int64_t end_limit,
+			       int64_t interval, mk_strbuf *why);
+
 mk_err mk_segment_rebuild_indexes(mk_segment *s, int64_t end_limit,
 				  int64_t interval, mk_strbuf *why)
 {
-	mk_err err = open_indexes(s, why);
+	mk_err err = seg_use(s, true, why);
 	if (err)
 		return err;
+	err = rebuild_indexes(s, end_limit, interval, why);
+	seg_done(s);
+	return err;
+}
+
+/* Inside a use with the indexes. */
+static mk_err rebuild_indexes(mk_segment *s, int64_t end_limit,
+			      int64_t interval, mk_strbuf *why)
+{
+	mk_err err;
 	s->indexes_loaded = false;
 	scan_result res;
 	err = scan(s, s->size, end_limit, INT64_MAX, interval, true, NULL, NULL,
@@ -565,7 +689,7 @@ mk_err mk_segment_load_indexes(mk_segment *s, int64_t end_limit,
 {
 	if (s->indexes_loaded)
 		return MK_OK;
-	mk_err err = open_indexes(s, why);
+	mk_err err = seg_use(s, true, why);
 	if (err)
 		return err;
 	uint64_t rel_limit = end_limit == INT64_MAX
@@ -573,14 +697,17 @@ mk_err mk_segment_load_indexes(mk_segment *s, int64_t end_limit,
 				     : (uint64_t)(end_limit - s->base);
 	bool ok_index, ok_time;
 	if (mk_index_load(&s->index, s->size, rel_limit, &ok_index))
-		return io_error(why, s->index_path, "read failed");
-	if (mk_timeindex_load(&s->tindex, s->size, rel_limit, &ok_time))
-		return io_error(why, s->time_path, "read failed");
-	if (!ok_index || !ok_time)
-		return mk_segment_rebuild_indexes(s, end_limit, interval, why);
-	s->indexes_loaded = true;
-	detach_indexes(s);
-	return MK_OK;
+		err = io_error(why, s->index_path, "read failed");
+	else if (mk_timeindex_load(&s->tindex, s->size, rel_limit, &ok_time))
+		err = io_error(why, s->time_path, "read failed");
+	else if (!ok_index || !ok_time)
+		err = rebuild_indexes(s, end_limit, interval, why);
+	else {
+		s->indexes_loaded = true;
+		detach_indexes(s);
+	}
+	seg_done(s);
+	return err;
 }
 
 mk_err mk_segment_scan(mk_segment *s, int64_t end_limit,
@@ -614,11 +741,15 @@ mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 	assert(b->meta.base_offset >= s->next_offset);
 	assert(mk_segment_can_hold(s, b->frame_len, mk_batch_last_offset(b)));
 	uint64_t pos = s->size;
+	mk_err err = seg_use(s, true, why);
+	if (err)
+		return err;
 	if (mk_pwrite_all(s->fd, frame, b->frame_len, (long long)pos)) {
 		if (why)
 			mk_strbuf_addf(why, "%s at byte %llu: write failed: %s",
 				       s->log_path, (unsigned long long)pos,
 				       strerror(errno));
+		seg_done(s);
 		return MK_KAFKA_STORAGE_ERROR;
 	}
 	s->size += b->frame_len;
@@ -627,7 +758,9 @@ mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 		s->max_ts = b->max_timestamp;
 	s->next_offset = mk_batch_next_offset(b);
 	s->last_base = b->meta.base_offset;
-	return index_batch(s, b, pos, s->max_ts, interval, true, why);
+	err = index_batch(s, b, pos, s->max_ts, interval, true, why);
+	seg_done(s);
+	return err;
 }
 
 int64_t mk_segment_max_timestamp(const mk_segment *s)
@@ -689,13 +822,26 @@ mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
 	return MK_OK;
 }
 
+static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
+		     int64_t interval, mk_strbuf *why);
+
 mk_err mk_segment_cut_at(mk_segment *s, const mk_segment_cut *c,
 			 int64_t interval, mk_strbuf *why)
 {
 	assert(c->pos <= s->size && c->offset >= s->base);
-	mk_err err = open_indexes(s, why);
+	mk_err err = seg_use(s, true, why);
 	if (err)
 		return err;
+	err = cut_at(s, c, interval, why);
+	seg_done(s);
+	return err;
+}
+
+/* Inside a use with the indexes. */
+static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
+		     int64_t interval, mk_strbuf *why)
+{
+	mk_err err;
 	if (c->pos < s->size && ftruncate(s->fd, (off_t)c->pos))
 		return io_error(why, s->log_path, "truncate failed");
 	s->size = c->pos;
@@ -714,8 +860,7 @@ mk_err mk_segment_cut_at(mk_segment *s, const mk_segment_cut *c,
 		 * exactly what memory does. */
 		if ((err = write_indexes(s, why)))
 			return err;
-	} else if ((err = mk_segment_rebuild_indexes(s, INT64_MAX, interval,
-						     why))) {
+	} else if ((err = rebuild_indexes(s, INT64_MAX, interval, why))) {
 		return err;
 	}
 	s->next_offset = c->offset;
@@ -728,29 +873,75 @@ mk_err mk_segment_cut_at(mk_segment *s, const mk_segment_cut *c,
 
 mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why)
 {
+	bool idx = s->index.f.dirty || s->tindex.f.dirty;
+	bool attached = mk_index_attached(&s->index) ||
+			mk_timeindex_attached(&s->tindex);
+	if (!s->dirty && !idx && (s->active || !attached))
+		return MK_OK;
+	mk_err err = seg_use(s, idx, why);
+	if (err)
+		return err;
 	if (s->dirty) {
-		if (fsync(s->fd))
+		if (fsync(s->fd)) {
+			seg_done(s);
 			return io_error(why, s->log_path, "fsync failed");
+		}
 		s->flushed = s->size;
 		s->dirty = false;
 	}
-	mk_err err = sync_indexes(s, why);
+	err = sync_indexes(s, why);
 	if (!err)
 		detach_indexes(s);
+	seg_done(s);
+	return err;
+}
+
+/* The index files pinned open (seg_use with indexes). */
+static mk_err write_index_pending(mk_segment *s, mk_strbuf *why)
+{
+	if (mk_index_write_pending(&s->index))
+		return io_error(why, s->index_path, "write failed");
+	if (mk_timeindex_write_pending(&s->tindex))
+		return io_error(why, s->time_path, "write failed");
+	return MK_OK;
+}
+
+mk_err mk_segment_write_index_pending(mk_segment *s, mk_strbuf *why)
+{
+	/* Pinned first: an eviction (another thread, under the cache lock)
+	 * writes pending entries too. */
+	mk_err err = seg_use(s, true, why);
+	if (err)
+		return err;
+	err = write_index_pending(s, why);
+	seg_done(s);
 	return err;
 }
 
 mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why)
 {
 	assert(s->active && s->indexes_loaded);
-	mk_err err = final_time_entry(s, s->max_ts, s->last_base, true, why);
+	mk_err err = seg_use(s, true, why);
+	if (err)
+		return err;
+	err = final_time_entry(s, s->max_ts, s->last_base, true, why);
+	if (!err)
+		err = write_index_pending(s, why);
 	if (!err)
 		s->active = false;
+	seg_done(s);
 	return err;
 }
 
 void mk_segment_crash(mk_segment *s, bool torn)
 {
+	/* Best effort: without its files nothing can be cut. */
+	if (seg_use(s, true, NULL)) {
+		mk_segment_close(s);
+		return;
+	}
+	/* Out of the cache while pinned: nobody evicts it from here on. */
+	mk_fdcache_forget(s->cache, &s->node);
 	if (s->size > s->flushed &&
 	    ftruncate(s->fd, (off_t)s->flushed)) {
 		/* best effort: this only simulates a lost page cache */

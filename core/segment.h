@@ -2,8 +2,9 @@
  * segment.h — one segment of a partition log: NNN.log with its two sparse
  * indexes (index.h, timeindex.h). Internal to the log (log.c).
  *
- * A segment owns its three open file descriptors and the in-memory index
- * arrays. It is either active (the last one of the log: appended to, its
+ * A segment owns its three file descriptors (through the descriptor cache,
+ * fdcache.h: open only while used or recently used) and the in-memory
+ * index arrays. It is either active (the last one of the log: appended to, its
  * state fully known from the recovery scan and the appends since) or closed
  * (no longer appended to; its indexes are read lazily on the first lookup
  * and rebuilt from the .log when missing or invalid). A segment closed by a
@@ -38,6 +39,7 @@
 
 #include "codec.h"
 #include "error.h"
+#include "fdcache.h"
 #include "index.h"
 #include "strbuf.h"
 #include "timeindex.h"
@@ -45,7 +47,14 @@
 typedef struct {
 	int64_t base;
 	char *log_path, *index_path, *time_path;
-	int fd;                 /* the .log, read-write */
+	/* The descriptors (fd, index.fd, tindex.fd) are cached: opened on
+	 * first use, closed by the cache (least recently used first) when
+	 * the process holds too many; valid only inside a use (segment.c
+	 * brackets each). mk_segment_close and _remove take the segment out
+	 * of the cache. */
+	mk_fdcache *cache;
+	mk_fdcache_node node;
+	int fd;                 /* the .log, read-write; -1: not open now */
 	uint64_t size;          /* bytes of whole valid frames */
 	uint64_t flushed;       /* bytes known durable */
 	bool active;
@@ -63,12 +72,15 @@ typedef struct {
 typedef void (*mk_segment_batch_fn)(void *arg, const mk_batch_view *b,
 				    uint64_t pos);
 
-/* Create an empty active segment at base (fails if the .log exists). */
-mk_err mk_segment_create(const char *dir, int64_t base, mk_segment **out,
-			 mk_strbuf *why);
-/* Open an existing segment as closed: no scan, indexes not read. */
+/* Create an empty active segment at base (fails if the .log exists).
+ * Every constructor takes the descriptor cache its files go through. */
+mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
+			 mk_segment **out, mk_strbuf *why);
+/* Open an existing segment as closed: a stat, no descriptor, no scan,
+ * indexes not read. */
 mk_err mk_segment_open_closed(const char *dir, int64_t base,
-			      mk_segment **out, mk_strbuf *why);
+			      mk_fdcache *cache, mk_segment **out,
+			      mk_strbuf *why);
 /*
  * Open an existing segment as active with recovery: scan every frame from
  * byte 0, truncate the file at the first invalid or truncated frame (or
@@ -78,6 +90,7 @@ mk_err mk_segment_open_closed(const char *dir, int64_t base,
  * NULL) sees every batch kept.
  */
 mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
+			      mk_fdcache *cache,
 			      int64_t interval, mk_segment_batch_fn fn,
 			      void *arg, mk_segment **out, uint64_t *cut,
 			      mk_strbuf *why);
@@ -100,7 +113,8 @@ mk_err mk_segment_scan(mk_segment *s, int64_t end_limit,
 
 /*
  * Append a frame (already validated, b its view) at the end of the active
- * segment, adding index entries per interval. One pwrite to the .log.
+ * segment, adding index entries per interval. One pwrite to the .log; the
+ * index entries are written lazily (mk_segment_write_index_pending).
  */
 mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 			 const mk_batch_view *b, int64_t interval,
@@ -138,8 +152,15 @@ mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
 mk_err mk_segment_cut_at(mk_segment *s, const mk_segment_cut *c,
 			 int64_t interval, mk_strbuf *why);
 /*
- * At roll: add the final time index entry and mark closed. Nothing is
- * fsynced: mk_segment_flush() does that, and then closes the index files.
+ * Index entries appended by mk_segment_append wait in memory (up to a page
+ * per index, entryfile.h); this writes them to the index files, so that
+ * the files show every entry (a listing or view of the segments does it).
+ */
+mk_err mk_segment_write_index_pending(mk_segment *s, mk_strbuf *why);
+/*
+ * At roll: add the final time index entry, write the pending index
+ * entries and mark closed. Nothing is fsynced: mk_segment_flush() does
+ * that, and then closes the index files.
  */
 mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why);
 /*
@@ -199,6 +220,12 @@ void mk_segment_reader_keep(mk_segment_reader *r);
 uint64_t mk_segment_reader_pos(const mk_segment_reader *r);
 /* Cut buf to tail + kept frames; returns the kept bytes. */
 size_t mk_segment_reader_finish(mk_segment_reader *r);
+/*
+ * Ask the kernel to bring [pos, pos + len) of the .log into the page cache
+ * (POSIX_FADV_WILLNEED: the reads start, nobody waits). Advisory: a
+ * failure, to open the file included, is ignored.
+ */
+void mk_segment_read_ahead(mk_segment *s, uint64_t pos, uint64_t len);
 
 /* ---- inspection (read-only, for the views of a log) ---------------------- */
 

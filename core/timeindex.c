@@ -123,6 +123,11 @@ mk_err mk_timeindex_truncate_rel(mk_timeindex *ti, uint32_t rel)
 				   mk_entries_partition(&ti->f, rel_below, &rel));
 }
 
+mk_err mk_timeindex_write_pending(mk_timeindex *ti)
+{
+	return mk_entries_write_pending(&ti->f);
+}
+
 mk_err mk_timeindex_sync(mk_timeindex *ti)
 {
 	return mk_entries_sync(&ti->f);

@@ -9,7 +9,8 @@
  *
  * Invariants:
  *   - timestamps never decrease, relative offsets strictly increase;
- *   - when a file is attached (fd >= 0) it holds exactly the n entries,
+ *   - when a file is attached (fd >= 0) it holds the first entries, all
+ *     but those appended and still pending (up to a page, entryfile.h),
  *     except during a rebuild (between clear/push and write_all);
  *   - entries [0, synced) are known to be durable.
  *
@@ -56,7 +57,9 @@ mk_err mk_timeindex_load(mk_timeindex *ti, uint64_t seg_size,
 			 uint64_t rel_limit, bool *valid);
 void mk_timeindex_clear(mk_timeindex *ti);
 void mk_timeindex_push(mk_timeindex *ti, int64_t ts, uint32_t rel);
+/* Add an entry for the end of the file (written lazily, entryfile.h). */
 mk_err mk_timeindex_append(mk_timeindex *ti, int64_t ts, uint32_t rel);
+mk_err mk_timeindex_write_pending(mk_timeindex *ti);
 mk_err mk_timeindex_write_all(mk_timeindex *ti);
 /* The last entry with ts < target; false when there is none. */
 bool mk_timeindex_before(const mk_timeindex *ti, int64_t target,

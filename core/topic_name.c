@@ -20,5 +20,6 @@ bool mk_topic_name_valid(const char *name)
 
 bool mk_topic_name_internal(const char *name)
 {
-	return !strcmp(name, "__consumer_offsets");
+	return !strcmp(name, "__consumer_offsets") ||
+	       !strcmp(name, "__transaction_state");
 }

@@ -11,7 +11,7 @@
 #define MK_TOPIC_NAME_MAX 249
 
 bool mk_topic_name_valid(const char *name);
-/* Internal topics (__consumer_offsets): users read them but cannot
+/* Internal topics (__consumer_offsets, __transaction_state): users read them but cannot
  * append to or delete them. */
 bool mk_topic_name_internal(const char *name);
 

@@ -209,6 +209,7 @@ void mk_handle_close(mk_handle *h)
 	mk_strbuf_release(&h->first);
 	mk_strbuf_release(&h->text);
 	mk_strbuf_release(&h->fetched);
+	mk_aborted_free(&h->aborted);
 	mk_strbuf_release(&h->pending);
 	pthread_mutex_destroy(&h->lock);
 	free(h->path);
@@ -237,11 +238,16 @@ static void format_frames(mk_handle *h, int64_t end)
 		pos += b.frame_len;
 		if (b.meta.base_offset >= end)
 			break;
-		size_t left = h->rp.max >= 0 ? (size_t)(h->rp.max - h->returned)
-					     : SIZE_MAX;
-		h->returned += (int64_t)mk_format_records(h->rp.format, &b,
-							  h->next, end, left,
-							  &h->text, &h->next);
+		/* Markers are never shown; :committed hides aborted data. */
+		if (!mk_batch_is_control(&b) &&
+		    !(h->rp.committed && h->ref.broker < 0 &&
+		      mk_aborted_hides(&h->aborted, &b))) {
+			size_t left = h->rp.max >= 0
+				? (size_t)(h->rp.max - h->returned) : SIZE_MAX;
+			h->returned += (int64_t)mk_format_records(
+				h->rp.format, &b, h->next, end, left, &h->text,
+				&h->next);
+		}
 		if (max_reached(h))
 			break;
 		int64_t after = mk_batch_next_offset(&b);
@@ -266,8 +272,9 @@ static mk_err records_fill(mk_handle *h, size_t want, const mk_waiter *w,
 			? mk_partition_replica_fetch(p, h->ref.broker, h->next,
 						     h->rp.committed, budget,
 						     &h->fetched, &visible, why)
-			: mk_partition_fetch(p, h->next, budget, &h->fetched,
-					     &visible, why);
+			: mk_partition_fetch_isolated(p, h->next, budget,
+						      h->rp.committed ? &h->aborted : NULL,
+						      &h->fetched, &visible, why);
 		if (err)
 			return err;
 		if (h->fetched.len) {
@@ -437,6 +444,7 @@ static mk_err open_append(mkfs *fs, mk_handle *h, bool readable, mk_strbuf *why)
 		.producer = h->ap.producer,
 		.seq = h->ap.seq,
 		.txn = h->ap.txn,
+		.txns = fs->txns,
 		.keep_receipts = readable,
 	};
 	return mk_producer_open(fs->producers, h->ref.topic,

@@ -57,6 +57,7 @@ typedef struct mk_handle {
 	bool eof;
 	uint64_t seen;
 	mk_strbuf fetched;
+	mk_aborted_list aborted;  /* :committed: what `fetched` hides */
 	bool at_end;             /* reached the visible end once */
 	_Atomic unsigned long long streamed;   /* bytes handed out so far */
 

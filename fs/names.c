@@ -25,6 +25,7 @@
  */
 #include "names.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "parse.h"
@@ -180,41 +181,6 @@ typedef struct {
 
 typedef mk_err (*flag_apply)(flag_ctx *c, piece val, mk_strbuf *why);
 
-static mk_err set_tsv(flag_ctx *c, piece val, mk_strbuf *why)
-{
-	(void)val;
-	(void)why;
-	if (c->rp)
-		c->rp->format = MK_FORMAT_TSV;
-	else
-		c->ap->format = MK_FORMAT_TSV;
-	return MK_OK;
-}
-
-static mk_err set_json(flag_ctx *c, piece val, mk_strbuf *why)
-{
-	(void)val;
-	(void)why;
-	c->rp->format = MK_FORMAT_JSON;
-	return MK_OK;
-}
-
-static mk_err set_committed(flag_ctx *c, piece val, mk_strbuf *why)
-{
-	(void)val;
-	(void)why;
-	c->rp->committed = true;
-	return MK_OK;
-}
-
-static mk_err set_follow(flag_ctx *c, piece val, mk_strbuf *why)
-{
-	(void)val;
-	(void)why;
-	c->rp->follow = true;
-	return MK_OK;
-}
-
 static mk_err set_max(flag_ctx *c, piece val, mk_strbuf *why)
 {
 	int64_t n;
@@ -248,13 +214,20 @@ static mk_err set_key(flag_ctx *c, piece val, mk_strbuf *why)
 	return MK_OK;
 }
 
-static mk_err set_producer(flag_ctx *c, piece val, mk_strbuf *why)
+/* An identifier value into dst (MK_NAME_VALUE_MAX + 1 bytes); bad says
+ * what is refused, with the value. */
+static mk_err set_ident(char *dst, piece val, const char *bad, mk_strbuf *why)
 {
 	if (!ident_ok(val))
-		return fail(why, "bad producer name '%.*s'", val);
-	memcpy(c->ap->producer, val.p, val.len);
-	c->ap->producer[val.len] = '\0';
+		return fail(why, bad, val);
+	memcpy(dst, val.p, val.len);
+	dst[val.len] = '\0';
 	return MK_OK;
+}
+
+static mk_err set_producer(flag_ctx *c, piece val, mk_strbuf *why)
+{
+	return set_ident(c->ap->producer, val, "bad producer name '%.*s'", why);
 }
 
 static mk_err set_seq(flag_ctx *c, piece val, mk_strbuf *why)
@@ -268,29 +241,34 @@ static mk_err set_seq(flag_ctx *c, piece val, mk_strbuf *why)
 
 static mk_err set_txn(flag_ctx *c, piece val, mk_strbuf *why)
 {
-	if (!ident_ok(val))
-		return fail(why, "bad transaction id '%.*s'", val);
-	memcpy(c->ap->txn, val.p, val.len);
-	c->ap->txn[val.len] = '\0';
-	return MK_OK;
+	return set_ident(c->ap->txn, val, "bad transaction id '%.*s'", why);
 }
 
+/*
+ * A bare flag is data: the format it selects (on either kind of file), or
+ * the read parameter it turns on. A value flag has its apply function.
+ */
 static const struct flag_def {
 	const char *name;
 	bool has_value;           /* NAME=VALUE; otherwise bare NAME */
 	unsigned files;           /* FOR_RECORDS | FOR_APPEND */
-	flag_apply apply;
+	flag_apply apply;         /* value flags */
+	mk_format format;         /* bare: this format, or PLAIN for none */
+	size_t read_flag;         /* bare, no format: offset of a bool in
+				   * mk_read_params */
 } flags[] = {
-	{ "tsv", false, FOR_RECORDS | FOR_APPEND, set_tsv },
-	{ "json", false, FOR_RECORDS, set_json },
-	{ "committed", false, FOR_RECORDS, set_committed },
-	{ "follow", false, FOR_RECORDS, set_follow },
-	{ "max", true, FOR_RECORDS, set_max },
-	{ "acks", true, FOR_APPEND, set_acks },
-	{ "key", true, FOR_APPEND, set_key },
-	{ "producer", true, FOR_APPEND, set_producer },
-	{ "seq", true, FOR_APPEND, set_seq },
-	{ "txn", true, FOR_APPEND, set_txn },
+	{ "tsv", false, FOR_RECORDS | FOR_APPEND, NULL, MK_FORMAT_TSV, 0 },
+	{ "json", false, FOR_RECORDS, NULL, MK_FORMAT_JSON, 0 },
+	{ "committed", false, FOR_RECORDS, NULL, MK_FORMAT_PLAIN,
+	  offsetof(mk_read_params, committed) },
+	{ "follow", false, FOR_RECORDS, NULL, MK_FORMAT_PLAIN,
+	  offsetof(mk_read_params, follow) },
+	{ "max", true, FOR_RECORDS, set_max, MK_FORMAT_PLAIN, 0 },
+	{ "acks", true, FOR_APPEND, set_acks, MK_FORMAT_PLAIN, 0 },
+	{ "key", true, FOR_APPEND, set_key, MK_FORMAT_PLAIN, 0 },
+	{ "producer", true, FOR_APPEND, set_producer, MK_FORMAT_PLAIN, 0 },
+	{ "seq", true, FOR_APPEND, set_seq, MK_FORMAT_PLAIN, 0 },
+	{ "txn", true, FOR_APPEND, set_txn, MK_FORMAT_PLAIN, 0 },
 };
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))
 _Static_assert(NFLAGS <= 32, "seen is a 32-bit set");
@@ -301,6 +279,17 @@ static size_t flag_index(const char *name)
 		if (!strcmp(flags[i].name, name))
 			return i;
 	return NFLAGS;
+}
+
+/* A bare flag's effect (flags[] says which). */
+static void set_bare(flag_ctx *c, const struct flag_def *f)
+{
+	if (f->format != MK_FORMAT_PLAIN && c->rp)
+		c->rp->format = f->format;
+	else if (f->format != MK_FORMAT_PLAIN)
+		c->ap->format = f->format;
+	else
+		*(bool *)((char *)c->rp + f->read_flag) = true;
 }
 
 /*
@@ -345,9 +334,13 @@ static mk_err apply_flag(void *vctx, piece flag, mk_strbuf *why)
 	c->seen |= bit;
 	if (f->has_value && val.len > MK_NAME_VALUE_MAX)
 		return fail(why, "value of '%.*s' too long", flag);
-	mk_err err = f->apply(c, val, why);
-	if (err)
-		return err;
+	if (f->apply) {
+		mk_err err = f->apply(c, val, why);
+		if (err)
+			return err;
+	} else {
+		set_bare(c, f);
+	}
 	unsigned fmt = 1u << flag_index("tsv") | 1u << flag_index("json");
 	if ((c->seen & fmt) == fmt)
 		return fail0(why, "flags 'tsv' and 'json' exclude each other");

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "nodes_groups.h"
+#include "nodes_txn.h"
 #include "topic_name.h"
 
 enum {
@@ -29,6 +30,8 @@ enum {
 	K_GOFFSETS, K_GCONFIG, K_GMEMBERS, K_MEMBER, K_MASSIGN, K_MGENERATION,
 	K_MPOSITIONS, K_MLAG, K_MSEEK, K_MPOLL, K_MCOMMIT,
 	K_BLOGS, K_BLTOPIC, K_BLPART, K_EPOCHS, K_BATCHES, K_SEGTXT,
+	K_TXN, K_TINIT, K_TCOMMIT, K_TABORT, K_TOFFSETS, K_TSTATE, K_TPARTS,
+	K_TPID, K_TEPOCH,
 };
 
 /* The rows of a partition directory that /brokers/B/logs/T/P also has. */
@@ -171,7 +174,9 @@ static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *wh
 		return mk_cluster_compact(fs->cluster, why);
 	if (n == 1 && !strcmp(w[0], "expire-members"))
 		return mk_groups_expire_members(fs, why);
-	return bad_command(why, copy, "create-topic, delete-topic, replicate, flush, retention, compact or expire-members");
+	if (n == 1 && !strcmp(w[0], "expire-transactions"))
+		return mk_txn_node_expire(fs, why);
+	return bad_command(why, copy, "create-topic, delete-topic, replicate, flush, retention, compact, expire-members or expire-transactions");
 }
 
 /* ---- topics ---------------------------------------------------------- */
@@ -784,15 +789,6 @@ static mk_err write_producer_init(mkfs *fs, const node_ref *ref, char *line, mk_
 	return mk_cluster_producer_init(fs->cluster, ref->parent_name, why);
 }
 
-static void list_none(mkfs *fs, const node_ref *ref,
-		      void (*add)(void *, const char *, bool), void *arg)
-{
-	(void)fs;
-	(void)ref;
-	(void)add;
-	(void)arg;
-}
-
 /* ---- the table -------------------------------------------------------- */
 
 #define DIRMODE 0755
@@ -807,7 +803,7 @@ static const node_def nodes[] = {
 	{ K_BROKERS, K_ROOT, "brokers", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_brokers },
 	{ K_PRODUCERS, K_ROOT, "producers", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_producers },
 	{ K_GROUPS, K_ROOT, "groups", NULL, NODE_DIR, DIRMODE, NULL, NULL, mk_groups_list_groups },
-	{ K_TRANSACTIONS, K_ROOT, "transactions", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_none },
+	{ K_TRANSACTIONS, K_ROOT, "transactions", NULL, NODE_DIR, DIRMODE, NULL, NULL, mk_txn_node_list },
 
 	{ K_TOPIC, K_TOPICS, NULL, match_topic, NODE_DIR, DIRMODE, NULL, NULL, list_partitions },
 	{ K_TOPIC_CONFIG, K_TOPIC, "config", NULL, NODE_CONTROL, 0644, read_topic_config, write_topic_config, NULL },
@@ -856,6 +852,16 @@ static const node_def nodes[] = {
 	{ K_MPOLL, K_MEMBER, "poll", NULL, NODE_POLL, 0444, NULL, NULL, NULL },
 	{ K_MCOMMIT, K_MEMBER, "commit", NULL, NODE_CONTROL, 0200, NULL, NULL, NULL },
 
+	{ K_TXN, K_TRANSACTIONS, NULL, mk_txn_node_match, NODE_DIR, DIRMODE, NULL, NULL, NULL },
+	{ K_TINIT, K_TXN, "init", NULL, NODE_CONTROL, 0200, NULL, mk_txn_node_write_init, NULL },
+	{ K_TCOMMIT, K_TXN, "commit", NULL, NODE_CONTROL, 0200, NULL, mk_txn_node_write_commit, NULL },
+	{ K_TABORT, K_TXN, "abort", NULL, NODE_CONTROL, 0200, NULL, mk_txn_node_write_abort, NULL },
+	{ K_TOFFSETS, K_TXN, "offsets", NULL, NODE_CONTROL, 0644, mk_txn_node_read_offsets, NULL, NULL },
+	{ K_TSTATE, K_TXN, "state", NULL, NODE_VALUE, 0444, mk_txn_node_read_state, NULL, NULL },
+	{ K_TPARTS, K_TXN, "partitions", NULL, NODE_VALUE, 0444, mk_txn_node_read_partitions, NULL, NULL },
+	{ K_TPID, K_TXN, "producer_id", NULL, NODE_VALUE, 0444, mk_txn_node_read_pid, NULL, NULL },
+	{ K_TEPOCH, K_TXN, "epoch", NULL, NODE_VALUE, 0444, mk_txn_node_read_epoch, NULL, NULL },
+
 	{ K_BROKERS_FETCH, K_BROKERS, "fetch", NULL, NODE_CONTROL, 0200, NULL, write_brokers_fetch, NULL },
 	{ K_BROKER, K_BROKERS, NULL, match_broker, NODE_DIR, DIRMODE, NULL, NULL, NULL },
 	{ K_BSTATE, K_BROKER, "state", NULL, NODE_VALUE, 0444, read_broker_state, NULL, NULL },
@@ -878,6 +884,7 @@ static const struct {
 			    size_t len, mk_strbuf *why);
 } whole_writes[] = {
 	{ K_MCOMMIT, mk_groups_write_commit },
+	{ K_TOFFSETS, mk_txn_node_write_offsets },
 };
 
 /* ---- resolution ------------------------------------------------------- */
@@ -944,6 +951,10 @@ static void explain_missing(mkfs *fs, const node_ref *ref, const char *comp,
 		return;
 	case K_PRODUCERS:
 		mk_strbuf_addf(why, "no producer '%s' (mkdir producers/%s creates it)", comp, comp);
+		return;
+	case K_TRANSACTIONS:
+		mk_strbuf_addf(why, "no transactional id '%s' (mkdir transactions/%s creates it)",
+			       comp, comp);
 		return;
 	case K_SEGMENTS:
 		mk_strbuf_addf(why, "no segment file '%s' (ls lists them; N.index:txt and N.timeindex:txt decode an index)",
@@ -1106,6 +1117,8 @@ mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_strbuf *why)
 		err = mk_cluster_producer_create(fs->cluster, name, why);
 	} else if (parent.def->kind == K_GROUPS) {
 		err = mk_groups_mkdir(fs, name, why);
+	} else if (parent.def->kind == K_TRANSACTIONS) {
+		err = mk_txn_node_mkdir(fs, name, why);
 	} else {
 		mk_strbuf_addf(why, "cannot create a directory here: %s", path);
 		err = MK_INVALID_REQUEST;
@@ -1126,6 +1139,8 @@ mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_strbuf *why)
 		err = mk_cluster_producer_delete(fs->cluster, ref.name, why);
 	} else if (ref.def->kind == K_GROUP) {
 		err = mk_groups_rmdir(fs, ref.name, why);
+	} else if (ref.def->kind == K_TXN) {
+		err = mk_txn_node_rmdir(fs, ref.name, why);
 	} else {
 		mk_strbuf_addf(why, "cannot remove %s", path);
 		err = MK_INVALID_REQUEST;

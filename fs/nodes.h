@@ -90,6 +90,7 @@ struct mkfs {
 	mk_cluster *cluster;
 	struct mk_groups *groups;   /* the group coordinator (group.h) */
 	struct mk_producers *producers;   /* the append descriptors' producers */
+	struct mk_txns *txns;       /* the transaction coordinator (txn.h) */
 	char *readme;            /* /README text */
 	/* Open handles, so that a stop with files still open (SIGTERM) can
 	 * release them after the request loop ended. */

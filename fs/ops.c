@@ -55,6 +55,8 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	mk_cluster_start(fs->cluster);   /* after daemonizing: threads survive */
 	if (fs->groups)
 		mk_groups_start(fs->groups);
+	if (fs->txns)
+		mk_txns_start(fs->txns);
 	return fs;
 }
 
@@ -107,10 +109,11 @@ static bool in_domain(const char *path)
 }
 
 /* A name directly under a directory where mkdir creates (/topics/NAME,
- * /producers/NAME): its lookup is also the first step of that mkdir. */
+ * /producers/NAME, /transactions/NAME): its lookup is also the first step
+ * of that mkdir. */
 static bool creatable(const char *path)
 {
-	static const char *const dirs[] = { "/topics/", "/producers/" };
+	static const char *const dirs[] = { "/topics/", "/producers/", "/transactions/" };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		size_t n = strlen(dirs[i]);
 		if (!strncmp(path, dirs[i], n) && path[n] && !strchr(path + n, '/'))

@@ -37,6 +37,7 @@
 #include "group.h"
 #include "ops.h"
 #include "producer.h"
+#include "txn.h"
 #include "xalloc.h"
 
 struct options {
@@ -215,8 +216,17 @@ int main(int argc, char *argv[])
 		mk_cluster_close(cluster);
 		goto out;
 	}
+	/* After the groups: a prepared transaction commits its offsets. */
+	mk_txns *txns = NULL;
+	if (mk_txns_open(cluster, groups, &txns, &why)) {
+		fprintf(stderr, "minikafkafs: %s\n", why.len ? why.buf : "cannot open the transaction coordinator");
+		mk_strbuf_release(&why);
+		mk_groups_close(groups);
+		mk_cluster_close(cluster);
+		goto out;
+	}
 	mkfs fs = { .cluster = cluster, .groups = groups, .readme = (char *)mk_readme_text,
-		    .producers = mk_producers_new(cluster) };
+		    .producers = mk_producers_new(cluster), .txns = txns };
 	pthread_mutex_init(&fs.handles_lock, NULL);
 	rc = serve(&args, &fopts, &fs);
 	/*
@@ -228,6 +238,7 @@ int main(int argc, char *argv[])
 	mk_cluster_begin_shutdown(cluster);
 	mk_fs_release_all(&fs);
 	mk_producers_free(fs.producers);
+	mk_txns_close(txns);
 	mk_groups_close(groups);
 	if (mk_cluster_close(cluster) != MK_OK) {
 		fprintf(stderr, "minikafkafs: the final flush or metadata save failed; "

@@ -14,18 +14,8 @@
 # no log exceeds, and metadata that agrees with the directories.
 . "$(dirname "$0")/lib.sh"
 
-INI='[cluster]
-brokers = 1,2
-default.replication.factor = 2
-min.insync.replicas = 1
-[replication]
-mode = auto
-fetch.interval.ms = 2
-replica.lag.time.max.ms = 60000
-[log]
-segment.bytes = 1024'
-DRIVER=$MKFS_SRC/tests/fs/durability.py
-drv() { "$MK_PYTHON" -I "$DRIVER" "$@"; }
+INI=$MK_DURABILITY_INI
+drv() { mk_drv "$@"; }
 
 # start_daemon: like mk_mount, but a daemon that dies while mounting (a
 # point hit during recovery) is not an error: returns 1 then.
@@ -63,14 +53,13 @@ stop_daemon() {
 
 # verify TAG: remount without points, bring everything back, check.
 verify() {
-	local tag=$1 out
+	local tag=$1
 	mk_mount
-	drv normalize "$MNT"
-	if out=$(drv check "$MNT" "$DATA" "$MK_TMP/acks" "$MK_TMP/epochs"); then
+	if mk_durability_check "$MK_TMP/acks"; then
 		pass "$tag: every acknowledged record once, offsets contiguous, epochs monotonic, metadata = directories"
 	else
 		fail "$tag"
-		printf '%s\n' "$out" | head -n 5 | sed 's/^/#      /'
+		printf '%s\n' "$MK_CHECK_OUT" | head -n 5 | sed 's/^/#      /'
 	fi
 	mk_unmount
 }

@@ -229,7 +229,7 @@ mk_mount() {
 	"$MKFS_BIN" -f "$DATA" "$MNT" >>"$MK_LOG" 2>&1 &
 	MK_PID=$!
 	local i
-	for ((i = 0; i < 500; i++)); do
+	for ((i = 0; i < ${MK_MOUNT_WAIT:-10} * 50; i++)); do
 		mk_mounted && return 0
 		if ! kill -0 "$MK_PID" 2>/dev/null; then
 			wait "$MK_PID"
@@ -241,7 +241,7 @@ mk_mount() {
 		sleep 0.02
 	done
 	tail -n 20 "$MK_LOG" | sed 's/^/#    daemon: /'
-	bail "mount did not appear within 10 s"
+	bail "mount did not appear within ${MK_MOUNT_WAIT:-10} s"
 }
 
 # Sanitizer reports in the daemon's log are failures. Each part of the log
@@ -520,3 +520,29 @@ PY
 
 # file size in bytes
 mk_size() { stat -c %s "$1"; }
+
+# ---- the durability workload (crashpoints.sh, random_kill.sh) -----------------
+# Two brokers replicating in auto mode on 1 KiB segments, for
+# tests/fs/durability.py's workload.
+MK_DURABILITY_INI='[cluster]
+brokers = 1,2
+default.replication.factor = 2
+min.insync.replicas = 1
+[replication]
+mode = auto
+fetch.interval.ms = 2
+replica.lag.time.max.ms = 60000
+[log]
+segment.bytes = 1024'
+
+mk_drv() { "$MK_PYTHON" -I "$MKFS_SRC/tests/fs/durability.py" "$@"; }
+
+# mk_durability_check ACKS: on a fresh mount after a crash or kill, bring
+# every broker back (normalize) and check that every record acknowledged
+# in ACKS is there exactly once, offsets contiguous, epoch caches
+# increasing ($MK_TMP/epochs keeps the last ones seen), metadata = the
+# directories. Status of the check; what failed in MK_CHECK_OUT.
+mk_durability_check() {
+	mk_drv normalize "$MNT" >/dev/null
+	MK_CHECK_OUT=$(mk_drv check "$MNT" "$DATA" "$1" "$MK_TMP/epochs")
+}

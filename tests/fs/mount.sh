@@ -26,8 +26,11 @@ if [ "$rc" = 0 ]; then
 fi
 # The daemonized process is not our child: wait for it to close the data
 # directory (its command line names this test's unique directory).
+# An exiting process drops its command line before it closes its files, so
+# the data directory's lock is the last word: it must be free too.
 daemon_gone() {
-	! grep -lsF -- "$1" /proc/[0-9]*/cmdline >/dev/null 2>&1
+	! grep -lsF -- "$1" /proc/[0-9]*/cmdline >/dev/null 2>&1 &&
+		flock -n "$1" true
 }
 mk_wait_for 20 daemon_gone "$DATA" || fail "the daemon exited after the unmount"
 

@@ -21,18 +21,8 @@
 
 KILLS=${MKFS_KILLS:-12}
 RANDOM=${MKFS_KILL_SEED:-$$}
-DRIVER=$MKFS_SRC/tests/fs/durability.py
-drv() { "$MK_PYTHON" -I "$DRIVER" "$@"; }
-INI='[cluster]
-brokers = 1,2
-default.replication.factor = 2
-min.insync.replicas = 1
-[replication]
-mode = auto
-fetch.interval.ms = 2
-replica.lag.time.max.ms = 60000
-[log]
-segment.bytes = 1024'
+drv() { mk_drv "$@"; }
+INI=$MK_DURABILITY_INI
 
 ACKS=$MK_TMP/acks
 : >"$ACKS"
@@ -56,12 +46,11 @@ for ((k = 1; k <= KILLS; k++)); do
 	mk_wait_for 20 mk_proc_gone "$WPID" || kill -9 "$WPID"
 	wait "$WPID" 2>/dev/null; cat "$MK_TMP/work.out" | sed "s/^/#   work: /"
 	mk_mount
-	drv normalize "$MNT" >/dev/null
-	if out=$(drv check "$MNT" "$DATA" "$ACKS" "$MK_TMP/epochs"); then
+	if mk_durability_check "$ACKS"; then
 		checked=$((checked + 1))
 	else
 		failed=$((failed + 1))
-		fail "kill $k (after $(acked) acknowledged records): $(printf '%s' "$out" | head -n 3 | tr '\n' ';')"
+		fail "kill $k (after $(acked) acknowledged records): $(printf '%s' "$MK_CHECK_OUT" | head -n 3 | tr '\n' ';')"
 	fi
 done
 mk_unmount

@@ -53,7 +53,7 @@ static int teardown(void **state)
 
 static mk_log *open_log(const char *dir, int64_t seg_bytes)
 {
-	mk_log_config cfg = { seg_bytes, 64, 0 };
+	mk_log_config cfg = { seg_bytes, 64, 0, NULL, NULL };
 	mk_log *log = NULL;
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_err err = mk_log_open(dir, &cfg, &log, &why);

@@ -460,7 +460,7 @@ static void test_missing_segment_refused(void **state)
 	fixture *f = *state;
 	mk_strbuf dir = MK_STRBUF_INIT, why = MK_STRBUF_INIT, path = MK_STRBUF_INIT;
 	mk_strbuf_addf(&dir, "%s/log", f->root);
-	mk_log_config lc = { 128, 4096, 0 };
+	mk_log_config lc = { 128, 4096, 0, NULL, NULL };
 	mk_log *log;
 	assert_int_equal(mk_log_open(dir.buf, &lc, &log, &why), MK_OK);
 	for (int i = 0; i < 20; i++) {

@@ -16,43 +16,27 @@
 #include <cmocka.h>
 
 #include "cluster.h"
-#include "fileio.h"
 #include "handles.h"
 #include "nodes.h"
 #include "producer.h"
+#include "testlib_fs.h"
 
-typedef struct {
-	char dir[64];
-	mk_cluster *c;
-	mkfs fs;
-} fixture;
+typedef tl_fs fixture;
 
 static int setup(void **state)
 {
-	fixture *f = calloc(1, sizeof(*f));
-	strcpy(f->dir, "/tmp/mk-handles-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
 	mk_config cfg;
-	mk_config_defaults(&cfg);
-	cfg.manual_clock = 1;
+	tl_config(&cfg, 1);
 	cfg.linger_ms = 100;
-	assert_int_equal(mk_cluster_open(f->dir, &cfg, &f->c, NULL), MK_OK);
-	f->fs.cluster = f->c;
-	f->fs.readme = (char *)"readme\n";
-	f->fs.producers = mk_producers_new(f->c);
-	const char *small[] = { "message.max.bytes=200" };
-	assert_int_equal(mk_cluster_create_topic(f->c, "t", 2, 1, small, 1, NULL), MK_OK);
+	fixture *f = tl_fs_open("handles", &cfg, TL_FS_PRODUCERS);
+	tl_create_topic(f->c, "t", 2, 1, "message.max.bytes=200", NULL);
 	*state = f;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	fixture *f = *state;
-	mk_producers_free(f->fs.producers);
-	mk_cluster_close(f->c);
-	mk_remove_tree(f->dir);
-	free(f);
+	tl_fs_close(*state);
 	return 0;
 }
 

@@ -56,7 +56,7 @@ static int teardown(void **state)
 static mk_log *open_log(const fixture *f, int64_t seg_bytes, int64_t interval,
 			int64_t flush)
 {
-	mk_log_config cfg = { seg_bytes, interval, flush };
+	mk_log_config cfg = { seg_bytes, interval, flush, NULL, NULL };
 	mk_log *log = NULL;
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_err err = mk_log_open(f->dir, &cfg, &log, &why);
@@ -206,6 +206,10 @@ static void test_index_unit(void **state)
 	assert_int_equal(mk_index_append(&ix, 0, 0), MK_OK);
 	assert_int_equal(mk_index_append(&ix, 10, 400), MK_OK);
 	assert_int_equal(mk_index_append(&ix, 25, 900), MK_OK);
+	/* Appended entries wait in memory until written. */
+	assert_int_equal(file_size(path), 0);
+	assert_int_equal(mk_index_count(&ix), 3);
+	assert_int_equal(mk_index_write_pending(&ix), MK_OK);
 	assert_int_equal(file_size(path), 24);
 	assert_true(mk_index_floor(&ix, 0, &e));
 	assert_int_equal(e.pos, 0);
@@ -271,6 +275,8 @@ static void test_index_unit(void **state)
 	assert_int_equal(mk_timeindex_append(&ti, 100, 0), MK_OK);
 	assert_int_equal(mk_timeindex_append(&ti, 200, 5), MK_OK);
 	assert_int_equal(mk_timeindex_append(&ti, 300, 9), MK_OK);
+	assert_int_equal(file_size(path), 0);
+	assert_int_equal(mk_timeindex_sync(&ti), MK_OK);   /* writes them */
 	assert_int_equal(file_size(path), 36);
 	mk_time_entry t;
 	assert_false(mk_timeindex_before(&ti, 100, &t));
@@ -295,6 +301,53 @@ static void test_index_unit(void **state)
 	assert_int_equal(mk_timeindex_load(&ti, 50, UINT64_MAX, &valid), MK_OK);
 	assert_false(valid);
 	mk_timeindex_close(&ti);
+}
+
+/*
+ * Appended index entries are written a page at a time: the file holds
+ * whole pages of entries until a write_pending or sync; a truncation of
+ * pending entries touches no file; a simulated crash writes none of them.
+ */
+static void test_index_pending(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/p.index", f->dir);
+	mk_index ix;
+	mk_index_init(&ix);
+	assert_int_equal(mk_index_open(&ix, path), MK_OK);
+	const uint32_t page = MK_ENTRIES_PENDING_BYTES / MK_INDEX_ENTRY_SIZE;
+	for (uint32_t i = 0; i < page - 1; i++)
+		assert_int_equal(mk_index_append(&ix, i, i * 10), MK_OK);
+	assert_int_equal(file_size(path), 0);
+	assert_int_equal(mk_index_append(&ix, page - 1, (page - 1) * 10), MK_OK);
+	assert_int_equal(file_size(path), MK_ENTRIES_PENDING_BYTES);
+	for (uint32_t i = page; i < page + 5; i++)
+		assert_int_equal(mk_index_append(&ix, i, i * 10), MK_OK);
+	assert_int_equal(file_size(path), MK_ENTRIES_PENDING_BYTES);
+	/* Dropping pending entries only: the file is as it was. */
+	assert_int_equal(mk_index_truncate_rel(&ix, page + 3), MK_OK);
+	assert_int_equal(mk_index_count(&ix), page + 3);
+	assert_int_equal(file_size(path), MK_ENTRIES_PENDING_BYTES);
+	/* Dropping written ones cuts the file. */
+	assert_int_equal(mk_index_truncate_rel(&ix, 10), MK_OK);
+	assert_int_equal(file_size(path), 10 * MK_INDEX_ENTRY_SIZE);
+	assert_int_equal(mk_index_append(&ix, 10, 100), MK_OK);
+	assert_int_equal(mk_index_sync(&ix), MK_OK);
+	assert_int_equal(file_size(path), 11 * MK_INDEX_ENTRY_SIZE);
+	/* A crash loses what was pending, and cuts to what was synced. */
+	assert_int_equal(mk_index_append(&ix, 11, 110), MK_OK);
+	mk_index_crash(&ix);
+	mk_index_close(&ix);
+	assert_int_equal(file_size(path), 11 * MK_INDEX_ENTRY_SIZE);
+	bool valid;
+	mk_index_init(&ix);
+	assert_int_equal(mk_index_open(&ix, path), MK_OK);
+	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
+	assert_true(valid);
+	assert_int_equal(mk_index_count(&ix), 11);
+	mk_index_close(&ix);
 }
 
 /* ---- append and read ----------------------------------------------------- */
@@ -481,7 +534,10 @@ static void test_index_lookup(void **state)
 	assert_int_equal(mk_log_segment_count(log), 1);
 	char path[256];
 	seg_path(f, 0, "index", path, sizeof(path));
+	off_t lagging = file_size(path);
+	mk_log_write_index_pending(log);
 	off_t isz = file_size(path);
+	assert_true(lagging < isz);   /* the entries were pending */
 	/* Sparse: several entries, far fewer than batches. */
 	assert_true(isz % 8 == 0);
 	assert_true(isz / 8 > 5);
@@ -1365,7 +1421,7 @@ static void test_checkpoint_damage(void **state)
 
 	/* Damaged: refused, naming the file. */
 	write_text(ck, "version 1\nlog_start_offset zero\n");
-	mk_log_config cfg = { 600, 4096, 0 };
+	mk_log_config cfg = { 600, 4096, 0, NULL, NULL };
 	mk_strbuf why = MK_STRBUF_INIT;
 	log = (mk_log *)1;
 	assert_int_equal(mk_log_open(f->dir, &cfg, &log, &why),
@@ -1715,6 +1771,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 		T(test_index_unit),
+		T(test_index_pending),
 		T(test_append_read),
 		T(test_leader_append),
 		T(test_replica_append),

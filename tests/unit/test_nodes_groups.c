@@ -11,40 +11,25 @@
 
 #include "cluster.h"
 #include "errno_map.h"
-#include "fileio.h"
 #include "group.h"
 #include "nodes.h"
+#include "testlib_fs.h"
 
-typedef struct {
-	char dir[64];
-	mk_cluster *c;
-	mkfs fs;
-} fixture;
+typedef tl_fs fixture;
 
 static int setup(void **state)
 {
-	fixture *f = calloc(1, sizeof(*f));
-	strcpy(f->dir, "/tmp/mk-nodes-groups-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
 	mk_config cfg;
-	mk_config_defaults(&cfg);
-	cfg.manual_clock = 1;
-	assert_int_equal(mk_cluster_open(f->dir, &cfg, &f->c, NULL), MK_OK);
-	f->fs.cluster = f->c;
-	f->fs.readme = (char *)"readme\n";
-	assert_int_equal(mk_groups_open(f->c, &f->fs.groups, NULL), MK_OK);
-	assert_int_equal(mk_cluster_create_topic(f->c, "t", 2, 1, NULL, 0, NULL), MK_OK);
+	tl_config(&cfg, 1);
+	fixture *f = tl_fs_open("nodes-groups", &cfg, TL_FS_GROUPS);
+	tl_create_topic(f->c, "t", 2, 1, NULL, NULL);
 	*state = f;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	fixture *f = *state;
-	mk_groups_close(f->fs.groups);
-	mk_cluster_close(f->c);
-	mk_remove_tree(f->dir);
-	free(f);
+	tl_fs_close(*state);
 	return 0;
 }
 

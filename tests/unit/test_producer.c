@@ -33,6 +33,7 @@
 #include "producer.h"
 #include "producer_state.h"
 #include "replica.h"
+#include "testlib.h"
 
 /* ======================================================================= */
 /* producer state                                                          */
@@ -322,7 +323,7 @@ static void test_pstate_snapshot(void **state)
 	static const char *const bad[] = {
 		"",
 		"garbage\n",
-		"producer-snapshot 2\ncovered_to 5\n",
+		"producer-snapshot 3\ncovered_to 5\n",
 		"producer-snapshot 1\n",
 		"producer-snapshot 1\ncovered_to -3\n",
 		"producer-snapshot 1\ncovered_to 5\nproducer x 0\n",
@@ -501,6 +502,13 @@ static void test_partitioner(void **state)
 		assert_int_equal(mk_partition_for_key(mk_bytes_of(key, n), 1000003),
 				 (int)(z % 1000003u));
 	}
+	/* Keys starting at any byte (the table takes four bytes a step). */
+	for (size_t at = 1; at < 4; at++)
+		for (size_t n = 0; n <= 70; n++) {
+			uLong z = crc32(crc32(0L, Z_NULL, 0), key + at, (uInt)n);
+			assert_int_equal(mk_partition_for_key(mk_bytes_of(key + at, n), 1000003),
+					 (int)(z % 1000003u));
+		}
 
 	/* Stable and spread: 1000 keys over 4 partitions, each > 10%. */
 	int hist[4] = { 0 };
@@ -549,14 +557,9 @@ typedef struct {
 static int setup(void **state)
 {
 	fixture *f = calloc(1, sizeof(*f));
-	strcpy(f->root, "/tmp/mk-test-producer-XXXXXX");
-	if (!mkdtemp(f->root)) {
-		free(f);
-		return -1;
-	}
+	tl_tmpdir(f->root, sizeof(f->root), "producer");
 	snprintf(f->dir, sizeof(f->dir), "%s/data", f->root);
-	mk_config_defaults(&f->cfg);
-	f->cfg.manual_clock = 1;
+	tl_config(&f->cfg, 1);
 	*state = f;
 	return 0;
 }
@@ -575,27 +578,21 @@ static int teardown(void **state)
 {
 	fixture *f = *state;
 	close_cluster(f);
-	mk_remove_tree(f->root);
+	tl_rmtree(f->root);
 	free(f);
 	return 0;
 }
 
+/* Defaults, brokers 1..n, the manual clock. */
 static void brokers(fixture *f, int n)
 {
-	f->cfg.nbrokers = n;
-	for (int i = 0; i < n; i++)
-		f->cfg.broker_ids[i] = i + 1;
+	tl_config(&f->cfg, n);
 }
 
 static void open_cluster(fixture *f)
 {
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_cluster_open(f->dir, &f->cfg, &f->c, &why);
-	if (err)
-		print_error("open: %s: %s\n", mk_err_name(err), why.buf);
-	assert_int_equal(err, MK_OK);
+	f->c = tl_cluster_open(f->dir, &f->cfg);
 	f->ps = mk_producers_new(f->c);
-	mk_strbuf_release(&why);
 }
 
 static void use_topic(fixture *f, const char *name)
@@ -607,12 +604,7 @@ static void use_topic(fixture *f, const char *name)
 
 static void create(fixture *f, const char *name, int partitions, int rf)
 {
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_cluster_create_topic(f->c, name, partitions, rf, NULL, 0, &why);
-	if (err)
-		print_error("create: %s: %s\n", mk_err_name(err), why.buf);
-	assert_int_equal(err, MK_OK);
-	mk_strbuf_release(&why);
+	tl_create_topic(f->c, name, partitions, rf, NULL, NULL);
 	use_topic(f, name);
 }
 

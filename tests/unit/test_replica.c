@@ -402,7 +402,7 @@ static void read_log(const fixture *f, int broker, const char *topic,
 {
 	char dir[256];
 	snprintf(dir, sizeof(dir), "%s/broker-%d/%s-0", f->dir, broker, topic);
-	mk_log_config lc = { 1048576, 4096, 0 };
+	mk_log_config lc = { 1048576, 4096, 0, NULL, NULL };
 	mk_log *log = NULL;
 	assert_int_equal(mk_log_open(dir, &lc, &log, NULL), MK_OK);
 	assert_int_equal(mk_log_read(log, mk_log_start_offset(log),

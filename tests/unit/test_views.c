@@ -37,7 +37,7 @@ static int setup(void **state)
 	}
 	snprintf(f->dir, sizeof(f->dir), "%s/t-0", f->root);
 	/* Small segments and a dense index: several of each. */
-	mk_log_config cfg = { 400, 100, 0 };
+	mk_log_config cfg = { 400, 100, 0, NULL, NULL };
 	assert_int_equal(mk_log_open(f->dir, &cfg, &f->log, NULL), MK_OK);
 	*state = f;
 	return 0;

@@ -1,10 +1,11 @@
 /*
- * testlib.h — fixtures shared by the unit tests of core (test_log.c,
- * test_replica.c, ...): temporary directories, descriptor counting, batch
+ * testlib.h — fixtures shared by the unit tests (test_log.c,
+ * test_replica.c, test_producer.c, ...; the fs tests through
+ * testlib_fs.h): temporary directories, descriptor counting, batch
  * frames, and a cluster on a manual clock. Every helper asserts (cmocka)
  * what it needs, so a test reads as its scenario.
  *
- * Linked into every core unit test (tests/meson.build). No state of its
+ * Linked into every unit test, core and fs (tests/meson.build). No state of its
  * own: each helper works on what it is given.
  */
 #ifndef MK_TESTLIB_H

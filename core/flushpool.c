@@ -1,0 +1,158 @@
+/*
+ * flushpool.c — the shared pool of flusher threads (flushpool.h).
+ */
+#include "flushpool.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "xalloc.h"
+
+struct mk_flush_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t work;        /* the queue grew, or stop */
+	pthread_cond_t done;        /* a task stopped running */
+	mk_flush_task *head, *tail;
+	bool stop;
+	int want;                   /* threads to run once started */
+	int nthreads;               /* threads started (and to join) */
+	pthread_t threads[];
+};
+
+static void enqueue(mk_flush_pool *p, mk_flush_task *t)
+{
+	t->next = NULL;
+	t->queued = true;
+	if (p->tail)
+		p->tail->next = t;
+	else
+		p->head = t;
+	p->tail = t;
+	pthread_cond_signal(&p->work);
+}
+
+static void unlink_task(mk_flush_pool *p, mk_flush_task *t)
+{
+	mk_flush_task **pp = &p->head, *prev = NULL;
+	while (*pp && *pp != t) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (!*pp)
+		return;
+	*pp = t->next;
+	if (p->tail == t)
+		p->tail = prev;
+	t->next = NULL;
+	t->queued = false;
+}
+
+static void *worker(void *arg)
+{
+	mk_flush_pool *p = arg;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->stop && !p->head)
+			pthread_cond_wait(&p->work, &p->lock);
+		if (p->stop)
+			break;
+		mk_flush_task *t = p->head;
+		unlink_task(p, t);
+		t->running = true;
+		pthread_mutex_unlock(&p->lock);
+		t->run(t);
+		pthread_mutex_lock(&p->lock);
+		t->running = false;
+		if (t->again) {
+			t->again = false;
+			enqueue(p, t);
+		}
+		pthread_cond_broadcast(&p->done);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+mk_flush_pool *mk_flush_pool_create(int nthreads)
+{
+	if (nthreads < 1)
+		nthreads = 1;
+	mk_flush_pool *p = mk_xcalloc(1, sizeof(*p) +
+				      (size_t)nthreads * sizeof(pthread_t));
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->done, NULL);
+	p->want = nthreads;
+	return p;
+}
+
+int mk_flush_pool_start(mk_flush_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	while (p->nthreads < p->want &&
+	       pthread_create(&p->threads[p->nthreads], NULL, worker, p) == 0)
+		p->nthreads++;
+	int n = p->nthreads;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+mk_flush_pool *mk_flush_pool_new(int nthreads)
+{
+	mk_flush_pool *p = mk_flush_pool_create(nthreads);
+	if (mk_flush_pool_start(p) == 0) {
+		mk_flush_pool_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void mk_flush_pool_free(mk_flush_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
+	for (int i = 0; i < p->nthreads; i++)
+		pthread_join(p->threads[i], NULL);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->work);
+	pthread_cond_destroy(&p->done);
+	free(p);
+}
+
+void mk_flush_pool_submit(mk_flush_pool *p, mk_flush_task *t)
+{
+	pthread_mutex_lock(&p->lock);
+	if (t->running)
+		t->again = true;
+	else if (!t->queued)
+		enqueue(p, t);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void mk_flush_pool_remove(mk_flush_pool *p, mk_flush_task *t)
+{
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		t->again = false;
+		if (t->queued)
+			unlink_task(p, t);
+		if (!t->running)
+			break;
+		pthread_cond_wait(&p->done, &p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+int mk_flush_pool_threads(mk_flush_pool *p)
+{
+	if (!p)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	int n = p->nthreads;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}

@@ -1,0 +1,221 @@
+/*
+ * Unit tests of the descriptor cache (core/fdcache.c) and of logs whose
+ * segments go through a tiny one (core/segment.c, core/log.c): the bound
+ * holds, the least recently used unpinned node is evicted first, a pinned
+ * node never is, and a log with many segments reads, appends, truncates
+ * (deleting cached segments) and closes correctly with at most a handful
+ * of descriptors, leaking none.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+
+#include "codec.h"
+#include "fdcache.h"
+#include "fileio.h"
+#include "log.h"
+
+/* ---- fake nodes: each "opens" two descriptors ---------------------------- */
+
+typedef struct {
+	mk_fdcache_node node;
+	int open_now;          /* fake descriptors held */
+	int evicted;           /* times evicted */
+} fake;
+
+static int fake_open(mk_fdcache_node *n, void *arg)
+{
+	(void)arg;
+	fake *f = (fake *)n;
+	int opened = 2 - f->open_now;
+	f->open_now = 2;
+	return opened;
+}
+
+static int fake_evict(mk_fdcache_node *n)
+{
+	fake *f = (fake *)n;
+	int closed = f->open_now;
+	f->open_now = 0;
+	f->evicted++;
+	return closed;
+}
+
+static void init_fake(fake *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->node.open = fake_open;
+	f->node.evict = fake_evict;
+}
+
+static void test_lru_and_pins(void **state)
+{
+	(void)state;
+	mk_fdcache *c = mk_fdcache_new(4);     /* two fakes fit */
+	fake a, b, d;
+	init_fake(&a);
+	init_fake(&b);
+	init_fake(&d);
+	mk_fdcache_use(c, &a.node, NULL);
+	mk_fdcache_done(c, &a.node);
+	mk_fdcache_use(c, &b.node, NULL);
+	mk_fdcache_done(c, &b.node);
+	mk_fdcache_use(c, &a.node, NULL);      /* a is now the most recent */
+	mk_fdcache_done(c, &a.node);
+	mk_fdcache_use(c, &d.node, NULL);      /* evicts b, the least recent */
+	mk_fdcache_done(c, &d.node);
+	assert_int_equal(b.evicted, 1);
+	assert_int_equal(a.evicted, 0);
+	assert_int_equal(b.open_now, 0);
+	mk_fdcache_stats st;
+	mk_fdcache_get_stats(c, &st);
+	assert_int_equal(st.open_fds, 4);
+	assert_int_equal(st.max_fds, 4);
+	/* Pinned a and d: using b exceeds the bound rather than evict them. */
+	mk_fdcache_use(c, &a.node, NULL);
+	mk_fdcache_use(c, &d.node, NULL);
+	mk_fdcache_use(c, &b.node, NULL);
+	assert_int_equal(a.open_now + d.open_now + b.open_now, 6);
+	mk_fdcache_done(c, &b.node);           /* b unpinned: back to 4 */
+	assert_int_equal(b.open_now, 0);
+	assert_int_equal(a.evicted, 0);
+	assert_int_equal(d.evicted, 0);
+	mk_fdcache_done(c, &a.node);
+	mk_fdcache_done(c, &d.node);
+	/* A forgotten node is not evicted any more. */
+	mk_fdcache_forget(c, &a.node);
+	a.open_now = 0;                        /* the owner closed them */
+	mk_fdcache_get_stats(c, &st);
+	assert_int_equal(st.open_fds, 2);
+	mk_fdcache_use(c, &b.node, NULL);
+	mk_fdcache_done(c, &b.node);
+	mk_fdcache_use(c, &a.node, NULL);      /* re-registered: evicts d */
+	mk_fdcache_done(c, &a.node);
+	assert_int_equal(d.evicted, 1);
+	mk_fdcache_forget(c, &a.node);
+	mk_fdcache_forget(c, &b.node);
+	mk_fdcache_forget(c, &d.node);
+	mk_fdcache_free(c);
+}
+
+/* ---- a log through a tiny cache ----------------------------------------- */
+
+static char root[64];
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(root, "/tmp/mk-test-fdcache-XXXXXX");
+	return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	mk_remove_tree(root);
+	return 0;
+}
+
+static void append_val(mk_log *log, int i)
+{
+	char val[64];
+	int n = snprintf(val, sizeof(val), "value-%d", i);
+	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	mk_builder_add(&b, 1000 + i, MK_BYTES_NULL, mk_bytes_of(val, (size_t)n),
+		       NULL, 0);
+	mk_builder_finish(&b);
+	int64_t base;
+	assert_int_equal(mk_log_append_leader(log, (uint8_t *)b.frame.buf,
+					      b.frame.len, 0, &base), MK_OK);
+	assert_int_equal(base, i);
+	mk_builder_release(&b);
+}
+
+/* The record at offset off reads back as value-OFF. */
+static void check_read(mk_log *log, int64_t off)
+{
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, off, off + 1, 1, &out), MK_OK);
+	char want[64];
+	snprintf(want, sizeof(want), "value-%lld", (long long)off);
+	assert_non_null(memmem(out.buf, out.len, want, strlen(want)));
+	mk_strbuf_release(&out);
+}
+
+#define N 60
+
+static void test_log_through_tiny_cache(void **state)
+{
+	(void)state;
+	int before = count_fds();
+	mk_fdcache *c = mk_fdcache_new(4);
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%s/log", root);
+	assert_int_equal(mk_mkdirs(dir), 0);
+	mk_log_config cfg = { 200, 4096, 0, NULL, c };
+	mk_log *log;
+	assert_int_equal(mk_log_open(dir, &cfg, &log, NULL), MK_OK);
+	for (int i = 0; i < N; i++)
+		append_val(log, i);
+	assert_true(mk_log_segment_count(log) >= 20);
+	assert_int_equal(mk_log_wait_flusher(log), MK_OK);
+	mk_fdcache_stats st;
+	mk_fdcache_get_stats(c, &st);
+	assert_true(st.open_fds <= 4);
+	assert_true(st.evictions > 0);
+	/* Reads all over the log, each reopening what was evicted. */
+	for (int64_t off = N - 1; off >= 0; off -= 7)
+		check_read(log, off);
+	mk_fdcache_get_stats(c, &st);
+	assert_true(st.open_fds <= 4);
+	assert_true(count_fds() - before <= 4 + 1);
+	/* Truncation deletes cached segments; appends go on after it. */
+	assert_int_equal(mk_log_truncate_to(log, N / 2), MK_OK);
+	for (int i = N / 2; i < N; i++)
+		append_val(log, i);
+	check_read(log, N - 1);
+	check_read(log, 3);
+	mk_log_close(log);
+	/* Reopen: closed segments cost no descriptor until read. */
+	assert_int_equal(mk_log_open(dir, &cfg, &log, NULL), MK_OK);
+	mk_fdcache_get_stats(c, &st);
+	assert_true(st.open_fds <= 4);
+	check_read(log, 0);
+	check_read(log, N - 1);
+	mk_log_close(log);
+	mk_fdcache_get_stats(c, &st);
+	assert_int_equal(st.open_fds, 0);
+	mk_fdcache_free(c);
+	assert_int_equal(count_fds(), before);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lru_and_pins),
+		cmocka_unit_test_setup_teardown(test_log_through_tiny_cache,
+						setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,252 @@
+/*
+ * Unit tests of the flusher pool (core/flushpool.c) and of logs sharing
+ * it (core/log.c): order and re-submission of tasks, removal, one pool for
+ * many logs (the thread count does not grow with them), and a roll whose
+ * fsync cannot start (the pool's only thread is held by a gated task)
+ * never blocking appends. Every wait is on an explicit event.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <pthread.h>
+
+#include "codec.h"
+#include "fileio.h"
+#include "flushpool.h"
+#include "log.h"
+
+/* ---- a gate and recorded runs ------------------------------------------- */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static bool gate_open;
+static char order[32];
+static size_t nrun;
+
+typedef struct {
+	mk_flush_task task;
+	char name;
+	bool gated;
+	bool running;
+} rec_task;
+
+static void rec_run(mk_flush_task *t)
+{
+	rec_task *r = (rec_task *)t;
+	pthread_mutex_lock(&mu);
+	r->running = true;
+	pthread_cond_broadcast(&cv);
+	while (r->gated && !gate_open)
+		pthread_cond_wait(&cv, &mu);
+	r->running = false;
+	if (nrun < sizeof(order) - 1)
+		order[nrun++] = r->name;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static void reset(void)
+{
+	gate_open = false;
+	nrun = 0;
+	memset(order, 0, sizeof(order));
+}
+
+static void wait_running(rec_task *r)
+{
+	pthread_mutex_lock(&mu);
+	while (!r->running)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+}
+
+static void open_gate_and_wait_runs(size_t n)
+{
+	pthread_mutex_lock(&mu);
+	gate_open = true;
+	pthread_cond_broadcast(&cv);
+	while (nrun < n)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+}
+
+/* A task submitted while it runs runs once more, after what was queued. */
+static void test_resubmit_while_running(void **state)
+{
+	(void)state;
+	reset();
+	mk_flush_pool *p = mk_flush_pool_new(1);
+	assert_non_null(p);
+	assert_int_equal(mk_flush_pool_threads(p), 1);
+	rec_task a = { { rec_run, NULL, 0, 0, 0 }, 'A', true, false };
+	rec_task b = { { rec_run, NULL, 0, 0, 0 }, 'B', false, false };
+	mk_flush_pool_submit(p, &a.task);
+	wait_running(&a);
+	mk_flush_pool_submit(p, &b.task);
+	mk_flush_pool_submit(p, &b.task);     /* queued: no second run */
+	mk_flush_pool_submit(p, &a.task);     /* running: once more */
+	open_gate_and_wait_runs(3);
+	mk_flush_pool_remove(p, &a.task);
+	mk_flush_pool_remove(p, &b.task);
+	assert_string_equal(order, "ABA");
+	mk_flush_pool_free(p);
+}
+
+/* A removed task that was queued never runs. */
+static void test_remove_queued(void **state)
+{
+	(void)state;
+	reset();
+	mk_flush_pool *p = mk_flush_pool_new(1);
+	rec_task a = { { rec_run, NULL, 0, 0, 0 }, 'A', true, false };
+	rec_task b = { { rec_run, NULL, 0, 0, 0 }, 'B', false, false };
+	rec_task c = { { rec_run, NULL, 0, 0, 0 }, 'C', false, false };
+	mk_flush_pool_submit(p, &a.task);
+	wait_running(&a);
+	mk_flush_pool_submit(p, &b.task);
+	mk_flush_pool_submit(p, &c.task);
+	mk_flush_pool_remove(p, &b.task);
+	open_gate_and_wait_runs(2);
+	mk_flush_pool_remove(p, &a.task);
+	mk_flush_pool_remove(p, &c.task);
+	assert_string_equal(order, "AC");
+	mk_flush_pool_free(p);
+}
+
+/* A pool created without threads (the cluster's, before the daemon forks:
+ * threads do not survive fork(2)) keeps what is submitted until started,
+ * and a pool never started frees without waiting (regression: the forked
+ * daemon hung in pthread_cond_destroy at unmount). */
+static void test_created_pool_runs_after_start(void **state)
+{
+	(void)state;
+	reset();
+	mk_flush_pool *p = mk_flush_pool_create(2);
+	assert_non_null(p);
+	assert_int_equal(mk_flush_pool_threads(p), 0);
+	rec_task a = { { rec_run, NULL, 0, 0, 0 }, 'A', false, false };
+	mk_flush_pool_submit(p, &a.task);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(nrun, 0);
+	pthread_mutex_unlock(&mu);
+	assert_int_equal(mk_flush_pool_start(p), 2);
+	assert_int_equal(mk_flush_pool_start(p), 2);   /* no second set */
+	open_gate_and_wait_runs(1);
+	mk_flush_pool_remove(p, &a.task);
+	assert_string_equal(order, "A");
+	mk_flush_pool_free(p);
+
+	mk_flush_pool *idle = mk_flush_pool_create(1);
+	mk_flush_pool_free(idle);
+}
+
+/* ---- logs sharing the pool ---------------------------------------------- */
+
+static char root[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(root, "/tmp/mk-test-flushpool-XXXXXX");
+	return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	mk_remove_tree(root);
+	return 0;
+}
+
+static int count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static mk_log *open_log(int i, mk_flush_pool *pool)
+{
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%s/log-%d", root, i);
+	assert_int_equal(mk_mkdirs(dir), 0);
+	mk_log_config cfg = { 256, 4096, 0, pool, NULL };
+	mk_log *log = NULL;
+	assert_int_equal(mk_log_open(dir, &cfg, &log, NULL), MK_OK);
+	return log;
+}
+
+static void append_one(mk_log *log)
+{
+	char val[100];
+	memset(val, 'v', sizeof(val));
+	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	mk_builder_add(&b, 1000, MK_BYTES_NULL, mk_bytes_of(val, sizeof(val)),
+		       NULL, 0);
+	mk_builder_finish(&b);
+	int64_t base;
+	assert_int_equal(mk_log_append_leader(log, (uint8_t *)b.frame.buf,
+					      b.frame.len, 0, &base), MK_OK);
+	mk_builder_release(&b);
+}
+
+#define NLOGS 8
+
+/*
+ * Eight logs rolling many segments each, while the pool's only thread is
+ * held by a gated task: every append and roll returns (none waits for an
+ * fsync), no thread is started for them, and once the gate opens every
+ * flush completes.
+ */
+static void test_logs_share_pool_and_never_wait(void **state)
+{
+	(void)state;
+	reset();
+	mk_flush_pool *p = mk_flush_pool_new(1);
+	rec_task gate = { { rec_run, NULL, 0, 0, 0 }, 'G', true, false };
+	mk_flush_pool_submit(p, &gate.task);
+	wait_running(&gate);
+	int threads = count_threads();
+	mk_log *logs[NLOGS];
+	for (int i = 0; i < NLOGS; i++)
+		logs[i] = open_log(i, p);
+	for (int r = 0; r < 12; r++)
+		for (int i = 0; i < NLOGS; i++)
+			append_one(logs[i]);
+	for (int i = 0; i < NLOGS; i++)
+		assert_true(mk_log_segment_count(logs[i]) >= 10);
+	assert_int_equal(count_threads(), threads);
+	open_gate_and_wait_runs(1);
+	for (int i = 0; i < NLOGS; i++) {
+		assert_int_equal(mk_log_wait_flusher(logs[i]), MK_OK);
+		mk_log_close(logs[i]);
+	}
+	mk_flush_pool_remove(p, &gate.task);
+	mk_flush_pool_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_resubmit_while_running),
+		cmocka_unit_test(test_remove_queued),
+		cmocka_unit_test(test_created_pool_runs_after_start),
+		cmocka_unit_test_setup_teardown(test_logs_share_pool_and_never_wait,
+						setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,194 @@
+/*
+ * Unit tests of the "log end moved" notifier (core/notify.c) and of the
+ * long-poll follower fetchers built on it (core/cluster.c). Waits are
+ * ended by explicit posts, never by sleeping; the long-poll bound is an
+ * hour, so a test passing in seconds shows that the post woke the waiter.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+
+#include "cluster.h"
+#include "codec.h"
+#include "fileio.h"
+#include "notify.h"
+
+#define HOUR_MS 3600000
+
+/* ---- the notifier -------------------------------------------------------- */
+
+typedef struct {
+	mk_notifier n;
+	uint64_t min_bytes;
+	_Atomic int stage;     /* 1: the waiter has its mark */
+	bool woke;
+} waiter;
+
+static void *wait_main(void *arg)
+{
+	waiter *w = arg;
+	mk_notify_mark m = mk_notifier_mark(&w->n);
+	atomic_store(&w->stage, 1);
+	w->woke = mk_notifier_wait(&w->n, &m, w->min_bytes, HOUR_MS);
+	return NULL;
+}
+
+static void start(waiter *w, pthread_t *t, uint64_t min_bytes)
+{
+	mk_notifier_init(&w->n);
+	w->min_bytes = min_bytes;
+	atomic_store(&w->stage, 0);
+	w->woke = false;
+	assert_int_equal(pthread_create(t, NULL, wait_main, w), 0);
+	while (atomic_load(&w->stage) == 0)
+		sched_yield();
+}
+
+static void test_data_wakes(void **state)
+{
+	(void)state;
+	waiter w;
+	pthread_t t;
+	start(&w, &t, 1);
+	mk_notifier_post_data(&w.n, 10);
+	pthread_join(t, NULL);
+	assert_true(w.woke);
+	mk_notifier_destroy(&w.n);
+}
+
+static void test_event_wakes(void **state)
+{
+	(void)state;
+	waiter w;
+	pthread_t t;
+	start(&w, &t, 1 << 20);
+	mk_notifier_post_event(&w.n);
+	pthread_join(t, NULL);
+	assert_true(w.woke);
+	mk_notifier_destroy(&w.n);
+}
+
+static void test_stop_wakes(void **state)
+{
+	(void)state;
+	waiter w;
+	pthread_t t;
+	start(&w, &t, 1);
+	mk_notifier_stop(&w.n);
+	pthread_join(t, NULL);
+	assert_true(w.woke);
+	/* Once stopped, a wait returns at once. */
+	mk_notify_mark m = mk_notifier_mark(&w.n);
+	assert_true(mk_notifier_wait(&w.n, &m, 1, HOUR_MS));
+	mk_notifier_destroy(&w.n);
+}
+
+/* min.bytes: less data than asked for leaves the waiter waiting. */
+static void test_min_bytes(void **state)
+{
+	(void)state;
+	mk_notifier n;
+	mk_notifier_init(&n);
+	mk_notify_mark m = mk_notifier_mark(&n);
+	mk_notifier_post_data(&n, 10);
+	assert_false(mk_notifier_wait(&n, &m, 100, 0));   /* 10 < 100 */
+	m = mk_notifier_mark(&n);
+	mk_notifier_post_data(&n, 60);
+	mk_notifier_post_data(&n, 60);
+	assert_true(mk_notifier_wait(&n, &m, 100, HOUR_MS));  /* 120 >= 100 */
+	/* Data posted before the mark does not count. */
+	m = mk_notifier_mark(&n);
+	assert_false(mk_notifier_wait(&n, &m, 1, 0));
+	mk_notifier_destroy(&n);
+}
+
+/* ---- long-poll replication ------------------------------------------------ */
+
+static char root[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(root, "/tmp/mk-test-notify-XXXXXX");
+	return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	mk_remove_tree(root);
+	return 0;
+}
+
+static mk_err produce(mk_partition *p, const char *val, int acks)
+{
+	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	mk_builder_add(&b, 1000, MK_BYTES_NULL, mk_bytes_of(val, strlen(val)),
+		       NULL, 0);
+	mk_builder_finish(&b);
+	mk_produce_args a = { .acks = acks, .seq = -1, .count = 1 };
+	mk_produce_result res;
+	mk_err err = mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
+					  &a, NULL, &res, NULL);
+	mk_builder_release(&b);
+	return err;
+}
+
+/*
+ * Auto mode, every bound an hour: the fetchers' only way to learn of an
+ * append is the post, so an acks=all produce that returns shows that the
+ * followers woke on the leader's append and the HW moved at once.
+ */
+static void test_long_poll_acks_all(void **state)
+{
+	(void)state;
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%s/data", root);
+	mk_config cfg;
+	mk_config_defaults(&cfg);
+	cfg.nbrokers = 3;
+	for (int i = 0; i < 3; i++)
+		cfg.broker_ids[i] = i + 1;
+	cfg.manual_clock = 1;
+	cfg.auto_replication = 1;
+	cfg.fetch_interval_ms = HOUR_MS;
+	cfg.replica_fetch_wait_max_ms = HOUR_MS;
+	cfg.request_timeout_ms = HOUR_MS;
+	cfg.log.min_insync_replicas = 2;
+	mk_cluster *c;
+	assert_int_equal(mk_cluster_open(dir, &cfg, &c, NULL), MK_OK);
+	mk_cluster_start(c);
+	assert_int_equal(mk_cluster_create_topic(c, "t", 1, 3, NULL, 0, NULL), MK_OK);
+	mk_topic *t = mk_cluster_topic(c, "t");
+	mk_partition *p = mk_topic_partition(t, 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(produce(p, "x", -1), MK_OK);
+	mk_partition_info in;
+	mk_partition_info_get(p, &in);
+	assert_int_equal(in.hw, 20);
+	mk_topic_put(t);
+	mk_cluster_close(c);   /* the stop wakes the fetchers: no hour */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_data_wakes),
+		cmocka_unit_test(test_event_wakes),
+		cmocka_unit_test(test_stop_wakes),
+		cmocka_unit_test(test_min_bytes),
+		cmocka_unit_test_setup_teardown(test_long_poll_acks_all, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
