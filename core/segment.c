@@ -279,6 +279,14 @@ void mk_segment_reader_keep(mk_segment_reader *r)
 	r->frame_len = 0;
 }
 
+void mk_segment_read_ahead(mk_segment *s, uint64_t pos, uint64_t len)
+{
+	if (seg_use(s, false, NULL))
+		return;
+	(void)posix_fadvise(s->fd, (off_t)pos, (off_t)len, POSIX_FADV_WILLNEED);
+	seg_done(s);
+}
+
 uint64_t mk_segment_reader_pos(const mk_segment_reader *r)
 {
 	return r->wpos + r->cur;

@@ -237,6 +237,12 @@ void mk_segment_reader_keep(mk_segment_reader *r);
 uint64_t mk_segment_reader_pos(const mk_segment_reader *r);
 /* Cut buf to tail + kept frames; returns the kept bytes. */
 size_t mk_segment_reader_finish(mk_segment_reader *r);
+/*
+ * Ask the kernel to bring [pos, pos + len) of the .log into the page cache
+ * (POSIX_FADV_WILLNEED: the reads start, nobody waits). Advisory: a
+ * failure, to open the file included, is ignored.
+ */
+void mk_segment_read_ahead(mk_segment *s, uint64_t pos, uint64_t len);
 
 /* ---- inspection (read-only, for the views of a log) ---------------------- */
 
