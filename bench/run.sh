@@ -224,6 +224,10 @@ worth() { [ "$ROUND" -eq 1 ] || [ -n "${!1}" ]; }
 
 why() { local v="${1}_WHY"; NA_WHY=${!v:-}; }
 
+# The cat rows (issue 11, point 4): cat_round and cat_table.
+# shellcheck source=bench/cat_rows.sh
+. "$REPO/bench/cat_rows.sh"
+
 echo "MiniKafka FS benchmarks — $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs"
 fstype=$(findmnt -n -o FSTYPE -T "$TMP" 2>/dev/null) || fstype=$(stat -f -c %T "$TMP")
 echo "scratch: $TMP ($fstype); every file of the run lives there"
@@ -316,6 +320,7 @@ daemon_round() {
                 [ "$polled" = "$appended" ] ||
                     warn "poll: read $polled bytes from /groups/bench$r/members/m/poll, appended $appended"
             fi
+            cat_round "$T/bench$r/0" "bench$r" "$appended"
         else
             FETCH_WHY="no append"; POLL_WHY="no append"
         fi
@@ -439,6 +444,7 @@ row fetch "$FETCH" MB/s nullfs "$NULL_R" 0.25
 row fetch "$FETCH" MB/s plain "$PLAIN_R"
 why POLL
 row poll "$POLL" MB/s fetch "$FETCH" 0.8
+cat_table
 why APPEND_1G
 row "append 1MiB-seg" "$APPEND" MB/s "1GiB-seg" "$APPEND_1G" 0.8
 for v in R_SINGLE_ALL R_SINGLE_ONE R_APPEND_ONE R_APPEND_ALL; do
@@ -481,6 +487,15 @@ if [ -x "$BCOMPACT" ]; then
         printf '%-18s %8s MB/s   copy %8s MB/s   ratio %s (aim 0.3)\n' "compaction" \
             "$(field compact_mbps "$best")" "$(field copy_mbps "$best")" "$(field ratio "$best")"
     fi
+fi
+# Scale and no stall (issue 11): bench/scale.sh, its own mounts and rows.
+# BENCH_SCALE=0 leaves it out.
+if [ "${BENCH_SCALE:-1}" != 0 ] && [ -x "$MKFS_BIN" ]; then
+    echo
+    if ! STEP_TIMEOUT=$((STEP_TIMEOUT * 3)) bounded bash "$REPO/bench/scale.sh"; then
+        echo "scale rows: $ERR"
+    fi
+    cat "$TMP/out"
 fi
 for w in "${WARNINGS[@]}"; do
     echo "WARNING: $w"

@@ -186,12 +186,56 @@ static bool replica_failed_to_open(mk_partition *p)
 	return false;
 }
 
+/* What the threads of one build share. */
+typedef struct {
+	mk_cluster *c;
+	const char *name;
+	const mk_topic_config *tc;
+	mk_partition_state *sts;
+	bool create;
+	mk_topic *t;
+	int n;
+	pthread_mutex_t lock;       /* next, err, bad */
+	int next;                   /* the next partition to open */
+	mk_err err;                 /* the first failure; no partition starts after */
+	int bad;                    /* the partition whose replica failed; -1 */
+} build_job;
+
+static void *build_worker(void *arg)
+{
+	build_job *b = arg;
+	for (;;) {
+		pthread_mutex_lock(&b->lock);
+		int p = b->err ? b->n : b->next++;
+		pthread_mutex_unlock(&b->lock);
+		if (p >= b->n)
+			return NULL;
+		mk_partition **slot = &b->t->partitions[p];
+		mk_err err = (b->create ? mk_partition_create : mk_partition_open)(
+			&b->c->env, b->name, p, b->tc, &b->sts[p], slot);
+		bool bad = !err && b->create && replica_failed_to_open(*slot);
+		if (err || bad) {
+			pthread_mutex_lock(&b->lock);
+			if (!b->err) {
+				b->err = err ? err : MK_KAFKA_STORAGE_ERROR;
+				b->bad = bad ? p : -1;
+			}
+			pthread_mutex_unlock(&b->lock);
+		}
+	}
+}
+
+/* Threads opening one topic's partitions: the logs' opens wait on the
+ * disk and on path lookups, so a mount of many partitions goes faster
+ * with a few at once. */
+#define BUILD_THREADS 4
+
 /*
  * Build a topic's partitions from their states; with meta_lock held (it
  * keeps broker states still), or during open. A creation fails when a
  * replica cannot open its log (an operation that fails to open what it
  * needs never reports success); at mount such a replica is only taken
- * offline.
+ * offline. Partitions are independent: many are opened by a few threads.
  */
 static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 			  const mk_topic_config *tc, mk_partition_state *sts,
@@ -208,20 +252,24 @@ static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 		mk_partition_state *st = &sts[p];
 		for (int r = 0; r < st->nreplicas; r++)
 			st->online[r] = broker_online_locked(c, st->brokers[r]);
-		mk_err err = (create ? mk_partition_create : mk_partition_open)(
-			&c->env, name, p, tc, st, &t->partitions[p]);
-		if (!err && create && replica_failed_to_open(t->partitions[p])) {
-			p++;
-			err = MK_KAFKA_STORAGE_ERROR;
-			if (why)
-				mk_strbuf_addf(why, "a replica of partition %d cannot open its log (see /errors); ",
-					       p - 1);
-		}
-		if (err) {
-			t->npartitions = p;
-			topic_free(t);
-			return err;
-		}
+	}
+	build_job b = { c, name, tc, sts, create, t, n,
+			PTHREAD_MUTEX_INITIALIZER, 0, MK_OK, -1 };
+	pthread_t th[BUILD_THREADS];
+	int nth = 0;
+	int want = n / 16 < BUILD_THREADS ? n / 16 : BUILD_THREADS;
+	while (nth < want && pthread_create(&th[nth], NULL, build_worker, &b) == 0)
+		nth++;
+	build_worker(&b);     /* this thread too (alone for small topics) */
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&b.lock);
+	if (b.err) {
+		if (b.bad >= 0 && why)
+			mk_strbuf_addf(why, "a replica of partition %d cannot open its log (see /errors); ",
+				       b.bad);
+		topic_free(t);     /* partitions never opened are NULL */
+		return b.err;
 	}
 	*out = t;
 	return MK_OK;

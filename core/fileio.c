@@ -145,6 +145,9 @@ mk_err mk_file_read(const char *path, mk_strbuf *out, bool *missing)
 
 mk_err mk_mkdirs(const char *path)
 {
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return MK_OK;     /* the common case: one lookup */
 	mk_strbuf p = MK_STRBUF_INIT;
 	mk_strbuf_addstr(&p, path);
 	mk_err err = MK_OK;

@@ -59,10 +59,13 @@
 #include <assert.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "failpoint.h"
@@ -87,6 +90,19 @@
  */
 #define MAX_UNFLUSHED_BYTES (1ULL << 30)
 #define BATCH 64
+
+/*
+ * The flusher's checkpoint writes are spaced (Kafka writes its recovery
+ * point checkpoint every log.flush.offset.checkpoint.interval.ms): a pass
+ * moves the recovery point in memory, and writes the file only when the
+ * last write is CKPT_INTERVAL_MS old or CKPT_LAG_BYTES of flushed segments
+ * are not in it yet. Under a burst of rolls that saves a file creation,
+ * a rename and two fsyncs per roll; a kill meanwhile only makes the next
+ * open recover (scan) at most CKPT_LAG_BYTES more. Flush, close and
+ * mk_log_wait_flusher write it whenever it moved.
+ */
+#define CKPT_INTERVAL_MS 1000
+#define CKPT_LAG_BYTES (64ULL << 20)
 
 typedef struct {
 	mk_segment *seg;            /* a rolled segment, owned by the log */
@@ -124,6 +140,8 @@ struct mk_log {
 	pthread_mutex_t state_lock; /* also serialises checkpoint writes */
 	int64_t recovery_point;     /* below it, everything was fsynced */
 	mk_strbuf ckpt_last;        /* what the checkpoint file last got */
+	int64_t ckpt_at_ms;         /* the flusher's last write (monotonic) */
+	uint64_t ckpt_lag;          /* bytes flushed since, not in the file */
 	mk_epoch_entry *epochs;     /* epochs and starts strictly increasing */
 	size_t nepochs, epochs_cap;
 	int64_t *bases;             /* segs' base offsets, as the checkpoint */
@@ -518,10 +536,21 @@ static mk_err run_jobs(mk_log *log, const flush_job *jobs, size_t n,
 			return err;
 	}
 	MK_FAILPOINT("log.flush.before-checkpoint");
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	mk_err err = MK_OK;
 	pthread_mutex_lock(&log->state_lock);
 	if (jobs[n - 1].next > log->recovery_point)
 		log->recovery_point = jobs[n - 1].next;
-	mk_err err = ckpt_write_locked(log, why);
+	for (size_t i = 0; i < n; i++)
+		log->ckpt_lag += jobs[i].bytes;
+	if (log->ckpt_lag >= CKPT_LAG_BYTES ||
+	    now - log->ckpt_at_ms >= CKPT_INTERVAL_MS) {
+		err = ckpt_write_locked(log, why);
+		log->ckpt_at_ms = now;
+		log->ckpt_lag = 0;
+	}
 	pthread_mutex_unlock(&log->state_lock);
 	return err;
 }
@@ -688,7 +717,10 @@ void mk_log_hold_flusher(mk_log *log, bool held)
 
 mk_err mk_log_wait_flusher(mk_log *log)
 {
-	return flusher_wait(log);
+	mk_err err = flusher_wait(log);
+	/* The recovery point the passes moved is in the file too (a no-op
+	 * when it already is). */
+	return err ? err : ckpt_write(log);
 }
 
 /* ---- open and close ------------------------------------------------------ */
@@ -881,12 +913,11 @@ static size_t open_first_to_recover(const opening *o)
 /* Closed segments below the first to recover: opened, never read. */
 static mk_err open_closed_segments(mk_log *log, opening *o, mk_strbuf *why)
 {
+	(void)why;
+	/* The listing found them; their sizes are learnt at first use. */
 	for (size_t i = 0; i < o->first; i++) {
 		mk_segment *s;
-		mk_err err = mk_segment_open_closed(o->dir, o->bases[i],
-						    log->cache, &s, why);
-		if (err)
-			return err;
+		mk_segment_open_unsized(o->dir, o->bases[i], log->cache, &s);
 		push_segment(log, s);
 	}
 	return MK_OK;
@@ -908,6 +939,7 @@ static mk_err open_recover_segments(mk_log *log, opening *o, mk_strbuf *why)
 		uint64_t cut;
 		err = mk_segment_open_active(o->dir, o->bases[i],
 					     last ? INT64_MAX : o->bases[i + 1],
+					     o->missing ? -1 : o->ck.recovery_point,
 					     log->cache,
 					     o->cfg->index_interval_bytes,
 					     on_batch_epoch, &o->seen, &s, &cut,
@@ -1193,8 +1225,12 @@ int64_t mk_log_start_offset(const mk_log *log)
 uint64_t mk_log_size_bytes(const mk_log *log)
 {
 	uint64_t n = 0;
-	for (size_t i = 0; i < log->nsegs; i++)
+	for (size_t i = 0; i < log->nsegs; i++) {
+		/* A segment opened unsized at mount learns its size now (a
+		 * failure leaves 0: the next read of it reports the error). */
+		mk_segment_know_size(log->segs[i], NULL);
 		n += log->segs[i]->size;
+	}
 	return n;
 }
 
@@ -1212,6 +1248,7 @@ void mk_log_write_index_pending(mk_log *log)
 void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info)
 {
 	assert(i < log->nsegs);
+	mk_segment_know_size(log->segs[i], NULL);   /* as mk_log_size_bytes */
 	info->base_offset = log->segs[i]->base;
 	info->size = log->segs[i]->size;
 	info->active = i + 1 == log->nsegs;
@@ -1496,6 +1533,40 @@ static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 	return err;
 }
 
+/*
+ * Read-ahead for sequential fetches. Each segment is a file of its own,
+ * whose kernel readahead starts small again at every segment (1 MiB by
+ * default), so a fetch of max_bytes from position pos of segment i asks
+ * the kernel (POSIX_FADV_WILLNEED: the reads start, nobody waits) for
+ * the max_bytes that lie READ_AHEAD_FETCHES fetches further on. A reader
+ * fetching one range after the other so has the next few in the page
+ * cache or on their way, as a reader of one plain file has; each byte is
+ * advised about once, so a warm cache costs one call per fetch.
+ */
+#define READ_AHEAD_MIN (64u << 10)     /* smaller fetches do not */
+#define READ_AHEAD_FETCHES 3
+
+static void read_ahead(mk_log *log, size_t i, uint64_t pos,
+		       size_t max_bytes)
+{
+	uint64_t skip = (uint64_t)max_bytes * READ_AHEAD_FETCHES;
+	size_t bytes = max_bytes;
+	for (; i < log->nsegs && bytes; i++, pos = 0) {
+		mk_segment *s = log->segs[i];
+		if (pos >= s->size)
+			continue;
+		if (s->size - pos <= skip) {
+			skip -= s->size - pos;
+			continue;
+		}
+		pos += skip;
+		skip = 0;
+		uint64_t n = s->size - pos < bytes ? s->size - pos : bytes;
+		mk_segment_read_ahead(s, pos, n);
+		bytes -= (size_t)n;
+	}
+}
+
 mk_err mk_log_read(mk_log *log, int64_t from, int64_t end, size_t max_bytes,
 		   mk_strbuf *out)
 {
@@ -1513,6 +1584,8 @@ mk_err mk_log_read(mk_log *log, int64_t from, int64_t end, size_t max_bytes,
 			break;
 		/* Only the first segment is entered in the middle. */
 		uint64_t pos = rs.added == 0 ? mk_segment_lookup(s, from) : 0;
+		if (rs.added == 0 && max_bytes >= READ_AHEAD_MIN)
+			read_ahead(log, i, pos, max_bytes);
 		size_t len_before = out->len, added_before = rs.added;
 		err = read_segment(log, i, pos, out, &rs);
 		if (err && !s->active && pos > 0 && rs.bad_pos == pos &&

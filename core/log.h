@@ -152,6 +152,9 @@ mk_err mk_log_append_replica(mk_log *log, const uint8_t *frame, size_t len);
  * take out past max_bytes — but always at least one batch when there is
  * one. from below the log start or above the log end is OFFSET_OUT_OF_RANGE.
  * A frame failing validation is KAFKA_STORAGE_ERROR (see mk_log_error).
+ * With max_bytes of 64 KiB or more the kernel is also asked to bring the
+ * max_bytes three fetches further on into the page cache (read-ahead for
+ * sequential readers across segment files; nothing waits for it).
  */
 mk_err mk_log_read(mk_log *log, int64_t from, int64_t end, size_t max_bytes,
 		   mk_strbuf *out);

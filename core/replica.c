@@ -158,14 +158,18 @@ static void pstate_path(const mk_replica *r, mk_strbuf *out)
 }
 
 /* Replace the file at path with text, unless it already holds exactly
- * that (a close with nothing new then costs no write and no fsync). */
-static void replace_if_changed(const mk_strbuf *path, const mk_strbuf *text)
+ * that (a close with nothing new then costs no write and no fsync), or
+ * it is missing and missing means the same (empty: text says nothing a
+ * missing file does not). */
+static void replace_if_changed(const mk_strbuf *path, const mk_strbuf *text,
+			       bool empty)
 {
 	mk_strbuf cur = MK_STRBUF_INIT;
 	bool missing = false;
-	if (mk_file_read(path->buf, &cur, &missing) || missing ||
-	    cur.len != text->len ||
-	    (text->len && memcmp(cur.buf, text->buf, text->len) != 0))
+	bool failed = mk_file_read(path->buf, &cur, &missing) != MK_OK;
+	if (failed || (missing && !empty) || (!missing &&
+	    (cur.len != text->len ||
+	     (text->len && memcmp(cur.buf, text->buf, text->len) != 0))))
 		mk_file_replace(path->buf, text->buf, text->len);
 	mk_strbuf_release(&cur);
 }
@@ -176,13 +180,16 @@ static void save_pstate(mk_replica *r)
 	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
 	pstate_path(r, &path);
 	mk_pstate_format(&r->pstate, &text);
-	replace_if_changed(&path, &text);
+	/* An empty log's state is rebuilt from nothing: no file needed. */
+	replace_if_changed(&path, &text, mk_log_end_offset(r->log) ==
+					 mk_log_start_offset(r->log));
 	/* The HW this replica knows, for the check after a recovery. */
 	mk_strbuf_reset(&path);
 	mk_strbuf_reset(&text);
 	mk_strbuf_addf(&path, "%s/" HW_FILE, mk_log_dir(r->log));
 	mk_strbuf_addf(&text, "%lld\n", (long long)r->hw_view);
-	replace_if_changed(&path, &text);
+	/* HW 0 checks nothing after a recovery: the same as no file. */
+	replace_if_changed(&path, &text, r->hw_view == 0);
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&text);
 }
@@ -277,6 +284,8 @@ static void note_append(mk_replica *r, const uint8_t *frame, size_t len)
 /* Truncate replica i, keeping its producer state in step. */
 static mk_err truncate_replica(mk_partition *p, int i, int64_t offset)
 {
+	if (offset >= mk_log_end_offset(p->replicas[i].log))
+		return MK_OK;     /* nothing to cut: the snapshot stands */
 	mk_err err = mk_log_truncate_to(p->replicas[i].log, offset);
 	if (!err) {
 		/* The snapshot may describe the tail just cut: replace it. */

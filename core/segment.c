@@ -279,6 +279,14 @@ void mk_segment_reader_keep(mk_segment_reader *r)
 	r->frame_len = 0;
 }
 
+void mk_segment_read_ahead(mk_segment *s, uint64_t pos, uint64_t len)
+{
+	if (seg_use(s, false, NULL))
+		return;
+	(void)posix_fadvise(s->fd, (off_t)pos, (off_t)len, POSIX_FADV_WILLNEED);
+	seg_done(s);
+}
+
 uint64_t mk_segment_reader_pos(const mk_segment_reader *r)
 {
 	return r->wpos + r->cur;
@@ -447,21 +455,38 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
+static char *seg_path(const char *dir, size_t dlen, const char digits[20],
+		      const char *ext)
+{
+	size_t elen = strlen(ext);
+	char *p = mk_xmalloc(dlen + 1 + 20 + elen + 1);
+	memcpy(p, dir, dlen);
+	p[dlen] = '/';
+	memcpy(p + dlen + 1, digits, 20);
+	memcpy(p + dlen + 21, ext, elen + 1);
+	return p;
+}
+
 static mk_segment *seg_new(const char *dir, int64_t base, mk_fdcache *cache)
 {
+	assert(base >= 0);
 	mk_segment *s = mk_xcalloc(1, sizeof(*s));
 	s->base = base;
 	s->cache = cache;
 	s->node.open = seg_open_cb;
 	s->node.evict = seg_evict_cb;
-	mk_strbuf p = MK_STRBUF_INIT;
-	mk_strbuf_addf(&p, "%s/%020lld.log", dir, (long long)base);
-	s->log_path = mk_strbuf_detach(&p, NULL);
-	mk_strbuf_addf(&p, "%s/%020lld.index", dir, (long long)base);
-	s->index_path = mk_strbuf_detach(&p, NULL);
-	mk_strbuf_addf(&p, "%s/%020lld.timeindex", dir, (long long)base);
-	s->time_path = mk_strbuf_detach(&p, NULL);
+	/* DIR/%020lld.EXT, formatted by hand: a mount makes three per
+	 * closed segment. */
+	char digits[20];
+	uint64_t v = (uint64_t)base;
+	for (int i = 19; i >= 0; i--, v /= 10)
+		digits[i] = (char)('0' + v % 10);
+	size_t dlen = strlen(dir);
+	s->log_path = seg_path(dir, dlen, digits, ".log");
+	s->index_path = seg_path(dir, dlen, digits, ".index");
+	s->time_path = seg_path(dir, dlen, digits, ".timeindex");
 	s->fd = -1;
+	s->sized = true;
 	mk_index_init(&s->index);
 	mk_timeindex_init(&s->tindex);
 	s->next_offset = -1;
@@ -554,10 +579,40 @@ mk_err mk_segment_open_closed(const char *dir, int64_t base,
 			      mk_fdcache *cache, mk_segment **out,
 			      mk_strbuf *why)
 {
+	return mk_segment_open_closed_at(AT_FDCWD, dir, base, cache, out, why);
+}
+
+mk_err mk_segment_open_unsized(const char *dir, int64_t base,
+			       mk_fdcache *cache, mk_segment **out)
+{
+	*out = seg_new(dir, base, cache);
+	(*out)->sized = false;
+	return MK_OK;
+}
+
+mk_err mk_segment_know_size(mk_segment *s, mk_strbuf *why)
+{
+	if (s->sized)
+		return MK_OK;
+	struct stat st;
+	if (stat(s->log_path, &st))
+		return io_error(why, s->log_path, "cannot open");
+	s->size = s->flushed = (uint64_t)st.st_size;
+	s->sized = true;
+	return MK_OK;
+}
+
+mk_err mk_segment_open_closed_at(int dirfd, const char *dir, int64_t base,
+				 mk_fdcache *cache, mk_segment **out,
+				 mk_strbuf *why)
+{
 	*out = NULL;
 	mk_segment *s = seg_new(dir, base, cache);
 	struct stat st;
-	if (stat(s->log_path, &st)) {
+	/* Relative to dirfd when given: one name to look up, not a path. */
+	const char *name = dirfd == AT_FDCWD ? s->log_path
+			   : s->log_path + strlen(dir) + 1;
+	if (fstatat(dirfd, name, &st, 0)) {
 		mk_err err = io_error(why, s->log_path, "cannot open");
 		mk_segment_close(s);
 		return err;
@@ -568,7 +623,7 @@ mk_err mk_segment_open_closed(const char *dir, int64_t base,
 }
 
 mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
-			      mk_fdcache *cache,
+			      int64_t durable_to, mk_fdcache *cache,
 			      int64_t interval, mk_segment_batch_fn fn,
 			      void *arg, mk_segment **out, uint64_t *cut,
 			      mk_strbuf *why)
@@ -614,8 +669,13 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 	s->last_base = res.last_base;
 	if ((err = write_indexes(s, why)))
 		goto fail;
-	/* What survived is made durable, so that `flushed` tells the truth. */
-	if (fsync(s->fd)) {
+	/* What survived is made durable, so that `flushed` tells the truth;
+	 * unless it is known to be (all below durable_to, nothing cut) or
+	 * empty: a mount after a clean stop then issues no fsync (each one
+	 * a disk cache flush) per log. */
+	bool durable = s->size == 0 ||
+		       (res.valid == phys && s->next_offset <= durable_to);
+	if (!durable && fsync(s->fd)) {
 		err = io_error(why, s->log_path, "fsync failed");
 		goto fail;
 	}
@@ -635,7 +695,9 @@ static mk_err rebuild_indexes(mk_segment *s, int64_t end_limit,
 mk_err mk_segment_rebuild_indexes(mk_segment *s, int64_t end_limit,
 				  int64_t interval, mk_strbuf *why)
 {
-	mk_err err = seg_use(s, true, why);
+	mk_err err = mk_segment_know_size(s, why);
+	if (!err)
+		err = seg_use(s, true, why);
 	if (err)
 		return err;
 	err = rebuild_indexes(s, end_limit, interval, why);
@@ -679,9 +741,10 @@ static mk_err rebuild_indexes(mk_segment *s, int64_t end_limit,
 mk_err mk_segment_load_indexes(mk_segment *s, int64_t end_limit,
 			       int64_t interval, mk_strbuf *why)
 {
-	if (s->indexes_loaded)
-		return MK_OK;
-	mk_err err = seg_use(s, true, why);
+	mk_err err = mk_segment_know_size(s, why);
+	if (err || s->indexes_loaded)
+		return err;
+	err = seg_use(s, true, why);
 	if (err)
 		return err;
 	uint64_t rel_limit = end_limit == INT64_MAX
@@ -707,7 +770,10 @@ mk_err mk_segment_scan(mk_segment *s, int64_t end_limit,
 {
 	/* build is false: the indexes are not touched. */
 	scan_result res;
-	mk_err err = scan(s, s->size, end_limit, INT64_MAX, 0, false, fn, arg,
+	mk_err err = mk_segment_know_size(s, why);
+	if (err)
+		return err;
+	err = scan(s, s->size, end_limit, INT64_MAX, 0, false, fn, arg,
 			  &res, why);
 	if (!err && res.reason) {
 		say_at(why, s->log_path, res.bad_pos, res.reason);
@@ -792,7 +858,10 @@ mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
 {
 	assert(offset >= s->base);
 	scan_result res;
-	mk_err err = scan(s, s->size, INT64_MAX, offset, 0, false, NULL, NULL,
+	mk_err err = mk_segment_know_size(s, why);
+	if (err)
+		return err;
+	err = scan(s, s->size, INT64_MAX, offset, 0, false, NULL, NULL,
 			  &res, why);
 	if (err)
 		return err;

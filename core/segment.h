@@ -60,6 +60,9 @@ typedef struct {
 	bool active;
 	bool dirty;             /* .log changed since its last fsync */
 	bool indexes_loaded;    /* index and tindex hold this segment's entries */
+	bool sized;             /* size and flushed are known: false only for
+				 * a segment opened unsized, until its first
+				 * use (mk_segment_know_size) */
 	mk_index index;
 	mk_timeindex tindex;
 	/* Known for the active segment (-1 / INT64_MIN otherwise): */
@@ -81,16 +84,30 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 mk_err mk_segment_open_closed(const char *dir, int64_t base,
 			      mk_fdcache *cache, mk_segment **out,
 			      mk_strbuf *why);
+/* Open an existing closed segment without any I/O: its size is learnt
+ * (a stat) at its first load, scan or cut, or by mk_segment_know_size. A
+ * mount of many closed segments then costs no system call per segment. */
+mk_err mk_segment_open_unsized(const char *dir, int64_t base,
+			       mk_fdcache *cache, mk_segment **out);
+/* Learn the size of a segment opened unsized (nothing to do otherwise). */
+mk_err mk_segment_know_size(mk_segment *s, mk_strbuf *why);
+/* The same, the .log looked up relative to dirfd (an open descriptor of
+ * dir, or AT_FDCWD): a mount opens many. */
+mk_err mk_segment_open_closed_at(int dirfd, const char *dir, int64_t base,
+				 mk_fdcache *cache, mk_segment **out,
+				 mk_strbuf *why);
 /*
  * Open an existing segment as active with recovery: scan every frame from
  * byte 0, truncate the file at the first invalid or truncated frame (or
  * batch whose offsets do not follow, or reach end_limit, the next segment's
  * base or INT64_MAX), rebuild both indexes, fsync. *cut gets the bytes
  * removed; when non-zero, why (if given) says where and why. fn (may be
- * NULL) sees every batch kept.
+ * NULL) sees every batch kept. durable_to: every offset below it is known
+ * to be durable (the log's recovery point; -1: nothing known), so a
+ * segment wholly below it, with nothing cut, needs no fsync.
  */
 mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
-			      mk_fdcache *cache,
+			      int64_t durable_to, mk_fdcache *cache,
 			      int64_t interval, mk_segment_batch_fn fn,
 			      void *arg, mk_segment **out, uint64_t *cut,
 			      mk_strbuf *why);
@@ -220,6 +237,12 @@ void mk_segment_reader_keep(mk_segment_reader *r);
 uint64_t mk_segment_reader_pos(const mk_segment_reader *r);
 /* Cut buf to tail + kept frames; returns the kept bytes. */
 size_t mk_segment_reader_finish(mk_segment_reader *r);
+/*
+ * Ask the kernel to bring [pos, pos + len) of the .log into the page cache
+ * (POSIX_FADV_WILLNEED: the reads start, nobody waits). Advisory: a
+ * failure, to open the file included, is ignored.
+ */
+void mk_segment_read_ahead(mk_segment *s, uint64_t pos, uint64_t len);
 
 /* ---- inspection (read-only, for the views of a log) ---------------------- */
 

@@ -123,18 +123,24 @@ mk_err mk_tsv_unescape(const char *p, size_t len, mk_strbuf *out, bool *is_null)
 
 /* ---- TSV escaping ------------------------------------------------------- */
 
-/* 0: literal; else the escape letter, or 'x' for \xHH. */
-static char esc_class(unsigned char c, bool eq)
+/*
+ * The TSV escape of each byte: 0 literal, else the escape letter, or 'x'
+ * for \xHH: \\ \t \n \r, \xHH for the other bytes below 0x20 and 0x7f. In
+ * header names '=' is also escaped (\x3d); esc_class() adds that.
+ */
+static const char tsv_esc[256] = {
+	['\0'] = 'x', [0x01] = 'x', [0x02] = 'x', [0x03] = 'x', [0x04] = 'x',
+	[0x05] = 'x', [0x06] = 'x', [0x07] = 'x', [0x08] = 'x', ['\t'] = 't',
+	['\n'] = 'n', [0x0b] = 'x', [0x0c] = 'x', ['\r'] = 'r', [0x0e] = 'x',
+	[0x0f] = 'x', [0x10] = 'x', [0x11] = 'x', [0x12] = 'x', [0x13] = 'x',
+	[0x14] = 'x', [0x15] = 'x', [0x16] = 'x', [0x17] = 'x', [0x18] = 'x',
+	[0x19] = 'x', [0x1a] = 'x', [0x1b] = 'x', [0x1c] = 'x', [0x1d] = 'x',
+	[0x1e] = 'x', [0x1f] = 'x', ['\\'] = '\\', [0x7f] = 'x',
+};
+
+static inline char esc_class(unsigned char c, bool eq)
 {
-	switch (c) {
-	case '\\': return '\\';
-	case '\t': return 't';
-	case '\n': return 'n';
-	case '\r': return 'r';
-	case '=': return eq ? 'x' : 0;
-	default:
-		return (c < 0x20 || c == 0x7f) ? 'x' : 0;
-	}
+	return (eq && c == '=') ? 'x' : tsv_esc[c];
 }
 
 static void escape(mk_bytes field, mk_strbuf *out, bool eq)
@@ -459,11 +465,39 @@ mk_err mk_parse_records(const mk_parse_opts *opts, const char *buf, size_t len,
 
 /* ---- JSON --------------------------------------------------------------- */
 
+/* Decimal digits of v, as printf's %lld writes them; returns the length
+ * (at most 20). */
+static size_t put_i64(char *dst, int64_t v)
+{
+	char tmp[20];
+	size_t n = 0, len = 0;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		dst[len++] = '-';
+	while (n)
+		dst[len++] = tmp[--n];
+	return len;
+}
+
 /* Strict UTF-8: shortest forms only, no surrogates, at most U+10FFFF. */
 static bool utf8_valid(const uint8_t *s, size_t n)
 {
 	size_t i = 0;
 	while (i < n) {
+		/* ASCII runs eight bytes at a time */
+		while (n - i >= 8) {
+			uint64_t w;
+			memcpy(&w, s + i, 8);
+			if (w & 0x8080808080808080ull)
+				break;
+			i += 8;
+		}
+		if (i == n)
+			break;
 		uint8_t c = s[i];
 		if (c < 0x80) {
 			i++;
@@ -524,6 +558,16 @@ static void base64(const uint8_t *s, size_t n, mk_strbuf *out)
 	}
 }
 
+/* Bytes a JSON string escapes: '"', '\\' and everything below 0x20. */
+static const bool json_esc[256] = {
+	[0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1,
+	[0x06] = 1, [0x07] = 1, [0x08] = 1, [0x09] = 1, [0x0a] = 1, [0x0b] = 1,
+	[0x0c] = 1, [0x0d] = 1, [0x0e] = 1, [0x0f] = 1, [0x10] = 1, [0x11] = 1,
+	[0x12] = 1, [0x13] = 1, [0x14] = 1, [0x15] = 1, [0x16] = 1, [0x17] = 1,
+	[0x18] = 1, [0x19] = 1, [0x1a] = 1, [0x1b] = 1, [0x1c] = 1, [0x1d] = 1,
+	[0x1e] = 1, [0x1f] = 1, ['"'] = 1, ['\\'] = 1,
+};
+
 /* A JSON string of bytes known to be UTF-8. */
 static void json_string(const uint8_t *s, size_t n, mk_strbuf *out)
 {
@@ -533,7 +577,7 @@ static void json_string(const uint8_t *s, size_t n, mk_strbuf *out)
 	mk_strbuf_addch(out, '"');
 	while (s < end) {
 		const uint8_t *run = s;
-		while (s < end && *s >= 0x20 && *s != '"' && *s != '\\')
+		while (s < end && !json_esc[*s])
 			s++;
 		mk_strbuf_add(out, run, (size_t)(s - run));
 		if (s == end)
@@ -562,16 +606,19 @@ static bool bytes_utf8(mk_bytes b)
 	return b.len < 0 || utf8_valid(b.ptr, (size_t)b.len);
 }
 
-/* "name":value or "name_b64":value */
+/* "name":value or "name_b64":value; name is "key" or "value". */
 static void json_bytes_member(const char *name, mk_bytes b, mk_strbuf *out)
 {
+	size_t nlen = strlen(name);
+	mk_strbuf_addch(out, '"');
+	mk_strbuf_add(out, name, nlen);
 	if (b.len < 0) {
-		mk_strbuf_addf(out, "\"%s\":null", name);
+		mk_strbuf_add(out, "\":null", 6);
 	} else if (utf8_valid(b.ptr, (size_t)b.len)) {
-		mk_strbuf_addf(out, "\"%s\":", name);
+		mk_strbuf_add(out, "\":", 2);
 		json_string(b.ptr, (size_t)b.len, out);
 	} else {
-		mk_strbuf_addf(out, "\"%s_b64\":\"", name);
+		mk_strbuf_add(out, "_b64\":\"", 7);
 		base64(b.ptr, (size_t)b.len, out);
 		mk_strbuf_addch(out, '"');
 	}
@@ -625,11 +672,23 @@ static bool any_non_utf8_header(const mk_record_view *rec)
 
 static void format_json(const mk_record_view *rec, mk_strbuf *out)
 {
-	mk_strbuf_addf(out, "{\"offset\":%" PRId64 ",\"timestamp\":%" PRId64 ",",
-		       rec->offset, rec->timestamp);
+	char head[64];
+	size_t n = 0;
+	memcpy(head, "{\"offset\":", 10);
+	n = 10;
+	n += put_i64(head + n, rec->offset);
+	memcpy(head + n, ",\"timestamp\":", 13);
+	n += 13;
+	n += put_i64(head + n, rec->timestamp);
+	head[n++] = ',';
+	mk_strbuf_add(out, head, n);
 	json_bytes_member("key", rec->key, out);
 	mk_strbuf_addch(out, ',');
 	json_bytes_member("value", rec->value, out);
+	if (rec->header_count == 0) {
+		mk_strbuf_add(out, ",\"headers\":{}}\n", 15);
+		return;
+	}
 	mk_strbuf_addstr(out, ",\"headers\":{");
 	json_headers(rec, true, out);
 	mk_strbuf_addch(out, '}');
@@ -643,27 +702,35 @@ static void format_json(const mk_record_view *rec, mk_strbuf *out)
 
 /* ---- output ------------------------------------------------------------- */
 
+static void format_tsv(const mk_record_view *rec, mk_strbuf *out)
+{
+	char head[48];
+	size_t n = put_i64(head, rec->offset);
+	head[n++] = '\t';
+	n += put_i64(head + n, rec->timestamp);
+	head[n++] = '\t';
+	mk_strbuf_add(out, head, n);
+	escape(rec->key, out, false);
+	mk_strbuf_addch(out, '\t');
+	escape(rec->value, out, false);
+	size_t pos = 0;
+	mk_header h;
+	while (mk_header_next(rec, &pos, &h)) {
+		mk_strbuf_addch(out, '\t');
+		escape(h.name, out, true);
+		mk_strbuf_addch(out, '=');
+		escape(h.value, out, false);
+	}
+	mk_strbuf_addch(out, '\n');
+}
+
 void mk_format_record(mk_format format, const mk_record_view *rec,
 		      mk_strbuf *out)
 {
 	switch (format) {
-	case MK_FORMAT_TSV: {
-		mk_strbuf_addf(out, "%" PRId64 "\t%" PRId64 "\t", rec->offset,
-			       rec->timestamp);
-		escape(rec->key, out, false);
-		mk_strbuf_addch(out, '\t');
-		escape(rec->value, out, false);
-		size_t pos = 0;
-		mk_header h;
-		while (mk_header_next(rec, &pos, &h)) {
-			mk_strbuf_addch(out, '\t');
-			escape(h.name, out, true);
-			mk_strbuf_addch(out, '=');
-			escape(h.value, out, false);
-		}
-		mk_strbuf_addch(out, '\n');
+	case MK_FORMAT_TSV:
+		format_tsv(rec, out);
 		break;
-	}
 	case MK_FORMAT_JSON:
 		format_json(rec, out);
 		break;
@@ -674,6 +741,47 @@ void mk_format_record(mk_format format, const mk_record_view *rec,
 		mk_strbuf_addch(out, '\n');
 		break;
 	}
+}
+
+size_t mk_format_records(mk_format format, const mk_batch_view *b,
+			 int64_t from, int64_t end, size_t max,
+			 mk_strbuf *out, int64_t *next)
+{
+	if (max == 0 || mk_batch_is_control(b) ||
+	    mk_batch_next_offset(b) <= from || b->meta.base_offset >= end)
+		return 0;
+	bool plain = format != MK_FORMAT_TSV && format != MK_FORMAT_JSON;
+	size_t n = 0, len = out->len;
+	/* Plain: each record's value and a newline. Values are bytes of the
+	 * records, so records_len plus a newline each bounds the output: one
+	 * grow, then straight copies. */
+	if (plain)
+		mk_strbuf_grow(out, b->records_len + (size_t)b->record_count);
+	mk_record_iter it;
+	mk_record_view rec;
+	mk_record_iter_init(&it, b);
+	while (mk_record_next(&it, &rec)) {
+		if (rec.offset < from)
+			continue;
+		if (rec.offset >= end)
+			break;
+		if (plain) {
+			if (rec.value.len > 0) {
+				memcpy(out->buf + len, rec.value.ptr,
+				       (size_t)rec.value.len);
+				len += (size_t)rec.value.len;
+			}
+			out->buf[len++] = '\n';
+		} else {
+			mk_format_record(format, &rec, out);
+		}
+		*next = rec.offset + 1;
+		if (++n == max)
+			break;
+	}
+	if (plain)
+		mk_strbuf_setlen(out, len);
+	return n;
 }
 
 /* ---- batch headers -------------------------------------------------------- */

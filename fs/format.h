@@ -90,6 +90,18 @@ void mk_parsed_release(mk_parsed *out);
 void mk_format_record(mk_format format, const mk_record_view *rec,
 		      mk_strbuf *out);
 
+/*
+ * The records of one decoded batch (mk_frame_decode'd: a frame the log
+ * returned) whose offsets lie in [from, end), at most max of them, each
+ * formatted as mk_format_record does, appended to out; a control batch
+ * gives nothing. Returns how many; *next gets the offset after the last
+ * one formatted (untouched when none). Plain output is copied straight
+ * from the records after one grow of out for the whole batch.
+ */
+size_t mk_format_records(mk_format format, const mk_batch_view *b,
+			 int64_t from, int64_t end, size_t max,
+			 mk_strbuf *out, int64_t *next);
+
 /* TSV (COPY text) escaping of one field; null gives \N. */
 void mk_tsv_escape(mk_bytes field, mk_strbuf *out);
 /* Unescape one field; *is_null set for \N. INVALID_RECORD on a bad escape. */

@@ -225,7 +225,8 @@ static bool max_reached(const mk_handle *h)
 	return h->rp.max >= 0 && h->returned >= h->rp.max;
 }
 
-/* Format the records of fetched frames at or after h->next, below end. */
+/* Format the records of fetched frames at or after h->next, below end:
+ * every batch in one call (format.h), no per-record work here. */
 static void format_frames(mk_handle *h, int64_t end)
 {
 	size_t pos = 0;
@@ -243,18 +244,11 @@ static void format_frames(mk_handle *h, int64_t end)
 		if (!mk_batch_is_control(&b) &&
 		    !(h->rp.committed && h->ref.broker < 0 &&
 		      mk_aborted_hides(&h->aborted, &b))) {
-			mk_record_iter it;
-			mk_record_view rec;
-			mk_record_iter_init(&it, &b);
-			while (mk_record_next(&it, &rec)) {
-				if (rec.offset < h->next)
-					continue;
-				if (rec.offset >= end || max_reached(h))
-					break;
-				mk_format_record(h->rp.format, &rec, &h->text);
-				h->returned++;
-				h->next = rec.offset + 1;
-			}
+			size_t left = h->rp.max >= 0
+				? (size_t)(h->rp.max - h->returned) : SIZE_MAX;
+			h->returned += (int64_t)mk_format_records(
+				h->rp.format, &b, h->next, end, left, &h->text,
+				&h->next);
 		}
 		if (max_reached(h))
 			break;

@@ -143,6 +143,10 @@ static off_t stream_size(mkfs *fs, const char *path, struct fuse_file_info *fi)
 	return (off_t)size;
 }
 
+/* st_blksize of stream files: the largest read request the kernel sends
+ * (max_pages, derived from max_write). */
+#define MK_STREAM_BLKSIZE (1 << 20)
+
 static void fill_stat(mkfs *fs, const node_ref *ref, const char *path,
 		      struct fuse_file_info *fi, fuse_ino_t ino, struct stat *st)
 {
@@ -171,6 +175,10 @@ static void fill_stat(mkfs *fs, const node_ref *ref, const char *path,
 	} else if (ref->def->type == NODE_RECORDS ||
 		   ref->def->type == NODE_BATCHES) {
 		st->st_size = stream_size(fs, path, fi);
+		/* The preferred I/O size: readers such as cat(1) and dd-less
+		 * copies size their read() by it, and a large request costs
+		 * one round trip through FUSE. */
+		st->st_blksize = MK_STREAM_BLKSIZE;
 	} else {
 		size_t size;
 		if (mk_node_value_size(fs, ref, &size))

@@ -205,7 +205,7 @@ assert_eq 101 "$(val t/0 hw)" "the HW moved on"
 # An unmount whose final save fails exits non-zero.
 mkdir "$DATA/metadata.tmp"
 fusermount3 -u "$MNT"
-mk_wait_for 20 mk_proc_gone "$MK_PID"
+mk_wait_for 20 mk_proc_gone "$MK_PID" || { mk_dump_stuck "$MK_PID"; kill -9 "$MK_PID"; }
 wait "$MK_PID"
 assert_eq 1 "$?" "an unmount whose final metadata save fails exits 1"
 MK_PID=""

@@ -191,6 +191,14 @@ mk_ctl() { mk_write "$MNT/ctl" "$1"; }
 # ---- waiting ------------------------------------------------------------
 
 # mk_wait_for SECONDS CMD...: poll CMD until it succeeds; 1 on timeout.
+# mk_dump_stuck PID: a daemon that should have exited did not; print every
+# thread's stack into the test log (when gdb is there) to say where it waits.
+mk_dump_stuck() {
+	command -v gdb >/dev/null || return 0
+	gdb -p "$1" -batch -ex "thread apply all bt 16" 2>/dev/null |
+		grep -E '^(Thread|#)' | sed 's/^/#    stuck: /'
+}
+
 mk_wait_for() {
 	local secs=$1
 	shift
@@ -276,6 +284,7 @@ mk_unmount() {
 		sleep 0.02
 	done
 	if kill -0 "$MK_PID" 2>/dev/null; then
+		mk_dump_stuck "$MK_PID"
 		kill -9 "$MK_PID"
 		wait "$MK_PID" 2>/dev/null
 		MK_PID=""

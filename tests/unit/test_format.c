@@ -1,4 +1,5 @@
 /* Unit tests of fs/format.c: the record formats of SPEC section 4. */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -857,6 +858,196 @@ static void test_json_non_utf8(void **state)
 	json_is(MK_BYTES_NULL, mk_bytes_of("v", 1), h, 3, want);
 }
 
+/* Integers are written by hand now: every edge as printf wrote them. */
+static void test_integer_edges(void **state)
+{
+	(void)state;
+	static const int64_t v[] = { 0, 9, 10, -1, -10, 99, 100,
+				     INT64_MAX, INT64_MIN, INT64_MIN + 1 };
+	mk_strbuf raw = MK_STRBUF_INIT, out = MK_STRBUF_INIT;
+	char want[256];
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		int64_t off = v[(i + 3) % (sizeof(v) / sizeof(v[0]))];
+		mk_record_view r = make_view(off, v[i], MK_BYTES_NULL,
+					     mk_bytes_of("x", 1), NULL, 0, &raw);
+		mk_strbuf_reset(&out);
+		mk_format_record(MK_FORMAT_TSV, &r, &out);
+		snprintf(want, sizeof(want), "%" PRId64 "\t%" PRId64 "\t\\N\tx\n",
+			 off, v[i]);
+		assert_string_equal(out.buf, want);
+		mk_strbuf_reset(&out);
+		mk_format_record(MK_FORMAT_JSON, &r, &out);
+		snprintf(want, sizeof(want),
+			 "{\"offset\":%" PRId64 ",\"timestamp\":%" PRId64
+			 ",\"key\":null,\"value\":\"x\",\"headers\":{}}\n",
+			 off, v[i]);
+		assert_string_equal(out.buf, want);
+	}
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&raw);
+}
+
+/* UTF-8 is checked eight ASCII bytes at a time: a bad byte anywhere in
+ * or after such a run, and a good sequence straddling one, are seen. */
+static void test_json_utf8_runs(void **state)
+{
+	(void)state;
+	mk_strbuf raw = MK_STRBUF_INIT, out = MK_STRBUF_INIT;
+	char buf[40];
+	for (size_t len = 1; len <= 33; len++) {
+		for (size_t at = 0; at < len; at++) {
+			memset(buf, 'a', len);
+			buf[at] = (char)0xff;               /* never UTF-8 */
+			mk_record_view r = make_view(1, 2, MK_BYTES_NULL,
+						     mk_bytes_of(buf, len),
+						     NULL, 0, &raw);
+			mk_strbuf_reset(&out);
+			mk_format_record(MK_FORMAT_JSON, &r, &out);
+			assert_non_null(strstr(out.buf, "\"value_b64\":"));
+			if (at + 2 > len)
+				continue;
+			buf[at] = (char)0xc3;               /* é: valid */
+			buf[at + 1] = (char)0xa9;
+			mk_strbuf_reset(&out);
+			mk_format_record(MK_FORMAT_JSON, &r, &out);
+			assert_null(strstr(out.buf, "value_b64"));
+			assert_non_null(strstr(out.buf, "\xc3\xa9"));
+		}
+	}
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&raw);
+}
+
+/* ---- whole batches --------------------------------------------------------- */
+
+/* A decoded frame of the records below, at base offset 500. */
+static void build_batch(mk_strbuf *frame, mk_batch_view *b)
+{
+	static const hdr h[] = {
+		{ { (const uint8_t *)"trace", 5 }, { (const uint8_t *)"a\tb", 3 } },
+		{ { (const uint8_t *)"a=b", 3 }, { NULL, -1 } },
+		{ { (const uint8_t *)"\xfe", 1 }, { (const uint8_t *)"\xff", 1 } },
+	};
+	mk_header hh[3];
+	for (int i = 0; i < 3; i++) {
+		hh[i].name = h[i].name;
+		hh[i].value = h[i].value;
+	}
+	mk_batch_meta meta;
+	memset(&meta, 0, sizeof(meta));
+	meta.producer_id = -1;
+	meta.producer_epoch = -1;
+	meta.base_sequence = -1;
+	meta.txn_id = MK_BYTES_NULL;
+	mk_batch_builder bb;
+	mk_builder_init(&bb, &meta);
+	mk_builder_add(&bb, 1000, MK_BYTES_NULL, mk_bytes_of("plain", 5), NULL, 0);
+	mk_builder_add(&bb, -1, mk_bytes_of("k\\", 2), mk_bytes_of("v\n\0w", 4),
+		       hh, 3);
+	mk_builder_add(&bb, INT64_MIN, MK_BYTES_NULL, MK_BYTES_NULL, NULL, 0);
+	mk_builder_add(&bb, 7, mk_bytes_of("\xc3\xa9", 2), mk_bytes_of("", 0),
+		       hh, 1);
+	mk_builder_add(&bb, INT64_MAX, mk_bytes_of("\xff", 1),
+		       mk_bytes_of("\"quoted\"", 8), hh + 1, 2);
+	mk_builder_add(&bb, 8, MK_BYTES_NULL, mk_bytes_of("last", 4), NULL, 0);
+	mk_builder_finish(&bb);
+	mk_frame_assign((uint8_t *)bb.frame.buf, bb.frame.len, 500, 1);
+	mk_strbuf_reset(frame);
+	mk_strbuf_add(frame, bb.frame.buf, bb.frame.len);
+	mk_builder_release(&bb);
+	assert_int_equal(mk_frame_decode((const uint8_t *)frame->buf, frame->len,
+					 0, b, NULL), MK_OK);
+}
+
+/*
+ * mk_format_records over a batch is mk_format_record over the same
+ * records, one by one, bounded by from, end and max, in every format.
+ */
+static void test_batch_records(void **state)
+{
+	(void)state;
+	mk_strbuf frame = MK_STRBUF_INIT, got = MK_STRBUF_INIT,
+		  want = MK_STRBUF_INIT;
+	mk_batch_view b;
+	build_batch(&frame, &b);
+	static const mk_format fmts[] = { MK_FORMAT_PLAIN, MK_FORMAT_TSV,
+					  MK_FORMAT_JSON };
+	for (size_t f = 0; f < 3; f++) {
+		for (int64_t from = 498; from <= 507; from++) {
+			for (int64_t end = 499; end <= 508; end++) {
+				for (size_t max = 0; max <= 7; max++) {
+					size_t m = max == 7 ? SIZE_MAX : max;
+					mk_strbuf_reset(&got);
+					mk_strbuf_reset(&want);
+					mk_strbuf_addstr(&got, "before|");
+					mk_strbuf_addstr(&want, "before|");
+					int64_t next = -5, wnext = -5;
+					size_t n = mk_format_records(fmts[f], &b, from,
+								     end, m, &got,
+								     &next);
+					size_t wn = 0;
+					mk_record_iter it;
+					mk_record_view rec;
+					mk_record_iter_init(&it, &b);
+					while (wn < m && mk_record_next(&it, &rec)) {
+						if (rec.offset < from)
+							continue;
+						if (rec.offset >= end)
+							break;
+						mk_format_record(fmts[f], &rec, &want);
+						wnext = rec.offset + 1;
+						wn++;
+					}
+					assert_int_equal(n, wn);
+					assert_int_equal(next, wnext);
+					assert_int_equal(got.len, want.len);
+					assert_memory_equal(got.buf, want.buf, got.len);
+					assert_int_equal(got.buf[got.len], '\0');
+				}
+			}
+		}
+	}
+	/* the whole batch in plain text, spelled out */
+	mk_strbuf_reset(&got);
+	int64_t next = 0;
+	assert_int_equal(mk_format_records(MK_FORMAT_PLAIN, &b, 0, INT64_MAX,
+					   SIZE_MAX, &got, &next), 6);
+	assert_int_equal(next, 506);
+	assert_int_equal(got.len, 27);
+	assert_memory_equal(got.buf, "plain\nv\n\0w\n\n\n\"quoted\"\nlast\n", 27);
+	mk_strbuf_release(&frame);
+	mk_strbuf_release(&got);
+	mk_strbuf_release(&want);
+}
+
+/* A control batch (transaction marker) formats as nothing. */
+static void test_batch_records_control(void **state)
+{
+	(void)state;
+	mk_strbuf frame = MK_STRBUF_INIT, out = MK_STRBUF_INIT;
+	mk_batch_meta meta;
+	memset(&meta, 0, sizeof(meta));
+	meta.flags = MK_BATCH_TRANSACTIONAL | MK_BATCH_COMMIT_MARKER;
+	meta.producer_id = 4;
+	meta.producer_epoch = 0;
+	meta.base_sequence = -1;
+	meta.txn_id = MK_BYTES_NULL;
+	mk_frame_marker(&frame, &meta, 1234);
+	mk_batch_view b;
+	assert_int_equal(mk_frame_decode((const uint8_t *)frame.buf, frame.len, 0,
+					 &b, NULL), MK_OK);
+	assert_true(mk_batch_is_control(&b));
+	for (size_t f = 0; f < 3; f++) {
+		int64_t next = -5;
+		assert_int_equal(mk_format_records((mk_format)f, &b, 0, INT64_MAX,
+						   SIZE_MAX, &out, &next), 0);
+		assert_int_equal(next, -5);
+		assert_int_equal(out.len, 0);
+	}
+	mk_strbuf_release(&frame);
+	mk_strbuf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -876,6 +1067,10 @@ int main(void)
 		cmocka_unit_test(test_tsv_multi_line),
 		cmocka_unit_test(test_json_utf8),
 		cmocka_unit_test(test_json_non_utf8),
+		cmocka_unit_test(test_integer_edges),
+		cmocka_unit_test(test_json_utf8_runs),
+		cmocka_unit_test(test_batch_records),
+		cmocka_unit_test(test_batch_records_control),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

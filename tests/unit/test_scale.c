@@ -4,7 +4,10 @@
  * replication factor 3 is created, written, closed and reopened under a
  * 1024-descriptor limit; and a create-topic whose replica cannot open its
  * log fails instead of reporting success; and a broker restart, held in
- * the middle of its log recovery, leaves other topics readable.
+ * the middle of its log recovery, leaves other topics readable. And what
+ * a mount of a log skips: no checkpoint rewritten when unchanged, closed
+ * segments not looked at until read (a file gone meanwhile is then a
+ * storage error of that read).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +29,7 @@
 #include "cluster.h"
 #include "codec.h"
 #include "fileio.h"
+#include "log.h"
 
 static char root[64], dir[128];
 
@@ -239,6 +243,63 @@ static void test_restart_does_not_stall_readers(void **state)
 	mk_cluster_close(c);
 }
 
+/* ---- what a log's open skips ------------------------------------------ */
+
+static void append_one(mk_log *log, const char *val)
+{
+	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	mk_builder_add(&b, 1000, MK_BYTES_NULL, mk_bytes_of(val, strlen(val)),
+		       NULL, 0);
+	mk_builder_finish(&b);
+	int64_t base;
+	assert_int_equal(mk_log_append_leader(log, (uint8_t *)b.frame.buf,
+					      b.frame.len, 0, &base), MK_OK);
+	mk_builder_release(&b);
+}
+
+static void test_open_skips(void **state)
+{
+	(void)state;
+	char ldir[192], ck[256], seg[256];
+	snprintf(ldir, sizeof(ldir), "%s/log", root);
+	snprintf(ck, sizeof(ck), "%s/checkpoint", ldir);
+	mk_log_config cfg = { 200, 4096, 0, NULL, NULL };
+	mk_log *log;
+	assert_int_equal(mk_log_open(ldir, &cfg, &log, NULL), MK_OK);
+	for (int i = 0; i < 20; i++)
+		append_one(log, "a value of some forty bytes, give or take");
+	assert_true(mk_log_segment_count(log) >= 4);
+	mk_log_close(log);
+
+	/* A clean reopen leaves the checkpoint file as it was: the same
+	 * inode (a rewrite replaces it with a new one). */
+	struct stat before, after;
+	assert_int_equal(stat(ck, &before), 0);
+	assert_int_equal(mk_log_open(ldir, &cfg, &log, NULL), MK_OK);
+	assert_int_equal(stat(ck, &after), 0);
+	assert_int_equal(before.st_ino, after.st_ino);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 20, SIZE_MAX, &out), MK_OK);
+	assert_true(out.len > 0);
+	mk_segment_info si;
+	mk_log_segment_info(log, 1, &si);
+	assert_true(si.size > 0);
+	mk_log_close(log);
+
+	/* The first segment's file goes while the log is open (outside
+	 * damage): opening does not notice, the read of it fails cleanly. */
+	assert_int_equal(mk_log_open(ldir, &cfg, &log, NULL), MK_OK);
+	snprintf(seg, sizeof(seg), "%s/%020d.log", ldir, 0);
+	assert_int_equal(unlink(seg), 0);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 0, 20, SIZE_MAX, &out),
+			 MK_KAFKA_STORAGE_ERROR);
+	mk_strbuf_release(&out);
+	mk_log_close(log);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +308,7 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_does_not_stall_readers,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_skips, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,144 @@
+# bench/cat_rows.sh — the `cat` rows of bench/run.sh (sourced by it; see
+# bench/README.md, "cat rows"). Uses run.sh's TMP, MMNT, BUILD, ROUND,
+# step_timeout, warn, worth, why and row.
+#
+# One reader, cat(1), reads a whole partition's records file (records,
+# records:tsv, records:json) to /dev/null, and then a plain file holding
+# exactly the bytes it read, on the same disk, in the same round:
+#   warm  both were written and then read once before the timed read, so
+#         both come from the page cache;
+#   cold  both are dropped from the page cache just before their timed read
+#         (bench/bevict: fdatasync and POSIX_FADV_DONTNEED on the plain file
+#         and on every file of the partition's log directories), so both
+#         come from the disk. Only these files are dropped; the rest of the
+#         machine's cache is left alone.
+# The time runs from just before cat starts to just after it exits, so
+# its start-up (about a millisecond) counts on both sides alike.
+# shellcheck shell=bash disable=SC2034
+
+CAT_FORMATS=(plain tsv json)
+BEVICT=$BUILD/bench/bevict
+for key in "${CAT_FORMATS[@]}"; do
+    for kind in W WB C CB; do
+        printf -v "CAT_${kind}_$key" '%s' ""
+    done
+done
+
+# cat_secs FILE : cat FILE >/dev/null under the step timeout; the wall time
+# in CAT_SECS, or ERR and failure.
+cat_secs() {
+    local t t0 t1 rc
+    if ! t=$(step_timeout); then
+        ERR="out of time (BENCH_DEADLINE)"
+        return 1
+    fi
+    t0=$EPOCHREALTIME
+    timeout -k 5 "$t" cat "$1" >/dev/null 2>"$TMP/err"
+    rc=$?
+    t1=$EPOCHREALTIME
+    case $rc in
+        0) ;;
+        124 | 137) ERR="timed out after ${t}s"; return 1 ;;
+        *) ERR=$(head -n 1 "$TMP/err"); ERR=${ERR//"$MMNT"/}
+           ERR=${ERR:-"exit status $rc"}; return 1 ;;
+    esac
+    CAT_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
+}
+
+# cat_keep VAR BYTES : VAR becomes the larger of itself and BYTES/CAT_SECS.
+cat_keep() {
+    local v
+    v=$(awk -v n="$2" -v s="$CAT_SECS" 'BEGIN { if (s > 0) printf "%.1f", n / s / 1e6; else print 0 }')
+    if [ -z "${!1}" ] || awk -v a="$v" -v b="${!1}" 'BEGIN { exit !(a > b) }'; then
+        printf -v "$1" '%s' "$v"
+    fi
+}
+
+# cat_measure VAR FILE BYTES [EVICT...] : drop EVICT from the cache (if
+# given), time cat FILE, keep the best figure in VAR.
+cat_measure() {
+    local var=$1 file=$2 bytes=$3 out
+    shift 3
+    if [ $# -gt 0 ]; then
+        if ! out=$("$BEVICT" "$@" 2>&1); then
+            printf -v "${var}_WHY" '%s' "bevict: $out"
+            return 1
+        fi
+        [[ $out == *" resident_pages=0" ]] ||
+            warn "$var: pages left in the cache after bevict ($out)"
+    fi
+    if cat_secs "$file"; then
+        cat_keep "$var" "$bytes"
+        return 0
+    fi
+    printf -v "${var}_WHY" '%s' "$ERR"
+    [ -n "${!var}" ] && warn "$var: run $ROUND failed: $ERR"
+    return 1
+}
+
+# cat_round PARTITION_DIR TOPIC APPENDED : the cat rows for one partition
+# (PARTITION_DIR in the mount, its topic's name, the bytes appended to it).
+cat_round() {
+    local part=$1 topic=$2 appended=$3 key name base size t logs=()
+    for key in "${CAT_FORMATS[@]}"; do
+        worth "CAT_W_$key" || continue
+        name=records
+        [ "$key" = plain ] || name=records:$key
+        base=$TMP/cat-$key.txt
+        # The baseline: the very bytes this cat reads, written to a file.
+        if ! t=$(step_timeout) ||
+           ! timeout -k 5 "$t" cat "$part/$name" >"$base" 2>"$TMP/err"; then
+            printf -v "CAT_W_${key}_WHY" '%s' "cat $name: $(head -n 1 "$TMP/err")"
+            rm -f "$base"
+            continue
+        fi
+        size=$(stat -c %s "$base")
+        if [ "$key" = plain ] && [ "$size" != "$appended" ]; then
+            warn "cat: read $size bytes from /topics/$topic/0/records, appended $appended"
+        fi
+        # warm: the partition was written and read (the fetch row, or the
+        # copy above); the baseline was written, now read once too.
+        cat "$base" >/dev/null
+        cat_measure "CAT_W_$key" "$part/$name" "$size"
+        cat_measure "CAT_WB_$key" "$base" "$size"
+        # cold: each file leaves the cache right before its read.
+        logs=("$TMP"/data/broker-*/"$topic"-0)
+        if [ -x "$BEVICT" ] && [ -d "${logs[0]}" ]; then
+            cat_measure "CAT_C_$key" "$part/$name" "$size" "$base" "${logs[@]}"
+            cat_measure "CAT_CB_$key" "$base" "$size" "$base" "${logs[@]}"
+        else
+            printf -v "CAT_C_${key}_WHY" '%s' "no bevict or no log directory $TMP/data/broker-*/$topic-0"
+        fi
+        rm -f "$base"
+    done
+}
+
+cat_table() {
+    local key label
+    for key in "${CAT_FORMATS[@]}"; do
+        label="cat"
+        [ "$key" = plain ] || label=cat:$key
+        why "CAT_W_$key"
+        [ -n "$DAEMON_WHY" ] && NA_WHY=$DAEMON_WHY
+        v=CAT_W_$key b=CAT_WB_$key
+        if [ "$key" = plain ]; then
+            row "$label warm" "${!v}" MB/s "plain-cat" "${!b}" 0.6
+        else
+            row "$label warm" "${!v}" MB/s "plain-cat" "${!b}"
+        fi
+    done
+    for key in "${CAT_FORMATS[@]}"; do
+        label="cat"
+        [ "$key" = plain ] || label=cat:$key
+        why "CAT_C_$key"
+        [ -n "$DAEMON_WHY" ] && NA_WHY=$DAEMON_WHY
+        v=CAT_C_$key b=CAT_CB_$key
+        if [ "$key" = plain ]; then
+            row "$label cold" "${!v}" MB/s "plain-cat" "${!b}" 0.6
+        else
+            row "$label cold" "${!v}" MB/s "plain-cat" "${!b}"
+        fi
+    done
+    echo "(cat rows: cat(1) to /dev/null; plain-cat is cat of a file of the same bytes on the same disk;" \
+         "warm: both from the page cache; cold: both dropped from it just before)"
+}
