@@ -21,7 +21,7 @@
  *     looked at.
  *
  * Every flag is known in one place: the table `flags` (name, takes a value
- * or not, which files take it, its setter). Numbers go through core/parse.h.
+ * or not, which files take it, its setter). Numbers go through core/base/parse.h.
  */
 #include "names.h"
 
@@ -68,7 +68,7 @@ static bool piece_has_prefix(piece s, const char *prefix, piece *val)
 }
 
 /*
- * Plain decimal digits, non-empty, fitting int64: core/parse.h's parser
+ * Plain decimal digits, non-empty, fitting int64: core/base/parse.h's parser
  * (the one integer parser) on a NUL-terminated copy, without its sign.
  */
 static bool parse_decimal(piece s, int64_t *out)

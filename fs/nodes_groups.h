@@ -4,7 +4,7 @@
  * leave, heartbeat, state, generation, offsets, config) and the member
  * files (assignment, generation, positions, lag, seek, commit). poll is a
  * stream and lives in poll.c. Text in, text out; every rule is in
- * core/group.c. No state of its own.
+ * core/coordination/group.c. No state of its own.
  */
 #ifndef MK_NODES_GROUPS_H
 #define MK_NODES_GROUPS_H

@@ -3,7 +3,7 @@
  * nodes.c): match and list transactional ids, their files (init, commit,
  * abort, offsets, state, partitions, producer_id, epoch), their mkdir and
  * rmdir, and /ctl expire-transactions. Text in, text out; every rule is in
- * core/txn.c. No state of its own: the coordinator is fs->txns.
+ * core/coordination/txn.c. No state of its own: the coordinator is fs->txns.
  */
 #ifndef MK_NODES_TXN_H
 #define MK_NODES_TXN_H

@@ -21,7 +21,7 @@
  * Any mismatch aborts.
  *
  * libFuzzer is guided only by code compiled with -fsanitize=fuzzer, and
- * ASan checks only code compiled with it: core/codec.c must be compiled into
+ * ASan checks only code compiled with it: core/storage/codec.c must be compiled into
  * this target (not only linked from libmkcore) for the fuzzing to reach
  * past the frame header.
  */

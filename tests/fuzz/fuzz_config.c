@@ -1,6 +1,6 @@
 /*
  * fuzz_config.c — libFuzzer target for the configuration loader
- * (core/config.c through iniparser), fed an INI text written to a file.
+ * (core/base/config.c through iniparser), fed an INI text written to a file.
  *
  * The input is written as it is to a temporary minikafka.ini and loaded
  * over the defaults. A refusal must say why. An accepted configuration is

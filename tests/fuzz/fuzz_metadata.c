@@ -1,6 +1,6 @@
 /*
  * fuzz_metadata.c — libFuzzer target for the metadata file's parser
- * (core/metadata.c, mk_metadata_parse).
+ * (core/replication/metadata.c, mk_metadata_parse).
  *
  * The input (cut at its first NUL) is a metadata file. A refusal must be
  * MK_INVALID_CONFIG with a reason and leave nothing behind (the outputs

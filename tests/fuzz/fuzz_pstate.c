@@ -1,6 +1,6 @@
 /*
  * fuzz_pstate.c — libFuzzer target for the producer snapshot parser
- * (core/producer_state.c, mk_pstate_parse).
+ * (core/storage/producer_state.c, mk_pstate_parse).
  *
  * The input (cut at its first NUL) is a producer-snapshot file. A refusal
  * must leave an empty state. An accepted snapshot must keep the state's

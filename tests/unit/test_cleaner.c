@@ -1,5 +1,5 @@
 /*
- * Unit tests of the cleaner (core/cleaner.c) and its swap (core/segswap.c):
+ * Unit tests of the cleaner (core/storage/cleaner.c) and its swap (core/storage/segswap.c):
  * retention by time and size, the prefix rule, compaction of keys, gaps,
  * tombstone expiry, control markers and producer fields kept, a compacted
  * log reopened, and a crash (SIGKILL from a failpoint, in a forked child)

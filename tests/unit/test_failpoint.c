@@ -1,5 +1,5 @@
 /*
- * test_failpoint.c — named crash points (core/failpoint.h). An armed point
+ * test_failpoint.c — named crash points (core/base/failpoint.h). An armed point
  * kills its process with SIGKILL at exactly its Nth hit, hits of other
  * points do not count, an unarmed run is untouched; the trace file lists
  * every hit in order; MKFS_FAILPOINTS is parsed strictly and a malformed

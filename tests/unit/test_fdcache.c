@@ -1,6 +1,6 @@
 /*
- * Unit tests of the descriptor cache (core/fdcache.c) and of logs whose
- * segments go through a tiny one (core/segment.c, core/log.c): the bound
+ * Unit tests of the descriptor cache (core/base/fdcache.c) and of logs whose
+ * segments go through a tiny one (core/storage/segment.c, core/storage/log.c): the bound
  * holds, the least recently used unpinned node is evicted first, a pinned
  * node never is, and a log with many segments reads, appends, truncates
  * (deleting cached segments) and closes correctly with at most a handful

@@ -1,6 +1,6 @@
 /*
- * Unit tests of the group coordinator (core/group.c) and the round-robin
- * assignor (core/assignor.c): determinism, eager rebalances, generation
+ * Unit tests of the group coordinator (core/coordination/group.c) and the round-robin
+ * assignor (core/coordination/assignor.c): determinism, eager rebalances, generation
  * fencing, sessions on the manual clock, positions and polls, commits
  * refused for stale generations, unowned partitions and offsets outside
  * the log, and committed offsets rebuilt from __consumer_offsets after a

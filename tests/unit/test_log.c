@@ -1,5 +1,5 @@
 /*
- * Unit tests of the partition log (core/log.c) and its internal pieces
+ * Unit tests of the partition log (core/storage/log.c) and its internal pieces
  * (index.c, timeindex.c, segment.c), run in a temporary directory.
  */
 #include <setjmp.h>

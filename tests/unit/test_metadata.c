@@ -1,6 +1,6 @@
 /*
- * test_metadata.c — the metadata file's parser (core/metadata.c): a good
- * file reads back field by field; every integer is strict (core/parse.h),
+ * test_metadata.c — the metadata file's parser (core/replication/metadata.c): a good
+ * file reads back field by field; every integer is strict (core/base/parse.h),
  * so `broker x online` is refused instead of loading as broker 0; every
  * token is accounted for; and a failed load leaves nothing to free.
  */

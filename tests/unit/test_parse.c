@@ -1,5 +1,5 @@
 /*
- * test_parse.c — the one strict integer parser (core/parse.h): the edges
+ * test_parse.c — the one strict integer parser (core/base/parse.h): the edges
  * of int64_t, overflow by one, and everything that is not "optional '-',
  * then decimal digits".
  */

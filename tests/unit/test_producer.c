@@ -1,6 +1,6 @@
 /*
  * Unit tests of the producer path (core only): the broker-side idempotence
- * state (core/producer_state.c), stamping a frame with a producer
+ * state (core/storage/producer_state.c), stamping a frame with a producer
  * (mk_frame_set_producer), the partitioner, the topic accumulator on a real
  * cluster, idempotent produce through a partition (window of five, fencing,
  * new epochs), and deduplication that survives a close and reopen and a

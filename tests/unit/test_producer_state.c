@@ -1,6 +1,6 @@
 /*
  * test_producer_state.c — the producer snapshot's parser
- * (core/producer_state.c): integers through core/parse.h with their
+ * (core/storage/producer_state.c): integers through core/base/parse.h with their
  * fields' ranges, single spaces, each producer once, at most a window of
  * batches; whatever format() writes parses back to the same text.
  * (The snapshot's use by replicas is tested in test_producer.c.)

@@ -1,7 +1,7 @@
 /*
  * Unit tests of transactions: the aborted-transaction index
- * (core/txnindex.c), the producer state's open transactions and its
- * snapshot (core/producer_state.c), and the coordinator (core/txn.c):
+ * (core/storage/txnindex.c), the producer state's open transactions and its
+ * snapshot (core/storage/producer_state.c), and the coordinator (core/coordination/txn.c):
  * its state machine, the LSO and read_committed fetches it leads to,
  * fencing by init, offsets committed only with the transaction, timeouts
  * on the manual clock, and recovery from every state by a crash (SIGKILL

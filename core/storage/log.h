@@ -300,7 +300,7 @@ mk_err mk_log_index_rows(mk_log *log, int64_t segment, bool time,
  * the whole file (cut in place): "version 1", "log_start_offset N",
  * "recovery_point N", then "epoch E START" lines, epochs and starts
  * strictly increasing, then an optional "segments B..." line (bases
- * ascending), every integer through core/parse.h, every line
+ * ascending), every integer through core/base/parse.h, every line
  * ending in a newline. On failure (MK_KAFKA_STORAGE_ERROR, "PATH: line N:
  * REASON" in why) nothing is left to free; on success free(c->epochs)
  * and c->bases.

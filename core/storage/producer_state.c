@@ -219,7 +219,7 @@ void mk_pstate_format(const mk_producer_state *ps, mk_strbuf *out)
 /*
  * The snapshot's text, line by line ("producer-snapshot 1", "covered_to N",
  * then "producer PID EPOCH [FIRST:LAST:BASE:DELTA]..."), every integer
- * through core/parse.h with the range its field can hold, one space
+ * through core/base/parse.h with the range its field can hold, one space
  * between fields, every line ending in '\n', each producer once, at most
  * MK_PRODUCER_WINDOW batches each. Anything else: the snapshot is damaged.
  */

@@ -101,7 +101,7 @@ typedef struct {
 mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why);
 /*
  * The parser behind mk_metadata_load, on the file's text (cut in place):
- * integers through core/parse.h, every token accounted for, each broker,
+ * integers through core/base/parse.h, every token accounted for, each broker,
  * topic, partition and producer on one line, every partition of every
  * topic present. Exposed for tests and the fuzzer.
  */

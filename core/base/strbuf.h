@@ -6,7 +6,7 @@
  * fine: len, not strlen, is the truth. An initialised strbuf with no storage
  * points at a shared empty string and must not be written through directly.
  *
- * Allocation failure aborts, as everywhere (core/xalloc.h, the project's one
+ * Allocation failure aborts, as everywhere (core/base/xalloc.h, the project's one
  * allocation policy).
  */
 #ifndef MK_STRBUF_H

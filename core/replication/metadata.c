@@ -147,7 +147,7 @@ mk_err mk_metadata_save(mk_cluster *c, const mk_meta_plan *plan)
 
 /*
  * Parsing. One step per line kind (the table below), each taking the
- * line's tokens after the kind; every integer goes through core/parse.h
+ * line's tokens after the kind; every integer goes through core/base/parse.h
  * (no atoi: `broker x online` is refused, not read as broker 0), every
  * token is accounted for, and a line that does not parse fails the load
  * with its kind named.

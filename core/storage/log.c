@@ -396,7 +396,7 @@ static void set_recovery_point(mk_log *log, int64_t offset)
 }
 
 /*
- * A space, then a decimal integer in [lo, hi] (core/parse.h) ending at the
+ * A space, then a decimal integer in [lo, hi] (core/base/parse.h) ending at the
  * next space or at the end of the line; *p moves past it.
  */
 static bool parse_num(char **p, int64_t lo, int64_t hi, int64_t *out)
