@@ -203,6 +203,28 @@ static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *wh
 	return bad_command(why, copy, "create-topic, delete-topic, replicate, flush, retention, compact, expire-members or expire-transactions");
 }
 
+/* /ctl commands that wait inside a coordinator (their records are
+ * appended with acks=all): the serving layer runs them off the workers. */
+static const char *const ctl_waiting[] = { "expire-members", "expire-transactions" };
+
+bool mk_node_write_waits(const node_ref *ref, const char *buf, size_t size)
+{
+	if (ref->def->write != write_ctl)
+		return false;
+	while (size && (*buf == ' ' || *buf == '\t')) {
+		buf++;
+		size--;
+	}
+	for (size_t i = 0; i < sizeof(ctl_waiting) / sizeof(ctl_waiting[0]); i++) {
+		size_t n = strlen(ctl_waiting[i]);
+		if (size >= n && !memcmp(buf, ctl_waiting[i], n) &&
+		    (size == n || buf[n] == '\n' || buf[n] == ' ' || buf[n] == '\t'))
+			return true;
+	}
+	return false;
+}
+
+
 /* ---- topics ---------------------------------------------------------- */
 
 static bool match_topic(mkfs *fs, node_ref *ref, const char *name)

@@ -128,6 +128,10 @@ mk_err mk_node_control(mkfs *fs, const node_ref *ref, const char *buf,
 		       size_t len, mk_strbuf *why);
 
 /* Directory operations. */
+/* Does this control write wait inside a coordinator (a /ctl command whose
+ * records are appended with acks=all)? The serving layer then runs it on
+ * the command thread, never on a FUSE worker. */
+bool mk_node_write_waits(const node_ref *ref, const char *buf, size_t size);
 mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_strbuf *why);
 mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_strbuf *why);
 

@@ -845,7 +845,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	(void)off;
 	mkfs *fs = fs_of(req);
 	mk_handle *h = handle_of(fi);
-	if ((h->ref.def->type == NODE_CONTROL && coordinated_path(h->path, false)) ||
+	if ((h->ref.def->type == NODE_CONTROL &&
+	     (coordinated_path(h->path, false) || mk_node_write_waits(&h->ref, buf, size))) ||
 	    (h->ref.def->type == NODE_APPEND && h->ap.txn[0])) {
 		queue_job(req, JOB_WRITE, h, buf, size);
 		return;

@@ -21,6 +21,7 @@ default.replication.factor = 2
 clock = manual
 [group]
 offsets.topic.replication.factor = 2
+session.timeout.ms = 2000
 [producer]
 request.timeout.ms = 1000'
 # min.insync.replicas 2 on the topics written here.
@@ -123,6 +124,32 @@ assert_eq "0" "$(alive)" "every init was answered as the follower fetched"
 bad=0
 for p in "${cpids[@]}"; do wait "$p" || bad=$((bad + 1)); done
 assert_eq "0" "$bad" "and every init succeeded"
+
+# ---- /ctl expire-members: its generation records wait off the workers too --------
+# The clock passes session.timeout.ms (2 s), not replica.lag.time.max.ms:
+# every member expires and each rebalance is an acks=all write to
+# __consumer_offsets. Twelve expire-members commands queue on the command
+# thread (the first does the work and waits for the follower); the mount
+# keeps answering.
+mk_write "$MNT/clock" "+3000" || bail "clock +3000"
+cpids=()
+for i in $(seq 0 11); do
+	"$MK_PYTHON" -I "$MK_TMP/cmd.py" "$MNT/ctl" "expire-members" &
+	cpids+=($!)
+done
+mk_wait_for 20 all_in_write || bail "the twelve expire-members did not all reach write(2)"
+pass "twelve expire-members wait inside write(2) for the follower"
+assert_ok "ls answers while they wait" timeout 5 ls "$MNT/groups"
+assert_ok "a value file answers while they wait" timeout 5 cat "$MNT/topics/load/0/hw"
+assert_eq "12" "$(alive)" "and the expire-members commands still wait"
+# (The kernel lets one write into /ctl at a time, so the fetch round comes
+# through brokers/fetch: a replicate written to /ctl would queue behind.)
+mk_wait_for 60 eval 'timeout 5 bash -c "echo > $MNT/brokers/fetch"; [ "$(alive)" = 0 ]'
+assert_eq "0" "$(alive)" "every expire-members was answered as the follower fetched"
+bad=0
+for p in "${cpids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+assert_eq "0" "$bad" "and every expire-members succeeded"
+assert_eq "" "$(ls "$MNT/groups/g0/members")" "g0 has no member left"
 
 # ---- a handled signal during an acks=all wait -----------------------------------
 mk_ctl "create-topic sig min.insync.replicas=2" || bail "create-topic sig"
