@@ -20,7 +20,6 @@
 #include "partitioner.h"
 #include "topic_name.h"
 
-#define LOAD_FETCH_BYTES (1u << 20)
 #define POLL_FETCH_BYTES (1u << 20)
 #define POLL_CACHE_MAX (8u << 20)      /* fetched bytes a poll file keeps */
 
@@ -476,6 +475,13 @@ static size_t load_index(load_state *ls, gm_group *grp)
 	return pos;
 }
 
+static void load_record(load_state *ls, const mk_record_view *rec);
+
+static void replay_one(void *arg, const mk_record_view *rec)
+{
+	load_record(arg, rec);
+}
+
 static void load_record(load_state *ls, const mk_record_view *rec)
 {
 	if (rec->key.len <= 0)
@@ -552,37 +558,8 @@ static mk_err load_read(mk_groups *g, int op, load_state *ls, int32_t *epoch)
 	mk_partition_info_get(p, &pi);
 	*epoch = pi.leader_epoch;
 	mk_err err = pi.leader < 0 ? MK_LEADER_NOT_AVAILABLE : MK_OK;
-	int64_t from = pi.log_start, visible = 0;
-	mk_strbuf buf = MK_STRBUF_INIT;
-	while (!err) {
-		mk_strbuf_reset(&buf);
-		err = mk_partition_fetch(p, from, LOAD_FETCH_BYTES, &buf, &visible, NULL);
-		if (err || !buf.len)
-			break;
-		size_t pos = 0;
-		while (pos < buf.len) {
-			mk_batch_view b;
-			if (mk_frame_decode_header((const uint8_t *)buf.buf + pos,
-						   buf.len - pos, 0, false, &b, NULL))
-				break;
-			pos += b.frame_len;
-			if (b.meta.base_offset >= visible)
-				break;
-			if (!mk_batch_is_control(&b)) {
-				mk_record_iter it;
-				mk_record_view rec;
-				mk_record_iter_init(&it, &b);
-				while (mk_record_next(&it, &rec))
-					if (rec.offset >= from && rec.offset < visible)
-						load_record(ls, &rec);
-			}
-			if (mk_batch_next_offset(&b) > from)
-				from = mk_batch_next_offset(&b);
-		}
-		if (from >= visible)
-			break;
-	}
-	mk_strbuf_release(&buf);
+	if (!err)
+		err = mk_partition_replay(p, pi.log_start, replay_one, ls);
 	mk_topic_put(t);
 	return err;
 }

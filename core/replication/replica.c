@@ -1757,3 +1757,44 @@ mk_err mk_partition_replica_index(mk_partition *p, int broker, int64_t segment,
 	pthread_mutex_unlock(&p->lock);
 	return err;
 }
+
+#define REPLAY_FETCH_BYTES (1u << 20)
+
+mk_err mk_partition_replay(mk_partition *p, int64_t from,
+			   void (*fn)(void *arg, const mk_record_view *rec),
+			   void *arg)
+{
+	int64_t visible = 0;
+	mk_strbuf buf = MK_STRBUF_INIT;
+	mk_err err = MK_OK;
+	while (!err) {
+		mk_strbuf_reset(&buf);
+		err = mk_partition_fetch(p, from, REPLAY_FETCH_BYTES, &buf, &visible, NULL);
+		if (err || !buf.len)
+			break;
+		size_t pos = 0;
+		while (pos < buf.len) {
+			mk_batch_view b;
+			if (mk_frame_decode_header((const uint8_t *)buf.buf + pos,
+						   buf.len - pos, 0, false, &b, NULL))
+				break;
+			pos += b.frame_len;
+			if (b.meta.base_offset >= visible)
+				break;
+			if (!mk_batch_is_control(&b)) {
+				mk_record_iter it;
+				mk_record_view rec;
+				mk_record_iter_init(&it, &b);
+				while (mk_record_next(&it, &rec))
+					if (rec.offset >= from && rec.offset < visible)
+						fn(arg, &rec);
+			}
+			if (mk_batch_next_offset(&b) > from)
+				from = mk_batch_next_offset(&b);
+		}
+		if (from >= visible)
+			break;
+	}
+	mk_strbuf_release(&buf);
+	return err;
+}

@@ -254,6 +254,14 @@ int32_t mk_partition_next_sequence(mk_partition *p, int64_t pid, int16_t epoch);
  * visible end (HW), at most max_bytes (at least one batch). *visible_end
  * gets the HW. OFFSET_OUT_OF_RANGE outside [log start, log end].
  */
+/*
+ * Replay a partition from offset from up to its visible end: fn gets every
+ * data record in offset order (control batches skipped). How the
+ * coordinators rebuild their state from their internal topics.
+ */
+mk_err mk_partition_replay(mk_partition *p, int64_t from,
+			   void (*fn)(void *arg, const mk_record_view *rec),
+			   void *arg);
 mk_err mk_partition_fetch(mk_partition *p, int64_t from, size_t max_bytes,
 			  mk_strbuf *out, int64_t *visible_end, mk_strbuf *why);
 /*
