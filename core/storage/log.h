@@ -47,7 +47,8 @@
  * log.flush.before-checkpoint (rolled segments fsynced, the recovery point
  * not yet moved), log.truncate.{before-cut,after-cut,done}, the
  * checkpoint's replacement log.ckpt.{after-write,after-fsync,after-rename,
- * done} (fileio.h), and segment.create.after-open (segment.h).
+ * done} (fileio.h), and segment.create.after-open,
+ * segment.prepare.after-log and segment.adopt.after-log (segment.h).
  *
  * An mk_log is not thread-safe: its owner (the partition, see replica.h)
  * serialises every call under its lock. Rolled segments are fsynced, and
@@ -193,6 +194,15 @@ void mk_log_hold_flusher(mk_log *log, bool held);
  * if it failed.
  */
 mk_err mk_log_wait_flusher(mk_log *log);
+
+/*
+ * The next segment's files are made ahead by a pool thread (segment.h,
+ * "prepared segment files"): asked for once the active segment is half
+ * full and right after each roll, taken by the roll when ready (else the
+ * roll creates them itself). For tests: wait while they are being made;
+ * true when they are ready.
+ */
+bool mk_log_wait_prepared(mk_log *log);
 
 /* Leader-epoch cache (KIP-101). */
 int32_t mk_log_latest_epoch(const mk_log *log);      /* -1 when empty */
