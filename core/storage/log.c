@@ -157,6 +157,7 @@ struct mk_log {
 				     * files were asked for; -1: none yet */
 	bool prep_asked;            /* prepared files may exist (close
 				     * deletes them) */
+	uint64_t write_calls;       /* appends' writes to .log files */
 	mk_strbuf err;              /* the last storage error */
 	flusher fl;
 };
@@ -1318,6 +1319,11 @@ uint64_t mk_log_size_bytes(const mk_log *log)
 	return n;
 }
 
+uint64_t mk_log_write_calls(const mk_log *log)
+{
+	return log->write_calls;
+}
+
 size_t mk_log_segment_count(const mk_log *log)
 {
 	return log->nsegs;
@@ -1380,43 +1386,116 @@ static mk_err roll(mk_log *log)
 	return flusher_add(log, old, s->base);
 }
 
+/*
+ * Append frames [0, n) (views b, offsets following the log end), in runs:
+ * a frame that would pass segment.bytes rolls first, exactly as when they
+ * come one at a time, and the frames of one run (up to the next roll) are
+ * written with one system call. *done: how many were appended (a failure
+ * part-way leaves the earlier runs appended).
+ */
+static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
+			    const mk_batch_view *b, size_t n, size_t *done)
+{
+	*done = 0;
+	size_t i = 0;
+	while (i < n) {
+		mk_err err = flusher_error(log);
+		if (err)
+			return err;
+		mk_segment *a = active(log);
+		int64_t last = mk_batch_last_offset(&b[i]);
+		/* An empty segment takes any batch: the threshold is for
+		 * rolling. */
+		if (a->size > 0 &&
+		    ((int64_t)(a->size + b[i].frame_len) > log->cfg.segment_bytes ||
+		     !mk_segment_can_hold(a, b[i].frame_len, last))) {
+			if ((err = roll(log)))
+				return err;
+			a = active(log);
+		}
+		if (!mk_segment_can_hold(a, b[i].frame_len, last))
+			return MK_MESSAGE_TOO_LARGE;
+		/* The run: the frames after i that fit without a roll. */
+		size_t j = i + 1;
+		uint64_t run = b[i].frame_len;
+		while (j < n && j - i < MK_SEGMENT_APPEND_MAX &&
+		       (int64_t)(a->size + run + b[j].frame_len) <=
+			       log->cfg.segment_bytes &&
+		       mk_segment_can_hold(a, run + b[j].frame_len,
+					   mk_batch_last_offset(&b[j])))
+			run += b[j++].frame_len;
+		/* Half full: the next segment's files get made ahead. */
+		if (log->prep_base != a->base &&
+		    (int64_t)(a->size + run) * 2 >= log->cfg.segment_bytes)
+			prep_request(log);
+		mk_strbuf msg = MK_STRBUF_INIT;
+		err = j == i + 1
+			? mk_segment_append(a, frames[i], &b[i],
+					    log->cfg.index_interval_bytes, &msg)
+			: mk_segment_append_many(a, frames + i, b + i, j - i,
+						 log->cfg.index_interval_bytes,
+						 &msg);
+		log->write_calls++;
+		if (err)
+			storage_error(log, &msg);
+		mk_strbuf_release(&msg);
+		if (err)
+			return err;
+		*done = j;
+		for (size_t k = i; k < j; k++) {
+			if (epoch_observe(log, b[k].meta.leader_epoch,
+					  b[k].meta.base_offset) &&
+			    (err = ckpt_write(log)))
+				return err;
+			log->unflushed += b[k].record_count;
+		}
+		if (log->cfg.flush_messages > 0 &&
+		    log->unflushed >= log->cfg.flush_messages &&
+		    (err = sync_all(log)))
+			return err;
+		i = j;
+	}
+	return MK_OK;
+}
+
 static mk_err append(mk_log *log, const uint8_t *frame, const mk_batch_view *b)
 {
-	mk_err err = flusher_error(log);
-	if (err)
-		return err;
-	mk_segment *a = active(log);
-	int64_t last = mk_batch_last_offset(b);
-	/* An empty segment takes any batch: the threshold is for rolling. */
-	if (a->size > 0 &&
-	    ((int64_t)(a->size + b->frame_len) > log->cfg.segment_bytes ||
-	     !mk_segment_can_hold(a, b->frame_len, last))) {
-		if ((err = roll(log)))
-			return err;
-		a = active(log);
+	size_t done;
+	return append_frames(log, &frame, b, 1, &done);
+}
+
+mk_err mk_log_append_leader_many(mk_log *log, uint8_t *const *frames,
+				 const size_t *lens, size_t n, int32_t epoch,
+				 int64_t *bases, size_t *appended)
+{
+	*appended = 0;
+	if (n == 0)
+		return MK_OK;
+	if (n > MK_LOG_APPEND_MAX)
+		return MK_INVALID_REQUEST;
+	mk_batch_view b[MK_LOG_APPEND_MAX];
+	for (size_t i = 0; i < n; i++)
+		if (mk_frame_decode_header(frames[i], lens[i], 0, false, &b[i],
+					   NULL) || b[i].frame_len != lens[i])
+			return MK_CORRUPT_MESSAGE;
+	if (epoch < 0)
+		return MK_INVALID_REQUEST;
+	if (epoch < mk_log_latest_epoch(log))
+		return MK_FENCED_LEADER_EPOCH;
+	int64_t base = mk_log_end_offset(log);
+	for (size_t i = 0; i < n; i++) {
+		if (base > INT64_MAX - 1 - b[i].last_offset_delta)
+			return MK_INVALID_REQUEST;
+		b[i].meta.base_offset = base;
+		b[i].meta.leader_epoch = epoch;
+		base = mk_batch_next_offset(&b[i]);
 	}
-	if (!mk_segment_can_hold(a, b->frame_len, last))
-		return MK_MESSAGE_TOO_LARGE;
-	/* Half full: the next segment's files get made ahead. */
-	if (log->prep_base != a->base &&
-	    (int64_t)(a->size + b->frame_len) * 2 >= log->cfg.segment_bytes)
-		prep_request(log);
-	mk_strbuf msg = MK_STRBUF_INIT;
-	err = mk_segment_append(a, frame, b, log->cfg.index_interval_bytes,
-				&msg);
-	if (err)
-		storage_error(log, &msg);
-	mk_strbuf_release(&msg);
-	if (err)
-		return err;
-	if (epoch_observe(log, b->meta.leader_epoch, b->meta.base_offset) &&
-	    (err = ckpt_write(log)))
-		return err;
-	log->unflushed += b->record_count;
-	if (log->cfg.flush_messages > 0 &&
-	    log->unflushed >= log->cfg.flush_messages)
-		err = sync_all(log);
-	return err;
+	for (size_t i = 0; i < n; i++) {
+		mk_frame_assign(frames[i], lens[i], b[i].meta.base_offset, epoch);
+		bases[i] = b[i].meta.base_offset;
+	}
+	return append_frames(log, (const uint8_t *const *)frames, b, n,
+			     appended);
 }
 
 mk_err mk_log_append_leader(mk_log *log, uint8_t *frame, size_t len,

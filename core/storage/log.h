@@ -139,6 +139,21 @@ uint64_t mk_log_size_bytes(const mk_log *log);
 mk_err mk_log_append_leader(mk_log *log, uint8_t *frame, size_t len,
 			    int32_t epoch, int64_t *base_out);
 /*
+ * Leader append of n frames (at most MK_LOG_APPEND_MAX) as mk_log_append_
+ * leader appends each, in order: every header is checked and every frame
+ * stamped (bases[i] its base offset) before anything is written; rolls
+ * fall where they would one frame at a time, and the frames between two
+ * rolls are written with one system call (pwritev). *appended: how many
+ * were appended, all of them unless an error came part-way (a storage
+ * error, or a frame too large for a segment), when the earlier ones stay.
+ */
+#define MK_LOG_APPEND_MAX 64
+mk_err mk_log_append_leader_many(mk_log *log, uint8_t *const *frames,
+				 const size_t *lens, size_t n, int32_t epoch,
+				 int64_t *bases, size_t *appended);
+/* Write system calls the appends made to .log files (tests, bench). */
+uint64_t mk_log_write_calls(const mk_log *log);
+/*
  * Replica append: frame already carries its offsets and epoch; its base
  * offset must be at least the log end (else INVALID_REQUEST; above it when
  * the leader's log was compacted there), it is validated

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "failpoint.h"
@@ -922,6 +923,70 @@ mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 	s->next_offset = mk_batch_next_offset(b);
 	s->last_base = b->meta.base_offset;
 	err = index_batch(s, b, pos, s->max_ts, interval, true, why);
+	seg_done(s);
+	return err;
+}
+
+mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
+			      const mk_batch_view *b, size_t n,
+			      int64_t interval, mk_strbuf *why)
+{
+	assert(s->active && s->indexes_loaded && n > 0);
+	uint64_t pos = s->size, total = 0;
+	struct iovec iov[MK_SEGMENT_APPEND_MAX];
+	assert(n <= MK_SEGMENT_APPEND_MAX);
+	for (size_t i = 0; i < n; i++) {
+		assert(b[i].meta.base_offset >= (i ? mk_batch_next_offset(&b[i - 1])
+						   : s->next_offset));
+		iov[i].iov_base = (void *)frames[i];
+		iov[i].iov_len = b[i].frame_len;
+		total += b[i].frame_len;
+	}
+	assert(mk_segment_can_hold(s, (size_t)total,
+				   mk_batch_last_offset(&b[n - 1])));
+	mk_err err = seg_use(s, true, why);
+	if (err)
+		return err;
+	/* One system call for every frame; a short write goes on from where
+	 * it stopped (a crash in between leaves a torn tail, cut at open). */
+	struct iovec *v = iov;
+	size_t left = n;
+	uint64_t at = pos;
+	while (left > 0) {
+		ssize_t w = pwritev(s->fd, v, (int)left, (off_t)at);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
+			if (why)
+				mk_strbuf_addf(why, "%s at byte %llu: write failed: %s",
+					       s->log_path, (unsigned long long)at,
+					       strerror(errno));
+			seg_done(s);
+			return MK_KAFKA_STORAGE_ERROR;
+		}
+		at += (uint64_t)w;
+		while (left > 0 && (size_t)w >= v->iov_len) {
+			w -= (ssize_t)v->iov_len;
+			v++;
+			left--;
+		}
+		if (left > 0) {
+			v->iov_base = (uint8_t *)v->iov_base + w;
+			v->iov_len -= (size_t)w;
+		}
+	}
+	s->dirty = true;
+	for (size_t i = 0; i < n && !err; i++) {
+		s->size += b[i].frame_len;
+		if (b[i].max_timestamp > s->max_ts)
+			s->max_ts = b[i].max_timestamp;
+		s->next_offset = mk_batch_next_offset(&b[i]);
+		s->last_base = b[i].meta.base_offset;
+		err = index_batch(s, &b[i], pos, s->max_ts, interval, true, why);
+		pos += b[i].frame_len;
+	}
 	seg_done(s);
 	return err;
 }

@@ -159,6 +159,16 @@ mk_err mk_segment_scan(mk_segment *s, int64_t end_limit,
 mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 			 const mk_batch_view *b, int64_t interval,
 			 mk_strbuf *why);
+/*
+ * The same for n frames (b their views, offsets increasing), at most
+ * MK_SEGMENT_APPEND_MAX, written with one pwritev: a partition's batches
+ * of one topic append go to the page cache as one piece (small writes into
+ * many files cost the page cache more per byte than large ones).
+ */
+#define MK_SEGMENT_APPEND_MAX 64
+mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
+			      const mk_batch_view *b, size_t n,
+			      int64_t interval, mk_strbuf *why);
 /* Would a batch of len bytes ending at last_offset still fit the formats? */
 bool mk_segment_can_hold(const mk_segment *s, size_t len, int64_t last_offset);
 
