@@ -480,7 +480,8 @@ static mk_err produce_held(mk_producer *p, int i, mk_strbuf *why)
 	for (size_t k = 0; k < n; k++) {
 		if (res[k].base >= 0)
 			add_receipt(p, i, res[k].base, res[k].count);
-		if (!err && res[k].pending)
+		/* Appended next to a refused batch: still awaited. */
+		if (res[k].pending)
 			ack_push(&p->owed, (owed_ack){ i, 0, res[k].ticket });
 		mk_strbuf_reset(&s->held[k]);
 	}

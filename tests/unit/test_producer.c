@@ -1016,6 +1016,40 @@ static void test_acc_combine(void **state)
 	acc_free(acc);
 }
 
+/* Combined batches are judged one by one: on a compacted topic the
+ * batch holding a keyless record is refused, the ones around it are
+ * appended (and acknowledged), and the write reports the refusal. */
+static void test_acc_combine_refused(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 1);
+	open_cluster(f);
+	tl_create_topic(f->c, "k", 1, 1, "cleanup.policy=compact", NULL);
+	use_topic(f, "k");
+	receipts rs;
+	/* Two records with one-byte keys fill a batch. */
+	tprod *acc = acc_new(f, -1, frame_bytes(2) + 2, 0, &rs);
+	add(acc, "a", "v0");
+	add(acc, "b", "v1");            /* batch 1 */
+	add(acc, NULL, "v2");
+	add(acc, "c", "v3");            /* batch 2: a keyless record */
+	add(acc, "d", "v4");
+	add(acc, "e", "v5");            /* batch 3 */
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(end_write_why(acc, &why), MK_INVALID_RECORD);
+	assert_non_null(strstr(why.buf, "keyless"));
+	mk_strbuf_release(&why);
+	assert_int_equal(leo(f, 0), 4);
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.r[0].base, 0);
+	assert_int_equal(rs.r[1].base, 2);
+	contents r;
+	read_part(part(f, 0), &r);
+	assert_int_equal(r.nbatches, 2);
+	assert_values(&r, "v0,v1,v4,v5");
+	acc_free(acc);
+}
+
 /* A record that would take a batch past batch.size closes it first. */
 static void test_acc_batch_never_overflows(void **state)
 {
@@ -1956,6 +1990,7 @@ int main(void)
 		cmocka_unit_test(test_partitioner),
 		cmocka_unit_test_setup_teardown(test_acc_batch_size, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_combine, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acc_combine_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_batch_never_overflows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_sticky, setup, teardown),
