@@ -12,7 +12,8 @@
  *   - open: list the NNN.log files, open those below the recovery point as
  *     closed (no I/O beyond open+fstat), recover the rest in order,
  *     reconcile the epoch cache with what the recovered segments hold;
- *   - append: roll when needed, one pwrite, index entries, the epoch cache;
+ *   - append: roll when needed, one pwrite (one pwritev for a run of
+ *     frames between two rolls), index entries, the epoch cache;
  *   - read and offset_for_time: binary search of the segment, index lookup,
  *     forward scan with the segment reader;
  *   - truncate_to, flush, close, crash.
@@ -23,7 +24,9 @@
  * Kafka (whose roll schedules the old segment's flush), the old segment is
  * now handed to the flusher, which fsyncs it with its indexes and then
  * writes the checkpoint with the recovery point past it (the checkpoint's
- * own directory fsync also makes the new segments' creation durable); when
+ * own directory fsync also makes the new segments' creation durable; as
+ * that write is spaced, a flush (sync_all) fsyncs the directory itself
+ * when a segment was made since its last one); when
  * it finds several segments queued, it fsyncs them all, in order, and
  * writes one checkpoint. The guarantees stay those of log.h: the recovery
  * point only moves past data that was fsynced, flushes happen in roll
@@ -47,7 +50,11 @@
  * thread takes state_lock to change the epoch cache or the recovery point
  * and to write the checkpoint, and waits for the flusher to be idle
  * (flusher_wait) before it changes or removes anything but the active
- * segment: truncation, index rebuilds, flush, close.
+ * segment: truncation, index rebuilds, flush, close. The prepare task
+ * (prep_run) touches only the prepared.*.tmp files and fl.prep (under
+ * fl.lock): the owner takes the files only once fl.prep says READY, and
+ * close, crash and abandon remove the task (waiting for a run) before
+ * anything deletes them.
  *
  * Storage errors leave "FILE at byte POS: REASON" (or "FILE: what: errno")
  * in log->err, which mk_log_error() returns. A flusher failure is kept and
@@ -126,7 +133,7 @@ typedef struct {
 	mk_strbuf msg;              /* what failed */
 	/* The next segment's files, made ahead (segment.h, "prepared"): */
 	mk_flush_task prep_task;    /* makes them, on a pool thread */
-	int prep;                   /* PREP_NONE, _QUEUED or _READY */
+	int prep;                   /* PREP_NONE, _QUEUED or _READY (fl.lock) */
 } flusher;
 
 enum { PREP_NONE, PREP_QUEUED, PREP_READY };
@@ -158,6 +165,9 @@ struct mk_log {
 	bool prep_asked;            /* prepared files may exist (close
 				     * deletes them) */
 	uint64_t write_calls;       /* appends' writes to .log files */
+	bool dir_dirty;             /* a segment was made since sync_all last
+				     * fsynced the directory */
+	uint64_t dir_syncs;         /* those fsyncs (mk_log_dir_syncs) */
 	mk_strbuf err;              /* the last storage error */
 	flusher fl;
 };
@@ -1198,6 +1208,19 @@ static mk_err sync_all(mk_log *log)
 		return err;
 	mk_strbuf msg = MK_STRBUF_INIT;
 	err = mk_segment_flush(active(log), &msg);
+	/* The entries of segments rolled in since: their data is durable
+	 * now, their names must be too (the flusher's checkpoint, which
+	 * fsyncs the directory as well, is written at most once a second). */
+	if (!err && log->dir_dirty) {
+		if (mk_fsync_dir(log->dir)) {
+			mk_strbuf_addf(&msg, "%s: fsync failed: %s", log->dir,
+				       strerror(errno));
+			err = MK_KAFKA_STORAGE_ERROR;
+		} else {
+			log->dir_dirty = false;
+			log->dir_syncs++;
+		}
+	}
 	if (err) {
 		storage_error(log, &msg);
 	} else {
@@ -1324,6 +1347,11 @@ uint64_t mk_log_write_calls(const mk_log *log)
 	return log->write_calls;
 }
 
+uint64_t mk_log_dir_syncs(const mk_log *log)
+{
+	return log->dir_syncs;
+}
+
 size_t mk_log_segment_count(const mk_log *log)
 {
 	return log->nsegs;
@@ -1380,6 +1408,7 @@ static mk_err roll(mk_log *log)
 	}
 	MK_FAILPOINT("log.roll.after-create");
 	push_segment(log, s);
+	log->dir_dirty = true;
 	mk_strbuf_release(&msg);
 	/* A log that rolled is written to: its next files get made now. */
 	prep_request(log);

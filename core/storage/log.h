@@ -153,6 +153,9 @@ mk_err mk_log_append_leader_many(mk_log *log, uint8_t *const *frames,
 				 int64_t *bases, size_t *appended);
 /* Write system calls the appends made to .log files (tests, bench). */
 uint64_t mk_log_write_calls(const mk_log *log);
+/* Directory fsyncs the flushes made for segments created since the last
+ * one (tests): with flush.messages, one per roll, none per append. */
+uint64_t mk_log_dir_syncs(const mk_log *log);
 /*
  * Replica append: frame already carries its offsets and epoch; its base
  * offset must be at least the log end (else INVALID_REQUEST; above it when

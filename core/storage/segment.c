@@ -602,7 +602,15 @@ mk_err mk_segment_prepare(const char *dir, mk_strbuf *why)
 {
 	for (int i = 0; i < 3; i++) {
 		char *path = prepared_path(dir, i);
-		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		/* A new inode, never one truncated in place: a prepared name
+		 * may still be linked to a segment (rename_new's fallback
+		 * when its unlink failed). */
+		if (unlink(path) && errno != ENOENT) {
+			mk_err err = io_error(why, path, "cannot delete");
+			free(path);
+			return err;
+		}
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		mk_err err = fd < 0 ? io_error(why, path, "cannot create") : MK_OK;
 		free(path);
 		if (err)
@@ -644,14 +652,17 @@ mk_err mk_segment_create_prepared(const char *dir, int64_t base,
 	*out = NULL;
 	mk_segment *s = seg_new(dir, base, cache);
 	char *from = prepared_path(dir, 0);
-	mk_err err = MK_OK;
-	if (rename_new(from, s->log_path))
-		err = io_error(why, s->log_path, "cannot create");
+	int rc = rename_new(from, s->log_path);
 	free(from);
-	if (err) {
+	if (rc) {
+		/* The prepared .log cannot be taken (gone, or a file system
+		 * with neither RENAME_NOREPLACE nor hard links): the files are
+		 * created as without it. An existing segment fails there as
+		 * here. */
 		mk_segment_close(s);
-		return err;
+		return mk_segment_create(dir, base, cache, out, why);
 	}
+	mk_err err = MK_OK;
 	MK_FAILPOINT("segment.adopt.after-log");
 	const char *to[2] = { s->index_path, s->time_path };
 	for (int i = 1; i < 3 && !err; i++) {

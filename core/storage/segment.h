@@ -90,7 +90,8 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
  * empty. The roll renames them into place. They hold nothing: a crash
  * leaves them as garbage, which the next open deletes.
  */
-/* Make (or empty) the three prepared files in dir. */
+/* Make the three prepared files in dir, new (an earlier one is unlinked,
+ * never truncated). */
 mk_err mk_segment_prepare(const char *dir, mk_strbuf *why);
 /* Is name (a directory entry) one of the prepared files? */
 bool mk_segment_prepared_name(const char *name);
@@ -98,7 +99,9 @@ bool mk_segment_prepared_name(const char *name);
 void mk_segment_discard_prepared(const char *dir);
 /* mk_segment_create from the prepared files: the .log renamed to its
  * name (never over an existing one: that fails as create does), then the
- * index files (over stale ones of an earlier segment at this base). */
+ * index files (over stale ones of an earlier segment at this base). When
+ * the prepared .log cannot be renamed (missing, or neither renameat2's
+ * RENAME_NOREPLACE nor link works), it is mk_segment_create. */
 mk_err mk_segment_create_prepared(const char *dir, int64_t base,
 				  mk_fdcache *cache, mk_segment **out,
 				  mk_strbuf *why);

@@ -23,6 +23,7 @@
 #include "codec.h"
 #include "failpoint.h"
 #include "log.h"
+#include "segment.h"
 #include "testlib.h"
 
 #define SEG_BYTES 1000
@@ -323,12 +324,93 @@ static void test_crash_points(void **state)
 	crash_at(f, "log.roll.after-seal", 2);
 }
 
+/* The prepared .log cannot be taken at the roll (gone, or a file system
+ * with neither RENAME_NOREPLACE nor hard links): the roll creates the
+ * segment's files itself, as without prepared files, and the log goes on
+ * instead of failing with a storage error. */
+static void test_roll_without_prepared_log(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f);
+	fill_to_half(log);
+	assert_true(mk_log_wait_prepared(log));
+	char path[256];
+	snprintf(path, sizeof(path), "%s/prepared.log.tmp", f->dir);
+	assert_int_equal(unlink(path), 0);
+	int64_t base = roll(log);
+	char name[64];
+	seg_name(base, "log", name, sizeof(name));
+	assert_true(exists_in(f, name));
+	append_two(log);
+	int64_t end = mk_log_end_offset(log);
+	check_all(log, end);
+	mk_log_close(log);
+	log = open_log(f);
+	check_all(log, end);
+	mk_log_close(log);
+}
+
+/* Making the prepared files never truncates an inode it did not make: a
+ * prepared name left linked to a segment (the link fallback of the
+ * adoption, its unlink failed) loses nothing of that segment. */
+static void test_prepare_keeps_linked_segment(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f);
+	for (int i = 0; i < 3; i++)
+		append_two(log);
+	mk_log_close(log);
+	char seg[256], prep[256], name[64];
+	seg_name(0, "log", name, sizeof(name));
+	snprintf(seg, sizeof(seg), "%s/%s", f->dir, name);
+	snprintf(prep, sizeof(prep), "%s/prepared.log.tmp", f->dir);
+	struct stat st;
+	assert_int_equal(stat(seg, &st), 0);
+	off_t size = st.st_size;
+	assert_true(size > 0);
+	assert_int_equal(link(seg, prep), 0);
+	assert_int_equal(mk_segment_prepare(f->dir, NULL), MK_OK);
+	assert_int_equal(stat(seg, &st), 0);
+	assert_int_equal(st.st_size, size);
+	assert_int_not_equal(inode_of(f, "prepared.log.tmp"), st.st_ino);
+	log = open_log(f);
+	check_all(log, 6);
+	mk_log_close(log);
+}
+
+/* flush.messages: an fsync after an append that follows a roll also
+ * fsyncs the directory (the new segment's entry, created or renamed
+ * there, is durable once the append returns); appends without a roll add
+ * no directory fsync. */
+static void test_flush_syncs_new_entry(void **state)
+{
+	fixture *f = *state;
+	mk_log_config cfg = { SEG_BYTES, 100, 1, NULL, NULL };
+	mk_log *log = NULL;
+	assert_int_equal(mk_log_open(f->dir, &cfg, &log, NULL), MK_OK);
+	append_two(log);
+	assert_int_equal(mk_log_dir_syncs(log), 0);
+	fill_to_half(log);
+	assert_true(mk_log_wait_prepared(log));
+	roll(log);                  /* its last append went to the new one */
+	assert_int_equal(mk_log_dir_syncs(log), 1);
+	append_two(log);
+	append_two(log);
+	assert_int_equal(mk_log_dir_syncs(log), 1);
+	roll(log);                  /* created without prepared files too */
+	assert_int_equal(mk_log_dir_syncs(log), 2);
+	mk_log_close(log);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_roll_takes_prepared, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_deleted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_points, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_roll_without_prepared_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prepare_keeps_linked_segment, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_syncs_new_entry, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
