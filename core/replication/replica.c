@@ -968,15 +968,12 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 	mk_err first = MK_OK;
 	for (size_t i = 0; i <= n && !err; i++) {
 		mk_err refused = MK_OK;
-		if (i < n && (int64_t)lens[i] > p->cfg.message_max_bytes) {
-			if (why && !first)
-				mk_strbuf_addf(why, "batch of %zu bytes exceeds message.max.bytes=%lld",
-					       lens[i], (long long)p->cfg.message_max_bytes);
+		bool large = i < n &&
+			     (int64_t)lens[i] > p->cfg.message_max_bytes;
+		if (large)
 			refused = MK_MESSAGE_TOO_LARGE;
-		} else if (i < n) {
-			refused = check_compacted_keys(p, frames[i], lens[i],
-						       first ? NULL : why);
-		}
+		else if (i < n)
+			refused = check_compacted_keys(p, frames[i], lens[i], NULL);
 		if (i < n && !refused)
 			continue;
 		err = produce_run(p, frames + run, lens + run, i - run,
@@ -984,8 +981,18 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 		for (size_t k = run; k < i; k++)
 			if (res[k].base >= 0)
 				last = k;
-		if (refused && !first)
+		/* The run's failure comes before the refusal, as it would
+		 * one at a time (which then stops). */
+		if (err && !first)
+			first = err;
+		if (refused && !first) {
 			first = refused;
+			if (large && why)
+				mk_strbuf_addf(why, "batch of %zu bytes exceeds message.max.bytes=%lld",
+					       lens[i], (long long)p->cfg.message_max_bytes);
+			else if (why)
+				check_compacted_keys(p, frames[i], lens[i], why);
+		}
 		run = i + 1;
 	}
 	if (err && !first)

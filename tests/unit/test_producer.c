@@ -1050,6 +1050,44 @@ static void test_acc_combine_refused(void **state)
 	acc_free(acc);
 }
 
+/* Combined batches report errors in their order, as one at a time: a
+ * batch whose append fails with a storage error (its roll cannot create
+ * the next segment) is reported as that, not as the refusal of a later
+ * batch of the same write. */
+static void test_acc_combine_storage_error_first(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 1);
+	open_cluster(f);
+	tl_create_topic(f->c, "k", 1, 1, "cleanup.policy=compact",
+			"segment.bytes=64");
+	use_topic(f, "k");
+	receipts rs;
+	tprod *acc = acc_new(f, -1, frame_bytes(2) + 2, 0, &rs);
+	add(acc, "a", "v0");
+	add(acc, "b", "v1");
+	end_write(acc);                 /* the segment is full now */
+	assert_int_equal(leo(f, 0), 2);
+	char dir[300], moved[320];
+	snprintf(dir, sizeof(dir), "%s/broker-1/k-0", f->dir);
+	snprintf(moved, sizeof(moved), "%s.moved", dir);
+	assert_int_equal(rename(dir, moved), 0);
+	add(acc, "c", "v2");
+	add(acc, "d", "v3");            /* batch 2: its roll fails */
+	add(acc, NULL, "v4");
+	add(acc, "e", "v5");            /* batch 3: a keyless record */
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = end_write_why(acc, &why);
+	if (err != MK_KAFKA_STORAGE_ERROR)
+		print_error("%s: %s\n", mk_err_name(err), why.buf);
+	assert_int_equal(err, MK_KAFKA_STORAGE_ERROR);
+	assert_int_equal(strncmp(why.buf, "append failed", 13), 0);
+	mk_strbuf_release(&why);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rename(moved, dir), 0);
+	acc_free(acc);
+}
+
 /* A record that would take a batch past batch.size closes it first. */
 static void test_acc_batch_never_overflows(void **state)
 {
@@ -1991,6 +2029,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_acc_batch_size, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_combine, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_combine_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acc_combine_storage_error_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_batch_never_overflows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_sticky, setup, teardown),
