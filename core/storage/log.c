@@ -1458,12 +1458,8 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 		    (int64_t)(a->size + run) * 2 >= log->cfg.segment_bytes)
 			prep_request(log);
 		mk_strbuf msg = MK_STRBUF_INIT;
-		err = j == i + 1
-			? mk_segment_append(a, frames[i], &b[i],
-					    log->cfg.index_interval_bytes, &msg)
-			: mk_segment_append_many(a, frames + i, b + i, j - i,
-						 log->cfg.index_interval_bytes,
-						 &msg);
+		err = mk_segment_append_many(a, frames + i, b + i, j - i,
+					     log->cfg.index_interval_bytes, &msg);
 		log->write_calls++;
 		if (err)
 			storage_error(log, &msg);
@@ -1502,6 +1498,9 @@ mk_err mk_log_append_leader_many(mk_log *log, uint8_t *const *frames,
 		return MK_OK;
 	if (n > MK_LOG_APPEND_MAX)
 		return MK_INVALID_REQUEST;
+	/* Frames built here: each header is checked, the records are not
+	 * walked and no CRC is computed (base offset and epoch lie outside
+	 * it: mk_frame_assign only stores them). */
 	mk_batch_view b[MK_LOG_APPEND_MAX];
 	for (size_t i = 0; i < n; i++)
 		if (mk_frame_decode_header(frames[i], lens[i], 0, false, &b[i],
@@ -1530,24 +1529,10 @@ mk_err mk_log_append_leader_many(mk_log *log, uint8_t *const *frames,
 mk_err mk_log_append_leader(mk_log *log, uint8_t *frame, size_t len,
 			    int32_t epoch, int64_t *base_out)
 {
-	/* A frame built here: its header is checked, its records are not
-	 * walked and its CRC not computed (base offset and epoch lie outside
-	 * it: mk_frame_assign only stores them). */
-	mk_batch_view b;
-	if (mk_frame_decode_header(frame, len, 0, false, &b, NULL) ||
-	    b.frame_len != len)
-		return MK_CORRUPT_MESSAGE;
-	if (epoch < 0)
-		return MK_INVALID_REQUEST;
-	if (epoch < mk_log_latest_epoch(log))
-		return MK_FENCED_LEADER_EPOCH;
-	int64_t base = mk_log_end_offset(log);
-	if (base > INT64_MAX - 1 - b.last_offset_delta)
-		return MK_INVALID_REQUEST;
-	mk_frame_assign(frame, len, base, epoch);
-	b.meta.base_offset = base;
-	b.meta.leader_epoch = epoch;
-	mk_err err = append(log, frame, &b);
+	int64_t base;
+	size_t done;
+	mk_err err = mk_log_append_leader_many(log, &frame, &len, 1, epoch,
+					       &base, &done);
 	if (!err && base_out)
 		*base_out = base;
 	return err;

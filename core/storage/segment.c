@@ -912,30 +912,7 @@ mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 			 const mk_batch_view *b, int64_t interval,
 			 mk_strbuf *why)
 {
-	assert(s->active && s->indexes_loaded);
-	assert(b->meta.base_offset >= s->next_offset);
-	assert(mk_segment_can_hold(s, b->frame_len, mk_batch_last_offset(b)));
-	uint64_t pos = s->size;
-	mk_err err = seg_use(s, true, why);
-	if (err)
-		return err;
-	if (mk_pwrite_all(s->fd, frame, b->frame_len, (long long)pos)) {
-		if (why)
-			mk_strbuf_addf(why, "%s at byte %llu: write failed: %s",
-				       s->log_path, (unsigned long long)pos,
-				       strerror(errno));
-		seg_done(s);
-		return MK_KAFKA_STORAGE_ERROR;
-	}
-	s->size += b->frame_len;
-	s->dirty = true;
-	if (b->max_timestamp > s->max_ts)
-		s->max_ts = b->max_timestamp;
-	s->next_offset = mk_batch_next_offset(b);
-	s->last_base = b->meta.base_offset;
-	err = index_batch(s, b, pos, s->max_ts, interval, true, why);
-	seg_done(s);
-	return err;
+	return mk_segment_append_many(s, &frame, b, 1, interval, why);
 }
 
 mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,

@@ -156,7 +156,7 @@ mk_err mk_segment_scan(mk_segment *s, int64_t end_limit,
 
 /*
  * Append a frame (already validated, b its view) at the end of the active
- * segment, adding index entries per interval. One pwrite to the .log; the
+ * segment, adding index entries per interval. One write to the .log; the
  * index entries are written lazily (mk_segment_write_index_pending).
  */
 mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
@@ -164,7 +164,9 @@ mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 			 mk_strbuf *why);
 /*
  * The same for n frames (b their views, offsets increasing), at most
- * MK_SEGMENT_APPEND_MAX, written with one pwritev: a partition's batches
+ * MK_SEGMENT_APPEND_MAX, written with one pwritev (mk_segment_append is
+ * this with n = 1; a short write goes on from where it stopped, a failure
+ * leaves the segment's size as it was): a partition's batches
  * of one topic append go to the page cache as one piece (small writes into
  * many files cost the page cache more per byte than large ones).
  */
