@@ -13,6 +13,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1854,6 +1856,70 @@ static void test_append_many(void **state)
 		mk_strbuf_release(&fr[i]);
 }
 
+/*
+ * A run written by one pwritev that stops part-way (here RLIMIT_FSIZE:
+ * a short write, then EFBIG; ENOSPC behaves alike): a storage error naming
+ * the file, nothing of the run counted (the log end and the segment's size
+ * as before), and the owner abandons the log (replica offline, files
+ * untouched). What is on disk is a prefix of the run and a torn frame:
+ * the reopen cuts the torn one and keeps the whole frames before it, with
+ * the offsets they were given. Nothing acknowledged is lost; a frame of
+ * the failed call may stay (at least once, as in Kafka).
+ */
+static void test_append_many_short_write(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1 << 20, 100, 0);
+	mk_strbuf fr[4];
+	uint8_t *frames[4];
+	size_t lens[4];
+	int64_t bases[4];
+	for (int i = 0; i < 4; i++) {
+		mk_strbuf_init(&fr[i], 0);
+		build(&fr[i], 2 * i, 1, 2, NULL, 100);
+		frames[i] = (uint8_t *)fr[i].buf;
+		lens[i] = fr[i].len;
+	}
+	size_t done;
+	assert_int_equal(mk_log_append_leader_many(log, frames, lens, 1, 1,
+						   bases, &done), MK_OK);
+	mk_segment_info info;
+	mk_log_segment_info(log, 0, &info);
+	assert_int_equal(info.size, lens[0]);
+	/* The file may grow to the middle of the run's second frame. */
+	struct rlimit old, low;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	low = old;
+	low.rlim_cur = (rlim_t)(lens[0] + lens[1] + lens[2] / 2);
+	void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+	mk_err err = mk_log_append_leader_many(log, frames + 1, lens + 1, 3, 1,
+					       bases + 1, &done);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, prev);
+	assert_int_equal(err, MK_KAFKA_STORAGE_ERROR);
+	assert_int_equal(done, 0);
+	assert_non_null(strstr(mk_log_error(log), "write failed"));
+	assert_int_equal(mk_log_end_offset(log), 2);
+	mk_log_segment_info(log, 0, &info);
+	assert_int_equal(info.size, lens[0]);
+	mk_log_abandon(log);
+
+	log = open_log(f, 1 << 20, 100, 0);
+	assert_int_equal(mk_log_end_offset(log), 4);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 4, SIZE_MAX, &out), MK_OK);
+	assert_int_equal(check_frames(&out, 0, 3), 2);
+	int64_t base;
+	assert_int_equal(mk_log_append_leader(log, frames[3], lens[3], 1, &base),
+			 MK_OK);
+	assert_int_equal(base, 4);
+	mk_strbuf_release(&out);
+	for (int i = 0; i < 4; i++)
+		mk_strbuf_release(&fr[i]);
+	mk_log_close(log);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1885,6 +1951,7 @@ int main(void)
 		T(test_recovery_from_recovery_point),
 #undef T
 		cmocka_unit_test_setup_teardown(test_append_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_append_many_short_write, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
