@@ -1225,7 +1225,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	c->fdcache = mk_fdcache_new(fd_budget());
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
 			   &c->shutting_down, &c->meta_dirty, NULL, NULL,
-			   &c->log_end, c->flush_pool, c->fdcache };
+			   &c->log_end, c->flush_pool, c->fdcache, NULL, NULL };
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->clean_lock, NULL);
 	pthread_mutex_init(&c->meta_lock, NULL);
