@@ -1157,12 +1157,27 @@ mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 	return mk_partition_follower_fetch_ex(p, broker, &bytes);
 }
 
+/* A follower as its fetch found it (before any truncation). */
+typedef struct {
+	int64_t leo, start, hw_view;
+	bool rejoining;
+} fetch_mark;
+
+static fetch_mark fetch_mark_of(const mk_replica *f)
+{
+	fetch_mark m = { mk_log_end_offset(f->log), mk_log_start_offset(f->log),
+			 f->hw_view, f->rejoining };
+	return m;
+}
+
 /*
  * The third step of a follower fetch, under the lock: whatever the fetch
- * wrote becomes visible. err is the append's.
+ * wrote becomes visible. err is the append's. A fetch that moved nothing
+ * (a caught-up follower's round) wakes nobody: the ISR refresh does when
+ * membership or the HW moves.
  */
 static mk_err fetch_publish(mk_partition *p, int i, int64_t hw_before,
-			    mk_err err)
+			    mk_err err, const fetch_mark *m)
 {
 	mk_replica *f = &p->replicas[i];
 	if (err == MK_KAFKA_STORAGE_ERROR)
@@ -1177,7 +1192,10 @@ static mk_err fetch_publish(mk_partition *p, int i, int64_t hw_before,
 		int64_t fleo = mk_log_end_offset(f->log);
 		f->hw_view = hw_before < fleo ? hw_before : fleo;
 	}
-	changed(p);
+	if (err || !f->log || m->rejoining || f->hw_view != m->hw_view ||
+	    mk_log_end_offset(f->log) != m->leo ||
+	    mk_log_start_offset(f->log) != m->start)
+		changed(p);
 	refresh_isr(p);
 	return err;
 }
@@ -1238,6 +1256,7 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 		goto out;
 	/* Step 1, under the lock: reconcile, read what the follower lacks. */
 	mk_replica *f = &p->replicas[i], *l = &p->replicas[p->leader];
+	fetch_mark mark = fetch_mark_of(f);
 	err = reconcile(p, f, l);
 	if (err) {
 		replica_failed(p, i, "truncation");
@@ -1254,7 +1273,7 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 	if (err)
 		goto out;
 	if (buf.len == 0) {     /* caught up: nothing to write */
-		err = fetch_publish(p, i, hw_before, MK_OK);
+		err = fetch_publish(p, i, hw_before, MK_OK, &mark);
 		goto out;
 	}
 	f->fetching = true;
@@ -1277,7 +1296,7 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 	f->fetching = false;
 	p->nfetching--;
 	pthread_cond_broadcast(&p->settled);
-	err = fetch_publish(p, i, hw_before, err);
+	err = fetch_publish(p, i, hw_before, err, &mark);
 out:
 	pthread_mutex_unlock(&p->lock);
 	mk_strbuf_release(&buf);

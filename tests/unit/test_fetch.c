@@ -310,6 +310,19 @@ static void test_caught_up_fetch_is_one_step(void **state)
 	fetch(f, 2);
 	assert_int_equal(f->hook_calls, 1);
 	assert_int_equal(leo_of(f->p, 2), 1);
+	/* ... and wakes nobody: nothing moved. A fetch that brings
+	 * something does. */
+	fetch(f, 3);
+	fetch(f, 2);     /* both learn the HW the other's copy moved */
+	fetch(f, 3);
+	uint64_t seq = mk_partition_seq(f->p);
+	fetch(f, 2);
+	fetch(f, 3);
+	assert_int_equal(mk_partition_seq(f->p), seq);
+	produce(f->p, "b");
+	seq = mk_partition_seq(f->p);
+	fetch(f, 2);
+	assert_true(mk_partition_seq(f->p) > seq);
 }
 
 /* ---- another thread waits for the fetch ----------------------------------- */
