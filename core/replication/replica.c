@@ -955,6 +955,113 @@ mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
 	return err;
 }
 
+/* Under p->lock: append frames [0, n) of a produce_many as one run and
+ * note them; res gets their bases. */
+static mk_err produce_run(mk_partition *p, uint8_t *const *frames,
+			  const size_t *lens, size_t n, mk_produce_result *res,
+			  size_t *bytes, mk_strbuf *why)
+{
+	if (n == 0)
+		return MK_OK;
+	mk_replica *l = &p->replicas[p->leader];
+	int64_t bases[MK_LOG_APPEND_MAX];
+	size_t done = 0;
+	mk_err err = mk_log_append_leader_many(l->log, frames, lens, n,
+					       p->leader_epoch, bases, &done);
+	for (size_t i = 0; i < done; i++) {
+		note_append(l, frames[i], lens[i]);
+		res[i].base = bases[i];
+		mk_batch_view bv;
+		if (!mk_frame_decode_header(frames[i], lens[i], 0, false, &bv, NULL))
+			res[i].count = bv.record_count;
+		*bytes += lens[i];
+	}
+	if (err == MK_KAFKA_STORAGE_ERROR) {
+		if (why)
+			mk_strbuf_addf(why, "append failed: %s", mk_log_error(l->log));
+		replica_failed(p, p->leader, "append");
+	}
+	return err;
+}
+
+mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
+				 const size_t *lens, size_t n,
+				 const mk_produce_args *a,
+				 mk_produce_result *res, mk_strbuf *why)
+{
+	assert(!a->idempotent && a->defer_ack && n <= MK_LOG_APPEND_MAX);
+	for (size_t i = 0; i < n; i++) {
+		memset(&res[i], 0, sizeof(res[i]));
+		res[i].base = -1;
+	}
+	pthread_mutex_lock(&p->lock);
+	mk_err err = unavailable(p, why);
+	if (!err && a->acks == -1) {
+		refresh_isr(p);
+		if (isr_committed(p) < p->cfg.min_insync_replicas) {
+			if (why)
+				mk_strbuf_addf(why, "ISR has %d replica(s), min.insync.replicas=%lld; nothing appended",
+					       isr_committed(p), (long long)p->cfg.min_insync_replicas);
+			err = MK_NOT_ENOUGH_REPLICAS;
+		}
+	}
+	if (err) {
+		pthread_mutex_unlock(&p->lock);
+		return err;
+	}
+	/* As one at a time: a frame refused on its own (too large, a keyless
+	 * record on a compacted topic) is skipped, the others go on; the
+	 * frames between two refused ones are one run. */
+	size_t run = 0, bytes = 0, last = n;
+	mk_err first = MK_OK;
+	for (size_t i = 0; i <= n && !err; i++) {
+		mk_err refused = MK_OK;
+		if (i < n && (int64_t)lens[i] > p->cfg.message_max_bytes) {
+			if (why && !first)
+				mk_strbuf_addf(why, "batch of %zu bytes exceeds message.max.bytes=%lld",
+					       lens[i], (long long)p->cfg.message_max_bytes);
+			refused = MK_MESSAGE_TOO_LARGE;
+		} else if (i < n) {
+			refused = check_compacted_keys(p, frames[i], lens[i],
+						       first ? NULL : why);
+		}
+		if (i < n && !refused)
+			continue;
+		err = produce_run(p, frames + run, lens + run, i - run,
+				  res + run, &bytes, why);
+		for (size_t k = run; k < i; k++)
+			if (res[k].base >= 0)
+				last = k;
+		if (refused && !first)
+			first = refused;
+		run = i + 1;
+	}
+	if (err && !first)
+		first = err;
+	if (last < n) {
+		changed(p);
+		if (p->env->log_end)
+			mk_notifier_post_data(p->env->log_end, bytes);
+	}
+	/* A storage error took the leader offline: nothing more to do. */
+	if (last < n && !err) {
+		refresh_isr(p);
+		if (a->acks == -1) {
+			/* One ticket, for the last: the others are below it. */
+			mk_ack_ticket *t = &res[last].ticket;
+			t->target = mk_log_end_offset(p->replicas[p->leader].log);
+			t->leader_epoch = p->leader_epoch;
+			t->deadline_ms = mk_deadline(mk_clock_now(p->env->clock),
+						     p->env->cfg->request_timeout_ms);
+			for (int i = 0; i < p->nreplicas; i++)
+				t->captured[i] = isr_counted(p, &p->replicas[i]);
+			res[last].pending = true;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return first;
+}
+
 mk_err mk_partition_await(mk_partition *p, const mk_ack_ticket *t,
 			  const mk_waiter *w, mk_strbuf *why)
 {

@@ -279,6 +279,23 @@ typedef struct {
 mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
 			    const mk_produce_args *args, const mk_waiter *w,
 			    mk_produce_result *res, mk_strbuf *why);
+/*
+ * Several batches of one non-idempotent producer (args: acks and
+ * defer_ack, which must be set; idempotent false) produced as
+ * mk_partition_produce produces each, in order, under one hold of the
+ * partition lock: a batch refused on its own (too large, a keyless record
+ * on a compacted topic) is skipped and the others go on, and the batches
+ * between two refused ones are appended by one mk_log_append_leader_many
+ * (one system call per run of frames between two rolls). res[i] per
+ * frame: its base (-1 when not appended) and count; with acks=all only the
+ * last appended frame's result is pending, its ticket covering them all.
+ * Returns the first error (a storage error stops there, the frames before
+ * it appended). n <= MK_LOG_APPEND_MAX.
+ */
+mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
+				 const size_t *lens, size_t n,
+				 const mk_produce_args *args,
+				 mk_produce_result *res, mk_strbuf *why);
 mk_err mk_partition_await(mk_partition *p, const mk_ack_ticket *t,
 			  const mk_waiter *w, mk_strbuf *why);
 
