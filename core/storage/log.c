@@ -1553,6 +1553,21 @@ mk_err mk_log_append_replica(mk_log *log, const uint8_t *frame, size_t len)
 	return append(log, frame, &b);
 }
 
+mk_err mk_log_append_replica_trusted(mk_log *log, const uint8_t *frame,
+				     size_t len)
+{
+	mk_batch_view b;
+	if (mk_frame_decode_header(frame, len, 0, false, &b, NULL) ||
+	    b.frame_len != len)
+		return MK_CORRUPT_MESSAGE;
+	if (b.meta.base_offset < mk_log_end_offset(log))
+		return MK_INVALID_REQUEST;
+	if (b.meta.leader_epoch >= 0 &&
+	    b.meta.leader_epoch < mk_log_latest_epoch(log))
+		return MK_INVALID_REQUEST;
+	return append(log, frame, &b);
+}
+
 /* ---- reading ------------------------------------------------------------- */
 
 static mk_err load_indexes(mk_log *log, size_t i)

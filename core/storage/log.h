@@ -163,6 +163,14 @@ uint64_t mk_log_dir_syncs(const mk_log *log);
  * (CORRUPT_MESSAGE) and appended as is.
  */
 mk_err mk_log_append_replica(mk_log *log, const uint8_t *frame, size_t len);
+/*
+ * The same for a frame this process has just validated: one that
+ * mk_log_read returned (a follower's copy out of its leader's log). Its
+ * header is decoded and the offset and epoch rules checked; its CRC and
+ * records are not walked again.
+ */
+mk_err mk_log_append_replica_trusted(mk_log *log, const uint8_t *frame,
+				     size_t len);
 
 /*
  * Append to out the whole frames holding offsets in [from, end): starting

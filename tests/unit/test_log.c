@@ -524,6 +524,58 @@ static void test_replica_append(void **state)
 	mk_log_close(log);
 }
 
+/* A frame mk_log_read returned goes into another log without a second
+ * walk (a follower's copy): the offset and epoch rules still hold. */
+static void test_replica_append_trusted(void **state)
+{
+	fixture *f = *state;
+	mk_log *src = open_log(f, 1 << 20, 4096, 0);
+	mk_strbuf fr = MK_STRBUF_INIT, out = MK_STRBUF_INIT;
+	build(&fr, 0, 3, 2, NULL, 0);
+	assert_int_equal(mk_log_append_replica(src, (uint8_t *)fr.buf, fr.len),
+			 MK_OK);
+	build(&fr, 2, 4, 3, NULL, 0);
+	assert_int_equal(mk_log_append_replica(src, (uint8_t *)fr.buf, fr.len),
+			 MK_OK);
+	assert_int_equal(mk_log_read(src, 0, 5, SIZE_MAX, &out), MK_OK);
+	mk_log_close(src);
+	char dir[256];
+	snprintf(dir, sizeof(dir), "%s/copy", f->root);
+	assert_int_equal(mk_mkdirs(dir), 0);
+	mk_log_config cfg = { 1 << 20, 4096, 0, NULL, NULL };
+	mk_log *dst;
+	assert_int_equal(mk_log_open(dir, &cfg, &dst, NULL), MK_OK);
+	mk_batch_view b;
+	assert_int_equal(mk_frame_decode_header((uint8_t *)out.buf, out.len, 0,
+						false, &b, NULL), MK_OK);
+	size_t first = b.frame_len;
+	/* A length that is not the frame's, or a bad header: refused. */
+	assert_int_equal(mk_log_append_replica_trusted(dst, (uint8_t *)out.buf,
+						       first - 1),
+			 MK_CORRUPT_MESSAGE);
+	assert_int_equal(mk_log_append_replica_trusted(dst, (uint8_t *)out.buf,
+						       first), MK_OK);
+	assert_int_equal(mk_log_append_replica_trusted(dst, (uint8_t *)out.buf,
+						       first),
+			 MK_INVALID_REQUEST);         /* below the end */
+	assert_int_equal(mk_log_append_replica_trusted(dst,
+			 (uint8_t *)out.buf + first, out.len - first), MK_OK);
+	assert_int_equal(mk_log_end_offset(dst), 5);
+	assert_int_equal(mk_log_latest_epoch(dst), 4);
+	build(&fr, 5, 3, 1, NULL, 0);   /* epochs do not go back */
+	assert_int_equal(mk_log_append_replica_trusted(dst, (uint8_t *)fr.buf,
+						       fr.len),
+			 MK_INVALID_REQUEST);
+	mk_strbuf copy = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(dst, 0, 5, SIZE_MAX, &copy), MK_OK);
+	assert_int_equal(copy.len, out.len);
+	assert_memory_equal(copy.buf, out.buf, out.len);
+	mk_strbuf_release(&copy);
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&fr);
+	mk_log_close(dst);
+}
+
 /* ---- the sparse index ---------------------------------------------------- */
 
 static void test_index_lookup(void **state)
@@ -1929,6 +1981,7 @@ int main(void)
 		T(test_append_read),
 		T(test_leader_append),
 		T(test_replica_append),
+		T(test_replica_append_trusted),
 		T(test_index_lookup),
 		T(test_roll),
 		T(test_oversized_batch),
