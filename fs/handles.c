@@ -384,33 +384,60 @@ long long mk_handle_stream_size(mk_handle *h)
 	return size;
 }
 
+/* mk_handle_read's reply: a copy into the caller's buffer. */
+typedef struct {
+	char *buf;
+	size_t *n;
+} copy_reply;
+
+static void copy_out(void *arg, const char *data, size_t n)
+{
+	copy_reply *c = arg;
+	if (n)
+		memcpy(c->buf, data, n);
+	*c->n = n;
+}
+
 mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		      long long off, const mk_waiter *w, mk_wait *wait,
 		      size_t *n, mk_strbuf *why)
 {
-	mk_err err = MK_OK;
 	*n = 0;
+	copy_reply c = { buf, n };
+	return mk_handle_read_reply(fs, h, size, off, w, wait, copy_out, &c, why);
+}
+
+mk_err mk_handle_read_reply(mkfs *fs, mk_handle *h, size_t size,
+			    long long off, const mk_waiter *w, mk_wait *wait,
+			    mk_read_reply_fn reply, void *arg, mk_strbuf *why)
+{
+	mk_err err = MK_OK;
+	size_t n;
 	if (wait)
 		wait->kind = MK_WAIT_NONE;
 	pthread_mutex_lock(&h->lock);
 	switch (h->ref.def->type) {
 	case NODE_RAW: {
+		char *buf = mk_xmalloc(size ? size : 1);
 		ssize_t r = pread(h->fd, buf, size, (off_t)off);
 		if (r < 0) {
 			mk_strbuf_addstr(why, "read failed");
 			err = MK_KAFKA_STORAGE_ERROR;
 		} else {
-			*n = (size_t)r;
+			reply(arg, buf, (size_t)r);
 		}
+		free(buf);
 		goto out;
 	}
 	case NODE_VALUE:
 	case NODE_CONTROL:
 		/* Snapshots honour the offset, so re-reads and seeks work. */
-		if (off < 0 || (size_t)off >= h->text.len)
+		if (off < 0 || (size_t)off >= h->text.len) {
+			reply(arg, NULL, 0);
 			goto out;
-		*n = h->text.len - (size_t)off < size ? h->text.len - (size_t)off : size;
-		memcpy(buf, h->text.buf + off, *n);
+		}
+		n = h->text.len - (size_t)off < size ? h->text.len - (size_t)off : size;
+		reply(arg, h->text.buf + off, n);
 		goto out;
 	case NODE_RECORDS:
 	case NODE_BATCHES:
@@ -429,15 +456,20 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		take_receipts(h);
 		break;
 	case NODE_DIR:
+		reply(arg, NULL, 0);
 		goto out;
 	}
-	/* Streams: hand out what is buffered, ignoring the offset. */
-	*n = h->text.len - h->text_pos < size ? h->text.len - h->text_pos : size;
-	memcpy(buf, h->text.buf + h->text_pos, *n);
-	h->text_pos += *n;
+	if (mk_wait_pending(wait))
+		goto out;
+	/* Streams: hand out what is buffered, ignoring the offset, straight
+	 * from the handle's text (no copy here: the reply is written from
+	 * it while the lock is held). */
+	n = h->text.len - h->text_pos < size ? h->text.len - h->text_pos : size;
+	reply(arg, h->text.buf + h->text_pos, n);
+	h->text_pos += n;
 	if (h->poll)
-		mk_poll_consumed(fs, h, *n);
-	atomic_fetch_add(&h->streamed, *n);
+		mk_poll_consumed(fs, h, n);
+	atomic_fetch_add(&h->streamed, n);
 	if (h->text_pos == h->text.len) {
 		mk_strbuf_reset(&h->text);
 		h->text_pos = 0;

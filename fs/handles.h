@@ -131,6 +131,17 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		      long long off, const mk_waiter *w, mk_wait *wait,
 		      size_t *n, mk_strbuf *why);
 /*
+ * The same without the copy: when the read completes (MK_OK, no wait
+ * left pending) reply is called exactly once, under the handle's lock,
+ * with the bytes (n = 0: EOF), which stay valid only during the call: a
+ * FUSE read answers with fuse_reply_buf straight from the handle's
+ * formatted text. On an error or a pending wait it is not called.
+ */
+typedef void (*mk_read_reply_fn)(void *arg, const char *data, size_t n);
+mk_err mk_handle_read_reply(mkfs *fs, mk_handle *h, size_t size,
+			    long long off, const mk_waiter *w, mk_wait *wait,
+			    mk_read_reply_fn reply, void *arg, mk_strbuf *why);
+/*
  * The size of a stream (records, batches) through this descriptor: bytes
  * read so far plus those visible now (fetched without waiting, once the
  * stream reached its end). Never blocks: a descriptor busy in a read

@@ -814,28 +814,31 @@ out:
 	mk_strbuf_release(&path);
 }
 
+/* A completed read: the reply is written from the handle's bytes. */
+static void reply_read(void *arg, const char *data, size_t n)
+{
+	fuse_reply_buf(arg, data, n);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	(void)ino;
 	mkfs *fs = fs_of(req);
 	mk_handle *h = handle_of(fi);
-	char *buf = mk_xmalloc(size ? size : 1);
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_wait wait;
-	size_t n = 0;
-	mk_err err = mk_handle_read(fs, h, buf, size, off, NULL, &wait, &n, &why);
+	mk_err err = mk_handle_read_reply(fs, h, size, off, NULL, &wait,
+					  reply_read, req, &why);
 	if (!err && mk_wait_pending(&wait)) {
 		mk_strbuf_release(&why);
-		mk_park(fs->parking, req, h, MK_PARK_READ, buf, size, off, &wait);
+		mk_park(fs->parking, req, h, MK_PARK_READ,
+			mk_xmalloc(size ? size : 1), size, off, &wait);
 		return;
 	}
 	if (err)
 		mk_reply_fail(fs, req, h->path, err, &why);
-	else
-		fuse_reply_buf(req, buf, n);
 	mk_strbuf_release(&why);
-	free(buf);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
