@@ -73,6 +73,19 @@ typedef struct mk_handle {
 	mk_aborted_list aborted;  /* :committed: what `fetched` hides */
 	bool at_end;             /* reached the visible end once */
 	_Atomic unsigned long long streamed;   /* bytes handed out so far */
+	/* records: the view's identity at open (viewmemo.h) */
+	bool memo_ok;            /* the view may be memoised or paged */
+	uint64_t open_seq;       /* the partition's change count at open */
+	int64_t start;           /* the view's first offset */
+	int32_t open_epoch;      /* the leader epoch at open */
+	/* records, paged: read by offset through the page cache */
+	bool paged;
+	bool keep_cache;         /* for the open's reply */
+	long long size;          /* the view's length (grows with the view) */
+	int64_t end;             /* the offset that length ends at */
+	long long tbase;         /* the stream offset of text[0] */
+	struct mk_page_mark *marks;   /* restart points, by stream offset */
+	size_t nmarks, marks_alloc;
 
 	/* append */
 	mk_append_params ap;
@@ -111,6 +124,15 @@ static inline bool mk_wait_pending(const mk_wait *w)
 {
 	return w && w->kind != MK_WAIT_NONE;
 }
+
+/*
+ * Paged records (viewmemo.h): a records descriptor opened while its
+ * view's length is known reads by offset like a regular file (the page
+ * cache serves it; h->keep_cache says whether the cached pages stand), its
+ * size is that length, grown by what became visible since. Any other
+ * records descriptor is a stream (above); one that reads its view to the
+ * end while the partition does not change leaves the memo.
+ */
 
 /* Open a handle for a resolved node; the handle takes over ref. */
 mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,

@@ -5,9 +5,12 @@
  * would wait fills an mk_wait and the request is parked (park.h); the
  * worker thread returns at once.
  *
- * Files other than raw segments use direct_io, since their contents are
- * computed and have no stable size. Attributes and entries are never
- * cached by the kernel (timeouts 0): the tree changes under it.
+ * Files other than raw segments and paged records (handles.h) use
+ * direct_io, since their contents are computed and have no stable size.
+ * Attributes and entries are never cached by the kernel (timeouts 0): the
+ * tree changes under it. Cached pages are dropped by the kernel when a
+ * file's size changes and at every open without keep_cache (only a paged
+ * records open whose view's memo stands keeps them: viewmemo.h).
  */
 #include "ops.h"
 
@@ -25,6 +28,7 @@
 #include "inodes.h"
 #include "park.h"
 #include "txn.h"
+#include "viewmemo.h"
 #include "xalloc.h"
 
 #define NAME_MAX_BYTES 255
@@ -127,11 +131,21 @@ static bool creatable(const char *path)
  * that `tail -f`, which polls the size, follows it. An fstat comes with
  * its descriptor only when the kernel sends one; otherwise the search.
  */
-static off_t stream_size(mkfs *fs, const char *path, struct fuse_file_info *fi)
+static off_t stream_size(mkfs *fs, const node_ref *ref, const char *path,
+			 struct fuse_file_info *fi)
 {
 	if (fi && fi->fh)
 		return (off_t)mk_handle_stream_size((mk_handle *)(uintptr_t)fi->fh);
 	long long size = 0;
+	/* A records view whose length is known (viewmemo.h): that length,
+	 * so that the pages cached for it stand. */
+	if (fs->views && ref->def->type == NODE_RECORDS && ref->broker < 0 &&
+	    ref->topic) {
+		mk_partition *p = mk_topic_partition(ref->topic, ref->partition);
+		if (p)
+			mk_viewmemo_size(fs->views, path, ref->topic, ref->partition,
+					 mk_partition_seq(p), &size);
+	}
 	pthread_mutex_lock(&fs->handles_lock);
 	for (size_t i = 0; i < fs->nhandles; i++)
 		if (!strcmp(fs->handles[i]->path, path)) {
@@ -174,7 +188,7 @@ static void fill_stat(mkfs *fs, const node_ref *ref, const char *path,
 		mk_strbuf_release(&real);
 	} else if (ref->def->type == NODE_RECORDS ||
 		   ref->def->type == NODE_BATCHES) {
-		st->st_size = stream_size(fs, path, fi);
+		st->st_size = stream_size(fs, ref, path, fi);
 		/* The preferred I/O size: readers such as cat(1) and dd-less
 		 * copies size their read() by it, and a large request costs
 		 * one round trip through FUSE. */
@@ -298,6 +312,9 @@ void mk_fs_release_all(mkfs *fs)
 	fs->handles = NULL;
 	fs->handles_alloc = 0;
 	pthread_mutex_unlock(&fs->handles_lock);
+	/* Its topic references go before the cluster closes. */
+	mk_viewmemo_free(fs->views);
+	fs->views = NULL;
 }
 
 static void drop_handle(mkfs *fs, mk_handle *h)
@@ -313,8 +330,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	mkfs *fs = userdata;
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 1u << 20;
+	/* Cached pages (raw segments, paged records) are dropped when the
+	 * size changes or at an open without keep_cache, not at every read
+	 * whose attributes show a new mtime (ours are the time of the stat). */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* After daemonizing: threads survive. */
 	fs->parking = mk_parking_new(fs, drop_handle);
+	fs->views = mk_viewmemo_new();
 	mk_cluster_start(fs->cluster);
 	if (fs->groups)
 		mk_groups_start(fs->groups);
@@ -740,7 +762,10 @@ static int open_path(fuse_req_t req, const char *path, struct fuse_file_info *fi
 		goto fail;
 	track(fs, h);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->direct_io = type != NODE_RAW;
+	/* Paged records (handles.h) go through the page cache like raw
+	 * segments; every other file is computed, with direct I/O. */
+	fi->direct_io = type != NODE_RAW && !h->paged;
+	fi->keep_cache = h->paged && h->keep_cache;
 	/* Streams accept lseek (head and tail seek back) and go on reading;
 	 * a poll is consumed as read, so it does not seek. */
 	fi->nonseekable = type == NODE_APPEND || type == NODE_POLL;
