@@ -381,7 +381,7 @@ struct mk_page_mark {
 #define PAGE_MARK_EVERY (1 << 20)
 /* Text kept before a paged read's offset, for reads the kernel's
  * readahead sends out of order. */
-#define PAGED_KEEP (4u << 20)
+#define PAGED_KEEP (1u << 20)
 
 /*
  * At open (leader's view, the position resolved): may this view be
@@ -464,8 +464,11 @@ static bool paged_altered(mk_handle *h)
 static mk_err paged_grow(mk_handle *h, mk_strbuf *why)
 {
 	mk_partition *p = handle_partition(h);
-	if (mk_partition_seq(p) == h->open_seq || paged_altered(h))
+	/* Taken before the fetch: a change after it is looked at again. */
+	uint64_t seq = mk_partition_seq(p);
+	if (seq == h->open_seq || seq == h->grown_seq || paged_altered(h))
 		return MK_OK;
+	h->grown_seq = seq;
 	mk_strbuf frames = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
 	mk_err err = MK_OK;
 	for (;;) {
@@ -501,12 +504,14 @@ static mk_err paged_grow(mk_handle *h, mk_strbuf *why)
 	}
 	mk_strbuf_release(&frames);
 	mk_strbuf_release(&text);
+	if (err)
+		h->grown_seq = 0;    /* look again at the next call */
 	return err;
 }
 
 static void paged_mark(mk_handle *h)
 {
-	long long pos = h->tbase + (long long)h->text.len;
+	long long pos = h->tbase + (long long)(h->text.len - h->text_pos);
 	if (pos < h->marks[h->nmarks - 1].pos + PAGE_MARK_EVERY)
 		return;
 	if (h->nmarks == h->marks_alloc) {
@@ -535,8 +540,26 @@ static void paged_restart(mk_handle *h, long long off)
 	h->eof = false;
 }
 
+/* Forget the text before off but PAGED_KEEP: text_pos moves (the buffer
+ * is compacted only once most of it is behind, so this copies little). */
+static void paged_forget(mk_handle *h, long long off)
+{
+	if (off - h->tbase <= (long long)PAGED_KEEP)
+		return;
+	size_t d = (size_t)(off - h->tbase) - PAGED_KEEP;
+	if (d > h->text.len - h->text_pos)
+		d = h->text.len - h->text_pos;
+	h->text_pos += d;
+	h->tbase += (long long)d;
+	if (h->text_pos > PAGED_KEEP && h->text_pos * 2 > h->text.len) {
+		mk_strbuf_consume(&h->text, h->text_pos);
+		h->text_pos = 0;
+	}
+}
+
 /* A paged read: the view's bytes [off, off + size), made from the log
- * (the kernel asks only for what its page cache lacks). */
+ * (the kernel asks only for what its page cache lacks). h->text from
+ * text_pos on holds the view's bytes from stream offset tbase. */
 static mk_err paged_read(mk_handle *h, size_t size, long long off,
 			 mk_read_reply_fn reply, void *arg, mk_strbuf *why)
 {
@@ -558,36 +581,25 @@ static mk_err paged_read(mk_handle *h, size_t size, long long off,
 	}
 	if (off < h->tbase)
 		paged_restart(h, off);
-	while (h->tbase + (long long)h->text.len < want && !h->eof) {
-		/* Skipping ahead: keep at most PAGED_KEEP before off. */
-		if (off - h->tbase > (long long)PAGED_KEEP) {
-			size_t drop = (size_t)(off - h->tbase) - PAGED_KEEP / 2;
-			if (drop > h->text.len)
-				drop = h->text.len;
-			mk_strbuf_consume(&h->text, drop);
-			h->tbase += (long long)drop;
-		}
+	while (h->tbase + (long long)(h->text.len - h->text_pos) < want && !h->eof) {
+		paged_forget(h, off);    /* skipping ahead */
 		paged_mark(h);
-		size_t before = h->text.len;
+		size_t before = h->text.len - h->text_pos;
 		mk_err err = records_fill(h, before + 1, NULL, NULL, why);
 		if (err)
 			return err;
-		if (h->text.len == before)
+		if (h->text.len - h->text_pos == before)
 			break;
 	}
-	long long have = h->tbase + (long long)h->text.len;
+	long long have = h->tbase + (long long)(h->text.len - h->text_pos);
 	if (have > want)
 		have = want;
 	if (off >= have) {
 		reply(arg, NULL, 0);
 		return MK_OK;
 	}
-	reply(arg, h->text.buf + (off - h->tbase), (size_t)(have - off));
-	if (off - h->tbase > (long long)PAGED_KEEP) {
-		size_t drop = (size_t)(off - h->tbase) - PAGED_KEEP / 2;
-		mk_strbuf_consume(&h->text, drop);
-		h->tbase += (long long)drop;
-	}
+	reply(arg, h->text.buf + h->text_pos + (off - h->tbase), (size_t)(have - off));
+	paged_forget(h, off);
 	return MK_OK;
 }
 

@@ -83,6 +83,7 @@ typedef struct mk_handle {
 	bool keep_cache;         /* for the open's reply */
 	long long size;          /* the view's length (grows with the view) */
 	int64_t end;             /* the offset that length ends at */
+	uint64_t grown_seq;      /* the change count it was last grown at */
 	long long tbase;         /* the stream offset of text[0] */
 	struct mk_page_mark *marks;   /* restart points, by stream offset */
 	size_t nmarks, marks_alloc;
