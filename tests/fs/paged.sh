@@ -128,6 +128,46 @@ assert_eq $'new-1\nnew-2' "$(cat "$S/records")" "the topic made again: its own r
 assert_eq $'new-1\nnew-2' "$(cat "$S/records")" "and again (paged)"
 assert_eq $'new-1\nnew-2' "$(cat "$S/records")" "and again (from the page cache)"
 
+# Readers while the partition grows: four cats at a time, again and again,
+# while a writer appends; every text read is a prefix of the final one
+# (paged or stream, cached or not).
+mk_ctl "create-topic busy" || bail "create-topic busy"
+Y=$MNT/topics/busy/0
+"$MK_PYTHON" - "$Y/append" <<'PY' || fail "busy: first records"
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+for w in range(20):
+    os.write(fd, b"".join(b"%06d " % (w * 1000 + i) + b"x" * 93 + b"\n"
+                          for i in range(1000)))
+os.close(fd)
+PY
+(
+	for w in $(seq 1 40); do
+		"$MK_PYTHON" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.write(fd, b"".join(b"w%02d-%04d\n" % (int(sys.argv[2]), i) for i in range(500)))
+os.close(fd)' "$Y/append" "$w" || exit 1
+	done
+) &
+WRITER=$!
+for r in $(seq 1 10); do
+	pids=()
+	for k in 1 2 3 4; do
+		cat "$Y/records" >"$MK_TMP/busy.$r.$k" &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+done
+wait "$WRITER" || fail "busy: the writer failed"
+cat "$Y/records" >"$MK_TMP/busy.final"
+bad=0
+for f in "$MK_TMP"/busy.*.*; do
+	n=$(wc -c <"$f")
+	cmp -s -n "$n" "$f" "$MK_TMP/busy.final" || { bad=$((bad + 1)); note "$f ($n bytes) is not a prefix"; }
+done
+assert_eq "0" "$bad" "40 cats while the partition grew: each read a prefix of the final text"
+assert_eq "40000" "$(wc -l <"$MK_TMP/busy.final")" "and the final text has every record"
+
 # The formats are views of their own, each paged once known.
 for f in tsv json; do
 	cat "$R:$f" >"$MK_TMP/f1"
