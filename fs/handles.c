@@ -207,6 +207,14 @@ void mk_handle_close(mk_handle *h)
 {
 	if (!h)
 		return;
+	/*
+	 * A read is answered from this handle's text under its lock, and
+	 * the kernel may send the release (to another thread) before that
+	 * reply's writev has returned: wait for the reply to let go.
+	 * Nothing else can take the lock after the release.
+	 */
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_unlock(&h->lock);
 	if (h->paged && h->fs->views)
 		mk_viewmemo_close(h->fs->views, h->path);
 	free(h->marks);

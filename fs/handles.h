@@ -28,7 +28,10 @@
  * that `tail -f` follows them; by path it is 0.
  *
  * A handle's own mutex serialises operations on one descriptor; no other
- * lock is held while a handle waits (acks=all, follow).
+ * lock is held while a handle waits (acks=all, follow). A read's reply is
+ * written under it (mk_handle_read_reply), so the close takes it once
+ * before freeing: the kernel may deliver the release before the reply's
+ * write returned.
  *
  * Parking (the seam to fs/park.c): read, write, fsync and the last close
  * take an optional mk_wait. Given one, they never wait for the cluster:
