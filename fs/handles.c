@@ -625,8 +625,10 @@ static mk_err stream_fill(mk_handle *h, size_t want, const mk_waiter *w,
 long long mk_handle_stream_size(mk_handle *h)
 {
 	if (h->paged) {
-		/* Blocks on a read of this descriptor: the size is exact. */
-		pthread_mutex_lock(&h->lock);
+		/* A descriptor busy in a read answers with the length it knows
+		 * (a stat by name must not wait behind a read). */
+		if (pthread_mutex_trylock(&h->lock) != 0)
+			return atomic_load(&h->size);
 		mk_strbuf why = MK_STRBUF_INIT;
 		paged_grow(h, &why);
 		mk_strbuf_release(&why);

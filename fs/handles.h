@@ -84,7 +84,8 @@ typedef struct mk_handle {
 	/* records, paged: read by offset through the page cache */
 	bool paged;
 	bool keep_cache;         /* for the open's reply */
-	long long size;          /* the view's length (grows with the view) */
+	_Atomic long long size;  /* the view's length (grows with the view);
+				  * written under the lock */
 	int64_t end;             /* the offset that length ends at */
 	uint64_t grown_seq;      /* the change count it was last grown at */
 	long long tbase;         /* the stream offset of text[0] */
