@@ -467,7 +467,11 @@ for key in "${TOPIC_ROWS[@]}"; do
     why "TOPIC_$key"
     [ -n "$DAEMON_WHY" ] && NA_WHY=$DAEMON_WHY
     v=TOPIC_$key
-    row "$label" "${!v}" MB/s partition "$APPEND"
+    # Issue 7's aims: keyless over 4 partitions, keyed over 16.
+    aim=''
+    [ "$key" = plain4 ] && aim=0.8
+    [ "$key" = keyed16 ] && aim=0.6
+    row "$label" "${!v}" MB/s partition "$APPEND" $aim
 done
 echo "(topic rows: $TOPIC_BYTES_N bytes each; :tsv rows write KEY<TAB>VALUE lines with $NKEYS keys)"
 # Compaction: MB of closed segments cleaned per second against a plain copy

@@ -13,6 +13,7 @@
 
 struct mk_fdcache {
 	pthread_mutex_t lock;
+	pthread_cond_t opened;      /* a node's open callback returned */
 	mk_fdcache_node *head, *tail;
 	int max_fds;
 	int open_fds;
@@ -51,6 +52,7 @@ mk_fdcache *mk_fdcache_new(int max_fds)
 {
 	mk_fdcache *c = mk_xcalloc(1, sizeof(*c));
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->opened, NULL);
 	c->max_fds = max_fds > 0 ? max_fds : INT_MAX;
 	return c;
 }
@@ -60,6 +62,7 @@ void mk_fdcache_free(mk_fdcache *c)
 	if (!c)
 		return;
 	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->opened);
 	free(c);
 }
 
@@ -89,7 +92,14 @@ void mk_fdcache_use(mk_fdcache *c, mk_fdcache_node *n, void *arg)
 	n->pins++;
 	unlink_node(c, n);
 	push_tail(c, n);
-	int opened = n->open(n, arg);
+	while (n->opening)
+		pthread_cond_wait(&c->opened, &c->lock);
+	n->opening = true;
+	pthread_mutex_unlock(&c->lock);
+	int opened = n->open(n, arg);   /* pinned: nobody evicts it */
+	pthread_mutex_lock(&c->lock);
+	n->opening = false;
+	pthread_cond_broadcast(&c->opened);
 	if (opened > 0) {
 		n->nfds += opened;
 		c->open_fds += opened;

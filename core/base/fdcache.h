@@ -13,10 +13,13 @@
  * exceeded while everything is pinned. mk_fdcache_forget takes a node out
  * (before its owner closes or deletes its files).
  *
- * Locking: c->lock guards the LRU list, every node's pins and nfds, and
- * the callbacks run under it (so two users of one node never open its
- * files twice). It is a leaf lock apart from those callbacks, which only
- * open and close files.
+ * Locking: c->lock guards the LRU list and every node's pins, nfds and
+ * opening flag. The evict callbacks run under it (they only close files).
+ * The open callback runs without it, so that a file creation (slow on some
+ * file systems) in one log never holds up another log's appends; the node
+ * is pinned meanwhile (never evicted) and marked opening, and a second use
+ * of the same node waits for that open to finish (so two users of one node
+ * never open its files twice).
  */
 #ifndef MK_FDCACHE_H
 #define MK_FDCACHE_H
@@ -35,6 +38,7 @@ typedef struct mk_fdcache_node {
 	int pins;
 	int nfds;
 	bool linked;
+	bool opening;           /* its open callback runs (without c->lock) */
 } mk_fdcache_node;
 
 typedef struct mk_fdcache mk_fdcache;

@@ -28,6 +28,11 @@ typedef struct {
 	mk_batch_builder b;
 	bool open;
 	int64_t created_ms;
+	/* Batches closed during the current append, produced together at its
+	 * end (see combine); empty between appends. Their frames' buffers are
+	 * swapped with the builder's, never copied. */
+	mk_strbuf *held;
+	size_t nheld, held_cap;
 } slot;
 
 typedef struct {
@@ -59,6 +64,11 @@ struct mk_producer {
 	int64_t linger_ms;
 	bool keep_receipts;
 
+	/* A topic producer without identity: the batches one append closes
+	 * for a partition are produced together at its end, one append of
+	 * several frames (mk_partition_produce_many, one write system call
+	 * per partition instead of one per batch). */
+	bool combine;
 	int n;                    /* partitions of a topic producer */
 	slot *slots;              /* one open batch per partition */
 	int sticky;               /* keyless records' partition; -1 unset */
@@ -288,8 +298,12 @@ static mk_err open_rules(mk_producer *p, const mk_producer_opts *o, mk_strbuf *w
 
 static void producer_free(mk_producer *p)
 {
-	for (int i = 0; i < p->n; i++)
+	for (int i = 0; i < p->n; i++) {
 		mk_builder_release(&p->slots[i].b);
+		for (size_t k = 0; k < p->slots[i].held_cap; k++)
+			mk_strbuf_release(&p->slots[i].held[k]);
+		free(p->slots[i].held);
+	}
 	free(p->slots);
 	free(p->owed.v);
 	free(p->pending.v);
@@ -335,6 +349,7 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 		p->slots = mk_xcalloc((size_t)p->n, sizeof(*p->slots));
 		for (int i = 0; i < p->n; i++)
 			mk_builder_init(&p->slots[i].b, meta_of(p));
+		p->combine = !p->idempotent && !p->txn;
 		registry_add(ps, p);
 	} else {
 		p->n = 1;
@@ -425,8 +440,71 @@ static mk_err send_slot(mk_producer *p, int i, bool owed, mk_strbuf *why)
 	return produce_slot(p, s, i, owed, &appended, why);
 }
 
+/* Close partition i's open batch into its held list (combine). */
+static void hold_slot(mk_producer *p, int i)
+{
+	slot *s = &p->slots[i];
+	mk_builder_finish(&s->b);
+	if (s->nheld == s->held_cap) {
+		size_t cap = s->held_cap ? s->held_cap * 2 : 4;
+		s->held = mk_xreallocarray(s->held, cap, sizeof(*s->held));
+		for (size_t k = s->held_cap; k < cap; k++)
+			mk_strbuf_init(&s->held[k], 0);
+		s->held_cap = cap;
+	}
+	mk_strbuf spare = s->held[s->nheld];
+	s->held[s->nheld++] = s->b.frame;
+	s->b.frame = spare;
+	mk_builder_reset(&s->b, meta_of(p));
+	s->open = false;
+}
+
+/* Produce partition i's held batches, in order, as one append. Tickets go
+ * to the owed list (the caller awaits them). Under p->lock. */
+static mk_err produce_held(mk_producer *p, int i, mk_strbuf *why)
+{
+	slot *s = &p->slots[i];
+	size_t n = s->nheld;
+	if (n == 0)
+		return MK_OK;
+	uint8_t *frames[MK_LOG_APPEND_MAX];
+	size_t lens[MK_LOG_APPEND_MAX];
+	mk_produce_result res[MK_LOG_APPEND_MAX];
+	for (size_t k = 0; k < n; k++) {
+		frames[k] = (uint8_t *)s->held[k].buf;
+		lens[k] = s->held[k].len;
+	}
+	mk_produce_args a = { .acks = p->acks, .defer_ack = true };
+	mk_err err = mk_partition_produce_many(mk_topic_partition(p->t, i),
+					       frames, lens, n, &a, res, why);
+	for (size_t k = 0; k < n; k++) {
+		if (res[k].base >= 0)
+			add_receipt(p, i, res[k].base, res[k].count);
+		/* Appended next to a refused batch: still awaited. */
+		if (res[k].pending)
+			ack_push(&p->owed, (owed_ack){ i, 0, res[k].ticket });
+		mk_strbuf_reset(&s->held[k]);
+	}
+	s->nheld = 0;
+	return err;
+}
+
+/* A batch that is full (or that a record does not fit): sent now, or
+ * held for the end of the append when the producer combines. */
+static mk_err close_slot(mk_producer *p, int i, mk_strbuf *why)
+{
+	if (!p->combine)
+		return send_slot(p, i, true, why);
+	hold_slot(p, i);
+	/* Room for the open batch that may join them at the end. */
+	if (p->slots[i].nheld + 1 >= MK_LOG_APPEND_MAX)
+		return produce_held(p, i, why);
+	return MK_OK;
+}
+
 /* Keyless records move on by one partition when the sticky partition's
- * batch closes, however many other batches close with it. */
+ * batch closes, however many other batches close with it. Held batches
+ * (combine) are produced here, with the open batch when it is due. */
 static mk_err send_due(mk_producer *p, int64_t now, bool owed, mk_strbuf *why)
 {
 	mk_err first = MK_OK;
@@ -435,8 +513,21 @@ static mk_err send_due(mk_producer *p, int64_t now, bool owed, mk_strbuf *why)
 		return MK_OK;     /* a partition producer keeps no open batch */
 	for (int i = 0; i < p->n; i++) {
 		slot *s = &p->slots[i];
-		if (!s->open ||
-		    (now != INT64_MAX && mk_deadline(s->created_ms, p->linger_ms) > now))
+		bool due = s->open &&
+			   (now == INT64_MAX ||
+			    mk_deadline(s->created_ms, p->linger_ms) <= now);
+		if (s->nheld > 0) {
+			if (due) {
+				if (i == p->sticky)
+					moved = true;
+				hold_slot(p, i);
+			}
+			mk_err err = produce_held(p, i, why);
+			if (err && !first)
+				first = err;
+			continue;
+		}
+		if (!due)
 			continue;
 		if (i == p->sticky)
 			moved = true;
@@ -538,7 +629,7 @@ static mk_err accumulate(mk_producer *p, const mk_record_in *r, int64_t now,
 						  r->nheaders);
 		if ((int64_t)(mk_builder_size(&s->b) + one - MK_FRAME_EMPTY_SIZE) >
 		    p->batch_size) {
-			err = send_slot(p, i, true, why);
+			err = close_slot(p, i, why);
 			if (i == p->sticky)
 				p->sticky = (p->sticky + 1) % p->n;
 			if (r->key.len < 0) {
@@ -554,7 +645,7 @@ static mk_err accumulate(mk_producer *p, const mk_record_in *r, int64_t now,
 	}
 	mk_builder_add(&s->b, now, r->key, r->value, r->headers, r->nheaders);
 	if ((int64_t)mk_builder_size(&s->b) >= p->batch_size) {
-		mk_err sent = send_slot(p, i, true, why);
+		mk_err sent = close_slot(p, i, why);
 		if (i == p->sticky)
 			p->sticky = (p->sticky + 1) % p->n;
 		if (!err)

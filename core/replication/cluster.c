@@ -475,9 +475,12 @@ mk_err mk_cluster_topic_configure(mk_cluster *c, mk_topic *t,
 	if (!err) {
 		pthread_rwlock_wrlock(&c->lock);
 		t->cfg = tc;
+		pthread_rwlock_unlock(&c->lock);
+		/* Each partition under its own lock only (one may wait for a
+		 * roll or a fetch in flight): lookups go on meanwhile, and
+		 * meta_lock orders this against the next change. */
 		for (int p = 0; p < t->npartitions; p++)
 			mk_partition_set_config(t->partitions[p], &tc);
-		pthread_rwlock_unlock(&c->lock);
 	}
 	pthread_mutex_unlock(&c->meta_lock);
 	return err;
@@ -1225,7 +1228,7 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	c->fdcache = mk_fdcache_new(fd_budget());
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
 			   &c->shutting_down, &c->meta_dirty, NULL, NULL,
-			   &c->log_end, c->flush_pool, c->fdcache };
+			   &c->log_end, c->flush_pool, c->fdcache, NULL, NULL };
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->clean_lock, NULL);
 	pthread_mutex_init(&c->meta_lock, NULL);

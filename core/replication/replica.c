@@ -1,9 +1,10 @@
 /*
  * replica.c — the replica set of one partition.
  *
- * Everything here runs under p->lock. The leader's log is the source of
- * truth for consumers, which never see past the high watermark. Followers
- * pull whole batches from their own log end (mk_partition_follower_fetch),
+ * Everything here runs under p->lock, but a follower fetch's append to its
+ * own log (replica.h, Locking). The leader's log is the source of truth
+ * for consumers, which never see past the high watermark. Followers pull
+ * whole batches from their own log end (mk_partition_follower_fetch),
  * after reconciling a divergent tail: by leader epochs (KIP-101/279) or,
  * with truncation = hw, to the high watermark as the teaching model does.
  */
@@ -114,13 +115,17 @@ static void check(const mk_partition *p)
 	assert(isr_size(p) >= 1);
 	if (p->leader >= 0) {
 		const mk_replica *l = &p->replicas[p->leader];
-		assert(l->log && l->in_isr);
+		assert(l->log && l->in_isr && !l->fetching);
 		assert(p->hw <= mk_log_end_offset(l->log));
 	}
+	int nfetching = 0;
 	for (int i = 0; i < p->nreplicas; i++) {
 		const mk_replica *r = &p->replicas[i];
 		assert((r->log != NULL) == (r->online && !r->failed && !p->deleted));
+		assert(!r->fetching || r->log);
+		nfetching += r->fetching;
 	}
+	assert(nfetching == p->nfetching);
 #else
 	(void)p;
 #endif
@@ -366,6 +371,41 @@ static int64_t agreed_end(const mk_replica *r, const mk_replica *l)
 	return lend < end ? lend : end;
 }
 
+/* ---- follower fetches in flight (replica.h, Locking) --------------------- */
+
+/* Replica r's log end, log start and agreed end as the others may see
+ * them: while its fetch is in flight, what they were when it started. */
+static int64_t seen_leo(const mk_replica *r)
+{
+	return r->fetching ? r->fetch_leo : mk_log_end_offset(r->log);
+}
+
+static int64_t seen_start(const mk_replica *r)
+{
+	return r->fetching ? r->fetch_start : mk_log_start_offset(r->log);
+}
+
+static int64_t seen_agreed(const mk_replica *r, const mk_replica *l)
+{
+	return r->fetching ? r->fetch_agreed : agreed_end(r, l);
+}
+
+/*
+ * Under p->lock: wait until no follower fetch is in flight. None starts
+ * before the caller unlocks, so until then every log is the caller's to
+ * call (and the leader cannot change under a fetch).
+ */
+static void settle(mk_partition *p)
+{
+	if (!p->nfetching)
+		return;
+	p->quiescing++;
+	while (p->nfetching)
+		pthread_cond_wait(&p->settled, &p->lock);
+	if (--p->quiescing == 0)
+		pthread_cond_broadcast(&p->settled);   /* fetches may start */
+}
+
 /*
  * A leader whose recovery cut it below its checkpointed HW lacks committed
  * records: an in-sync replica that has them leads instead (new epoch),
@@ -437,6 +477,7 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 	mk_partition *p = mk_xcalloc(1, sizeof(*p));
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->changed, NULL);
+	pthread_cond_init(&p->settled, NULL);
 	p->watchers.prev = p->watchers.next = &p->watchers;
 	p->env = env;
 	p->topic = mk_xstrdup(topic);
@@ -529,8 +570,10 @@ void mk_partition_close(mk_partition *p)
 		mk_log_close(p->replicas[i].log);
 		mk_pstate_free(&p->replicas[i].pstate);
 	}
+	assert(p->nfetching == 0);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->changed);
+	pthread_cond_destroy(&p->settled);
 	free(p->topic);
 	free(p);
 }
@@ -538,6 +581,7 @@ void mk_partition_close(mk_partition *p)
 void mk_partition_retire(mk_partition *p)
 {
 	pthread_mutex_lock(&p->lock);
+	settle(p);
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
 		mk_log_abandon(r->log);   /* its files go with the topic */
@@ -589,9 +633,12 @@ static void refresh_isr(mk_partition *p)
 		mk_replica *r = &p->replicas[i];
 		if (i == p->leader)
 			continue;
-		int64_t end = r->log ? agreed_end(r, leader) : -1;
+		int64_t end = r->log ? seen_agreed(r, leader) : -1;
+		/* A fetch in flight is behind by what it has yet to write,
+		 * not more (Kafka counts a follower's fetch position). */
+		int64_t fetched = r->fetching ? r->fetch_target : end;
 		bool in = r->log != NULL && !r->rejoining &&
-			  leo - end <= cfg->replica_lag_max_messages &&
+			  leo - fetched <= cfg->replica_lag_max_messages &&
 			  now - r->last_fetch_ms <= cfg->replica_lag_time_max_ms &&
 			  end >= p->hw;
 		if (in != r->in_isr) {
@@ -607,7 +654,7 @@ static void refresh_isr(mk_partition *p)
 		mk_replica *r = &p->replicas[i];
 		if (!isr_counted(p, r))
 			continue;
-		int64_t end = r->log ? agreed_end(r, leader) : p->hw;
+		int64_t end = r->log ? seen_agreed(r, leader) : p->hw;
 		if (end < hw)
 			hw = end;
 	}
@@ -677,11 +724,11 @@ void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 		info->replicas[i].online = r->online;
 		info->replicas[i].failed = r->failed;
 		info->replicas[i].in_isr = r->in_isr;
-		info->replicas[i].leo = r->log ? mk_log_end_offset(r->log) : -1;
-		info->replicas[i].log_start = r->log ? mk_log_start_offset(r->log) : -1;
+		info->replicas[i].leo = r->log ? seen_leo(r) : -1;
+		info->replicas[i].log_start = r->log ? seen_start(r) : -1;
 		info->replicas[i].last_fetch_ms = r->last_fetch_ms;
 		info->replicas[i].hw_view = r->hw_view;
-		info->replicas[i].agreed_end = r->log && l ? agreed_end(r, l) : -1;
+		info->replicas[i].agreed_end = r->log && l ? seen_agreed(r, l) : -1;
 	}
 	pthread_mutex_unlock(&p->lock);
 }
@@ -689,6 +736,7 @@ void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg)
 {
 	pthread_mutex_lock(&p->lock);
+	settle(p);
 	p->cfg = *cfg;
 	mk_log_config lc = log_config(cfg);
 	for (int i = 0; i < p->nreplicas; i++)
@@ -737,7 +785,7 @@ static mk_err ack_state(mk_partition *p, const mk_ack_ticket *t, bool *pending,
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
 		if (captured[i] && isr_counted(p, r) &&
-		    (!r->log || agreed_end(r, &p->replicas[p->leader]) < target))
+		    (!r->log || seen_agreed(r, &p->replicas[p->leader]) < target))
 			done = false;
 	}
 	if (done)
@@ -905,6 +953,113 @@ mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
 	mk_err err = produce_locked(p, frame, len, args, w, res, why);
 	pthread_mutex_unlock(&p->lock);
 	return err;
+}
+
+/* Under p->lock: append frames [0, n) of a produce_many as one run and
+ * note them; res gets their bases. */
+static mk_err produce_run(mk_partition *p, uint8_t *const *frames,
+			  const size_t *lens, size_t n, mk_produce_result *res,
+			  size_t *bytes, mk_strbuf *why)
+{
+	if (n == 0)
+		return MK_OK;
+	mk_replica *l = &p->replicas[p->leader];
+	int64_t bases[MK_LOG_APPEND_MAX];
+	size_t done = 0;
+	mk_err err = mk_log_append_leader_many(l->log, frames, lens, n,
+					       p->leader_epoch, bases, &done);
+	for (size_t i = 0; i < done; i++) {
+		note_append(l, frames[i], lens[i]);
+		res[i].base = bases[i];
+		mk_batch_view bv;
+		if (!mk_frame_decode_header(frames[i], lens[i], 0, false, &bv, NULL))
+			res[i].count = bv.record_count;
+		*bytes += lens[i];
+	}
+	if (err == MK_KAFKA_STORAGE_ERROR) {
+		if (why)
+			mk_strbuf_addf(why, "append failed: %s", mk_log_error(l->log));
+		replica_failed(p, p->leader, "append");
+	}
+	return err;
+}
+
+mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
+				 const size_t *lens, size_t n,
+				 const mk_produce_args *a,
+				 mk_produce_result *res, mk_strbuf *why)
+{
+	assert(!a->idempotent && a->defer_ack && n <= MK_LOG_APPEND_MAX);
+	for (size_t i = 0; i < n; i++) {
+		memset(&res[i], 0, sizeof(res[i]));
+		res[i].base = -1;
+	}
+	pthread_mutex_lock(&p->lock);
+	mk_err err = unavailable(p, why);
+	if (!err && a->acks == -1) {
+		refresh_isr(p);
+		if (isr_committed(p) < p->cfg.min_insync_replicas) {
+			if (why)
+				mk_strbuf_addf(why, "ISR has %d replica(s), min.insync.replicas=%lld; nothing appended",
+					       isr_committed(p), (long long)p->cfg.min_insync_replicas);
+			err = MK_NOT_ENOUGH_REPLICAS;
+		}
+	}
+	if (err) {
+		pthread_mutex_unlock(&p->lock);
+		return err;
+	}
+	/* As one at a time: a frame refused on its own (too large, a keyless
+	 * record on a compacted topic) is skipped, the others go on; the
+	 * frames between two refused ones are one run. */
+	size_t run = 0, bytes = 0, last = n;
+	mk_err first = MK_OK;
+	for (size_t i = 0; i <= n && !err; i++) {
+		mk_err refused = MK_OK;
+		if (i < n && (int64_t)lens[i] > p->cfg.message_max_bytes) {
+			if (why && !first)
+				mk_strbuf_addf(why, "batch of %zu bytes exceeds message.max.bytes=%lld",
+					       lens[i], (long long)p->cfg.message_max_bytes);
+			refused = MK_MESSAGE_TOO_LARGE;
+		} else if (i < n) {
+			refused = check_compacted_keys(p, frames[i], lens[i],
+						       first ? NULL : why);
+		}
+		if (i < n && !refused)
+			continue;
+		err = produce_run(p, frames + run, lens + run, i - run,
+				  res + run, &bytes, why);
+		for (size_t k = run; k < i; k++)
+			if (res[k].base >= 0)
+				last = k;
+		if (refused && !first)
+			first = refused;
+		run = i + 1;
+	}
+	if (err && !first)
+		first = err;
+	if (last < n) {
+		changed(p);
+		if (p->env->log_end)
+			mk_notifier_post_data(p->env->log_end, bytes);
+	}
+	/* A storage error took the leader offline: nothing more to do. */
+	if (last < n && !err) {
+		refresh_isr(p);
+		if (a->acks == -1) {
+			/* One ticket, for the last: the others are below it. */
+			mk_ack_ticket *t = &res[last].ticket;
+			t->target = mk_log_end_offset(p->replicas[p->leader].log);
+			t->leader_epoch = p->leader_epoch;
+			t->deadline_ms = mk_deadline(mk_clock_now(p->env->clock),
+						     p->env->cfg->request_timeout_ms);
+			for (int i = 0; i < p->nreplicas; i++)
+				t->captured[i] = isr_counted(p, &p->replicas[i]);
+			res[last].pending = true;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return first;
 }
 
 mk_err mk_partition_await(mk_partition *p, const mk_ack_ticket *t,
@@ -1109,16 +1264,106 @@ mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 	return mk_partition_follower_fetch_ex(p, broker, &bytes);
 }
 
+/* A follower as its fetch found it (before any truncation). */
+typedef struct {
+	int64_t leo, start, hw_view;
+	bool rejoining;
+} fetch_mark;
+
+static fetch_mark fetch_mark_of(const mk_replica *f)
+{
+	fetch_mark m = { mk_log_end_offset(f->log), mk_log_start_offset(f->log),
+			 f->hw_view, f->rejoining };
+	return m;
+}
+
+/*
+ * The third step of a follower fetch, under the lock: whatever the fetch
+ * wrote becomes visible. err is the append's. A fetch that moved nothing
+ * (a caught-up follower's round) wakes nobody: the ISR refresh does when
+ * membership or the HW moves.
+ */
+static mk_err fetch_publish(mk_partition *p, int i, int64_t hw_before,
+			    mk_err err, const fetch_mark *m)
+{
+	mk_replica *f = &p->replicas[i];
+	if (err == MK_KAFKA_STORAGE_ERROR)
+		replica_failed(p, i, "follower append");
+	/* The leader may have failed meanwhile (a storage error of an
+	 * append or a read); it cannot have changed (replica.h). */
+	if (f->log && !err && p->leader >= 0 && p->leader != i)
+		err = follow_log_start(p, i, false);
+	if (f->log) {
+		f->rejoining = false;
+		f->last_fetch_ms = mk_clock_now(p->env->clock);
+		int64_t fleo = mk_log_end_offset(f->log);
+		f->hw_view = hw_before < fleo ? hw_before : fleo;
+	}
+	if (err || !f->log || m->rejoining || f->hw_view != m->hw_view ||
+	    mk_log_end_offset(f->log) != m->leo ||
+	    mk_log_start_offset(f->log) != m->start)
+		changed(p);
+	refresh_isr(p);
+	return err;
+}
+
+/* The second step, without the lock: append the frames in buf to f's log
+ * (its log and producer state are this fetch's alone meanwhile). */
+static mk_err fetch_append(mk_replica *f, const mk_strbuf *buf, size_t *bytes)
+{
+	mk_err err = MK_OK;
+	size_t pos = 0;
+	while (pos < buf->len && !err) {
+		/* mk_log_read validated every frame it returned (CRC,
+		 * records): the copy is not walked again. */
+		mk_batch_view b;
+		const uint8_t *frame = (const uint8_t *)buf->buf + pos;
+		err = mk_frame_decode_header(frame, buf->len - pos, 0, false, &b,
+					     NULL);
+		if (!err)
+			err = mk_log_append_replica_trusted(f->log, frame,
+							    b.frame_len);
+		if (!err) {  /* as the leader does: state follows the log */
+			note_append(f, frame, b.frame_len);
+			*bytes += b.frame_len;
+		}
+		pos += b.frame_len;
+	}
+	return err;
+}
+
+/* The offset after the last whole frame in buf (from when none). */
+static int64_t frames_end(const mk_strbuf *buf, int64_t from)
+{
+	size_t pos = 0;
+	mk_batch_view b;
+	while (pos < buf->len &&
+	       !mk_frame_decode_header((const uint8_t *)buf->buf + pos,
+				       buf->len - pos, 0, false, &b, NULL)) {
+		from = mk_batch_next_offset(&b);
+		pos += b.frame_len;
+	}
+	return from;
+}
+
 mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 				      size_t *bytes)
 {
 	*bytes = 0;
+	mk_strbuf buf = MK_STRBUF_INIT;
 	pthread_mutex_lock(&p->lock);
 	mk_err err = MK_OK;
-	int i = replica_index(p, broker);
+	int i;
+	/* One fetch per replica at a time, and none while a change waits
+	 * for the fetches in flight to end. */
+	while ((i = replica_index(p, broker)) >= 0 &&
+	       (p->quiescing || p->replicas[i].fetching))
+		pthread_cond_wait(&p->settled, &p->lock);
 	if (i < 0 || p->leader < 0 || i == p->leader || !p->replicas[i].log)
 		goto out;
+	/* Step 1, under the lock: reconcile, read what the follower lacks. */
 	mk_replica *f = &p->replicas[i], *l = &p->replicas[p->leader];
+	fetch_mark mark = fetch_mark_of(f);
 	err = reconcile(p, f, l);
 	if (err) {
 		replica_failed(p, i, "truncation");
@@ -1127,44 +1372,41 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 	if ((err = follow_log_start(p, i, true)))
 		goto out;
 	int64_t hw_before = p->hw;
-	mk_strbuf buf = MK_STRBUF_INIT;
-	err = mk_log_read(l->log, mk_log_end_offset(f->log), mk_log_end_offset(l->log),
+	int64_t from = mk_log_end_offset(f->log);
+	err = mk_log_read(l->log, from, mk_log_end_offset(l->log),
 			  (size_t)p->env->cfg->replica_fetch_max_bytes, &buf);
-	if (err == MK_KAFKA_STORAGE_ERROR) {
+	if (err == MK_KAFKA_STORAGE_ERROR)
 		replica_failed(p, p->leader, "read for follower fetch");
-	} else if (!err) {
-		size_t pos = 0;
-		while (pos < buf.len && !err) {
-			/* Only the frame's length is needed here: the
-			 * follower's append validates the whole frame. */
-			mk_batch_view b;
-			err = mk_frame_decode_header((const uint8_t *)buf.buf + pos,
-						     buf.len - pos, 0, false, &b, NULL);
-			if (!err)
-				err = mk_log_append_replica(f->log,
-					(const uint8_t *)buf.buf + pos, b.frame_len);
-			if (!err) {  /* as the leader does: state follows the log */
-				note_append(f, (const uint8_t *)buf.buf + pos, b.frame_len);
-				*bytes += b.frame_len;
-			}
-			pos += b.frame_len;
-		}
-		if (err == MK_KAFKA_STORAGE_ERROR)
-			replica_failed(p, i, "follower append");
-		if (f->log && !err)
-			err = follow_log_start(p, i, false);
-		if (f->log) {
-			f->rejoining = false;
-			f->last_fetch_ms = mk_clock_now(p->env->clock);
-			int64_t fleo = mk_log_end_offset(f->log);
-			f->hw_view = hw_before < fleo ? hw_before : fleo;
-		}
-		changed(p);
-		refresh_isr(p);
+	if (err)
+		goto out;
+	if (buf.len == 0) {     /* caught up: nothing to write */
+		err = fetch_publish(p, i, hw_before, MK_OK, &mark);
+		goto out;
 	}
-	mk_strbuf_release(&buf);
+	f->fetching = true;
+	f->fetch_leo = from;
+	f->fetch_start = mk_log_start_offset(f->log);
+	f->fetch_agreed = agreed_end(f, l);
+	f->fetch_target = frames_end(&buf, from);
+	f->last_fetch_ms = mk_clock_now(p->env->clock);   /* the request's time */
+	p->nfetching++;
+	pthread_mutex_unlock(&p->lock);
+
+	/* Step 2, without the lock: the follower's disk writes. */
+	err = fetch_append(f, &buf, bytes);
+	MK_FAILPOINT("replica.fetch.after-append");
+	if (p->env->fetch_hook)
+		p->env->fetch_hook(p->env->fetch_hook_arg, broker);
+
+	/* Step 3, under the lock: publish. */
+	pthread_mutex_lock(&p->lock);
+	f->fetching = false;
+	p->nfetching--;
+	pthread_cond_broadcast(&p->settled);
+	err = fetch_publish(p, i, hw_before, err, &mark);
 out:
 	pthread_mutex_unlock(&p->lock);
+	mk_strbuf_release(&buf);
 	return err;
 }
 
@@ -1227,6 +1469,7 @@ bool mk_partition_plan_crash(mk_partition *p, int broker,
 void mk_partition_broker_crash(mk_partition *p, int broker, bool torn)
 {
 	pthread_mutex_lock(&p->lock);
+	settle(p);
 	int i = replica_index(p, broker);
 	if (i >= 0 && p->replicas[i].online) {
 		mk_replica *r = &p->replicas[i];
@@ -1276,6 +1519,7 @@ void mk_partition_broker_restart(mk_partition *p, int broker,
 				 const mk_partition_state *plan)
 {
 	pthread_mutex_lock(&p->lock);
+	settle(p);
 	int i = replica_index(p, broker);
 	if (i >= 0 && !p->replicas[i].log) {
 		mk_replica *r = &p->replicas[i];
@@ -1362,6 +1606,7 @@ mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
 			    const mk_partition_state *plan, mk_strbuf *why)
 {
 	pthread_mutex_lock(&p->lock);
+	settle(p);
 	int i = replica_index(p, broker);
 	mk_err err = MK_OK;
 	/* The saved epoch is used up even if the promotion fails now. */
@@ -1404,6 +1649,7 @@ out:
 mk_err mk_partition_flush(mk_partition *p)
 {
 	pthread_mutex_lock(&p->lock);
+	settle(p);
 	mk_err err = MK_OK;
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
@@ -1459,6 +1705,7 @@ static mk_clean_params clean_params(const mk_partition *p)
 mk_err mk_partition_retention(mk_partition *p)
 {
 	pthread_mutex_lock(&p->lock);
+	settle(p);
 	mk_err first = MK_OK;
 	if (!p->deleted && (p->cfg.cleanup_policy & MK_CLEANUP_DELETE)) {
 		mk_clean_params cp = clean_params(p);
@@ -1486,6 +1733,7 @@ mk_err mk_partition_compact(mk_partition *p, mk_strbuf *why)
 {
 	mk_clean_plan *plans[MK_MAX_BROKERS] = { NULL };
 	pthread_mutex_lock(&p->lock);
+	settle(p);
 	mk_err first = MK_OK;
 	if (p->deleted || !(p->cfg.cleanup_policy & MK_CLEANUP_COMPACT)) {
 		pthread_mutex_unlock(&p->lock);
@@ -1507,6 +1755,7 @@ mk_err mk_partition_compact(mk_partition *p, mk_strbuf *why)
 		}
 	}
 	pthread_mutex_lock(&p->lock);
+	settle(p);
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
 		if (!plans[i] || !r->log)
@@ -1566,6 +1815,7 @@ out:
 static mk_err view_replica(mk_partition *p, int broker, bool need_log,
 			   mk_replica **out, mk_strbuf *why)
 {
+	settle(p);     /* a follower's log is its fetch's meanwhile */
 	if (p->deleted) {
 		if (why)
 			mk_strbuf_addf(why, "topic %s was deleted", p->topic);

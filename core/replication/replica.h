@@ -3,7 +3,29 @@
  * leader, leader epoch, ISR and high watermark.
  *
  * Locking: mk_partition.lock guards every field below and every call into
- * the replicas' logs. `changed` is broadcast whenever something a waiter
+ * the replicas' logs, with one exception: a follower fetch in flight. A
+ * follower fetch (mk_partition_follower_fetch) runs in three steps: under
+ * the lock it reconciles the follower's log, reads the frames it lacks out
+ * of the leader's log and marks the replica `fetching`; without the lock it
+ * appends them to the follower's own log (the disk writes, rolls and file
+ * creations); under the lock again it publishes the new log end, moves
+ * hw_view, the HW and the ISR, and wakes the waiters. While `fetching` is
+ * set, that fetch alone calls into the replica's log and producer state;
+ * everyone else reads the fetch_* values taken when it started (log end,
+ * log start, agreed end: a lower bound of the truth meanwhile, so the HW
+ * and acks=all never count data not yet written). The leader's log is
+ * only ever called under the lock, so a leader append waits at most for
+ * another thread's memory copy out of it, never for a follower's disk
+ * write. Whatever changes a log other than a leader append (crash,
+ * restart, promotion, flush, retention, compaction, configuration,
+ * deletion, the /brokers views) first waits, under the lock, until no
+ * fetch is in flight (`settled`, `nfetching`), and no fetch starts while
+ * such a wait is pending (`quiescing`): so the leader and its epoch never
+ * change under a fetch in flight. Lock order: the cluster's locks, then
+ * p->lock; nothing else is taken under it but leaf locks (notify.h, the
+ * saver's flag, the log's own internal locks).
+ *
+ * `changed` is broadcast whenever something a waiter
  * may care about moves (log end, HW, leader, ISR, broker state, the manual
  * clock, shutdown); `seq` counts those moves so a waiter can tell, and
  * every armed watcher (mk_watch) fires once, so a waiter need not hold a
@@ -69,6 +91,11 @@ typedef struct {
 	struct mk_flush_pool *flush_pool;
 	/* Every segment's descriptors (fdcache.h); NULL: unbounded. */
 	struct mk_fdcache *fdcache;
+	/* Tests: called by a follower fetch between its unlocked append and
+	 * its publication (no lock held; broker: the follower's); NULL for
+	 * none. */
+	void (*fetch_hook)(void *arg, int broker);
+	void *fetch_hook_arg;
 } mk_env;
 
 typedef struct {
@@ -83,6 +110,13 @@ typedef struct {
 	int64_t hw_ckpt;        /* hw_view as last saved (flush, close); -1 */
 	bool rejoining;         /* restarted, not fetched since: not in sync */
 	mk_producer_state pstate;   /* idempotent producers seen in this log */
+	/* A follower fetch in flight: log and pstate are the fetch's alone
+	 * (see Locking); the rest see these, taken when it started. */
+	bool fetching;
+	int64_t fetch_leo;      /* the log end then */
+	int64_t fetch_start;    /* the log start then */
+	int64_t fetch_agreed;   /* agreed end then (with the leader's log) */
+	int64_t fetch_target;   /* where the frames being appended end */
 } mk_replica;
 
 /*
@@ -101,6 +135,9 @@ typedef struct mk_watch {
 typedef struct mk_partition {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
+	pthread_cond_t settled; /* a fetch ended, or quiescing dropped */
+	int nfetching;          /* follower fetches in flight */
+	int quiescing;          /* waiters for nfetching == 0: none starts */
 	uint64_t seq;
 	mk_watch watchers;      /* armed watchers: a list with this head */
 	uint64_t meta_version;  /* bumped when leader, epoch or ISR change */
@@ -242,6 +279,23 @@ typedef struct {
 mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
 			    const mk_produce_args *args, const mk_waiter *w,
 			    mk_produce_result *res, mk_strbuf *why);
+/*
+ * Several batches of one non-idempotent producer (args: acks and
+ * defer_ack, which must be set; idempotent false) produced as
+ * mk_partition_produce produces each, in order, under one hold of the
+ * partition lock: a batch refused on its own (too large, a keyless record
+ * on a compacted topic) is skipped and the others go on, and the batches
+ * between two refused ones are appended by one mk_log_append_leader_many
+ * (one system call per run of frames between two rolls). res[i] per
+ * frame: its base (-1 when not appended) and count; with acks=all only the
+ * last appended frame's result is pending, its ticket covering them all.
+ * Returns the first error (a storage error stops there, the frames before
+ * it appended). n <= MK_LOG_APPEND_MAX.
+ */
+mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
+				 const size_t *lens, size_t n,
+				 const mk_produce_args *args,
+				 mk_produce_result *res, mk_strbuf *why);
 mk_err mk_partition_await(mk_partition *p, const mk_ack_ticket *t,
 			  const mk_waiter *w, mk_strbuf *why);
 
@@ -308,7 +362,12 @@ void mk_partition_unwatch(mk_partition *p, mk_watch *w);
 mk_err mk_partition_ack_check(mk_partition *p, const mk_ack_ticket *t,
 			      bool *pending, mk_strbuf *why);
 
-/* One fetch round for the follower replica on broker b (no-op otherwise). */
+/*
+ * One fetch round for the follower replica on broker b (no-op otherwise):
+ * the three steps described under Locking. A second fetch for the same
+ * replica waits for the first. Crash point: replica.fetch.after-append
+ * (the follower's log has the frames, nothing is published yet).
+ */
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker);
 /* The same; *bytes gets the bytes the follower appended (0: nothing new). */
 mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,

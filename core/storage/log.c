@@ -124,7 +124,12 @@ typedef struct {
 	uint64_t bytes;             /* sum of the queued jobs' bytes */
 	mk_err err;                 /* its first failure; no job runs after */
 	mk_strbuf msg;              /* what failed */
+	/* The next segment's files, made ahead (segment.h, "prepared"): */
+	mk_flush_task prep_task;    /* makes them, on a pool thread */
+	int prep;                   /* PREP_NONE, _QUEUED or _READY */
 } flusher;
+
+enum { PREP_NONE, PREP_QUEUED, PREP_READY };
 
 struct mk_log {
 	char *dir;
@@ -148,6 +153,11 @@ struct mk_log {
 	size_t nbases, bases_cap;   /* lists them (mirrored by the owner) */
 	/* The owner's thread only: */
 	int64_t unflushed;          /* records appended since the last fsync */
+	int64_t prep_base;          /* the active segment whose successor's
+				     * files were asked for; -1: none yet */
+	bool prep_asked;            /* prepared files may exist (close
+				     * deletes them) */
+	uint64_t write_calls;       /* appends' writes to .log files */
 	mk_strbuf err;              /* the last storage error */
 	flusher fl;
 };
@@ -671,6 +681,68 @@ static mk_err flusher_add(mk_log *log, mk_segment *seg, int64_t next)
 	return err;
 }
 
+/*
+ * Prepared segment files. A roll used to create the next segment's three
+ * files on the append path; on a file system where an inode allocation
+ * costs half a millisecond that was most of a roll's cost. A pool thread
+ * now makes them ahead (once the active segment is half full, and right
+ * after each roll), and the roll renames them into place; when they are
+ * not ready the roll creates the files itself, as before.
+ */
+static void prep_run(mk_flush_task *t)
+{
+	mk_log *log = (mk_log *)((char *)t - offsetof(mk_log, fl.prep_task));
+	flusher *fl = &log->fl;
+	pthread_mutex_lock(&fl->lock);
+	bool go = !fl->stop && fl->prep == PREP_QUEUED;
+	pthread_mutex_unlock(&fl->lock);
+	if (!go)
+		return;
+	/* A failure is not the log's: the roll then creates the files. */
+	mk_err err = mk_segment_prepare(log->dir, NULL);
+	pthread_mutex_lock(&fl->lock);
+	fl->prep = err ? PREP_NONE : PREP_READY;
+	pthread_cond_broadcast(&fl->cond);
+	pthread_mutex_unlock(&fl->lock);
+}
+
+/* Ask for the next segment's files (owner's thread); nothing when they
+ * are asked for or ready already, or no pool thread runs. */
+static void prep_request(mk_log *log)
+{
+	flusher *fl = &log->fl;
+	log->prep_base = active(log)->base;
+	pthread_mutex_lock(&fl->lock);
+	if (fl->prep == PREP_NONE && !fl->stop && flusher_pool(log)) {
+		fl->prep = PREP_QUEUED;
+		log->prep_asked = true;
+		mk_flush_pool_submit(fl->pool, &fl->prep_task);
+	}
+	pthread_mutex_unlock(&fl->lock);
+}
+
+/* Take the prepared files when they are ready (owner's thread). */
+static bool prep_take(mk_log *log)
+{
+	pthread_mutex_lock(&log->fl.lock);
+	bool ready = log->fl.prep == PREP_READY;
+	if (ready)
+		log->fl.prep = PREP_NONE;
+	pthread_mutex_unlock(&log->fl.lock);
+	return ready;
+}
+
+bool mk_log_wait_prepared(mk_log *log)
+{
+	flusher *fl = &log->fl;
+	pthread_mutex_lock(&fl->lock);
+	while (fl->prep == PREP_QUEUED && !fl->stop)
+		pthread_cond_wait(&fl->cond, &fl->lock);
+	bool ready = fl->prep == PREP_READY;
+	pthread_mutex_unlock(&fl->lock);
+	return ready;
+}
+
 /* Wait until every queued segment is durable, releasing a hold. */
 static mk_err flusher_wait(mk_log *log)
 {
@@ -700,6 +772,7 @@ static void flusher_stop(mk_log *log)
 	pthread_mutex_unlock(&fl->lock);
 	if (pool) {
 		mk_flush_pool_remove(pool, &fl->task);
+		mk_flush_pool_remove(pool, &fl->prep_task);
 		if (own)
 			mk_flush_pool_free(pool);
 	}
@@ -733,10 +806,11 @@ static int cmp_i64(const void *a, const void *b)
 
 /* The base offsets of the NNNNNNNNNNNNNNNNNNNN.log files in dir, sorted. */
 static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
-			    mk_strbuf *why)
+			    bool *prepared, mk_strbuf *why)
 {
 	*out = NULL;
 	*n = 0;
+	*prepared = false;
 	DIR *d = opendir(dir);
 	if (!d) {
 		if (why)
@@ -748,6 +822,8 @@ static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		const char *name = de->d_name;
+		if (mk_segment_prepared_name(name))
+			*prepared = true;
 		if (strlen(name) != 24 || strcmp(name + 20, ".log") != 0)
 			continue;
 		char digits[21];
@@ -837,6 +913,8 @@ static mk_log *log_new(const char *dir, const mk_log_config *cfg)
 	pthread_mutex_init(&log->fl.lock, NULL);
 	pthread_cond_init(&log->fl.cond, NULL);
 	log->fl.task.run = flusher_run;
+	log->fl.prep_task.run = prep_run;
+	log->prep_base = -1;
 	mk_strbuf_init(&log->fl.msg, 0);
 	return log;
 }
@@ -848,6 +926,7 @@ typedef struct {
 	int64_t *bases;             /* the NNN.log files, ascending */
 	size_t nbases;
 	bool missing;               /* no checkpoint file */
+	bool prepared;              /* prepared segment files left over */
 	mk_strbuf text;             /* the checkpoint as read */
 	checkpoint ck;              /* and as parsed */
 	size_t first;               /* the first segment to recover */
@@ -1075,10 +1154,14 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	};
 	mk_err err;
 	if ((err = mk_segswap_recover(dir, why)) ||    /* a cleaner swap */
-	    (err = list_segments(dir, &o.bases, &o.nbases, why)) ||
+	    (err = list_segments(dir, &o.bases, &o.nbases, &o.prepared,
+				 why)) ||
 	    (err = open_read_checkpoint(log, &o, why)) ||
 	    (err = open_check_listed(&o, why)))
 		goto done;
+	/* Files made ahead for a roll that never came: garbage. */
+	if (o.prepared)
+		mk_segment_discard_prepared(dir);
 	o.first = open_first_to_recover(&o);
 	if ((err = open_closed_segments(log, &o, why)) ||
 	    (err = open_recover_segments(log, &o, why)) ||
@@ -1137,6 +1220,8 @@ void mk_log_close(mk_log *log)
 		return;
 	mk_log_flush(log);
 	flusher_stop(log);
+	if (log->prep_asked)
+		mk_segment_discard_prepared(log->dir);
 	for (size_t i = 0; i < log->nsegs; i++)
 		mk_segment_close(log->segs[i]);
 	log_free(log);
@@ -1234,6 +1319,11 @@ uint64_t mk_log_size_bytes(const mk_log *log)
 	return n;
 }
 
+uint64_t mk_log_write_calls(const mk_log *log)
+{
+	return log->write_calls;
+}
+
 size_t mk_log_segment_count(const mk_log *log)
 {
 	return log->nsegs;
@@ -1276,8 +1366,11 @@ static mk_err roll(mk_log *log)
 	mk_segment *s = NULL;
 	if (!err) {
 		MK_FAILPOINT("log.roll.after-seal");
-		err = mk_segment_create(log->dir, old->next_offset, log->cache,
-					&s, &msg);
+		err = prep_take(log)
+			? mk_segment_create_prepared(log->dir, old->next_offset,
+						     log->cache, &s, &msg)
+			: mk_segment_create(log->dir, old->next_offset,
+					    log->cache, &s, &msg);
 	}
 	if (err) {
 		old->active = true;
@@ -1288,42 +1381,121 @@ static mk_err roll(mk_log *log)
 	MK_FAILPOINT("log.roll.after-create");
 	push_segment(log, s);
 	mk_strbuf_release(&msg);
+	/* A log that rolled is written to: its next files get made now. */
+	prep_request(log);
 	return flusher_add(log, old, s->base);
+}
+
+/*
+ * Append frames [0, n) (views b, offsets following the log end), in runs:
+ * a frame that would pass segment.bytes rolls first, exactly as when they
+ * come one at a time, and the frames of one run (up to the next roll) are
+ * written with one system call. *done: how many were appended (a failure
+ * part-way leaves the earlier runs appended).
+ */
+static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
+			    const mk_batch_view *b, size_t n, size_t *done)
+{
+	*done = 0;
+	size_t i = 0;
+	while (i < n) {
+		mk_err err = flusher_error(log);
+		if (err)
+			return err;
+		mk_segment *a = active(log);
+		int64_t last = mk_batch_last_offset(&b[i]);
+		/* An empty segment takes any batch: the threshold is for
+		 * rolling. */
+		if (a->size > 0 &&
+		    ((int64_t)(a->size + b[i].frame_len) > log->cfg.segment_bytes ||
+		     !mk_segment_can_hold(a, b[i].frame_len, last))) {
+			if ((err = roll(log)))
+				return err;
+			a = active(log);
+		}
+		if (!mk_segment_can_hold(a, b[i].frame_len, last))
+			return MK_MESSAGE_TOO_LARGE;
+		/* The run: the frames after i that fit without a roll. */
+		size_t j = i + 1;
+		uint64_t run = b[i].frame_len;
+		while (j < n && j - i < MK_SEGMENT_APPEND_MAX &&
+		       (int64_t)(a->size + run + b[j].frame_len) <=
+			       log->cfg.segment_bytes &&
+		       mk_segment_can_hold(a, run + b[j].frame_len,
+					   mk_batch_last_offset(&b[j])))
+			run += b[j++].frame_len;
+		/* Half full: the next segment's files get made ahead. */
+		if (log->prep_base != a->base &&
+		    (int64_t)(a->size + run) * 2 >= log->cfg.segment_bytes)
+			prep_request(log);
+		mk_strbuf msg = MK_STRBUF_INIT;
+		err = j == i + 1
+			? mk_segment_append(a, frames[i], &b[i],
+					    log->cfg.index_interval_bytes, &msg)
+			: mk_segment_append_many(a, frames + i, b + i, j - i,
+						 log->cfg.index_interval_bytes,
+						 &msg);
+		log->write_calls++;
+		if (err)
+			storage_error(log, &msg);
+		mk_strbuf_release(&msg);
+		if (err)
+			return err;
+		*done = j;
+		for (size_t k = i; k < j; k++) {
+			if (epoch_observe(log, b[k].meta.leader_epoch,
+					  b[k].meta.base_offset) &&
+			    (err = ckpt_write(log)))
+				return err;
+			log->unflushed += b[k].record_count;
+		}
+		if (log->cfg.flush_messages > 0 &&
+		    log->unflushed >= log->cfg.flush_messages &&
+		    (err = sync_all(log)))
+			return err;
+		i = j;
+	}
+	return MK_OK;
 }
 
 static mk_err append(mk_log *log, const uint8_t *frame, const mk_batch_view *b)
 {
-	mk_err err = flusher_error(log);
-	if (err)
-		return err;
-	mk_segment *a = active(log);
-	int64_t last = mk_batch_last_offset(b);
-	/* An empty segment takes any batch: the threshold is for rolling. */
-	if (a->size > 0 &&
-	    ((int64_t)(a->size + b->frame_len) > log->cfg.segment_bytes ||
-	     !mk_segment_can_hold(a, b->frame_len, last))) {
-		if ((err = roll(log)))
-			return err;
-		a = active(log);
+	size_t done;
+	return append_frames(log, &frame, b, 1, &done);
+}
+
+mk_err mk_log_append_leader_many(mk_log *log, uint8_t *const *frames,
+				 const size_t *lens, size_t n, int32_t epoch,
+				 int64_t *bases, size_t *appended)
+{
+	*appended = 0;
+	if (n == 0)
+		return MK_OK;
+	if (n > MK_LOG_APPEND_MAX)
+		return MK_INVALID_REQUEST;
+	mk_batch_view b[MK_LOG_APPEND_MAX];
+	for (size_t i = 0; i < n; i++)
+		if (mk_frame_decode_header(frames[i], lens[i], 0, false, &b[i],
+					   NULL) || b[i].frame_len != lens[i])
+			return MK_CORRUPT_MESSAGE;
+	if (epoch < 0)
+		return MK_INVALID_REQUEST;
+	if (epoch < mk_log_latest_epoch(log))
+		return MK_FENCED_LEADER_EPOCH;
+	int64_t base = mk_log_end_offset(log);
+	for (size_t i = 0; i < n; i++) {
+		if (base > INT64_MAX - 1 - b[i].last_offset_delta)
+			return MK_INVALID_REQUEST;
+		b[i].meta.base_offset = base;
+		b[i].meta.leader_epoch = epoch;
+		base = mk_batch_next_offset(&b[i]);
 	}
-	if (!mk_segment_can_hold(a, b->frame_len, last))
-		return MK_MESSAGE_TOO_LARGE;
-	mk_strbuf msg = MK_STRBUF_INIT;
-	err = mk_segment_append(a, frame, b, log->cfg.index_interval_bytes,
-				&msg);
-	if (err)
-		storage_error(log, &msg);
-	mk_strbuf_release(&msg);
-	if (err)
-		return err;
-	if (epoch_observe(log, b->meta.leader_epoch, b->meta.base_offset) &&
-	    (err = ckpt_write(log)))
-		return err;
-	log->unflushed += b->record_count;
-	if (log->cfg.flush_messages > 0 &&
-	    log->unflushed >= log->cfg.flush_messages)
-		err = sync_all(log);
-	return err;
+	for (size_t i = 0; i < n; i++) {
+		mk_frame_assign(frames[i], lens[i], b[i].meta.base_offset, epoch);
+		bases[i] = b[i].meta.base_offset;
+	}
+	return append_frames(log, (const uint8_t *const *)frames, b, n,
+			     appended);
 }
 
 mk_err mk_log_append_leader(mk_log *log, uint8_t *frame, size_t len,
@@ -1361,6 +1533,21 @@ mk_err mk_log_append_replica(mk_log *log, const uint8_t *frame, size_t len)
 	if (b.meta.base_offset < mk_log_end_offset(log))
 		return MK_INVALID_REQUEST;
 	/* Epochs never go down along a log. */
+	if (b.meta.leader_epoch >= 0 &&
+	    b.meta.leader_epoch < mk_log_latest_epoch(log))
+		return MK_INVALID_REQUEST;
+	return append(log, frame, &b);
+}
+
+mk_err mk_log_append_replica_trusted(mk_log *log, const uint8_t *frame,
+				     size_t len)
+{
+	mk_batch_view b;
+	if (mk_frame_decode_header(frame, len, 0, false, &b, NULL) ||
+	    b.frame_len != len)
+		return MK_CORRUPT_MESSAGE;
+	if (b.meta.base_offset < mk_log_end_offset(log))
+		return MK_INVALID_REQUEST;
 	if (b.meta.leader_epoch >= 0 &&
 	    b.meta.leader_epoch < mk_log_latest_epoch(log))
 		return MK_INVALID_REQUEST;

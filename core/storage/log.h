@@ -47,7 +47,8 @@
  * log.flush.before-checkpoint (rolled segments fsynced, the recovery point
  * not yet moved), log.truncate.{before-cut,after-cut,done}, the
  * checkpoint's replacement log.ckpt.{after-write,after-fsync,after-rename,
- * done} (fileio.h), and segment.create.after-open (segment.h).
+ * done} (fileio.h), and segment.create.after-open,
+ * segment.prepare.after-log and segment.adopt.after-log (segment.h).
  *
  * An mk_log is not thread-safe: its owner (the partition, see replica.h)
  * serialises every call under its lock. Rolled segments are fsynced, and
@@ -138,12 +139,35 @@ uint64_t mk_log_size_bytes(const mk_log *log);
 mk_err mk_log_append_leader(mk_log *log, uint8_t *frame, size_t len,
 			    int32_t epoch, int64_t *base_out);
 /*
+ * Leader append of n frames (at most MK_LOG_APPEND_MAX) as mk_log_append_
+ * leader appends each, in order: every header is checked and every frame
+ * stamped (bases[i] its base offset) before anything is written; rolls
+ * fall where they would one frame at a time, and the frames between two
+ * rolls are written with one system call (pwritev). *appended: how many
+ * were appended, all of them unless an error came part-way (a storage
+ * error, or a frame too large for a segment), when the earlier ones stay.
+ */
+#define MK_LOG_APPEND_MAX 64
+mk_err mk_log_append_leader_many(mk_log *log, uint8_t *const *frames,
+				 const size_t *lens, size_t n, int32_t epoch,
+				 int64_t *bases, size_t *appended);
+/* Write system calls the appends made to .log files (tests, bench). */
+uint64_t mk_log_write_calls(const mk_log *log);
+/*
  * Replica append: frame already carries its offsets and epoch; its base
  * offset must be at least the log end (else INVALID_REQUEST; above it when
  * the leader's log was compacted there), it is validated
  * (CORRUPT_MESSAGE) and appended as is.
  */
 mk_err mk_log_append_replica(mk_log *log, const uint8_t *frame, size_t len);
+/*
+ * The same for a frame this process has just validated: one that
+ * mk_log_read returned (a follower's copy out of its leader's log). Its
+ * header is decoded and the offset and epoch rules checked; its CRC and
+ * records are not walked again.
+ */
+mk_err mk_log_append_replica_trusted(mk_log *log, const uint8_t *frame,
+				     size_t len);
 
 /*
  * Append to out the whole frames holding offsets in [from, end): starting
@@ -193,6 +217,15 @@ void mk_log_hold_flusher(mk_log *log, bool held);
  * if it failed.
  */
 mk_err mk_log_wait_flusher(mk_log *log);
+
+/*
+ * The next segment's files are made ahead by a pool thread (segment.h,
+ * "prepared segment files"): asked for once the active segment is half
+ * full and right after each roll, taken by the roll when ready (else the
+ * roll creates them itself). For tests: wait while they are being made;
+ * true when they are ready.
+ */
+bool mk_log_wait_prepared(mk_log *log);
 
 /* Leader-epoch cache (KIP-101). */
 int32_t mk_log_latest_epoch(const mk_log *log);      /* -1 when empty */

@@ -21,9 +21,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "failpoint.h"
@@ -575,6 +577,110 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 	return MK_OK;
 }
 
+/* ---- prepared segment files ---------------------------------------------- */
+
+static const char *const prepared_names[3] = {
+	"prepared.log.tmp", "prepared.index.tmp", "prepared.timeindex.tmp",
+};
+
+static char *prepared_path(const char *dir, int i)
+{
+	mk_strbuf p = MK_STRBUF_INIT;
+	mk_strbuf_addf(&p, "%s/%s", dir, prepared_names[i]);
+	return mk_strbuf_detach(&p, NULL);
+}
+
+bool mk_segment_prepared_name(const char *name)
+{
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(name, prepared_names[i]))
+			return true;
+	return false;
+}
+
+mk_err mk_segment_prepare(const char *dir, mk_strbuf *why)
+{
+	for (int i = 0; i < 3; i++) {
+		char *path = prepared_path(dir, i);
+		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		mk_err err = fd < 0 ? io_error(why, path, "cannot create") : MK_OK;
+		free(path);
+		if (err)
+			return err;
+		close(fd);
+		if (i == 0)
+			MK_FAILPOINT("segment.prepare.after-log");
+	}
+	return MK_OK;
+}
+
+void mk_segment_discard_prepared(const char *dir)
+{
+	for (int i = 0; i < 3; i++) {
+		char *path = prepared_path(dir, i);
+		unlink(path);   /* best effort: the next open tries again */
+		free(path);
+	}
+}
+
+/* Rename from to to, never replacing an existing to (EEXIST). */
+static int rename_new(const char *from, const char *to)
+{
+	if (!renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	/* A file system without RENAME_NOREPLACE: link refuses to replace. */
+	if (link(from, to))
+		return -1;
+	unlink(from);
+	return 0;
+}
+
+mk_err mk_segment_create_prepared(const char *dir, int64_t base,
+				  mk_fdcache *cache, mk_segment **out,
+				  mk_strbuf *why)
+{
+	*out = NULL;
+	mk_segment *s = seg_new(dir, base, cache);
+	char *from = prepared_path(dir, 0);
+	mk_err err = MK_OK;
+	if (rename_new(from, s->log_path))
+		err = io_error(why, s->log_path, "cannot create");
+	free(from);
+	if (err) {
+		mk_segment_close(s);
+		return err;
+	}
+	MK_FAILPOINT("segment.adopt.after-log");
+	const char *to[2] = { s->index_path, s->time_path };
+	for (int i = 1; i < 3 && !err; i++) {
+		from = prepared_path(dir, i);
+		if (rename(from, to[i - 1])) {
+			/* Not prepared after all: an empty file, as create
+			 * leaves (stale entries go). */
+			int fd = open(to[i - 1], O_RDWR | O_CREAT | O_TRUNC |
+				      O_CLOEXEC, 0644);
+			if (fd < 0)
+				err = io_error(why, to[i - 1], "cannot create");
+			else
+				close(fd);
+		}
+		free(from);
+	}
+	if (err) {
+		mk_segment_close(s);
+		return err;
+	}
+	/* Three empty files: the entry files hold exactly what memory does
+	 * (nothing), and nothing needs an fsync yet. */
+	s->active = true;
+	s->indexes_loaded = true;
+	s->next_offset = base;
+	*out = s;
+	return MK_OK;
+}
+
 mk_err mk_segment_open_closed(const char *dir, int64_t base,
 			      mk_fdcache *cache, mk_segment **out,
 			      mk_strbuf *why)
@@ -817,6 +923,70 @@ mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 	s->next_offset = mk_batch_next_offset(b);
 	s->last_base = b->meta.base_offset;
 	err = index_batch(s, b, pos, s->max_ts, interval, true, why);
+	seg_done(s);
+	return err;
+}
+
+mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
+			      const mk_batch_view *b, size_t n,
+			      int64_t interval, mk_strbuf *why)
+{
+	assert(s->active && s->indexes_loaded && n > 0);
+	uint64_t pos = s->size, total = 0;
+	struct iovec iov[MK_SEGMENT_APPEND_MAX];
+	assert(n <= MK_SEGMENT_APPEND_MAX);
+	for (size_t i = 0; i < n; i++) {
+		assert(b[i].meta.base_offset >= (i ? mk_batch_next_offset(&b[i - 1])
+						   : s->next_offset));
+		iov[i].iov_base = (void *)frames[i];
+		iov[i].iov_len = b[i].frame_len;
+		total += b[i].frame_len;
+	}
+	assert(mk_segment_can_hold(s, (size_t)total,
+				   mk_batch_last_offset(&b[n - 1])));
+	mk_err err = seg_use(s, true, why);
+	if (err)
+		return err;
+	/* One system call for every frame; a short write goes on from where
+	 * it stopped (a crash in between leaves a torn tail, cut at open). */
+	struct iovec *v = iov;
+	size_t left = n;
+	uint64_t at = pos;
+	while (left > 0) {
+		ssize_t w = pwritev(s->fd, v, (int)left, (off_t)at);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
+			if (why)
+				mk_strbuf_addf(why, "%s at byte %llu: write failed: %s",
+					       s->log_path, (unsigned long long)at,
+					       strerror(errno));
+			seg_done(s);
+			return MK_KAFKA_STORAGE_ERROR;
+		}
+		at += (uint64_t)w;
+		while (left > 0 && (size_t)w >= v->iov_len) {
+			w -= (ssize_t)v->iov_len;
+			v++;
+			left--;
+		}
+		if (left > 0) {
+			v->iov_base = (uint8_t *)v->iov_base + w;
+			v->iov_len -= (size_t)w;
+		}
+	}
+	s->dirty = true;
+	for (size_t i = 0; i < n && !err; i++) {
+		s->size += b[i].frame_len;
+		if (b[i].max_timestamp > s->max_ts)
+			s->max_ts = b[i].max_timestamp;
+		s->next_offset = mk_batch_next_offset(&b[i]);
+		s->last_base = b[i].meta.base_offset;
+		err = index_batch(s, &b[i], pos, s->max_ts, interval, true, why);
+		pos += b[i].frame_len;
+	}
 	seg_done(s);
 	return err;
 }

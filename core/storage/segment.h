@@ -27,8 +27,10 @@
  *
  * Errors name the file and position: "PATH at byte POS: REASON".
  *
- * Crash point: segment.create.after-open (the new .log exists, its index
- * files not yet).
+ * Crash points: segment.create.after-open (the new .log exists, its index
+ * files not yet); segment.prepare.after-log (a prepared .log exists, its
+ * prepared index files not yet); segment.adopt.after-log (a prepared .log
+ * renamed into place, its index files not yet).
  */
 #ifndef MK_SEGMENT_H
 #define MK_SEGMENT_H
@@ -79,6 +81,27 @@ typedef void (*mk_segment_batch_fn)(void *arg, const mk_batch_view *b,
  * Every constructor takes the descriptor cache its files go through. */
 mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 			 mk_segment **out, mk_strbuf *why);
+/*
+ * Prepared segment files. Creating a file is the expensive part of a roll
+ * (an inode allocation each; see docs/filesystem.md, "prepared segment
+ * files"), so the log has its next segment's three files made ahead, off
+ * the append path, under names no listing takes for a segment:
+ * DIR/prepared.log.tmp, prepared.index.tmp, prepared.timeindex.tmp, all
+ * empty. The roll renames them into place. They hold nothing: a crash
+ * leaves them as garbage, which the next open deletes.
+ */
+/* Make (or empty) the three prepared files in dir. */
+mk_err mk_segment_prepare(const char *dir, mk_strbuf *why);
+/* Is name (a directory entry) one of the prepared files? */
+bool mk_segment_prepared_name(const char *name);
+/* Delete the prepared files of dir (those missing are fine). */
+void mk_segment_discard_prepared(const char *dir);
+/* mk_segment_create from the prepared files: the .log renamed to its
+ * name (never over an existing one: that fails as create does), then the
+ * index files (over stale ones of an earlier segment at this base). */
+mk_err mk_segment_create_prepared(const char *dir, int64_t base,
+				  mk_fdcache *cache, mk_segment **out,
+				  mk_strbuf *why);
 /* Open an existing segment as closed: a stat, no descriptor, no scan,
  * indexes not read. */
 mk_err mk_segment_open_closed(const char *dir, int64_t base,
@@ -136,6 +159,16 @@ mk_err mk_segment_scan(mk_segment *s, int64_t end_limit,
 mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 			 const mk_batch_view *b, int64_t interval,
 			 mk_strbuf *why);
+/*
+ * The same for n frames (b their views, offsets increasing), at most
+ * MK_SEGMENT_APPEND_MAX, written with one pwritev: a partition's batches
+ * of one topic append go to the page cache as one piece (small writes into
+ * many files cost the page cache more per byte than large ones).
+ */
+#define MK_SEGMENT_APPEND_MAX 64
+mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
+			      const mk_batch_view *b, size_t n,
+			      int64_t interval, mk_strbuf *why);
 /* Would a batch of len bytes ending at last_offset still fit the formats? */
 bool mk_segment_can_hold(const mk_segment *s, size_t len, int64_t last_offset);
 

@@ -4,7 +4,9 @@
  * holds, the least recently used unpinned node is evicted first, a pinned
  * node never is, and a log with many segments reads, appends, truncates
  * (deleting cached segments) and closes correctly with at most a handful
- * of descriptors, leaking none.
+ * of descriptors, leaking none; an open callback runs without the cache's
+ * lock (a slow file creation in one log holds up no other), one at a time
+ * per node.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,9 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
 
 #include "codec.h"
 #include "fdcache.h"
@@ -210,10 +215,109 @@ static void test_log_through_tiny_cache(void **state)
 	assert_int_equal(count_fds(), before);
 }
 
+/* ---- an open callback that blocks (a slow file creation) ----------------- */
+
+typedef struct {
+	fake f;
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	int inside, max_inside; /* callbacks running at once */
+	int calls;
+	bool release;
+	bool other_done;        /* the other node's use returned */
+} slow;
+
+static int slow_open(mk_fdcache_node *n, void *arg)
+{
+	slow *s = (slow *)n;
+	pthread_mutex_lock(&s->m);
+	s->calls++;
+	if (++s->inside > s->max_inside)
+		s->max_inside = s->inside;
+	pthread_cond_broadcast(&s->cv);
+	while (!s->release)
+		pthread_cond_wait(&s->cv, &s->m);
+	s->inside--;
+	pthread_mutex_unlock(&s->m);
+	return fake_open(n, arg);
+}
+
+static mk_fdcache *slow_cache;
+static slow slow_node;
+static fake other_node;
+
+static void *use_slow(void *arg)
+{
+	(void)arg;
+	mk_fdcache_use(slow_cache, &slow_node.f.node, NULL);
+	mk_fdcache_done(slow_cache, &slow_node.f.node);
+	return NULL;
+}
+
+static void *use_other(void *arg)
+{
+	(void)arg;
+	mk_fdcache_use(slow_cache, &other_node.node, NULL);
+	mk_fdcache_done(slow_cache, &other_node.node);
+	pthread_mutex_lock(&slow_node.m);
+	slow_node.other_done = true;
+	pthread_cond_broadcast(&slow_node.cv);
+	pthread_mutex_unlock(&slow_node.m);
+	return NULL;
+}
+
+static void test_open_outside_lock(void **state)
+{
+	(void)state;
+	slow_cache = mk_fdcache_new(100);
+	init_fake(&slow_node.f);
+	slow_node.f.node.open = slow_open;
+	pthread_mutex_init(&slow_node.m, NULL);
+	pthread_cond_init(&slow_node.cv, NULL);
+	init_fake(&other_node);
+	pthread_t a, b, c;
+	assert_int_equal(pthread_create(&a, NULL, use_slow, NULL), 0);
+	pthread_mutex_lock(&slow_node.m);
+	while (slow_node.inside == 0)
+		pthread_cond_wait(&slow_node.cv, &slow_node.m);
+	pthread_mutex_unlock(&slow_node.m);
+	/* A second use of the same node waits for the first open; another
+	 * node's use goes through while the first open still blocks. */
+	assert_int_equal(pthread_create(&c, NULL, use_slow, NULL), 0);
+	assert_int_equal(pthread_create(&b, NULL, use_other, NULL), 0);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;    /* a deadlock detector, not a timing */
+	pthread_mutex_lock(&slow_node.m);
+	while (!slow_node.other_done &&
+	       pthread_cond_timedwait(&slow_node.cv, &slow_node.m, &until) == 0)
+		;
+	bool other_done = slow_node.other_done;
+	assert_int_equal(slow_node.calls, 1);
+	slow_node.release = true;
+	pthread_cond_broadcast(&slow_node.cv);
+	pthread_mutex_unlock(&slow_node.m);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	pthread_join(c, NULL);
+	assert_true(other_done);
+	assert_int_equal(slow_node.max_inside, 1);
+	assert_int_equal(slow_node.calls, 2);
+	mk_fdcache_stats st;
+	mk_fdcache_get_stats(slow_cache, &st);
+	assert_int_equal(st.open_fds, 4);     /* two each, none twice */
+	mk_fdcache_forget(slow_cache, &slow_node.f.node);
+	mk_fdcache_forget(slow_cache, &other_node.node);
+	mk_fdcache_free(slow_cache);
+	pthread_mutex_destroy(&slow_node.m);
+	pthread_cond_destroy(&slow_node.cv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lru_and_pins),
+		cmocka_unit_test(test_open_outside_lock),
 		cmocka_unit_test_setup_teardown(test_log_through_tiny_cache,
 						setup, teardown),
 	};

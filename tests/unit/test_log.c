@@ -522,6 +522,58 @@ static void test_replica_append(void **state)
 	mk_log_close(log);
 }
 
+/* A frame mk_log_read returned goes into another log without a second
+ * walk (a follower's copy): the offset and epoch rules still hold. */
+static void test_replica_append_trusted(void **state)
+{
+	fixture *f = *state;
+	mk_log *src = open_log(f, 1 << 20, 4096, 0);
+	mk_strbuf fr = MK_STRBUF_INIT, out = MK_STRBUF_INIT;
+	build(&fr, 0, 3, 2, NULL, 0);
+	assert_int_equal(mk_log_append_replica(src, (uint8_t *)fr.buf, fr.len),
+			 MK_OK);
+	build(&fr, 2, 4, 3, NULL, 0);
+	assert_int_equal(mk_log_append_replica(src, (uint8_t *)fr.buf, fr.len),
+			 MK_OK);
+	assert_int_equal(mk_log_read(src, 0, 5, SIZE_MAX, &out), MK_OK);
+	mk_log_close(src);
+	char dir[256];
+	snprintf(dir, sizeof(dir), "%s/copy", f->root);
+	assert_int_equal(mk_mkdirs(dir), 0);
+	mk_log_config cfg = { 1 << 20, 4096, 0, NULL, NULL };
+	mk_log *dst;
+	assert_int_equal(mk_log_open(dir, &cfg, &dst, NULL), MK_OK);
+	mk_batch_view b;
+	assert_int_equal(mk_frame_decode_header((uint8_t *)out.buf, out.len, 0,
+						false, &b, NULL), MK_OK);
+	size_t first = b.frame_len;
+	/* A length that is not the frame's, or a bad header: refused. */
+	assert_int_equal(mk_log_append_replica_trusted(dst, (uint8_t *)out.buf,
+						       first - 1),
+			 MK_CORRUPT_MESSAGE);
+	assert_int_equal(mk_log_append_replica_trusted(dst, (uint8_t *)out.buf,
+						       first), MK_OK);
+	assert_int_equal(mk_log_append_replica_trusted(dst, (uint8_t *)out.buf,
+						       first),
+			 MK_INVALID_REQUEST);         /* below the end */
+	assert_int_equal(mk_log_append_replica_trusted(dst,
+			 (uint8_t *)out.buf + first, out.len - first), MK_OK);
+	assert_int_equal(mk_log_end_offset(dst), 5);
+	assert_int_equal(mk_log_latest_epoch(dst), 4);
+	build(&fr, 5, 3, 1, NULL, 0);   /* epochs do not go back */
+	assert_int_equal(mk_log_append_replica_trusted(dst, (uint8_t *)fr.buf,
+						       fr.len),
+			 MK_INVALID_REQUEST);
+	mk_strbuf copy = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(dst, 0, 5, SIZE_MAX, &copy), MK_OK);
+	assert_int_equal(copy.len, out.len);
+	assert_memory_equal(copy.buf, out.buf, out.len);
+	mk_strbuf_release(&copy);
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&fr);
+	mk_log_close(dst);
+}
+
 /* ---- the sparse index ---------------------------------------------------- */
 
 static void test_index_lookup(void **state)
@@ -1766,6 +1818,94 @@ static void test_recovery_from_recovery_point(void **state)
 	mk_log_close(log);
 }
 
+/*
+ * Several frames in one call: stamped in order, written with one system
+ * call per run between rolls, and the segments end up exactly as when the
+ * same frames come one at a time (rolls at the same offsets).
+ */
+static void test_append_many(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1000, 100, 0);
+	/* Three frames of two records (about 330 bytes each). */
+	mk_strbuf fr[12];
+	uint8_t *frames[12];
+	size_t lens[12];
+	int64_t bases[12];
+	for (int i = 0; i < 12; i++) {
+		mk_strbuf_init(&fr[i], 0);
+		build(&fr[i], 2 * i, 77, 2, NULL, 100);
+		mk_frame_assign((uint8_t *)fr[i].buf, fr[i].len, 999, 77);
+		frames[i] = (uint8_t *)fr[i].buf;
+		lens[i] = fr[i].len;
+	}
+	size_t done = 99;
+	uint64_t calls = mk_log_write_calls(log);
+	assert_int_equal(mk_log_append_leader_many(log, frames, lens, 2, 3,
+						   bases, &done), MK_OK);
+	assert_int_equal(done, 2);
+	assert_int_equal(bases[0], 0);
+	assert_int_equal(bases[1], 2);
+	assert_int_equal(mk_log_write_calls(log), calls + 1);
+	assert_int_equal(mk_log_end_offset(log), 4);
+	assert_int_equal(mk_log_latest_epoch(log), 3);
+	/* Ten more: they cross rolls (1000-byte segments hold two or three
+	 * of them); one write per run. */
+	calls = mk_log_write_calls(log);
+	assert_int_equal(mk_log_append_leader_many(log, frames + 2, lens + 2, 10,
+						   3, bases + 2, &done), MK_OK);
+	assert_int_equal(done, 10);
+	for (int i = 2; i < 12; i++)
+		assert_int_equal(bases[i], 2 * i);
+	size_t nsegs = mk_log_segment_count(log);
+	assert_true(nsegs >= 4);
+	assert_true(mk_log_write_calls(log) - calls <= nsegs);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 24, SIZE_MAX, &out), MK_OK);
+	assert_int_equal(check_frames(&out, 0, 23), 12);
+	/* Index entries of the runs: a read from the middle of one. */
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 15, 24, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 14, 23);
+	mk_segment_info many[16];
+	for (size_t i = 0; i < nsegs; i++)
+		mk_log_segment_info(log, i, &many[i]);
+	/* A frame below the log start's epoch is fenced, nothing written. */
+	assert_int_equal(mk_log_append_leader_many(log, frames, lens, 1, 2,
+						   bases, &done),
+			 MK_FENCED_LEADER_EPOCH);
+	assert_int_equal(done, 0);
+	assert_int_equal(mk_log_end_offset(log), 24);
+	mk_log_close(log);
+
+	/* The same frames one at a time: the same segments. */
+	tl_rmtree(f->dir);
+	log = open_log(f, 1000, 100, 0);
+	for (int i = 0; i < 12; i++) {
+		int64_t base;
+		assert_int_equal(mk_log_append_leader(log, frames[i], lens[i], 3,
+						      &base), MK_OK);
+		assert_int_equal(base, 2 * i);
+	}
+	assert_int_equal(mk_log_segment_count(log), nsegs);
+	for (size_t i = 0; i < nsegs; i++) {
+		mk_segment_info one;
+		mk_log_segment_info(log, i, &one);
+		assert_int_equal(one.base_offset, many[i].base_offset);
+		assert_int_equal(one.size, many[i].size);
+	}
+	/* Reopened after a close, the index entries of the runs hold. */
+	mk_log_close(log);
+	log = open_log(f, 1000, 100, 0);
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_log_read(log, 13, 24, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 12, 23);
+	mk_log_close(log);
+	mk_strbuf_release(&out);
+	for (int i = 0; i < 12; i++)
+		mk_strbuf_release(&fr[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1775,6 +1915,7 @@ int main(void)
 		T(test_append_read),
 		T(test_leader_append),
 		T(test_replica_append),
+		T(test_replica_append_trusted),
 		T(test_index_lookup),
 		T(test_roll),
 		T(test_oversized_batch),
@@ -1796,6 +1937,7 @@ int main(void)
 		T(test_roll_advances_recovery_point),
 		T(test_recovery_from_recovery_point),
 #undef T
+		cmocka_unit_test_setup_teardown(test_append_many, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -966,6 +966,90 @@ static void test_acc_batch_size(void **state)
 	acc_free(acc);
 }
 
+/*
+ * A topic append (one call) that closes several batches of a partition
+ * produces them together at its end, in order, as one append of several
+ * frames: every batch and receipt is there as if sent one at a time, and
+ * the receipts come partition by partition. acks=all is acknowledged at
+ * the end of the call too. An idempotent producer sends each at once.
+ */
+static void test_acc_combine(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 1);
+	open_cluster(f);
+	create(f, "t", 2, 1);
+	receipts rs;
+	tprod *acc = acc_new(f, -1, frame_bytes(2), 0, &rs);
+	char v[8];
+	for (int i = 0; i < 13; i++) {
+		rec_name(v, sizeof(v), i);
+		add(acc, NULL, v);
+	}
+	end_write(acc);
+	/* v0 v1 -> 0, v2 v3 -> 1, v4 v5 -> 0, ..., the 13th -> 0 (open, due;
+	 * names repeat every ten records). */
+	assert_int_equal(leo(f, 0), 7);
+	assert_int_equal(leo(f, 1), 6);
+	assert_int_equal(rs.n, 7);
+	int want_part[7] = { 0, 0, 0, 0, 1, 1, 1 };
+	int64_t want_base[7] = { 0, 2, 4, 6, 0, 2, 4 };
+	int want_count[7] = { 2, 2, 2, 1, 2, 2, 2 };
+	for (int i = 0; i < 7; i++) {
+		assert_int_equal(rs.r[i].partition, want_part[i]);
+		assert_int_equal(rs.r[i].base, want_base[i]);
+		assert_int_equal(rs.r[i].count, want_count[i]);
+		assert_int_equal(rs.r[i].acks, -1);
+	}
+	contents r;
+	read_part(part(f, 0), &r);
+	assert_int_equal(r.nbatches, 4);
+	assert_values(&r, "v0,v1,v4,v5,v8,v9,v2");
+	read_part(part(f, 1), &r);
+	assert_int_equal(r.nbatches, 3);
+	assert_values(&r, "v2,v3,v6,v7,v0,v1");
+	/* Keyless records go on after the partition whose batch closed last
+	 * (the 13th record's, on 0): the next one starts on 1. */
+	add(acc, NULL, "n");
+	end_write(acc);
+	assert_int_equal(leo(f, 1), 7);
+	acc_free(acc);
+}
+
+/* Combined batches are judged one by one: on a compacted topic the
+ * batch holding a keyless record is refused, the ones around it are
+ * appended (and acknowledged), and the write reports the refusal. */
+static void test_acc_combine_refused(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 1);
+	open_cluster(f);
+	tl_create_topic(f->c, "k", 1, 1, "cleanup.policy=compact", NULL);
+	use_topic(f, "k");
+	receipts rs;
+	/* Two records with one-byte keys fill a batch. */
+	tprod *acc = acc_new(f, -1, frame_bytes(2) + 2, 0, &rs);
+	add(acc, "a", "v0");
+	add(acc, "b", "v1");            /* batch 1 */
+	add(acc, NULL, "v2");
+	add(acc, "c", "v3");            /* batch 2: a keyless record */
+	add(acc, "d", "v4");
+	add(acc, "e", "v5");            /* batch 3 */
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(end_write_why(acc, &why), MK_INVALID_RECORD);
+	assert_non_null(strstr(why.buf, "keyless"));
+	mk_strbuf_release(&why);
+	assert_int_equal(leo(f, 0), 4);
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.r[0].base, 0);
+	assert_int_equal(rs.r[1].base, 2);
+	contents r;
+	read_part(part(f, 0), &r);
+	assert_int_equal(r.nbatches, 2);
+	assert_values(&r, "v0,v1,v4,v5");
+	acc_free(acc);
+}
+
 /* A record that would take a batch past batch.size closes it first. */
 static void test_acc_batch_never_overflows(void **state)
 {
@@ -1905,6 +1989,8 @@ int main(void)
 		cmocka_unit_test(test_frame_set_producer),
 		cmocka_unit_test(test_partitioner),
 		cmocka_unit_test_setup_teardown(test_acc_batch_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acc_combine, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acc_combine_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_batch_never_overflows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_sticky, setup, teardown),
