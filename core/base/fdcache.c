@@ -118,6 +118,14 @@ void mk_fdcache_done(mk_fdcache *c, mk_fdcache_node *n)
 	pthread_mutex_unlock(&c->lock);
 }
 
+bool mk_fdcache_holds(mk_fdcache *c, mk_fdcache_node *n)
+{
+	pthread_mutex_lock(&c->lock);
+	bool holds = n->nfds > 0 || n->opening;
+	pthread_mutex_unlock(&c->lock);
+	return holds;
+}
+
 void mk_fdcache_adjust(mk_fdcache *c, mk_fdcache_node *n, int count)
 {
 	pthread_mutex_lock(&c->lock);

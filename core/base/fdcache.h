@@ -50,6 +50,10 @@ void mk_fdcache_free(mk_fdcache *c);
 /* Pin n and run its open callback with arg; done unpins. */
 void mk_fdcache_use(mk_fdcache *c, mk_fdcache_node *n, void *arg);
 void mk_fdcache_done(mk_fdcache *c, mk_fdcache_node *n);
+/* Whether n holds a descriptor or is opening one now, read under the
+ * cache's lock: a caller that has not pinned n must ask this rather than
+ * look at its own descriptors, which another thread's eviction may close. */
+bool mk_fdcache_holds(mk_fdcache *c, mk_fdcache_node *n);
 /* The node's descriptors were opened or closed outside use (count may be
  * negative); accounted without eviction. */
 void mk_fdcache_adjust(mk_fdcache *c, mk_fdcache_node *n, int count);

@@ -1093,9 +1093,11 @@ static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
 mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why)
 {
 	bool idx = s->index.f.dirty || s->tindex.f.dirty;
-	bool attached = mk_index_attached(&s->index) ||
-			mk_timeindex_attached(&s->tindex);
-	if (!s->dirty && !idx && (s->active || !attached))
+	/* Unpinned, the index descriptors may be closed by another thread's
+	 * eviction at any moment: ask the cache whether anything is open
+	 * (a closed segment with files open gets them detached below). */
+	if (!s->dirty && !idx &&
+	    (s->active || !mk_fdcache_holds(s->cache, &s->node)))
 		return MK_OK;
 	mk_err err = seg_use(s, idx, why);
 	if (err)
