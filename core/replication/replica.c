@@ -871,6 +871,50 @@ static mk_err check_compacted_keys(const mk_partition *p, const uint8_t *frame,
 }
 
 /* Under p->lock: check, append, and for acks=all wait (or ticket). */
+/* Under p->lock: a batch over message.max.bytes is refused. */
+static mk_err check_batch_size(mk_partition *p, size_t len, mk_strbuf *why)
+{
+	if ((int64_t)len <= p->cfg.message_max_bytes)
+		return MK_OK;
+	if (why)
+		mk_strbuf_addf(why, "batch of %zu bytes exceeds message.max.bytes=%lld",
+			       len, (long long)p->cfg.message_max_bytes);
+	return MK_MESSAGE_TOO_LARGE;
+}
+
+/* Under p->lock: an acks=all append needs min.insync.replicas in the ISR. */
+static mk_err check_min_isr(mk_partition *p, mk_strbuf *why)
+{
+	refresh_isr(p);
+	if (isr_committed(p) >= p->cfg.min_insync_replicas)
+		return MK_OK;
+	if (why)
+		mk_strbuf_addf(why, "ISR has %d replica(s), min.insync.replicas=%lld; nothing appended",
+			       isr_committed(p), (long long)p->cfg.min_insync_replicas);
+	return MK_NOT_ENOUGH_REPLICAS;
+}
+
+/* Under p->lock: the leader's log failed an append; it goes offline. */
+static void leader_append_failed(mk_partition *p, mk_strbuf *why)
+{
+	if (why)
+		mk_strbuf_addf(why, "append failed: %s",
+			       mk_log_error(p->replicas[p->leader].log));
+	replica_failed(p, p->leader, "append");
+}
+
+/* Under p->lock, right after an append: the acks=all ticket of the
+ * leader's log end, with the ISR as it stands. */
+static void issue_ticket(mk_partition *p, mk_ack_ticket *t)
+{
+	t->target = mk_log_end_offset(p->replicas[p->leader].log);
+	t->leader_epoch = p->leader_epoch;
+	t->deadline_ms = mk_deadline(mk_clock_now(p->env->clock),
+				     p->env->cfg->request_timeout_ms);
+	for (int i = 0; i < p->nreplicas; i++)
+		t->captured[i] = isr_counted(p, &p->replicas[i]);
+}
+
 static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 			     const mk_produce_args *a, const mk_waiter *w,
 			     mk_produce_result *res, mk_strbuf *why)
@@ -881,21 +925,9 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	mk_err err = unavailable(p, why);
 	if (err)
 		return err;
-	if ((int64_t)len > p->cfg.message_max_bytes) {
-		if (why)
-			mk_strbuf_addf(why, "batch of %zu bytes exceeds message.max.bytes=%lld",
-				       len, (long long)p->cfg.message_max_bytes);
-		return MK_MESSAGE_TOO_LARGE;
-	}
-	if (a->acks == -1) {
-		refresh_isr(p);
-		if (isr_committed(p) < p->cfg.min_insync_replicas) {
-			if (why)
-				mk_strbuf_addf(why, "ISR has %d replica(s), min.insync.replicas=%lld; nothing appended",
-					       isr_committed(p), (long long)p->cfg.min_insync_replicas);
-			return MK_NOT_ENOUGH_REPLICAS;
-		}
-	}
+	if ((err = check_batch_size(p, len, why)) ||
+	    (a->acks == -1 && (err = check_min_isr(p, why))))
+		return err;
 	if ((err = check_compacted_keys(p, frame, len, why)))
 		return err;
 	mk_replica *l = &p->replicas[p->leader];
@@ -917,11 +949,8 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	}
 	err = mk_log_append_leader(l->log, frame, len, p->leader_epoch, &res->base);
 	if (err) {
-		if (err == MK_KAFKA_STORAGE_ERROR) {
-			if (why)
-				mk_strbuf_addf(why, "append failed: %s", mk_log_error(l->log));
-			replica_failed(p, p->leader, "append");
-		}
+		if (err == MK_KAFKA_STORAGE_ERROR)
+			leader_append_failed(p, why);
 		return err;
 	}
 	note_append(l, frame, len);
@@ -932,12 +961,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	if (a->acks != -1)
 		return MK_OK;
 	mk_ack_ticket *t = &res->ticket;
-	t->target = mk_log_end_offset(l->log);
-	t->leader_epoch = p->leader_epoch;
-	t->deadline_ms = mk_deadline(mk_clock_now(p->env->clock),
-				     p->env->cfg->request_timeout_ms);
-	for (int i = 0; i < p->nreplicas; i++)
-		t->captured[i] = isr_counted(p, &p->replicas[i]);
+	issue_ticket(p, t);
 	if (a->defer_ack) {
 		res->pending = true;
 		return MK_OK;
@@ -976,11 +1000,8 @@ static mk_err produce_run(mk_partition *p, uint8_t *const *frames,
 			res[i].count = bv.record_count;
 		*bytes += lens[i];
 	}
-	if (err == MK_KAFKA_STORAGE_ERROR) {
-		if (why)
-			mk_strbuf_addf(why, "append failed: %s", mk_log_error(l->log));
-		replica_failed(p, p->leader, "append");
-	}
+	if (err == MK_KAFKA_STORAGE_ERROR)
+		leader_append_failed(p, why);
 	return err;
 }
 
@@ -996,15 +1017,8 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 	}
 	pthread_mutex_lock(&p->lock);
 	mk_err err = unavailable(p, why);
-	if (!err && a->acks == -1) {
-		refresh_isr(p);
-		if (isr_committed(p) < p->cfg.min_insync_replicas) {
-			if (why)
-				mk_strbuf_addf(why, "ISR has %d replica(s), min.insync.replicas=%lld; nothing appended",
-					       isr_committed(p), (long long)p->cfg.min_insync_replicas);
-			err = MK_NOT_ENOUGH_REPLICAS;
-		}
-	}
+	if (!err && a->acks == -1)
+		err = check_min_isr(p, why);
 	if (err) {
 		pthread_mutex_unlock(&p->lock);
 		return err;
@@ -1016,11 +1030,7 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 	mk_err first = MK_OK;
 	for (size_t i = 0; i <= n && !err; i++) {
 		mk_err refused = MK_OK;
-		bool large = i < n &&
-			     (int64_t)lens[i] > p->cfg.message_max_bytes;
-		if (large)
-			refused = MK_MESSAGE_TOO_LARGE;
-		else if (i < n)
+		if (i < n && !(refused = check_batch_size(p, lens[i], NULL)))
 			refused = check_compacted_keys(p, frames[i], lens[i], NULL);
 		if (i < n && !refused)
 			continue;
@@ -1034,11 +1044,9 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 		if (err && !first)
 			first = err;
 		if (refused && !first) {
+			/* Again, for its reason in why. */
 			first = refused;
-			if (large && why)
-				mk_strbuf_addf(why, "batch of %zu bytes exceeds message.max.bytes=%lld",
-					       lens[i], (long long)p->cfg.message_max_bytes);
-			else if (why)
+			if (!check_batch_size(p, lens[i], why))
 				check_compacted_keys(p, frames[i], lens[i], why);
 		}
 		run = i + 1;
@@ -1055,13 +1063,7 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 		refresh_isr(p);
 		if (a->acks == -1) {
 			/* One ticket, for the last: the others are below it. */
-			mk_ack_ticket *t = &res[last].ticket;
-			t->target = mk_log_end_offset(p->replicas[p->leader].log);
-			t->leader_epoch = p->leader_epoch;
-			t->deadline_ms = mk_deadline(mk_clock_now(p->env->clock),
-						     p->env->cfg->request_timeout_ms);
-			for (int i = 0; i < p->nreplicas; i++)
-				t->captured[i] = isr_counted(p, &p->replicas[i]);
+			issue_ticket(p, &res[last].ticket);
 			res[last].pending = true;
 		}
 	}
