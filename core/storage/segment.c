@@ -544,6 +544,21 @@ static mk_err sync_indexes(mk_segment *s, mk_strbuf *why)
 	return MK_OK;
 }
 
+/* The end of making a new segment's files: on success s becomes the
+ * empty active segment in *out; on err it is closed. */
+static mk_err seg_made(mk_segment *s, mk_err err, mk_segment **out)
+{
+	if (err) {
+		mk_segment_close(s);
+		return err;
+	}
+	s->active = true;
+	s->indexes_loaded = true;
+	s->next_offset = s->base;
+	*out = s;
+	return MK_OK;
+}
+
 mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 			 mk_segment **out, mk_strbuf *why)
 {
@@ -566,15 +581,7 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 	 * empty ones are left alone: no write, and so no fsync). */
 	err = write_indexes(s, why);
 	seg_done(s);
-	if (err) {
-		mk_segment_close(s);
-		return err;
-	}
-	s->active = true;
-	s->indexes_loaded = true;
-	s->next_offset = base;
-	*out = s;
-	return MK_OK;
+	return seg_made(s, err, out);
 }
 
 /* ---- prepared segment files ---------------------------------------------- */
@@ -679,17 +686,9 @@ mk_err mk_segment_create_prepared(const char *dir, int64_t base,
 		}
 		free(from);
 	}
-	if (err) {
-		mk_segment_close(s);
-		return err;
-	}
 	/* Three empty files: the entry files hold exactly what memory does
 	 * (nothing), and nothing needs an fsync yet. */
-	s->active = true;
-	s->indexes_loaded = true;
-	s->next_offset = base;
-	*out = s;
-	return MK_OK;
+	return seg_made(s, err, out);
 }
 
 mk_err mk_segment_open_closed(const char *dir, int64_t base,
