@@ -28,31 +28,16 @@
 
 #define SEG_BYTES 1000
 
-typedef struct {
-	char root[64];
-	char dir[128];
-	int nfds;
-} fixture;
+typedef tl_logdir fixture;
 
 static int setup(void **state)
 {
-	fixture *f = calloc(1, sizeof(*f));
-	tl_tmpdir(f->root, sizeof(f->root), "prepare");
-	snprintf(f->dir, sizeof(f->dir), "%s/t-0", f->root);
-	f->nfds = tl_count_fds();
-	*state = f;
-	return 0;
+	return tl_logdir_setup(state, "prepare");
 }
 
 static int teardown(void **state)
 {
-	fixture *f = *state;
-	int leaked = tl_count_fds() - f->nfds;
-	tl_rmtree(f->root);
-	free(f);
-	if (leaked)
-		print_error("%d file descriptors leaked\n", leaked);
-	return leaked ? -1 : 0;
+	return tl_logdir_teardown(state);
 }
 
 static mk_log *open_log(const fixture *f)

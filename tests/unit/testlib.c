@@ -37,6 +37,29 @@ int tl_count_fds(void)
 	return n;
 }
 
+int tl_logdir_setup(void **state, const char *tag)
+{
+	tl_logdir *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	tl_tmpdir(f->root, sizeof(f->root), tag);
+	snprintf(f->dir, sizeof(f->dir), "%s/t-0", f->root);
+	/* Open file descriptors: a closed log leaves none. */
+	f->nfds = tl_count_fds();
+	*state = f;
+	return 0;
+}
+
+int tl_logdir_teardown(void **state)
+{
+	tl_logdir *f = *state;
+	int leaked = tl_count_fds() - f->nfds;
+	tl_rmtree(f->root);
+	free(f);
+	if (leaked)
+		print_error("%d file descriptors leaked\n", leaked);
+	return leaked ? -1 : 0;
+}
+
 void tl_frame(mk_strbuf *out, int64_t base, int32_t epoch,
 	      const char *const *vals, int n, const int64_t *ts)
 {

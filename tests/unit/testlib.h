@@ -29,6 +29,19 @@ void tl_rmtree(const char *root);
 /* Open file descriptors of this process (leak checks). */
 int tl_count_fds(void);
 
+/*
+ * A cmocka fixture for one log's directory: setup makes root by
+ * tl_tmpdir(TAG) with dir = ROOT/t-0 (not created) and counts the open
+ * descriptors; teardown removes root and fails when descriptors leaked.
+ */
+typedef struct {
+	char root[64];
+	char dir[128];
+	int nfds;
+} tl_logdir;
+int tl_logdir_setup(void **state, const char *tag);
+int tl_logdir_teardown(void **state);
+
 /* ---- frames ------------------------------------------------------------ */
 
 /*
