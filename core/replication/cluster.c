@@ -275,6 +275,23 @@ static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 	return MK_OK;
 }
 
+/* Every fetcher looks now (an event on every broker's notifier). */
+static void wake_fetchers(mk_cluster *c)
+{
+	for (int i = 0; i < c->nbrokers; i++)
+		mk_notifier_post_event(&c->brokers[i].wake);
+}
+
+/* mk_env.fetch_wake: a leader appended `bytes` that broker follows. The
+ * broker list is fixed once the cluster is open. */
+static void fetch_wake(void *arg, int broker, uint64_t bytes)
+{
+	mk_cluster *c = arg;
+	int i = mk_cluster_broker_index(c, broker);
+	if (i >= 0)
+		mk_notifier_post_data(&c->brokers[i].wake, bytes);
+}
+
 mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 			       int rf, const char *const *overrides,
 			       size_t noverrides, mk_strbuf *why)
@@ -392,7 +409,7 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 			mk_strbuf_addf(why, "cannot create topic %s", name);
 		return err;
 	}
-	mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
+	wake_fetchers(c);   /* fetchers: look now */
 	return MK_OK;
 }
 
@@ -586,7 +603,7 @@ static mk_err broker_event(mk_cluster *c, int id, bool crash, bool torn,
 		}
 		free(pl.v);
 		if (!err)
-			mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
+			wake_fetchers(c);   /* fetchers: look now */
 	} else {
 		err = crash ? MK_BROKER_NOT_AVAILABLE : MK_INVALID_REQUEST;
 		if (why)
@@ -697,7 +714,7 @@ mk_err mk_cluster_promote(mk_cluster *c, int broker, const char *topic,
 		err = mk_partition_promote(p, broker, unclean, &mp.st, why);
 	}
 	pthread_mutex_unlock(&c->meta_lock);
-	mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
+	wake_fetchers(c);   /* fetchers: look now */
 	mk_topic_put(t);
 	mk_cluster_sync_metadata(c);
 	return err;
@@ -980,8 +997,9 @@ static void *fetcher_main(void *arg)
 	fetcher_arg fa = *(fetcher_arg *)arg;
 	free(arg);
 	mk_cluster *c = fa.c;
+	mk_notifier *wake = &c->brokers[mk_cluster_broker_index(c, fa.id)].wake;
 	while (!c->shutting_down) {
-		mk_notify_mark mark = mk_notifier_mark(&c->log_end);
+		mk_notify_mark mark = mk_notifier_mark(wake);
 		/* ISR changes of the round reach the saver (meta_notify):
 		 * the fetcher never waits for a metadata fsync. */
 		size_t fetched;
@@ -1002,7 +1020,7 @@ static void *fetcher_main(void *arg)
 			}
 			pthread_mutex_unlock(&c->stop_lock);
 		} else if (fetched == 0) {
-			mk_notifier_wait(&c->log_end, &mark,
+			mk_notifier_wait(wake, &mark,
 					 (uint64_t)c->cfg.replica_fetch_min_bytes,
 					 c->cfg.replica_fetch_wait_max_ms);
 		}
@@ -1223,12 +1241,13 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	/* A manual clock resumes where it stood: time never moves back. */
 	mk_clock_init(&c->clock, cfg->manual_clock, md.clock_ms);
 	mk_errlog_init(&c->errlog);
-	mk_notifier_init(&c->log_end);
+	for (int i = 0; i < MK_MAX_BROKERS; i++)
+		mk_notifier_init(&c->brokers[i].wake);
 	c->flush_pool = mk_flush_pool_create(MK_FLUSH_THREADS);   /* started in mk_cluster_start */
 	c->fdcache = mk_fdcache_new(fd_budget());
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
 			   &c->shutting_down, &c->meta_dirty, NULL, NULL,
-			   &c->log_end, c->flush_pool, c->fdcache, NULL, NULL };
+			   fetch_wake, c, c->flush_pool, c->fdcache, NULL, NULL };
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->clean_lock, NULL);
 	pthread_mutex_init(&c->meta_lock, NULL);
@@ -1324,7 +1343,8 @@ void mk_cluster_begin_shutdown(mk_cluster *c)
 	c->shutting_down = true;
 	pthread_cond_broadcast(&c->stop_cond);
 	pthread_mutex_unlock(&c->stop_lock);
-	mk_notifier_stop(&c->log_end);
+	for (int i = 0; i < MK_MAX_BROKERS; i++)
+		mk_notifier_stop(&c->brokers[i].wake);
 	mk_cluster_each_partition(c, wake_one, NULL);
 }
 
@@ -1371,7 +1391,8 @@ mk_err mk_cluster_close(mk_cluster *c)
 	pthread_mutex_destroy(&c->saver_lock);
 	pthread_cond_destroy(&c->saver_cond);
 	pthread_mutex_destroy(&c->hooks_lock);
-	mk_notifier_destroy(&c->log_end);
+	for (int i = 0; i < MK_MAX_BROKERS; i++)
+		mk_notifier_destroy(&c->brokers[i].wake);
 	mk_flush_pool_free(c->flush_pool);   /* every log is closed */
 	mk_fdcache_free(c->fdcache);
 	mk_errlog_destroy(&c->errlog);

@@ -84,6 +84,13 @@ typedef struct {
 	bool online;
 	pthread_t fetcher;       /* auto replication only */
 	bool fetcher_started;
+	/* Wakes this broker's fetcher (notify.h): a leader append posts its
+	 * bytes here for each broker holding a follower replica of that
+	 * partition (mk_env.fetch_wake), so a leader's own broker and
+	 * brokers with nothing to fetch sleep on; broker events, creations,
+	 * promotions and shutdown post an event to every broker's. A fetcher
+	 * whose round found nothing long-polls on its own. */
+	mk_notifier wake;
 } mk_broker;
 
 #define MK_CLUSTER_MAX_HOOKS 8
@@ -131,10 +138,6 @@ typedef struct mk_cluster {
 	bool saver_kick, saver_stop; /* guarded by saver_lock */
 	pthread_mutex_t stop_lock;   /* with stop_cond: wakes the fetchers */
 	pthread_cond_t stop_cond;
-	/* "A leader's log end moved" (notify.h): every leader append posts
-	 * its bytes; broker events, creations, promotions and shutdown post
-	 * an event. A fetcher whose round found nothing long-polls on it. */
-	mk_notifier log_end;
 	/* The one pool of flusher threads serving every log (flushpool.h);
 	 * freed after the last log closed. */
 	struct mk_flush_pool *flush_pool;

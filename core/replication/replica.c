@@ -915,10 +915,46 @@ static void issue_ticket(mk_partition *p, mk_ack_ticket *t)
 		t->captured[i] = isr_counted(p, &p->replicas[i]);
 }
 
+/*
+ * The follower fetchers a leader append wakes (mk_env.fetch_wake): the
+ * brokers of the partition's other replicas with an open log, taken under
+ * the lock after the append and woken once it is released, so that none
+ * of them blocks on the lock the appender still holds.
+ */
+typedef struct {
+	int n;
+	int brokers[MK_MAX_BROKERS];
+	uint64_t bytes;
+} follower_wake;
+
+/* Under p->lock, right after a leader append of `bytes`. */
+static void wake_take(const mk_partition *p, uint64_t bytes, follower_wake *wk)
+{
+	wk->n = 0;
+	wk->bytes = bytes;
+	if (!p->env->fetch_wake || p->leader < 0)
+		return;
+	for (int i = 0; i < p->nreplicas; i++)
+		if (i != p->leader && p->replicas[i].log)
+			wk->brokers[wk->n++] = p->replicas[i].broker;
+}
+
+/* Once (wk is emptied); env is the cluster's: no lock needed. */
+static void wake_run(const mk_partition *p, follower_wake *wk)
+{
+	for (int k = 0; k < wk->n; k++)
+		p->env->fetch_wake(p->env->fetch_wake_arg, wk->brokers[k], wk->bytes);
+	wk->n = 0;
+}
+
+/* wk gets the fetchers to wake once the caller released the lock (an
+ * acks=all append that waits here wakes them itself, before waiting). */
 static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 			     const mk_produce_args *a, const mk_waiter *w,
-			     mk_produce_result *res, mk_strbuf *why)
+			     mk_produce_result *res, follower_wake *wk,
+			     mk_strbuf *why)
 {
+	wk->n = 0;
 	memset(res, 0, sizeof(*res));
 	res->base = -1;
 	res->count = a->count;
@@ -955,8 +991,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	}
 	note_append(l, frame, len);
 	changed(p);
-	if (p->env->log_end)
-		mk_notifier_post_data(p->env->log_end, len);
+	wake_take(p, len, wk);
 	refresh_isr(p);
 	if (a->acks != -1)
 		return MK_OK;
@@ -966,6 +1001,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 		res->pending = true;
 		return MK_OK;
 	}
+	wake_run(p, wk);
 	return await_replicas(p, t, w, why);
 }
 
@@ -973,9 +1009,11 @@ mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
 			    const mk_produce_args *args, const mk_waiter *w,
 			    mk_produce_result *res, mk_strbuf *why)
 {
+	follower_wake wk;
 	pthread_mutex_lock(&p->lock);
-	mk_err err = produce_locked(p, frame, len, args, w, res, why);
+	mk_err err = produce_locked(p, frame, len, args, w, res, &wk, why);
 	pthread_mutex_unlock(&p->lock);
+	wake_run(p, &wk);
 	return err;
 }
 
@@ -1053,10 +1091,10 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 	}
 	if (err && !first)
 		first = err;
+	follower_wake wk = { 0 };
 	if (last < n) {
 		changed(p);
-		if (p->env->log_end)
-			mk_notifier_post_data(p->env->log_end, bytes);
+		wake_take(p, bytes, &wk);
 	}
 	/* A storage error took the leader offline: nothing more to do. */
 	if (last < n && !err) {
@@ -1068,6 +1106,7 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
+	wake_run(p, &wk);
 	return first;
 }
 

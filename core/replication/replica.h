@@ -82,10 +82,16 @@ typedef struct {
 	 */
 	void (*meta_notify)(void *arg);
 	void *meta_arg;
-	/* Posted (data: the frame's bytes) after every leader append, the
-	 * partition lock held; NULL for none. The follower fetchers long-poll
-	 * on it (cluster.h). */
-	mk_notifier *log_end;
+	/*
+	 * Called after every leader append, once per follower replica's
+	 * broker (never the leader's), with the bytes appended, the partition
+	 * lock released (so the woken fetcher does not block on it at once;
+	 * only an acks=all append that waits in place calls it holding the
+	 * lock, right before the wait releases it). The cluster wakes that
+	 * broker's fetcher (cluster.h). NULL for none.
+	 */
+	void (*fetch_wake)(void *arg, int broker, uint64_t bytes);
+	void *fetch_wake_arg;
 	/* Flushes every log's rolled segments (flushpool.h); NULL: each log
 	 * makes its own. */
 	struct mk_flush_pool *flush_pool;

@@ -325,6 +325,110 @@ static void test_caught_up_fetch_is_one_step(void **state)
 	assert_true(mk_partition_seq(f->p) > seq);
 }
 
+/* ---- who a leader append wakes -------------------------------------------- */
+
+/* The wake-ups a leader append made (mk_env.fetch_wake), recorded. */
+static struct {
+	fixture *f;
+	int n;
+	int broker[8];
+	uint64_t bytes[8];
+	bool locked[8];        /* the partition lock was held meanwhile */
+} woke;
+
+static void record_wake(void *arg, int broker, uint64_t bytes)
+{
+	(void)arg;
+	if (woke.n == 8)
+		return;
+	bool free_ = pthread_mutex_trylock(&woke.f->p->lock) == 0;
+	if (free_)
+		pthread_mutex_unlock(&woke.f->p->lock);
+	woke.broker[woke.n] = broker;
+	woke.bytes[woke.n] = bytes;
+	woke.locked[woke.n++] = !free_;
+}
+
+/* Exactly brokers 2 and 3 (in either order), bytes each, lock free. */
+static void woke_followers(const int *brokers, int n, uint64_t bytes)
+{
+	assert_int_equal(woke.n, n);
+	for (int k = 0; k < n; k++) {
+		assert_int_equal(woke.broker[k], brokers[k]);
+		assert_int_equal(woke.bytes[k], bytes);
+		assert_false(woke.locked[k]);
+	}
+	woke.n = 0;
+}
+
+static size_t frame_len(const char *val)
+{
+	mk_strbuf b = MK_STRBUF_INIT;
+	tl_frame(&b, 0, -1, &val, 1, NULL);
+	size_t n = b.len;
+	mk_strbuf_release(&b);
+	return n;
+}
+
+/*
+ * A leader append wakes the fetchers of its followers' brokers — not the
+ * leader's own, not a broker whose replica is offline — once the
+ * partition lock is released, with the bytes appended.
+ */
+static void test_append_wakes_followers_unlocked(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	const int both[] = { 2, 3 }, two[] = { 2 };
+	/* The cluster's own wake-up: per broker, the leader's untouched. */
+	uint64_t before[3];
+	for (int b = 0; b < 3; b++)
+		before[b] = f->c->brokers[b].wake.bytes;
+	produce(f->p, "a");
+	assert_int_equal(f->c->brokers[0].wake.bytes, before[0]);
+	for (int b = 1; b < 3; b++)
+		assert_int_equal(f->c->brokers[b].wake.bytes,
+				 before[b] + frame_len("a"));
+
+	memset(&woke, 0, sizeof(woke));
+	woke.f = f;
+	f->c->env.fetch_wake = record_wake;
+	produce(f->p, "bb");                          /* acks=1 */
+	woke_followers(both, 2, frame_len("bb"));
+	mk_produce_result res;
+	assert_int_equal(produce_ex(f->p, "ccc", -1, true, &res), MK_OK);
+	assert_true(res.pending);                     /* deferred acks=all */
+	woke_followers(both, 2, frame_len("ccc"));
+
+	/* Several frames in one append: one wake-up each, their sum. */
+	mk_strbuf b1 = MK_STRBUF_INIT, b2 = MK_STRBUF_INIT;
+	const char *v1 = "d", *v2 = "ee";
+	tl_frame(&b1, 0, -1, &v1, 1, NULL);
+	tl_frame(&b2, 0, -1, &v2, 1, NULL);
+	uint8_t *frames[] = { (uint8_t *)b1.buf, (uint8_t *)b2.buf };
+	size_t lens[] = { b1.len, b2.len };
+	mk_produce_result many[2];
+	mk_produce_args a = { .acks = -1, .defer_ack = true };
+	assert_int_equal(mk_partition_produce_many(f->p, frames, lens, 2, &a,
+						   many, NULL), MK_OK);
+	woke_followers(both, 2, b1.len + b2.len);
+	mk_strbuf_release(&b1);
+	mk_strbuf_release(&b2);
+
+	/* A refused append wakes nobody. */
+	f->p->cfg.message_max_bytes = 1;
+	assert_int_equal(produce_ex(f->p, "f", 1, false, &res),
+			 MK_MESSAGE_TOO_LARGE);
+	assert_int_equal(woke.n, 0);
+	f->p->cfg.message_max_bytes = 1000000;
+
+	/* Broker 3 offline: only broker 2 is woken. */
+	assert_int_equal(mk_cluster_broker_crash(f->c, 3, false, NULL), MK_OK);
+	produce(f->p, "g");
+	woke_followers(two, 1, frame_len("g"));
+	assert_int_equal(mk_cluster_broker_restart(f->c, 3, NULL), MK_OK);
+}
+
 /* ---- another thread waits for the fetch ----------------------------------- */
 
 /* Hold the fetch in its unlocked step until the test releases it. */
@@ -556,6 +660,7 @@ int main(void)
 		T(test_leader_appends_during_fetch),
 		T(test_isr_lag_of_fetch_in_flight),
 		T(test_caught_up_fetch_is_one_step),
+		T(test_append_wakes_followers_unlocked),
 		T(test_crash_waits_for_fetch),
 		T(test_promotion_waits_for_fetch),
 		T(test_one_fetch_per_replica),
