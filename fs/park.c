@@ -185,8 +185,10 @@ static void arm(mk_parking *lot, mk_parked *k)
 	pthread_mutex_unlock(&lot->lock);
 	if (watch_interrupt)
 		fuse_req_interrupt_func(k->req, on_interrupt, k);
-	if (k->wait.p)
+	if (k->wait.p) {
+		k->watch.ack = k->wait.has_ticket ? &k->wait.ticket : NULL;
 		mk_partition_watch(k->wait.p, &k->watch, k->wait.seen);
+	}
 	pthread_mutex_lock(&lot->lock);
 	k->arming = false;
 	if (k->fired)

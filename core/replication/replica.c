@@ -78,18 +78,45 @@ static int isr_committed(const mk_partition *p)
 	return n;
 }
 
+/* Fire one armed watcher (disarmed before its fn). */
+static void fire(mk_watch *w)
+{
+	w->prev->next = w->next;
+	w->next->prev = w->prev;
+	w->prev = w->next = NULL;
+	w->armed = false;
+	w->fn(w);
+}
+
 static void changed(mk_partition *p)
 {
 	p->seq++;
 	pthread_cond_broadcast(&p->changed);
-	/* Fire every armed watcher once (each is disarmed before its fn). */
-	while (p->watchers.next != &p->watchers) {
-		mk_watch *w = p->watchers.next;
-		w->prev->next = w->next;
-		w->next->prev = w->prev;
-		w->prev = w->next = NULL;
-		w->armed = false;
-		w->fn(w);
+	/* Fire every armed watcher once. */
+	while (p->watchers.next != &p->watchers)
+		fire(p->watchers.next);
+}
+
+static mk_err ack_look(mk_partition *p, const mk_ack_ticket *t, bool *pending,
+		       mk_strbuf *why);
+
+/*
+ * A follower's copy moved and nothing else did (its log end, log start or
+ * HW view; the HW, ISR and leader moves that may follow fire through
+ * changed()): as changed(), except that a watcher of an acks=all ticket
+ * still pending stays armed (replica.h, mk_watch).
+ */
+static void progressed(mk_partition *p)
+{
+	p->seq++;
+	pthread_cond_broadcast(&p->changed);
+	mk_watch *w = p->watchers.next;
+	while (w != &p->watchers) {
+		mk_watch *next = w->next;
+		bool pending = false;
+		if (!w->ack || ack_look(p, w->ack, &pending, NULL) || !pending)
+			fire(w);
+		w = next;
 	}
 }
 
@@ -760,15 +787,15 @@ static void timed_wait(mk_partition *p, int ms)
 	pthread_cond_timedwait(&p->changed, &p->lock, &ts);
 }
 
-/* One look at an acks=all ticket, under the lock (see ack_check). */
-static mk_err ack_state(mk_partition *p, const mk_ack_ticket *t, bool *pending,
-			mk_strbuf *why)
+/* One look at an acks=all ticket, under the lock, the ISR as it stands
+ * (no refresh: nothing changes, so it may run inside progressed()). */
+static mk_err ack_look(mk_partition *p, const mk_ack_ticket *t, bool *pending,
+		       mk_strbuf *why)
 {
 	const bool *captured = t->captured;
 	int64_t target = t->target, deadline = t->deadline_ms;
 	int32_t epoch = t->leader_epoch;
 	*pending = false;
-	refresh_isr(p);
 	if (p->leader < 0 || p->leader_epoch != epoch) {
 		if (why)
 			mk_strbuf_addf(why, "leader changed while waiting for acks=all (epoch %d -> %d)",
@@ -798,6 +825,14 @@ static mk_err ack_state(mk_partition *p, const mk_ack_ticket *t, bool *pending,
 	}
 	*pending = true;
 	return MK_OK;
+}
+
+/* One look at an acks=all ticket, under the lock (see ack_check). */
+static mk_err ack_state(mk_partition *p, const mk_ack_ticket *t, bool *pending,
+			mk_strbuf *why)
+{
+	refresh_isr(p);
+	return ack_look(p, t, pending, why);
 }
 
 /* The acks=all wait, under the lock. */
@@ -1328,8 +1363,9 @@ static fetch_mark fetch_mark_of(const mk_replica *f)
 /*
  * The third step of a follower fetch, under the lock: whatever the fetch
  * wrote becomes visible. err is the append's. A fetch that moved nothing
- * (a caught-up follower's round) wakes nobody: the ISR refresh does when
- * membership or the HW moves.
+ * (a caught-up follower's round) wakes nobody, and one that moved only
+ * its copy wakes no acks=all writer it does not settle (progressed()):
+ * the ISR refresh does when membership or the HW moves.
  */
 static mk_err fetch_publish(mk_partition *p, int i, int64_t hw_before,
 			    mk_err err, const fetch_mark *m)
@@ -1347,10 +1383,12 @@ static mk_err fetch_publish(mk_partition *p, int i, int64_t hw_before,
 		int64_t fleo = mk_log_end_offset(f->log);
 		f->hw_view = hw_before < fleo ? hw_before : fleo;
 	}
-	if (err || !f->log || m->rejoining || f->hw_view != m->hw_view ||
-	    mk_log_end_offset(f->log) != m->leo ||
-	    mk_log_start_offset(f->log) != m->start)
+	if (err || !f->log || m->rejoining)
 		changed(p);
+	else if (f->hw_view != m->hw_view ||
+		 mk_log_end_offset(f->log) != m->leo ||
+		 mk_log_start_offset(f->log) != m->start)
+		progressed(p);
 	refresh_isr(p);
 	return err;
 }

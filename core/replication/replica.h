@@ -125,17 +125,33 @@ typedef struct {
 	int64_t fetch_target;   /* where the frames being appended end */
 } mk_replica;
 
+/* An acks=all append's ticket (see mk_partition_produce). */
+typedef struct {
+	int64_t target;             /* the batch's next offset */
+	int32_t leader_epoch;
+	int64_t deadline_ms;        /* cluster clock */
+	bool captured[MK_MAX_BROKERS];
+} mk_ack_ticket;
+
 /*
  * A one-shot watcher of a partition's changes (see mk_partition_watch).
  * fn runs under p->lock, in whichever thread made the change: it may only
  * record the event (take its own leaf lock, signal a condition) and must
  * never call into a partition or take a lock that is held around a
  * partition call. The owner answers its waiter from its own thread.
+ *
+ * A watcher for an acks=all ticket sets `ack` (the owner's copy, read
+ * under p->lock while armed): a follower fetch that only moves that
+ * follower's copy (its log end, its HW view; no HW, ISR or leader move)
+ * fires it only when the ticket is then settled (acknowledged, failed or
+ * past its deadline), so the first of two followers to copy a batch does
+ * not wake its writer for nothing. Every other change fires it as before.
  */
 typedef struct mk_watch {
 	void (*fn)(struct mk_watch *w);
 	struct mk_watch *prev, *next;   /* guarded by the partition's lock */
 	bool armed;
+	const mk_ack_ticket *ack;       /* NULL: every change fires it */
 } mk_watch;
 
 typedef struct mk_partition {
@@ -257,12 +273,6 @@ void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg);
  * ticket instead (res->pending), and mk_partition_await later waits for it
  * with the same rules (the timeout counted from the append).
  */
-typedef struct {
-	int64_t target;             /* the batch's next offset */
-	int32_t leader_epoch;
-	int64_t deadline_ms;        /* cluster clock */
-	bool captured[MK_MAX_BROKERS];
-} mk_ack_ticket;
 
 typedef struct {
 	int acks;                   /* 0, 1 or -1 (all) */

@@ -429,6 +429,68 @@ static void test_append_wakes_followers_unlocked(void **state)
 	assert_int_equal(mk_cluster_broker_restart(f->c, 3, NULL), MK_OK);
 }
 
+/* ---- whom a follower's publication wakes ------------------------------------ */
+
+typedef struct {
+	mk_watch w;      /* first */
+	int fired;
+} counted_watch;
+
+static void count_fire(mk_watch *w)
+{
+	((counted_watch *)w)->fired++;
+}
+
+static void arm(mk_partition *p, counted_watch *cw, const mk_ack_ticket *ack)
+{
+	cw->w.fn = count_fire;
+	cw->w.ack = ack;
+	mk_partition_watch(p, &cw->w, mk_partition_seq(p));
+}
+
+/*
+ * A watcher of an acks=all ticket is not fired by the first follower's
+ * copy (the ticket still waits for the second), a plain watcher is; the
+ * copy that settles the ticket fires it, and so does an ISR change.
+ */
+static void test_progress_wakes_no_pending_writer(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	mk_produce_result res;
+	assert_int_equal(produce_ex(f->p, "a", -1, true, &res), MK_OK);
+	assert_true(res.pending);
+	counted_watch acks = { 0 }, plain = { 0 };
+	arm(f->p, &acks, &res.ticket);
+	arm(f->p, &plain, NULL);
+	uint64_t seq = mk_partition_seq(f->p);
+	fetch(f, 2);
+	assert_true(mk_partition_seq(f->p) > seq);   /* a change all the same */
+	assert_int_equal(plain.fired, 1);
+	assert_int_equal(acks.fired, 0);
+	assert_true(acks.w.armed);
+	fetch(f, 3);
+	assert_int_equal(acks.fired, 1);
+	assert_false(acks.w.armed);
+	bool pending;
+	assert_int_equal(mk_partition_ack_check(f->p, &res.ticket, &pending,
+						NULL), MK_OK);
+	assert_false(pending);
+
+	/* Waiting for broker 3 when it leaves the ISR: fired by the change
+	 * (the ticket is then settled without it). */
+	assert_int_equal(produce_ex(f->p, "b", -1, true, &res), MK_OK);
+	arm(f->p, &acks, &res.ticket);
+	fetch(f, 2);
+	assert_int_equal(acks.fired, 1);
+	assert_int_equal(mk_cluster_broker_crash(f->c, 3, false, NULL), MK_OK);
+	assert_int_equal(acks.fired, 2);
+	assert_int_equal(mk_partition_ack_check(f->p, &res.ticket, &pending,
+						NULL), MK_OK);
+	assert_false(pending);
+	mk_partition_unwatch(f->p, &plain.w);
+}
+
 /* ---- another thread waits for the fetch ----------------------------------- */
 
 /* Hold the fetch in its unlocked step until the test releases it. */
@@ -661,6 +723,7 @@ int main(void)
 		T(test_isr_lag_of_fetch_in_flight),
 		T(test_caught_up_fetch_is_one_step),
 		T(test_append_wakes_followers_unlocked),
+		T(test_progress_wakes_no_pending_writer),
 		T(test_crash_waits_for_fetch),
 		T(test_promotion_waits_for_fetch),
 		T(test_one_fetch_per_replica),
