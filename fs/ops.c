@@ -315,6 +315,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = 1u << 20;
 	/* After daemonizing: threads survive. */
 	fs->parking = mk_parking_new(fs, drop_handle);
+	/* A fetcher answers the acks=all writes its round completed. */
+	mk_cluster_on_round(fs->cluster, mk_parking_help, fs->parking);
 	mk_cluster_start(fs->cluster);
 	if (fs->groups)
 		mk_groups_start(fs->groups);

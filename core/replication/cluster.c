@@ -888,6 +888,12 @@ static void refresh_one(mk_topic *t, mk_partition *p, void *arg)
 
 /* ---- clock hooks -------------------------------------------------------- */
 
+void mk_cluster_on_round(mk_cluster *c, void (*fn)(void *arg), void *arg)
+{
+	c->round_hook_arg = arg;
+	c->round_hook = fn;
+}
+
 void mk_cluster_on_clock(mk_cluster *c, void (*fn)(void *arg), void *arg)
 {
 	pthread_mutex_lock(&c->hooks_lock);
@@ -1006,6 +1012,8 @@ static void *fetcher_main(void *arg)
 		mk_err err = fetch_round(c, fa.id, &fetched);
 		if (!c->saver_started)
 			mk_cluster_sync_metadata(c);
+		if (c->round_hook)
+			c->round_hook(c->round_hook_arg);
 		if (c->shutting_down)
 			break;
 		if (err) {

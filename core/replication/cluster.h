@@ -121,6 +121,10 @@ typedef struct mk_cluster {
 	size_t nproducers;
 	int64_t next_producer_id;
 
+	/* Called by every fetcher after each round (mk_cluster_on_round). */
+	void (*round_hook)(void *arg);
+	void *round_hook_arg;
+
 	/* Called after every move of the manual clock (mk_cluster_on_clock). */
 	pthread_mutex_t hooks_lock;
 	mk_clock_hook clock_hooks[MK_CLUSTER_MAX_HOOKS];
@@ -215,6 +219,18 @@ size_t mk_cluster_producer_names(mk_cluster *c, char ***names);
  */
 void mk_cluster_on_clock(mk_cluster *c, void (*fn)(void *arg), void *arg);
 void mk_cluster_off_clock(mk_cluster *c, void (*fn)(void *arg), void *arg);
+
+/*
+ * "A fetch round ended": fn(arg) is called by each background fetcher
+ * (mode = auto) on its own thread after every fetch round, with no lock
+ * held, until mk_cluster_close joined the fetchers. The round's
+ * publications fired the watchers of the requests they complete (an
+ * acks=all writer's, mk_watch): the filesystem answers them here, on the
+ * thread that moved the HW, instead of waking a thread of its own for
+ * it. One hook; set it before mk_cluster_start (the fetchers read it
+ * without a lock); arg must outlive mk_cluster_close.
+ */
+void mk_cluster_on_round(mk_cluster *c, void (*fn)(void *arg), void *arg);
 
 /* Manual clock: advancing it also calls the clock hooks. */
 mk_err mk_cluster_clock_advance(mk_cluster *c, int64_t ms, mk_strbuf *why);
