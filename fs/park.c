@@ -52,6 +52,10 @@ struct mk_parking {
 	pthread_t thread;
 	bool started;
 	int helpers;                /* threads inside mk_parking_help */
+	/* The completion thread sleeps until then (wall ms; INT64_MAX: no
+	 * bound; 0: it is awake and looks at every due time before it
+	 * sleeps again). */
+	int64_t sleeps_until;
 	/* jobs: queued for the command thread; interrupted before starting */
 	mk_job *jobs, *jobs_tail, *cancels;
 	pthread_cond_t jobs_cond;
@@ -196,8 +200,10 @@ static void arm(mk_parking *lot, mk_parked *k)
 	k->busy = false;
 	k->arming = true;
 	k->fired = false;
-	if (due)
-		pthread_cond_signal(&lot->cond);    /* it may be the earliest */
+	/* Only a due time earlier than the completion thread's wake-up needs
+	 * it to look again (most are 100 ms on: one wake-up per write else). */
+	if (due && due < lot->sleeps_until)
+		pthread_cond_signal(&lot->cond);
 	pthread_mutex_unlock(&lot->lock);
 	if (watch_interrupt)
 		fuse_req_interrupt_func(k->req, on_interrupt, k);
@@ -440,6 +446,7 @@ static void *completion_main(void *arg)
 		}
 		int64_t next = queue_due(lot);
 		if (!lot->qhead) {
+			lot->sleeps_until = next ? next : INT64_MAX;
 			if (next) {
 				struct timespec ts = { .tv_sec = next / 1000,
 						       .tv_nsec = (next % 1000) * 1000000L };
@@ -447,6 +454,7 @@ static void *completion_main(void *arg)
 			} else {
 				pthread_cond_wait(&lot->cond, &lot->lock);
 			}
+			lot->sleeps_until = 0;
 			continue;
 		}
 		mk_parked *k = take(lot, lot->qhead);
