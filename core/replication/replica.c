@@ -422,8 +422,87 @@ static int64_t seen_agreed(const mk_replica *r, const mk_replica *l)
  * before the caller unlocks, so until then every log is the caller's to
  * call (and the leader cannot change under a fetch).
  */
+/* ---- the frames one leader read gives two followers (mk_partition.copy) */
+
+typedef struct mk_fetch_copy {
+	int refs;               /* under p->lock */
+	int leader;
+	int32_t epoch;
+	int64_t from, leader_start, leader_end;
+	mk_strbuf buf;
+} mk_fetch_copy;
+
+static mk_fetch_copy *copy_new(void)
+{
+	mk_fetch_copy *fc = mk_xcalloc(1, sizeof(*fc));
+	fc->refs = 1;
+	mk_strbuf_init(&fc->buf, 0);
+	return fc;
+}
+
+/* Under p->lock: drop one reference. */
+static void copy_put(mk_fetch_copy *fc)
+{
+	if (fc && --fc->refs == 0) {
+		mk_strbuf_release(&fc->buf);
+		free(fc);
+	}
+}
+
+/* Under p->lock: the leader's log may change: the kept copy goes. */
+static void copy_drop(mk_partition *p)
+{
+	copy_put(p->copy);
+	p->copy = NULL;
+}
+
+/* Under p->lock: the kept copy, if it is exactly what a read of the
+ * leader's log from `from` would give now (a reference for the caller;
+ * the partition's goes: one reuse). */
+static mk_fetch_copy *copy_reuse(mk_partition *p, int64_t from)
+{
+	mk_fetch_copy *fc = p->copy;
+	if (!fc)
+		return NULL;
+	const mk_replica *l = &p->replicas[p->leader];
+	if (fc->leader != p->leader || fc->epoch != p->leader_epoch ||
+	    fc->from != from || fc->leader_start != mk_log_start_offset(l->log) ||
+	    fc->leader_end != mk_log_end_offset(l->log)) {
+		copy_drop(p);
+		return NULL;
+	}
+	p->copy = NULL;     /* the partition's reference is the caller's */
+	return fc;
+}
+
+/* Under p->lock, after follower i read fc from `from`: keep it when
+ * another follower's log ends at `from` too (its fetch will want it). */
+static void copy_keep(mk_partition *p, int i, int64_t from, mk_fetch_copy *fc)
+{
+	if (fc->buf.len == 0)
+		return;
+	bool wanted = false;
+	for (int k = 0; k < p->nreplicas && !wanted; k++) {
+		const mk_replica *r = &p->replicas[k];
+		wanted = k != i && k != p->leader && r->log && !r->fetching &&
+			 mk_log_end_offset(r->log) == from;
+	}
+	if (!wanted)
+		return;
+	const mk_replica *l = &p->replicas[p->leader];
+	fc->leader = p->leader;
+	fc->epoch = p->leader_epoch;
+	fc->from = from;
+	fc->leader_start = mk_log_start_offset(l->log);
+	fc->leader_end = mk_log_end_offset(l->log);
+	copy_drop(p);
+	fc->refs++;
+	p->copy = fc;
+}
+
 static void settle(mk_partition *p)
 {
+	copy_drop(p);
 	if (!p->nfetching)
 		return;
 	p->quiescing++;
@@ -598,6 +677,7 @@ void mk_partition_close(mk_partition *p)
 		mk_pstate_free(&p->replicas[i].pstate);
 	}
 	assert(p->nfetching == 0);
+	copy_drop(p);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->changed);
 	pthread_cond_destroy(&p->settled);
@@ -1025,6 +1105,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 		return err;
 	}
 	note_append(l, frame, len);
+	copy_drop(p);
 	changed(p);
 	wake_take(p, len, wk);
 	refresh_isr(p);
@@ -1128,6 +1209,7 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 		first = err;
 	follower_wake wk = { 0 };
 	if (last < n) {
+		copy_drop(p);
 		changed(p);
 		wake_take(p, bytes, &wk);
 	}
@@ -1436,7 +1518,7 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 				      size_t *bytes)
 {
 	*bytes = 0;
-	mk_strbuf buf = MK_STRBUF_INIT;
+	mk_fetch_copy *fc = NULL;
 	pthread_mutex_lock(&p->lock);
 	mk_err err = MK_OK;
 	int i;
@@ -1459,13 +1541,20 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 		goto out;
 	int64_t hw_before = p->hw;
 	int64_t from = mk_log_end_offset(f->log);
-	err = mk_log_read(l->log, from, mk_log_end_offset(l->log),
-			  (size_t)p->env->cfg->replica_fetch_max_bytes, &buf);
-	if (err == MK_KAFKA_STORAGE_ERROR)
-		replica_failed(p, p->leader, "read for follower fetch");
-	if (err)
-		goto out;
-	if (buf.len == 0) {     /* caught up: nothing to write */
+	if (!(fc = copy_reuse(p, from))) {
+		fc = copy_new();
+		p->leader_reads++;
+		err = mk_log_read(l->log, from, mk_log_end_offset(l->log),
+				  (size_t)p->env->cfg->replica_fetch_max_bytes,
+				  &fc->buf);
+		if (err == MK_KAFKA_STORAGE_ERROR)
+			replica_failed(p, p->leader, "read for follower fetch");
+		if (err)
+			goto out;
+		copy_keep(p, i, from, fc);
+	}
+	const mk_strbuf *buf = &fc->buf;
+	if (buf->len == 0) {     /* caught up: nothing to write */
 		err = fetch_publish(p, i, hw_before, MK_OK, &mark);
 		goto out;
 	}
@@ -1473,13 +1562,13 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 	f->fetch_leo = from;
 	f->fetch_start = mk_log_start_offset(f->log);
 	f->fetch_agreed = agreed_end(f, l);
-	f->fetch_target = frames_end(&buf, from);
+	f->fetch_target = frames_end(buf, from);
 	f->last_fetch_ms = mk_clock_now(p->env->clock);   /* the request's time */
 	p->nfetching++;
 	pthread_mutex_unlock(&p->lock);
 
 	/* Step 2, without the lock: the follower's disk writes. */
-	err = fetch_append(f, &buf, bytes);
+	err = fetch_append(f, buf, bytes);
 	MK_FAILPOINT("replica.fetch.after-append");
 	if (p->env->fetch_hook)
 		p->env->fetch_hook(p->env->fetch_hook_arg, broker);
@@ -1491,8 +1580,8 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 	pthread_cond_broadcast(&p->settled);
 	err = fetch_publish(p, i, hw_before, err, &mark);
 out:
+	copy_put(fc);
 	pthread_mutex_unlock(&p->lock);
-	mk_strbuf_release(&buf);
 	return err;
 }
 

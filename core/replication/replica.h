@@ -176,6 +176,18 @@ typedef struct mk_partition {
 	int64_t hw;
 	bool deleted;           /* topic deleted: every call fails */
 	bool creating;          /* in mk_partition_create: dirs may be new */
+	/*
+	 * The frames a follower fetch last read out of the leader's log, kept
+	 * for another follower whose log ends where that read began, so that
+	 * its fetch of the same range (acks=all: both followers fetch each
+	 * batch) takes them without a second read and validation. Valid only
+	 * while the leader's log is as it was (same leader, epoch, log start
+	 * and end); dropped by the reuse, the next leader append, settle()
+	 * and close. The buffer is shared read-only by the fetches holding a
+	 * reference (refs under the lock). NULL: none.
+	 */
+	struct mk_fetch_copy *copy;
+	uint64_t leader_reads;  /* leader reads made for follower fetches */
 } mk_partition;
 
 /* Persistent assignment and leadership, as metadata stores it. */
@@ -381,7 +393,9 @@ mk_err mk_partition_ack_check(mk_partition *p, const mk_ack_ticket *t,
 /*
  * One fetch round for the follower replica on broker b (no-op otherwise):
  * the three steps described under Locking. A second fetch for the same
- * replica waits for the first. Crash point: replica.fetch.after-append
+ * replica waits for the first. The frames come from the leader's log, or
+ * from the copy another follower's fetch of the same range just read
+ * (mk_partition.copy). Crash point: replica.fetch.after-append
  * (the follower's log has the frames, nothing is published yet).
  */
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker);

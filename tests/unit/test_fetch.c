@@ -429,6 +429,77 @@ static void test_append_wakes_followers_unlocked(void **state)
 	assert_int_equal(mk_cluster_broker_restart(f->c, 3, NULL), MK_OK);
 }
 
+/* ---- one leader read for two followers ---------------------------------------- */
+
+static uint64_t reads(fixture *f)
+{
+	pthread_mutex_lock(&f->p->lock);
+	uint64_t n = f->p->leader_reads;
+	pthread_mutex_unlock(&f->p->lock);
+	return n;
+}
+
+static bool kept(fixture *f)
+{
+	pthread_mutex_lock(&f->p->lock);
+	bool k = f->p->copy != NULL;
+	pthread_mutex_unlock(&f->p->lock);
+	return k;
+}
+
+/*
+ * Both followers fetch the same batch: the second takes the frames the
+ * first one's read of the leader's log gave, unless the leader's log
+ * moved meanwhile; a copy nobody else wants is not kept.
+ */
+static void test_one_read_for_two_followers(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	produce(f->p, "a");
+	uint64_t r = reads(f);
+	fetch(f, 2);
+	assert_int_equal(reads(f), r + 1);
+	assert_true(kept(f));              /* broker 3 ends where it began */
+	fetch(f, 3);
+	assert_int_equal(reads(f), r + 1); /* no second read */
+	assert_false(kept(f));             /* used once */
+	assert_int_equal(leo_of(f->p, 3), 1);
+	assert_int_equal(info(f->p).hw, 1);
+	converge(f);
+
+	/* An append in between: broker 3 reads for itself, and gets both. */
+	produce(f->p, "b");
+	r = reads(f);
+	fetch(f, 2);
+	assert_true(kept(f));
+	produce(f->p, "c");
+	assert_false(kept(f));
+	fetch(f, 3);
+	assert_int_equal(reads(f), r + 2);
+	assert_int_equal(leo_of(f->p, 3), 3);
+	converge(f);
+
+	/* Anything that changes a log first drops it (a flush here). */
+	produce(f->p, "d");
+	fetch(f, 2);
+	assert_true(kept(f));
+	assert_int_equal(mk_partition_flush(f->p), MK_OK);
+	assert_false(kept(f));
+	r = reads(f);
+	fetch(f, 3);
+	assert_int_equal(reads(f), r + 1);
+	assert_int_equal(leo_of(f->p, 3), 4);
+
+	/* Broker 3 offline: nobody else wants broker 2's copy. */
+	assert_int_equal(mk_cluster_broker_crash(f->c, 3, false, NULL), MK_OK);
+	produce(f->p, "e");
+	fetch(f, 2);
+	assert_false(kept(f));
+	assert_int_equal(mk_cluster_broker_restart(f->c, 3, NULL), MK_OK);
+	converge(f);
+}
+
 /* ---- whom a follower's publication wakes ------------------------------------ */
 
 typedef struct {
@@ -674,6 +745,30 @@ static void test_one_fetch_per_replica(void **state)
 	converge(f);
 }
 
+/* The copy broker 2's fetch still appends from (its unlocked step) is
+ * broker 3's too: both append the same bytes meanwhile. */
+static void test_copy_shared_in_flight(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	produce(f->p, "a");
+	produce(f->p, "b");
+	job fj;
+	fetch_held(f, &fj);
+	uint64_t r = reads(f);
+	f->hook_broker = 0;
+	fetch(f, 3);
+	assert_int_equal(reads(f), r);          /* broker 2's read */
+	assert_int_equal(leo_of(f->p, 3), 2);
+	assert_int_equal(info(f->p).hw, 0);     /* broker 2's copy unpublished */
+	f->hook_broker = 2;
+	let_go(f);
+	pthread_join(fj.th, NULL);
+	assert_int_equal(fj.err, MK_OK);
+	assert_int_equal(info(f->p).hw, 2);
+	converge(f);
+}
+
 /* ---- killed between the copy and its publication ---------------------- */
 
 static void test_kill_after_append(void **state)
@@ -724,9 +819,11 @@ int main(void)
 		T(test_caught_up_fetch_is_one_step),
 		T(test_append_wakes_followers_unlocked),
 		T(test_progress_wakes_no_pending_writer),
+		T(test_one_read_for_two_followers),
 		T(test_crash_waits_for_fetch),
 		T(test_promotion_waits_for_fetch),
 		T(test_one_fetch_per_replica),
+		T(test_copy_shared_in_flight),
 		T(test_kill_after_append),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
