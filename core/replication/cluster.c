@@ -627,19 +627,23 @@ mk_err mk_cluster_broker_restart(mk_cluster *c, int id, mk_strbuf *why)
 }
 
 /* One fetch of every follower replica on broker id; *fetched gets the
- * bytes they appended. */
-static mk_err fetch_round(mk_cluster *c, int id, size_t *fetched)
+ * bytes they appended, *behind whether one of them is still behind its
+ * leader (its read was capped, or the leader appended meanwhile). */
+static mk_err fetch_round(mk_cluster *c, int id, size_t *fetched, bool *behind)
 {
 	mk_err first = MK_OK;
 	*fetched = 0;
+	*behind = false;
 	pthread_rwlock_rdlock(&c->lock);
 	if (broker_online_locked(c, id)) {
 		for (size_t i = 0; i < c->ntopics; i++)
 			for (int p = 0; p < c->topics[i]->npartitions; p++) {
 				size_t n = 0;
+				bool b = false;
 				mk_err err = mk_partition_follower_fetch_ex(
-					c->topics[i]->partitions[p], id, &n);
+					c->topics[i]->partitions[p], id, &n, &b);
 				*fetched += n;
+				*behind |= b;
 				if (err && !first)
 					first = err;
 			}
@@ -659,7 +663,8 @@ mk_err mk_cluster_broker_fetch(mk_cluster *c, int id, mk_strbuf *why)
 		return MK_BROKER_NOT_AVAILABLE;
 	}
 	size_t fetched;
-	err = fetch_round(c, id, &fetched);
+	bool behind;
+	err = fetch_round(c, id, &fetched, &behind);
 	if (err && why)
 		mk_strbuf_addf(why, "fetch on broker %d failed; see earlier lines", id);
 	mk_cluster_sync_metadata(c);
@@ -671,7 +676,8 @@ mk_err mk_cluster_replicate(mk_cluster *c, mk_strbuf *why)
 	mk_err first = MK_OK;
 	for (int i = 0; i < c->nbrokers; i++) {
 		size_t fetched;
-		mk_err err = fetch_round(c, c->brokers[i].id, &fetched);
+		bool behind;
+		mk_err err = fetch_round(c, c->brokers[i].id, &fetched, &behind);
 		if (err && !first)
 			first = err;
 	}
@@ -992,10 +998,11 @@ typedef struct {
 } fetcher_arg;
 
 /*
- * Long-poll replication: a round that fetched something is followed at
- * once by the next; one that found nothing waits until a leader appended
- * replica.fetch.min.bytes (anywhere in the cluster), a broker event, or
- * replica.fetch.wait.max.ms. A failed round backs off fetch.interval.ms
+ * Long-poll replication: a round that left a follower behind its leader
+ * (a read capped at replica.fetch.max.bytes, appends meanwhile) is
+ * followed at once by the next; one that caught up or found nothing waits
+ * until a leader of a partition the broker follows appended
+ * replica.fetch.min.bytes, a broker event, or replica.fetch.wait.max.ms. A failed round backs off fetch.interval.ms
  * (an unreadable leader would otherwise be retried in a busy loop).
  */
 static void *fetcher_main(void *arg)
@@ -1009,7 +1016,8 @@ static void *fetcher_main(void *arg)
 		/* ISR changes of the round reach the saver (meta_notify):
 		 * the fetcher never waits for a metadata fsync. */
 		size_t fetched;
-		mk_err err = fetch_round(c, fa.id, &fetched);
+		bool behind;
+		mk_err err = fetch_round(c, fa.id, &fetched, &behind);
 		if (!c->saver_started)
 			mk_cluster_sync_metadata(c);
 		if (c->round_hook)
@@ -1027,7 +1035,10 @@ static void *fetcher_main(void *arg)
 				pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &ts);
 			}
 			pthread_mutex_unlock(&c->stop_lock);
-		} else if (fetched == 0) {
+		} else if (fetched == 0 || !behind) {
+			/* With the mark taken before the round: what was
+			 * appended since (after the round's reads, or not
+			 * fetched) ends the wait at once. */
 			mk_notifier_wait(wake, &mark,
 					 (uint64_t)c->cfg.replica_fetch_min_bytes,
 					 c->cfg.replica_fetch_wait_max_ms);

@@ -1426,7 +1426,7 @@ static mk_err follow_log_start(mk_partition *p, int i, bool before)
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 {
 	size_t bytes;
-	return mk_partition_follower_fetch_ex(p, broker, &bytes);
+	return mk_partition_follower_fetch_ex(p, broker, &bytes, NULL);
 }
 
 /* A follower as its fetch found it (before any truncation). */
@@ -1515,9 +1515,11 @@ static int64_t frames_end(const mk_strbuf *buf, int64_t from)
 }
 
 mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
-				      size_t *bytes)
+				      size_t *bytes, bool *behind)
 {
 	*bytes = 0;
+	if (behind)
+		*behind = false;
 	mk_fetch_copy *fc = NULL;
 	pthread_mutex_lock(&p->lock);
 	mk_err err = MK_OK;
@@ -1579,6 +1581,9 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 	p->nfetching--;
 	pthread_cond_broadcast(&p->settled);
 	err = fetch_publish(p, i, hw_before, err, &mark);
+	if (behind && !err && f->log && p->leader >= 0 && p->leader != i)
+		*behind = mk_log_end_offset(p->replicas[p->leader].log) >
+			  mk_log_end_offset(f->log);
 out:
 	copy_put(fc);
 	pthread_mutex_unlock(&p->lock);

@@ -399,9 +399,12 @@ mk_err mk_partition_ack_check(mk_partition *p, const mk_ack_ticket *t,
  * (the follower's log has the frames, nothing is published yet).
  */
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker);
-/* The same; *bytes gets the bytes the follower appended (0: nothing new). */
+/* The same; *bytes gets the bytes the follower appended (0: nothing new),
+ * *behind (may be NULL) whether the leader's log then went on past the
+ * follower's (a read capped at replica.fetch.max.bytes, or appends made
+ * meanwhile): a fetcher fetches again at once only then. */
 mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
-				      size_t *bytes);
+				      size_t *bytes, bool *behind);
 
 /*
  * Broker events, each in two steps: plan (the state the event leads to,

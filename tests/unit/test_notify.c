@@ -283,6 +283,48 @@ static void test_round_hook_after_publication(void **state)
 	pthread_cond_destroy(&rh.cv);
 }
 
+/*
+ * A fetcher whose round was capped by replica.fetch.max.bytes fetches
+ * again at once: twenty records appended before the fetchers started
+ * (their posts are behind every mark), one batch per round, and no round
+ * started by a post or a timeout (an hour) until the last acks=all one.
+ */
+static void test_capped_round_fetches_again(void **state)
+{
+	(void)state;
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%s/data", root);
+	mk_config cfg;
+	mk_config_defaults(&cfg);
+	cfg.nbrokers = 3;
+	for (int i = 0; i < 3; i++)
+		cfg.broker_ids[i] = i + 1;
+	cfg.manual_clock = 1;
+	cfg.auto_replication = 1;
+	cfg.fetch_interval_ms = HOUR_MS;
+	cfg.replica_fetch_wait_max_ms = HOUR_MS;
+	cfg.request_timeout_ms = HOUR_MS;
+	cfg.replica_fetch_max_bytes = 1;      /* one batch per read */
+	cfg.log.min_insync_replicas = 2;
+	mk_cluster *c;
+	assert_int_equal(mk_cluster_open(dir, &cfg, &c, NULL), MK_OK);
+	assert_int_equal(mk_cluster_create_topic(c, "t", 1, 3, NULL, 0, NULL), MK_OK);
+	mk_topic *t = mk_cluster_topic(c, "t");
+	mk_partition *p = mk_topic_partition(t, 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(produce(p, "x", 1), MK_OK);
+	mk_partition_info in;
+	mk_partition_info_get(p, &in);
+	assert_int_equal(in.hw, 0);          /* nobody fetched yet */
+	mk_cluster_start(c);
+	/* Caught up through twenty capped rounds, then this one's post. */
+	assert_int_equal(produce(p, "y", -1), MK_OK);
+	mk_partition_info_get(p, &in);
+	assert_int_equal(in.hw, 21);
+	mk_topic_put(t);
+	mk_cluster_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_min_bytes),
 		cmocka_unit_test_setup_teardown(test_long_poll_acks_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_round_hook_after_publication, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_capped_round_fetches_again, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
