@@ -23,9 +23,11 @@
 #include "topic_name.h"
 #include "xalloc.h"
 
-/* Threads of the flusher pool: two, so that one slow fsync does not hold
- * up every other log's. */
-#define MK_FLUSH_THREADS 2
+/* Threads of the flusher pool: two for fsyncs, so that one slow fsync
+ * does not hold up every other log's, and one that only makes the next
+ * segments' files (quick tasks, flushpool.h), so that those are ready
+ * before the roll that needs them however long the fsyncs take. */
+#define MK_FLUSH_THREADS 3
 
 /*
  * Segment descriptors the cache may keep open: half the soft descriptor
