@@ -509,26 +509,13 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 /*
  * The group and transaction coordinators append their records with
- * acks=all and act once they are acknowledged: a control write under
- * /groups/G or /transactions/ID, mkdir or rmdir of a group or an id, and
- * a transactional append (its first batch to a partition registers the
- * partition with the coordinator first) run on the lot's command thread.
+ * acks=all and act once they are acknowledged: a control write the node
+ * table marks as waiting (under /groups/G and /transactions/ID, and two
+ * /ctl commands: mk_node_write_waits), mkdir and rmdir of a group or an
+ * id (mk_node_mkdir_waits), and a transactional append (its first batch
+ * to a partition registers the partition with the coordinator first) run
+ * on the lot's command thread.
  */
-static const char *const coordinated[] = { "/groups/", "/transactions/" };
-
-/* Under a coordinated directory; with direct, its direct child only. */
-static bool coordinated_path(const char *path, bool direct)
-{
-	for (size_t i = 0; i < sizeof(coordinated) / sizeof(coordinated[0]); i++) {
-		size_t n = strlen(coordinated[i]);
-		if (!strncmp(path, coordinated[i], n) && path[n] &&
-		    (!direct || !strchr(path + n, '/')))
-			return true;
-	}
-	return false;
-}
-
-
 typedef enum { JOB_WRITE, JOB_MKDIR, JOB_RMDIR } job_kind;
 
 typedef struct {
@@ -629,7 +616,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	if (!may(req, 0755, true)) {
 		refuse(req, path.buf, EACCES, "only the mount's owner may change the cluster");
-	} else if (coordinated_path(path.buf, true)) {
+	} else if (mk_node_mkdir_waits(fs, path.buf)) {
 		queue_job(req, JOB_MKDIR, NULL, path.buf, path.len);
 	} else {
 		mk_strbuf why = MK_STRBUF_INIT;
@@ -653,7 +640,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	if (!may(req, 0755, true)) {
 		refuse(req, path.buf, EACCES, "only the mount's owner may change the cluster");
-	} else if (coordinated_path(path.buf, true)) {
+	} else if (mk_node_mkdir_waits(fs, path.buf)) {
 		queue_job(req, JOB_RMDIR, NULL, path.buf, path.len);
 	} else {
 		mk_strbuf why = MK_STRBUF_INIT;
@@ -846,7 +833,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	mkfs *fs = fs_of(req);
 	mk_handle *h = handle_of(fi);
 	if ((h->ref.def->type == NODE_CONTROL &&
-	     (coordinated_path(h->path, false) || mk_node_write_waits(&h->ref, buf, size))) ||
+	     mk_node_write_waits(&h->ref, buf, size)) ||
 	    (h->ref.def->type == NODE_APPEND && h->ap.txn[0])) {
 		queue_job(req, JOB_WRITE, h, buf, size);
 		return;
