@@ -28,7 +28,10 @@
  * that `tail -f` follows them; by path it is 0.
  *
  * A handle's own mutex serialises operations on one descriptor; no other
- * lock is held while a handle waits (acks=all, follow).
+ * lock is held while a handle waits (acks=all, follow). A read's reply is
+ * written under it (mk_handle_read_reply), so the close takes it once
+ * before freeing: the kernel may deliver the release before the reply's
+ * write returned.
  *
  * Parking (the seam to fs/park.c): read, write, fsync and the last close
  * take an optional mk_wait. Given one, they never wait for the cluster:
@@ -73,6 +76,21 @@ typedef struct mk_handle {
 	mk_aborted_list aborted;  /* :committed: what `fetched` hides */
 	bool at_end;             /* reached the visible end once */
 	_Atomic unsigned long long streamed;   /* bytes handed out so far */
+	/* records: the view's identity at open (viewmemo.h) */
+	bool memo_ok;            /* the view may be memoised or paged */
+	uint64_t open_seq;       /* the partition's change count at open */
+	int64_t start;           /* the view's first offset */
+	int32_t open_epoch;      /* the leader epoch at open */
+	/* records, paged: read by offset through the page cache */
+	bool paged;
+	bool keep_cache;         /* for the open's reply */
+	_Atomic long long size;  /* the view's length (grows with the view);
+				  * written under the lock */
+	int64_t end;             /* the offset that length ends at */
+	uint64_t grown_seq;      /* the change count it was last grown at */
+	long long tbase;         /* the stream offset of text[0] */
+	struct mk_page_mark *marks;   /* restart points, by stream offset */
+	size_t nmarks, marks_alloc;
 
 	/* append */
 	mk_append_params ap;
@@ -112,6 +130,15 @@ static inline bool mk_wait_pending(const mk_wait *w)
 	return w && w->kind != MK_WAIT_NONE;
 }
 
+/*
+ * Paged records (viewmemo.h): a records descriptor opened while its
+ * view's length is known reads by offset like a regular file (the page
+ * cache serves it; h->keep_cache says whether the cached pages stand), its
+ * size is that length, grown by what became visible since. Any other
+ * records descriptor is a stream (above); one that reads its view to the
+ * end while the partition does not change leaves the memo.
+ */
+
 /* Open a handle for a resolved node; the handle takes over ref. */
 mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 		      mk_handle **out, mk_strbuf *why);
@@ -130,6 +157,17 @@ bool mk_handle_close_begin(mk_handle *h, mk_wait *wait);
 mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		      long long off, const mk_waiter *w, mk_wait *wait,
 		      size_t *n, mk_strbuf *why);
+/*
+ * The same without the copy: when the read completes (MK_OK, no wait
+ * left pending) reply is called exactly once, under the handle's lock,
+ * with the bytes (n = 0: EOF), which stay valid only during the call: a
+ * FUSE read answers with fuse_reply_buf straight from the handle's
+ * formatted text. On an error or a pending wait it is not called.
+ */
+typedef void (*mk_read_reply_fn)(void *arg, const char *data, size_t n);
+mk_err mk_handle_read_reply(mkfs *fs, mk_handle *h, size_t size,
+			    long long off, const mk_waiter *w, mk_wait *wait,
+			    mk_read_reply_fn reply, void *arg, mk_strbuf *why);
 /*
  * The size of a stream (records, batches) through this descriptor: bytes
  * read so far plus those visible now (fetched without waiting, once the

@@ -104,6 +104,7 @@ struct mkfs {
 	size_t nhandles, handles_alloc;
 	struct mk_inodes *inodes;    /* the kernel's inode numbers (inodes.h) */
 	struct mk_parking *parking;  /* requests waiting for the cluster */
+	struct mk_viewmemo *views;   /* known records views (viewmemo.h); NULL: none */
 	uid_t owner;                 /* who mounted: may change the cluster */
 };
 

@@ -5,9 +5,12 @@
  * would wait fills an mk_wait and the request is parked (park.h); the
  * worker thread returns at once.
  *
- * Files other than raw segments use direct_io, since their contents are
- * computed and have no stable size. Attributes and entries are never
- * cached by the kernel (timeouts 0): the tree changes under it.
+ * Files other than raw segments and paged records (handles.h) use
+ * direct_io, since their contents are computed and have no stable size.
+ * Attributes and entries are never cached by the kernel (timeouts 0): the
+ * tree changes under it. Cached pages are dropped by the kernel when a
+ * file's size changes and at every open without keep_cache (only a paged
+ * records open whose view's memo stands keeps them: viewmemo.h).
  */
 #include "ops.h"
 
@@ -25,6 +28,7 @@
 #include "inodes.h"
 #include "park.h"
 #include "txn.h"
+#include "viewmemo.h"
 #include "xalloc.h"
 
 #define NAME_MAX_BYTES 255
@@ -127,11 +131,21 @@ static bool creatable(const char *path)
  * that `tail -f`, which polls the size, follows it. An fstat comes with
  * its descriptor only when the kernel sends one; otherwise the search.
  */
-static off_t stream_size(mkfs *fs, const char *path, struct fuse_file_info *fi)
+static off_t stream_size(mkfs *fs, const node_ref *ref, const char *path,
+			 struct fuse_file_info *fi)
 {
 	if (fi && fi->fh)
 		return (off_t)mk_handle_stream_size((mk_handle *)(uintptr_t)fi->fh);
 	long long size = 0;
+	/* A records view whose length is known (viewmemo.h): that length,
+	 * so that the pages cached for it stand. */
+	if (fs->views && ref->def->type == NODE_RECORDS && ref->broker < 0 &&
+	    ref->topic) {
+		mk_partition *p = mk_topic_partition(ref->topic, ref->partition);
+		if (p)
+			mk_viewmemo_size(fs->views, path, ref->topic, ref->partition,
+					 mk_partition_seq(p), &size);
+	}
 	pthread_mutex_lock(&fs->handles_lock);
 	for (size_t i = 0; i < fs->nhandles; i++)
 		if (!strcmp(fs->handles[i]->path, path)) {
@@ -174,7 +188,7 @@ static void fill_stat(mkfs *fs, const node_ref *ref, const char *path,
 		mk_strbuf_release(&real);
 	} else if (ref->def->type == NODE_RECORDS ||
 		   ref->def->type == NODE_BATCHES) {
-		st->st_size = stream_size(fs, path, fi);
+		st->st_size = stream_size(fs, ref, path, fi);
 		/* The preferred I/O size: readers such as cat(1) and dd-less
 		 * copies size their read() by it, and a large request costs
 		 * one round trip through FUSE. */
@@ -298,6 +312,9 @@ void mk_fs_release_all(mkfs *fs)
 	fs->handles = NULL;
 	fs->handles_alloc = 0;
 	pthread_mutex_unlock(&fs->handles_lock);
+	/* Its topic references go before the cluster closes. */
+	mk_viewmemo_free(fs->views);
+	fs->views = NULL;
 }
 
 static void drop_handle(mkfs *fs, mk_handle *h)
@@ -313,8 +330,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	mkfs *fs = userdata;
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 1u << 20;
+	/* Cached pages (raw segments, paged records) are dropped when the
+	 * size changes or at an open without keep_cache, not at every read
+	 * whose attributes show a new mtime (ours are the time of the stat). */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* After daemonizing: threads survive. */
 	fs->parking = mk_parking_new(fs, drop_handle);
+	fs->views = mk_viewmemo_new();
 	mk_cluster_start(fs->cluster);
 	if (fs->groups)
 		mk_groups_start(fs->groups);
@@ -740,7 +762,10 @@ static int open_path(fuse_req_t req, const char *path, struct fuse_file_info *fi
 		goto fail;
 	track(fs, h);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->direct_io = type != NODE_RAW;
+	/* Paged records (handles.h) go through the page cache like raw
+	 * segments; every other file is computed, with direct I/O. */
+	fi->direct_io = type != NODE_RAW && !h->paged;
+	fi->keep_cache = h->paged && h->keep_cache;
 	/* Streams accept lseek (head and tail seek back) and go on reading;
 	 * a poll is consumed as read, so it does not seek. */
 	fi->nonseekable = type == NODE_APPEND || type == NODE_POLL;
@@ -801,28 +826,31 @@ out:
 	mk_strbuf_release(&path);
 }
 
+/* A completed read: the reply is written from the handle's bytes. */
+static void reply_read(void *arg, const char *data, size_t n)
+{
+	fuse_reply_buf(arg, data, n);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	(void)ino;
 	mkfs *fs = fs_of(req);
 	mk_handle *h = handle_of(fi);
-	char *buf = mk_xmalloc(size ? size : 1);
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_wait wait;
-	size_t n = 0;
-	mk_err err = mk_handle_read(fs, h, buf, size, off, NULL, &wait, &n, &why);
+	mk_err err = mk_handle_read_reply(fs, h, size, off, NULL, &wait,
+					  reply_read, req, &why);
 	if (!err && mk_wait_pending(&wait)) {
 		mk_strbuf_release(&why);
-		mk_park(fs->parking, req, h, MK_PARK_READ, buf, size, off, &wait);
+		mk_park(fs->parking, req, h, MK_PARK_READ,
+			mk_xmalloc(size ? size : 1), size, off, &wait);
 		return;
 	}
 	if (err)
 		mk_reply_fail(fs, req, h->path, err, &why);
-	else
-		fuse_reply_buf(req, buf, n);
 	mk_strbuf_release(&why);
-	free(buf);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
