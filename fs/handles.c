@@ -215,8 +215,8 @@ void mk_handle_close(mk_handle *h)
 	 */
 	pthread_mutex_lock(&h->lock);
 	pthread_mutex_unlock(&h->lock);
-	if (h->paged && h->fs->views)
-		mk_viewmemo_close(h->fs->views, h->path);
+	if (h->pages)
+		mk_viewmemo_close(h->fs->views, h->pages, h->pages_fresh);
 	free(h->marks);
 	if (h->fd >= 0)
 		close(h->fd);
@@ -414,15 +414,15 @@ static void records_open_paged(mkfs *fs, mk_handle *h)
 	h->open_epoch = pi.leader_epoch;
 	h->memo_ok = true;
 	mk_view_id id = { h->ref.topic, h->ref.partition, h->open_seq, h->start };
-	long long size;
 	int64_t end;
-	bool keep;
-	if (!mk_viewmemo_open(fs->views, h->path, &id, &size, &end, &keep))
+	bool fresh;
+	h->pages = mk_viewmemo_open(fs->views, h->path, &id, h->open_epoch, &end,
+				    &fresh);
+	if (!h->pages)
 		return;
 	h->paged = true;
-	h->keep_cache = keep;
-	h->size = size;
-	h->end = end;
+	h->pages_fresh = fresh;
+	h->keep_cache = !fresh;
 	h->tbase = 0;
 	h->marks = mk_xmalloc(sizeof(*h->marks) * 16);
 	h->marks_alloc = 16;
@@ -468,26 +468,24 @@ static bool paged_altered(mk_handle *h)
 	return tc.cleanup_policy & MK_CLEANUP_COMPACT;
 }
 
-/* The view grew: add the length of the text of [h->end, visible end). */
-static mk_err paged_grow(mk_handle *h, mk_strbuf *why)
+/*
+ * The view grew: count the text of [*end, visible end) onto *size (and
+ * its last byte). Reads only the partition: no handle lock.
+ */
+static mk_err paged_count(mk_partition *p, mk_format format, int64_t *end,
+			  long long *size, char *last, mk_strbuf *why)
 {
-	mk_partition *p = handle_partition(h);
-	/* Taken before the fetch: a change after it is looked at again. */
-	uint64_t seq = mk_partition_seq(p);
-	if (seq == h->open_seq || seq == h->grown_seq || paged_altered(h))
-		return MK_OK;
-	h->grown_seq = seq;
 	mk_strbuf frames = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
 	mk_err err = MK_OK;
 	for (;;) {
 		int64_t visible;
 		mk_strbuf_reset(&frames);
-		err = mk_partition_fetch_isolated(p, h->end, FETCH_BYTES, NULL,
+		err = mk_partition_fetch_isolated(p, *end, FETCH_BYTES, NULL,
 						  &frames, &visible, why);
 		if (err || !frames.len)
 			break;
 		size_t pos = 0;
-		int64_t next = h->end;
+		int64_t next = *end;
 		while (pos < frames.len) {
 			mk_batch_view b;
 			if (mk_frame_decode_header((const uint8_t *)frames.buf + pos,
@@ -498,23 +496,54 @@ static mk_err paged_grow(mk_handle *h, mk_strbuf *why)
 			if (b.meta.base_offset >= visible)
 				break;
 			if (!mk_batch_is_control(&b))
-				mk_format_records(h->rp.format, &b, next, visible,
+				mk_format_records(format, &b, next, visible,
 						  SIZE_MAX, &text, &next);
 			int64_t after = mk_batch_next_offset(&b);
 			if (after > next)
 				next = after < visible ? after : visible;
 		}
-		h->size += (long long)text.len;
+		if (text.len) {
+			*size += (long long)text.len;
+			*last = text.buf[text.len - 1];
+		}
 		mk_strbuf_reset(&text);
-		if (next <= h->end)
+		if (next <= *end)
 			break;
-		h->end = next;
+		*end = next;
 	}
 	mk_strbuf_release(&frames);
 	mk_strbuf_release(&text);
-	if (err)
-		h->grown_seq = 0;    /* look again at the next call */
 	return err;
+}
+
+long long mk_records_paged_size(mkfs *fs, mk_view_pages *pg,
+				const node_ref *ref, mk_format format)
+{
+	if (!mk_viewmemo_is(pg, ref->topic, ref->partition))
+		return mk_viewmemo_told(pg);    /* another topic's pages */
+	mk_partition *p = mk_topic_partition(ref->topic, ref->partition);
+	/* Taken before the count: a change after it is looked at again. */
+	uint64_t seq = mk_partition_seq(p);
+	int64_t end;
+	long long size;
+	if (!mk_viewmemo_step_begin(pg, seq, &end, &size))
+		return mk_viewmemo_told(pg);
+	/* Rewritten (a new leader epoch, compaction): no step; its paged
+	 * descriptors fail their reads. */
+	mk_partition_info pi;
+	mk_partition_info_get(p, &pi);
+	mk_topic_config tc;
+	mk_cluster_topic_config(fs->cluster, ref->topic, &tc);
+	bool ok = false;
+	char last = '\n';
+	if (pi.leader_epoch == mk_viewmemo_epoch(pg) &&
+	    !(tc.cleanup_policy & MK_CLEANUP_COMPACT)) {
+		mk_strbuf why = MK_STRBUF_INIT;
+		ok = !paged_count(p, format, &end, &size, &last, &why);
+		mk_strbuf_release(&why);
+	}
+	mk_viewmemo_step_end(fs->views, pg, seq, ok, end, size, last);
+	return mk_viewmemo_told(pg);
 }
 
 static void paged_mark(mk_handle *h)
@@ -577,12 +606,9 @@ static mk_err paged_read(mk_handle *h, size_t size, long long off,
 	}
 	if (off < 0)
 		off = 0;
-	if (off + (long long)size > h->size) {
-		mk_err err = paged_grow(h, why);
-		if (err)
-			return err;
-	}
-	long long want = off + (long long)size < h->size ? off + (long long)size : h->size;
+	/* Below limit only: the kernel was told no more (viewmemo.h). */
+	long long limit = mk_viewmemo_limit(h->pages);
+	long long want = off + (long long)size < limit ? off + (long long)size : limit;
 	if (off >= want) {
 		reply(arg, NULL, 0);
 		return MK_OK;
@@ -624,18 +650,8 @@ static mk_err stream_fill(mk_handle *h, size_t want, const mk_waiter *w,
 
 long long mk_handle_stream_size(mk_handle *h)
 {
-	if (h->paged) {
-		/* A descriptor busy in a read answers with the length it knows
-		 * (a stat by name must not wait behind a read). */
-		if (pthread_mutex_trylock(&h->lock) != 0)
-			return atomic_load(&h->size);
-		mk_strbuf why = MK_STRBUF_INIT;
-		paged_grow(h, &why);
-		mk_strbuf_release(&why);
-		long long size = h->size;
-		pthread_mutex_unlock(&h->lock);
-		return size;
-	}
+	if (h->paged)    /* takes no handle lock */
+		return mk_records_paged_size(h->fs, h->pages, &h->ref, h->rp.format);
 	if (pthread_mutex_trylock(&h->lock) != 0)
 		return (long long)atomic_load(&h->streamed);
 	if (h->at_end && h->text.len == h->text_pos) {

@@ -84,10 +84,11 @@ typedef struct mk_handle {
 	/* records, paged: read by offset through the page cache */
 	bool paged;
 	bool keep_cache;         /* for the open's reply */
-	_Atomic long long size;  /* the view's length (grows with the view);
-				  * written under the lock */
-	int64_t end;             /* the offset that length ends at */
-	uint64_t grown_seq;      /* the change count it was last grown at */
+	struct mk_view_pages *pages;   /* the name's pages state (viewmemo.h):
+					* its limit bounds reads, its told is
+					* the size; a step grows both */
+	bool pages_fresh;        /* the first paged open of its identity,
+				  * until mk_viewmemo_opened (ops.c) */
 	long long tbase;         /* the stream offset of text[0] */
 	struct mk_page_mark *marks;   /* restart points, by stream offset */
 	size_t nmarks, marks_alloc;
@@ -133,11 +134,24 @@ static inline bool mk_wait_pending(const mk_wait *w)
 /*
  * Paged records (viewmemo.h): a records descriptor opened while its
  * view's length is known reads by offset like a regular file (the page
- * cache serves it; h->keep_cache says whether the cached pages stand), its
- * size is that length, grown by what became visible since. Any other
- * records descriptor is a stream (above); one that reads its view to the
- * end while the partition does not change leaves the memo.
+ * cache serves it; h->keep_cache says whether the cached pages stand),
+ * bytes below its name's limit only; its size is the name's told size,
+ * which an fstat grows (a step: viewmemo.h) once the partition changed.
+ * The opener (ops.c) calls mk_viewmemo_opened with the inode before
+ * answering the open. Any other records descriptor is a stream (above);
+ * one that reads its view to the end while the partition does not change
+ * leaves the memo.
  */
+
+/*
+ * The size of a paged records name (its pages state pg, viewmemo.h),
+ * through any descriptor or by name (ref: the name's node): told, after a
+ * step when the partition (ref's) changed since the last one. Takes no
+ * handle lock; a step waits for the kernel to drop pages (reads in
+ * flight), so call it holding no lock.
+ */
+long long mk_records_paged_size(mkfs *fs, struct mk_view_pages *pg,
+				const node_ref *ref, mk_format format);
 
 /* Open a handle for a resolved node; the handle takes over ref. */
 mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
@@ -171,8 +185,9 @@ mk_err mk_handle_read_reply(mkfs *fs, mk_handle *h, size_t size,
 /*
  * The size of a stream (records, batches) through this descriptor: bytes
  * read so far plus those visible now (fetched without waiting, once the
- * stream reached its end). Never blocks: a descriptor busy in a read
- * answers with what it handed out.
+ * stream reached its end). Never waits for a read: a descriptor busy in
+ * one answers with what it handed out. A paged descriptor's is
+ * mk_records_paged_size (a step may wait for the kernel).
  */
 long long mk_handle_stream_size(mk_handle *h);
 /* Write: commands for control files, records for append files. */

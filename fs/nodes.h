@@ -105,6 +105,8 @@ struct mkfs {
 	struct mk_inodes *inodes;    /* the kernel's inode numbers (inodes.h) */
 	struct mk_parking *parking;  /* requests waiting for the cluster */
 	struct mk_viewmemo *views;   /* known records views (viewmemo.h); NULL: none */
+	void *session;               /* the FUSE session, for notifications
+					* (set by mount/main.c); NULL: none */
 	uid_t owner;                 /* who mounted: may change the cluster */
 };
 

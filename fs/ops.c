@@ -10,7 +10,9 @@
  * Attributes and entries are never cached by the kernel (timeouts 0): the
  * tree changes under it. Cached pages are dropped by the kernel when a
  * file's size changes and at every open without keep_cache (only a paged
- * records open whose view's memo stands keeps them: viewmemo.h).
+ * records open whose view's memo stands keeps them), and by the daemon
+ * for paged records before their size grows (viewmemo.h: view_inval,
+ * view_store).
  */
 #include "ops.h"
 
@@ -134,18 +136,36 @@ static bool creatable(const char *path)
 static off_t stream_size(mkfs *fs, const node_ref *ref, const char *path,
 			 struct fuse_file_info *fi)
 {
-	if (fi && fi->fh)
-		return (off_t)mk_handle_stream_size((mk_handle *)(uintptr_t)fi->fh);
+	mk_handle *h = fi && fi->fh ? (mk_handle *)(uintptr_t)fi->fh : NULL;
+	if (h && h->paged)
+		return (off_t)mk_handle_stream_size(h);    /* may step */
 	long long size = 0;
-	/* A records view whose length is known (viewmemo.h): that length,
-	 * so that the pages cached for it stand. */
+	/* A records view whose pages state lives or whose length is known
+	 * (viewmemo.h): that size, by name and through every descriptor, so
+	 * that the kernel never sees the size move under its cached pages
+	 * but by a step. */
 	if (fs->views && ref->def->type == NODE_RECORDS && ref->broker < 0 &&
 	    ref->topic) {
+		mk_view_pages *pg = mk_viewmemo_pin(fs->views, path);
+		mk_read_params rp;
+		mk_strbuf why = MK_STRBUF_INIT;
+		mk_err perr = pg ? mk_name_parse_records(ref->name, &rp, &why) : MK_OK;
+		mk_strbuf_release(&why);
+		if (pg && !perr) {
+			/* Paged descriptors are open: this size may step. */
+			size = mk_records_paged_size(fs, pg, ref, rp.format);
+			mk_viewmemo_unpin(fs->views, pg);
+			return (off_t)size;
+		}
+		if (pg)
+			mk_viewmemo_unpin(fs->views, pg);
 		mk_partition *p = mk_topic_partition(ref->topic, ref->partition);
-		if (p)
-			mk_viewmemo_size(fs->views, path, ref->topic, ref->partition,
-					 mk_partition_seq(p), &size);
+		if (p && mk_viewmemo_size(fs->views, path, ref->topic, ref->partition,
+					  mk_partition_seq(p), &size))
+			return (off_t)size;
 	}
+	if (h)
+		return (off_t)mk_handle_stream_size(h);
 	pthread_mutex_lock(&fs->handles_lock);
 	for (size_t i = 0; i < fs->nhandles; i++)
 		if (!strcmp(fs->handles[i]->path, path)) {
@@ -325,6 +345,22 @@ static void drop_handle(mkfs *fs, mk_handle *h)
 
 /* ---- lifecycle, lookup, attributes ----------------------------------- */
 
+/* What paged records ask of the kernel (viewmemo.h); arg: the session. */
+static void view_inval(void *arg, uint64_t ino, long long off)
+{
+	fuse_lowlevel_notify_inval_inode(arg, (fuse_ino_t)ino, (off_t)off, 0);
+}
+
+static void view_store(void *arg, uint64_t ino, long long off, const char *data,
+		       size_t n)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
+	bv.buf[0].mem = (void *)data;
+	fuse_lowlevel_notify_store(arg, (fuse_ino_t)ino, (off_t)off, &bv, 0);
+}
+
+static const mk_view_kernel view_kernel = { view_inval, view_store };
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	mkfs *fs = userdata;
@@ -336,7 +372,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* After daemonizing: threads survive. */
 	fs->parking = mk_parking_new(fs, drop_handle);
-	fs->views = mk_viewmemo_new();
+	fs->views = mk_viewmemo_new(&view_kernel);
 	mk_cluster_start(fs->cluster);
 	if (fs->groups)
 		mk_groups_start(fs->groups);
@@ -734,8 +770,9 @@ static mk_handle *handle_of(struct fuse_file_info *fi)
 	return (mk_handle *)(uintptr_t)fi->fh;
 }
 
-/* Open path into fi; 0 or an errno (with its /errors line). */
-static int open_path(fuse_req_t req, const char *path, struct fuse_file_info *fi)
+/* Open path (inode ino) into fi; 0 or an errno (with its /errors line). */
+static int open_path(fuse_req_t req, fuse_ino_t ino, const char *path,
+		     struct fuse_file_info *fi)
 {
 	mkfs *fs = fs_of(req);
 	mk_strbuf why = MK_STRBUF_INIT;
@@ -760,6 +797,13 @@ static int open_path(fuse_req_t req, const char *path, struct fuse_file_info *fi
 	mk_node_ref_release(&ref);
 	if (err)
 		goto fail;
+	/* Before the open is answered: a first paged open of its view drops
+	 * what the inode cached (viewmemo.h). */
+	if (h->pages) {
+		mk_viewmemo_opened(fs->views, h->pages, ino, fs->session,
+				   h->pages_fresh);
+		h->pages_fresh = false;
+	}
 	track(fs, h);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	/* Paged records (handles.h) go through the page cache like raw
@@ -783,7 +827,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	mk_strbuf path = MK_STRBUF_INIT;
 	if (!path_of(req, ino, &path))
 		return;
-	int rc = open_path(req, path.buf, fi);
+	int rc = open_path(req, ino, path.buf, fi);
 	if (rc)
 		fuse_reply_err(req, rc);
 	else if (fuse_reply_open(req, fi) != 0)   /* the open was interrupted */
@@ -809,13 +853,14 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	mk_node_ref_release(&ref);
 	int rc = stat_path(fs, path.buf, NULL, 0, &e.attr);
+	e.ino = mk_inodes_ref(fs->inodes, path.buf);
 	if (!rc)
-		rc = open_path(req, path.buf, fi);
+		rc = open_path(req, e.ino, path.buf, fi);
 	if (rc) {
+		mk_inodes_forget(fs->inodes, e.ino, 1);
 		fuse_reply_err(req, rc);
 		goto out;
 	}
-	e.ino = mk_inodes_ref(fs->inodes, path.buf);
 	e.attr.st_ino = e.ino;
 	e.generation = 1;
 	if (fuse_reply_create(req, &e, fi) != 0) {

@@ -1,9 +1,11 @@
 /*
- * viewmemo.c — the known lengths of records views (viewmemo.h).
+ * viewmemo.c — the known lengths of records views and their pages state
+ * (viewmemo.h).
  */
 #include "viewmemo.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,28 +14,50 @@
 /* Memos kept at most; a full table forgets its oldest unused one. */
 #define MEMO_MAX 64
 
-typedef struct {
+struct mk_view_pages {
 	char *path;
+	/* The memo (vm->lock). */
+	bool has_memo;
 	mk_view_id id;           /* id.topic: a reference */
 	int64_t end;
 	long long size;
 	uint64_t used;           /* when last learnt or opened */
-	int nopen;               /* paged descriptors open on path */
-	mk_view_id open_id;      /* their identity (all the same) */
-	bool primed;             /* a paged open of id did not keep the cache */
-} memo;
+	/* The pages state (vm->lock): paged descriptors open, their
+	 * identity, whether it stands (valid), a first open dropping the
+	 * old pages (priming), the inode and the kernel calls' argument. */
+	int nopen;
+	bool valid;
+	bool priming;
+	mk_view_id open_id;
+	uint64_t ino;
+	void *arg;
+	int32_t epoch;
+	int pins;                /* stats by name using it (never forgotten) */
+	/* Steps (step lock; limit and told also read without it). */
+	pthread_mutex_t step;
+	_Atomic long long limit;
+	_Atomic long long told;
+	int64_t pend;            /* the offset limit's text ends at */
+	_Atomic uint64_t stepped;   /* the change count last stepped to */
+};
 
 struct mk_viewmemo {
 	pthread_mutex_t lock;
-	memo *m;
+	mk_view_kernel k;
+	bool has_k;
+	mk_view_pages **m;
 	size_t n, alloc;
 	uint64_t clock;
 };
 
-mk_viewmemo *mk_viewmemo_new(void)
+mk_viewmemo *mk_viewmemo_new(const mk_view_kernel *k)
 {
 	mk_viewmemo *vm = mk_xcalloc(1, sizeof(*vm));
 	pthread_mutex_init(&vm->lock, NULL);
+	if (k) {
+		vm->k = *k;
+		vm->has_k = true;
+	}
 	return vm;
 }
 
@@ -42,8 +66,11 @@ void mk_viewmemo_free(mk_viewmemo *vm)
 	if (!vm)
 		return;
 	for (size_t i = 0; i < vm->n; i++) {
-		free(vm->m[i].path);
-		mk_topic_put(vm->m[i].id.topic);
+		free(vm->m[i]->path);
+		if (vm->m[i]->has_memo)
+			mk_topic_put(vm->m[i]->id.topic);
+		pthread_mutex_destroy(&vm->m[i]->step);
+		free(vm->m[i]);
 	}
 	free(vm->m);
 	pthread_mutex_destroy(&vm->lock);
@@ -57,38 +84,51 @@ static bool same_id(const mk_view_id *a, const mk_view_id *b)
 }
 
 /* Under vm->lock. */
-static memo *find(mk_viewmemo *vm, const char *path)
+static mk_view_pages *find(mk_viewmemo *vm, const char *path)
 {
 	for (size_t i = 0; i < vm->n; i++)
-		if (!strcmp(vm->m[i].path, path))
-			return &vm->m[i];
+		if (!strcmp(vm->m[i]->path, path))
+			return vm->m[i];
 	return NULL;
 }
 
-/* A free slot for path: a new one, or the oldest unused memo. Under
- * vm->lock; NULL when every memo has paged descriptors open. */
-static memo *slot(mk_viewmemo *vm, const char *path, mk_topic **put)
+/* Does the pages state live (viewmemo.h)? Under vm->lock. */
+static bool pages_live(const mk_view_pages *m)
+{
+	return m->nopen > 0 || m->priming;
+}
+
+/* An entry for path: a new one, or the oldest one without paged
+ * descriptors (its memo's topic reference goes to *put). Under
+ * vm->lock; NULL when every entry has paged descriptors open. */
+static mk_view_pages *slot(mk_viewmemo *vm, const char *path, mk_topic **put)
 {
 	if (vm->n < MEMO_MAX) {
 		if (vm->n == vm->alloc) {
 			vm->alloc = vm->alloc ? vm->alloc * 2 : 8;
 			vm->m = mk_xrealloc(vm->m, vm->alloc * sizeof(*vm->m));
 		}
-		memo *m = &vm->m[vm->n++];
-		memset(m, 0, sizeof(*m));
+		mk_view_pages *m = mk_xcalloc(1, sizeof(*m));
+		pthread_mutex_init(&m->step, NULL);
 		m->path = mk_xstrdup(path);
+		vm->m[vm->n++] = m;
 		return m;
 	}
-	memo *old = NULL;
+	mk_view_pages *old = NULL;
 	for (size_t i = 0; i < vm->n; i++)
-		if (!vm->m[i].nopen && (!old || vm->m[i].used < old->used))
-			old = &vm->m[i];
+		if (!pages_live(vm->m[i]) && !vm->m[i]->pins && (!old || vm->m[i]->used < old->used))
+			old = vm->m[i];
 	if (!old)
 		return NULL;
 	free(old->path);
-	*put = old->id.topic;
-	memset(old, 0, sizeof(*old));
+	if (old->has_memo)
+		*put = old->id.topic;
+	/* Nobody holds its address (no paged descriptor): start afresh. */
 	old->path = mk_xstrdup(path);
+	old->has_memo = false;
+	old->valid = false;
+	old->ino = 0;
+	old->arg = NULL;
 	return old;
 }
 
@@ -97,23 +137,24 @@ void mk_viewmemo_learn(mk_viewmemo *vm, const char *path, const mk_view_id *id,
 {
 	mk_topic *put = NULL;
 	pthread_mutex_lock(&vm->lock);
-	memo *m = find(vm, path);
-	if (m && same_id(&m->id, id) && m->end == end && m->size == size) {
+	mk_view_pages *m = find(vm, path);
+	if (m && m->has_memo && same_id(&m->id, id) && m->end == end &&
+	    m->size == size) {
 		m->used = ++vm->clock;
 	} else {
 		if (!m)
 			m = slot(vm, path, &put);
 		if (m) {
-			if (m->id.topic) {
+			if (m->has_memo) {
 				mk_topic_put(put);
 				put = m->id.topic;
 			}
+			m->has_memo = true;
 			m->id = *id;
 			m->id.topic = ref;
 			ref = NULL;
 			m->end = end;
 			m->size = size;
-			m->primed = false;
 			m->used = ++vm->clock;
 		}
 	}
@@ -127,40 +168,156 @@ bool mk_viewmemo_size(mk_viewmemo *vm, const char *path, mk_topic *topic,
 		      int partition, uint64_t seq, long long *size)
 {
 	pthread_mutex_lock(&vm->lock);
-	memo *m = find(vm, path);
-	bool ok = m && m->id.topic == topic && m->id.partition == partition &&
-		  m->id.seq == seq;
-	if (ok)
+	mk_view_pages *m = find(vm, path);
+	bool ok = false;
+	if (m && pages_live(m)) {
+		*size = atomic_load(&m->told);
+		ok = true;
+	} else if (m && m->has_memo && m->id.topic == topic &&
+		   m->id.partition == partition && m->id.seq == seq) {
 		*size = m->size;
+		ok = true;
+	}
 	pthread_mutex_unlock(&vm->lock);
 	return ok;
 }
 
-bool mk_viewmemo_open(mk_viewmemo *vm, const char *path, const mk_view_id *id,
-		      long long *size, int64_t *end, bool *keep_cache)
+mk_view_pages *mk_viewmemo_open(mk_viewmemo *vm, const char *path,
+				const mk_view_id *id, int32_t epoch, int64_t *end,
+				bool *fresh)
 {
 	pthread_mutex_lock(&vm->lock);
-	memo *m = find(vm, path);
-	bool paged = m && same_id(&m->id, id) &&
+	mk_view_pages *m = find(vm, path);
+	bool paged = m && m->has_memo && same_id(&m->id, id) && !m->priming &&
 		     (!m->nopen || same_id(&m->open_id, id));
 	if (paged) {
-		*size = m->size;
-		*end = m->end;
-		*keep_cache = m->primed;
-		m->primed = true;
+		*fresh = !m->nopen && !(m->valid && same_id(&m->open_id, id));
+		if (*fresh) {
+			/* A new pages state: nobody reads the name paged, so
+			 * no step runs and no paged read is in flight. */
+			m->open_id = *id;
+			m->epoch = epoch;
+			m->valid = false;
+			m->priming = true;
+			atomic_store(&m->limit, m->size);
+			atomic_store(&m->told, m->size);
+			m->pend = m->end;
+			atomic_store(&m->stepped, id->seq);
+		}
+		*end = m->pend;
 		m->nopen++;
-		m->open_id = *id;
 		m->used = ++vm->clock;
 	}
 	pthread_mutex_unlock(&vm->lock);
-	return paged;
+	return paged ? m : NULL;
 }
 
-void mk_viewmemo_close(mk_viewmemo *vm, const char *path)
+void mk_viewmemo_opened(mk_viewmemo *vm, mk_view_pages *pg, uint64_t ino,
+			void *arg, bool fresh)
 {
 	pthread_mutex_lock(&vm->lock);
-	memo *m = find(vm, path);
-	if (m && m->nopen > 0)
-		m->nopen--;
+	pg->ino = ino;
+	pg->arg = arg;
 	pthread_mutex_unlock(&vm->lock);
+	if (!fresh)
+		return;
+	/* Outside the lock: no paged read of this name is in flight, so the
+	 * kernel waits for nothing of ours. */
+	if (vm->has_k && ino)
+		vm->k.inval(arg, ino, 0);
+	pthread_mutex_lock(&vm->lock);
+	pg->priming = false;
+	pg->valid = true;
+	pthread_mutex_unlock(&vm->lock);
+}
+
+void mk_viewmemo_close(mk_viewmemo *vm, mk_view_pages *pg, bool fresh)
+{
+	pthread_mutex_lock(&vm->lock);
+	if (pg->nopen > 0)
+		pg->nopen--;
+	if (fresh)
+		pg->priming = false;    /* valid stays false: the next drops */
+	pthread_mutex_unlock(&vm->lock);
+}
+
+int32_t mk_viewmemo_epoch(mk_view_pages *pg)
+{
+	return pg->epoch;    /* fixed while paged descriptors are open */
+}
+
+bool mk_viewmemo_is(mk_view_pages *pg, mk_topic *topic, int partition)
+{
+	return pg->open_id.topic == topic && pg->open_id.partition == partition;
+}
+
+mk_view_pages *mk_viewmemo_pin(mk_viewmemo *vm, const char *path)
+{
+	pthread_mutex_lock(&vm->lock);
+	mk_view_pages *m = find(vm, path);
+	if (m && pages_live(m))
+		m->pins++;
+	else
+		m = NULL;
+	pthread_mutex_unlock(&vm->lock);
+	return m;
+}
+
+void mk_viewmemo_unpin(mk_viewmemo *vm, mk_view_pages *pg)
+{
+	pthread_mutex_lock(&vm->lock);
+	pg->pins--;
+	pthread_mutex_unlock(&vm->lock);
+}
+
+long long mk_viewmemo_limit(mk_view_pages *pg)
+{
+	return atomic_load(&pg->limit);
+}
+
+long long mk_viewmemo_told(mk_view_pages *pg)
+{
+	return atomic_load(&pg->told);
+}
+
+bool mk_viewmemo_step_begin(mk_view_pages *pg, uint64_t seq, int64_t *end,
+			    long long *size)
+{
+	if (atomic_load(&pg->stepped) == seq)
+		return false;
+	if (pthread_mutex_trylock(&pg->step) != 0)
+		return false;
+	if (atomic_load(&pg->stepped) == seq) {
+		pthread_mutex_unlock(&pg->step);
+		return false;
+	}
+	*end = pg->pend;
+	*size = atomic_load(&pg->limit);
+	return true;
+}
+
+void mk_viewmemo_step_end(mk_viewmemo *vm, mk_view_pages *pg, uint64_t seq,
+			  bool ok, int64_t end, long long size, char last)
+{
+	if (ok && size > atomic_load(&pg->limit)) {
+		long long old = atomic_load(&pg->told);
+		/* 1. Reads may serve the new text. */
+		atomic_store(&pg->limit, size);
+		pg->pend = end;
+		pthread_mutex_lock(&vm->lock);
+		uint64_t ino = pg->ino;
+		void *arg = pg->arg;
+		pthread_mutex_unlock(&vm->lock);
+		if (vm->has_k && ino) {
+			/* 2. Drop the page holding the old end, and after. */
+			vm->k.inval(arg, ino, old);
+			/* 3. The new size, with a byte of the new text. */
+			vm->k.store(arg, ino, size - 1, &last, 1);
+		}
+		/* 4. Stats may report it. */
+		atomic_store(&pg->told, size);
+	}
+	if (ok)
+		atomic_store(&pg->stepped, seq);
+	pthread_mutex_unlock(&pg->step);
 }
