@@ -430,6 +430,20 @@ static void records_open_paged(mkfs *fs, mk_handle *h)
 	h->nmarks = 1;
 }
 
+void mk_handle_unpage(mk_handle *h)
+{
+	if (!h->pages)
+		return;
+	mk_viewmemo_close(h->fs->views, h->pages, h->pages_fresh);
+	h->pages = NULL;
+	h->pages_fresh = false;
+	h->paged = false;
+	h->keep_cache = false;
+	free(h->marks);
+	h->marks = NULL;
+	h->nmarks = h->marks_alloc = 0;
+}
+
 /* A stream read its view to the end: remember the view's length while
  * the partition has not changed since the open. */
 static void records_learn(mk_handle *h)

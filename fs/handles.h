@@ -153,6 +153,10 @@ static inline bool mk_wait_pending(const mk_wait *w)
 long long mk_records_paged_size(mkfs *fs, struct mk_view_pages *pg,
 				const node_ref *ref, mk_format format);
 
+/* A paged records descriptor, not yet in use, becomes a stream (its
+ * view's first page is not cached: docs/filesystem.md). */
+void mk_handle_unpage(mk_handle *h);
+
 /* Open a handle for a resolved node; the handle takes over ref. */
 mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 		      mk_handle **out, mk_strbuf *why);

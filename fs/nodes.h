@@ -107,6 +107,7 @@ struct mkfs {
 	struct mk_viewmemo *views;   /* known records views (viewmemo.h); NULL: none */
 	void *session;               /* the FUSE session, for notifications
 					* (set by mount/main.c); NULL: none */
+	struct mk_cacheprobe *probe; /* asks the kernel what it caches */
 	uid_t owner;                 /* who mounted: may change the cluster */
 };
 

@@ -30,6 +30,7 @@
 #include "inodes.h"
 #include "park.h"
 #include "txn.h"
+#include "cacheprobe.h"
 #include "viewmemo.h"
 #include "xalloc.h"
 
@@ -335,6 +336,8 @@ void mk_fs_release_all(mkfs *fs)
 	/* Its topic references go before the cluster closes. */
 	mk_viewmemo_free(fs->views);
 	fs->views = NULL;
+	mk_cacheprobe_free(fs->probe);
+	fs->probe = NULL;
 }
 
 static void drop_handle(mkfs *fs, mk_handle *h)
@@ -361,6 +364,27 @@ static void view_store(void *arg, uint64_t ino, long long off, const char *data,
 
 static const mk_view_kernel view_kernel = { view_inval, view_store };
 
+/* Probes of the page cache (cacheprobe.h): ask, and take the answer. */
+#define PROBE_MS 200
+
+static int view_retrieve(void *arg, uint64_t ino, size_t size, long long off,
+			 void *cookie)
+{
+	return fuse_lowlevel_notify_retrieve(arg, (fuse_ino_t)ino, size,
+					     (off_t)off, cookie);
+}
+
+static void op_retrieve_reply(fuse_req_t req, void *cookie, fuse_ino_t ino,
+			      off_t offset, struct fuse_bufvec *bufv)
+{
+	(void)ino;
+	(void)offset;
+	mkfs *fs = fs_of(req);
+	if (fs->probe)
+		mk_cacheprobe_answer(fs->probe, cookie, fuse_buf_size(bufv));
+	fuse_reply_none(req);
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	mkfs *fs = userdata;
@@ -373,6 +397,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* After daemonizing: threads survive. */
 	fs->parking = mk_parking_new(fs, drop_handle);
 	fs->views = mk_viewmemo_new(&view_kernel);
+	fs->probe = mk_cacheprobe_new();
 	mk_cluster_start(fs->cluster);
 	if (fs->groups)
 		mk_groups_start(fs->groups);
@@ -797,6 +822,22 @@ static int open_path(fuse_req_t req, fuse_ino_t ino, const char *path,
 	mk_node_ref_release(&ref);
 	if (err)
 		goto fail;
+	/* A paged view whose first page left the cache (evicted, or dropped
+	 * with POSIX_FADV_DONTNEED) is read faster as a stream: readahead
+	 * through the page cache sends smaller requests and copies twice.
+	 * Not every time (viewmemo.h: mk_viewmemo_cold), and never the
+	 * first paged open of an identity: those fill the cache. No answer
+	 * in time: paged. */
+	if (h->pages && !h->pages_fresh && fs->probe && fs->session) {
+		int cached = mk_cacheprobe_ask(fs->probe, view_retrieve, fs->session,
+					       ino, 0, PROBE_MS);
+		if (cached == 1)
+			mk_viewmemo_warm(fs->views, h->pages);
+		else if (cached == 0 && mk_viewmemo_cold(fs->views, h->pages))
+			mk_handle_unpage(h);
+	}
+	fi->direct_io = type != NODE_RAW && !h->paged;
+	fi->keep_cache = h->paged && h->keep_cache;
 	/* Before the open is answered: a first paged open of its view drops
 	 * what the inode cached (viewmemo.h). */
 	if (h->pages) {
@@ -807,9 +848,7 @@ static int open_path(fuse_req_t req, fuse_ino_t ino, const char *path,
 	track(fs, h);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	/* Paged records (handles.h) go through the page cache like raw
-	 * segments; every other file is computed, with direct I/O. */
-	fi->direct_io = type != NODE_RAW && !h->paged;
-	fi->keep_cache = h->paged && h->keep_cache;
+	 * segments (above); every other file is computed, with direct I/O. */
 	/* Streams accept lseek (head and tail seek back) and go on reading;
 	 * a poll is consumed as read, so it does not seek. */
 	fi->nonseekable = type == NODE_APPEND || type == NODE_POLL;
@@ -1007,4 +1046,5 @@ const struct fuse_lowlevel_ops mk_ll_ops = {
 	.flush = op_flush,
 	.fsync = op_fsync,
 	.release = op_release,
+	.retrieve_reply = op_retrieve_reply,
 };

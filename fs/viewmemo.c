@@ -32,6 +32,8 @@ struct mk_view_pages {
 	uint64_t ino;
 	void *arg;
 	int32_t epoch;
+	bool streamed_cold;      /* the last open found the cache cold and
+				  * was read as a stream */
 	int pins;                /* stats by name using it (never forgotten) */
 	/* Steps (step lock; limit and told also read without it). */
 	pthread_mutex_t step;
@@ -197,6 +199,7 @@ mk_view_pages *mk_viewmemo_open(mk_viewmemo *vm, const char *path,
 			 * no step runs and no paged read is in flight. */
 			m->open_id = *id;
 			m->epoch = epoch;
+			m->streamed_cold = false;
 			m->valid = false;
 			m->priming = true;
 			atomic_store(&m->limit, m->size);
@@ -267,6 +270,22 @@ void mk_viewmemo_unpin(mk_viewmemo *vm, mk_view_pages *pg)
 {
 	pthread_mutex_lock(&vm->lock);
 	pg->pins--;
+	pthread_mutex_unlock(&vm->lock);
+}
+
+bool mk_viewmemo_cold(mk_viewmemo *vm, mk_view_pages *pg)
+{
+	pthread_mutex_lock(&vm->lock);
+	bool stream = !pg->streamed_cold;
+	pg->streamed_cold = stream;
+	pthread_mutex_unlock(&vm->lock);
+	return stream;
+}
+
+void mk_viewmemo_warm(mk_viewmemo *vm, mk_view_pages *pg)
+{
+	pthread_mutex_lock(&vm->lock);
+	pg->streamed_cold = false;
 	pthread_mutex_unlock(&vm->lock);
 }
 

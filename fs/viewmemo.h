@@ -124,6 +124,13 @@ void mk_viewmemo_opened(mk_viewmemo *vm, mk_view_pages *pg, uint64_t ino,
 /* fresh: mk_viewmemo_opened was not called (the open failed). */
 void mk_viewmemo_close(mk_viewmemo *vm, mk_view_pages *pg, bool fresh);
 
+/* A paged open found the view's first page not cached: true, read it as
+ * a stream (mk_viewmemo_close it); every other such open in a row is
+ * paged instead, so that a view read again and again fills the cache
+ * again. mk_viewmemo_warm: the page was cached (the count starts over). */
+bool mk_viewmemo_cold(mk_viewmemo *vm, mk_view_pages *pg);
+void mk_viewmemo_warm(mk_viewmemo *vm, mk_view_pages *pg);
+
 /* Paged reads serve bytes below this. */
 long long mk_viewmemo_limit(mk_view_pages *pg);
 /* The size the kernel was told. */

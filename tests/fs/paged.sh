@@ -40,6 +40,32 @@ assert_files_eq "$MK_TMP/want" "$MK_TMP/got2" "the second cat (paged: it fills t
 cat "$R" >"$MK_TMP/got3"
 assert_files_eq "$MK_TMP/want" "$MK_TMP/got3" "the third cat (from the page cache)"
 
+# A view whose first page left the cache: the next descriptor is a stream
+# (faster from a cold cache), the one after it paged again (it fills the
+# cache), and once the first page is cached descriptors are paged. A
+# stream ignores the offset of a pread; a paged descriptor honours it.
+"$MK_PYTHON" - "$R" "$MK_TMP/want" <<'PY' >"$MK_TMP/cold"
+import os, sys
+want = open(sys.argv[2], "rb").read()
+def kind():
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    got = os.pread(fd, 10, 1000)
+    os.close(fd)
+    return "paged" if got == want[1000:1010] else "stream" if got == want[:10] else repr(got)
+out = [kind()]                     # cached by the cats above
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+os.close(fd)
+out.append(kind())                 # cold: a stream
+out.append(kind())                 # still cold: paged, reads page 0 back
+out.append(kind())                 # cached again
+print(" ".join(out))
+PY
+assert_eq "paged stream paged paged" "$(cat "$MK_TMP/cold")" \
+	"a view whose first page left the cache is read once as a stream, then paged again"
+cat "$R" >"$MK_TMP/got3b"
+assert_files_eq "$MK_TMP/want" "$MK_TMP/got3b" "a cat after the cache went cold and came back"
+
 # Reads at any offset, in any order, with the page cache dropped first:
 # the daemon makes the text again from its restart points.
 "$MK_PYTHON" - "$R" "$MK_TMP/want" <<'PY' >"$MK_TMP/offsets"

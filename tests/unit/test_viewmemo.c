@@ -259,6 +259,12 @@ static void test_step(void **state)
 	mk_viewmemo_step_end(vm, a, 8, true, 12, 1234, '\n');
 	assert_int_equal(k.ninval, 2);
 	assert_int_equal(k.nstore, 1);
+	/* The first page not cached: every other open in a row streams. */
+	assert_true(mk_viewmemo_cold(vm, a));
+	assert_false(mk_viewmemo_cold(vm, a));
+	assert_true(mk_viewmemo_cold(vm, a));
+	mk_viewmemo_warm(vm, a);
+	assert_true(mk_viewmemo_cold(vm, a));
 	/* A stat by name pins the live state; a pinned or open entry is
 	 * never forgotten. */
 	mk_view_pages *pin = mk_viewmemo_pin(vm, p);
