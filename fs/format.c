@@ -670,12 +670,20 @@ static bool any_non_utf8_header(const mk_record_view *rec)
 	return false;
 }
 
-static void format_json(const mk_record_view *rec, mk_strbuf *out)
+static void format_json(const mk_record_view *rec, const char *lead,
+			size_t lead_len, mk_strbuf *out)
 {
 	char head[64];
 	size_t n = 0;
-	memcpy(head, "{\"offset\":", 10);
-	n = 10;
+	if (lead_len) {
+		mk_strbuf_addch(out, '{');
+		mk_strbuf_add(out, lead, lead_len);
+		memcpy(head, "\"offset\":", 9);
+		n = 9;
+	} else {
+		memcpy(head, "{\"offset\":", 10);
+		n = 10;
+	}
 	n += put_i64(head + n, rec->offset);
 	memcpy(head + n, ",\"timestamp\":", 13);
 	n += 13;
@@ -702,9 +710,12 @@ static void format_json(const mk_record_view *rec, mk_strbuf *out)
 
 /* ---- output ------------------------------------------------------------- */
 
-static void format_tsv(const mk_record_view *rec, mk_strbuf *out)
+static void format_tsv(const mk_record_view *rec, const char *lead,
+		       size_t lead_len, mk_strbuf *out)
 {
 	char head[48];
+	if (lead_len)
+		mk_strbuf_add(out, lead, lead_len);
 	size_t n = put_i64(head, rec->offset);
 	head[n++] = '\t';
 	n += put_i64(head + n, rec->timestamp);
@@ -729,10 +740,10 @@ void mk_format_record(mk_format format, const mk_record_view *rec,
 {
 	switch (format) {
 	case MK_FORMAT_TSV:
-		format_tsv(rec, out);
+		format_tsv(rec, NULL, 0, out);
 		break;
 	case MK_FORMAT_JSON:
-		format_json(rec, out);
+		format_json(rec, NULL, 0, out);
 		break;
 	case MK_FORMAT_PLAIN:
 	default:
@@ -747,9 +758,18 @@ size_t mk_format_records(mk_format format, const mk_batch_view *b,
 			 int64_t from, int64_t end, size_t max,
 			 mk_strbuf *out, int64_t *next)
 {
+	mk_format_lines o = { .format = format };
+	return mk_format_records_lines(&o, b, from, end, max, out, next);
+}
+
+size_t mk_format_records_lines(const mk_format_lines *o, const mk_batch_view *b,
+			       int64_t from, int64_t end, size_t max,
+			       mk_strbuf *out, int64_t *next)
+{
 	if (max == 0 || mk_batch_is_control(b) ||
 	    mk_batch_next_offset(b) <= from || b->meta.base_offset >= end)
 		return 0;
+	mk_format format = o->format;
 	bool plain = format != MK_FORMAT_TSV && format != MK_FORMAT_JSON;
 	size_t n = 0, len = out->len;
 	/* Plain: each record's value and a newline. Values are bytes of the
@@ -757,6 +777,9 @@ size_t mk_format_records(mk_format format, const mk_batch_view *b,
 	 * grow, then straight copies. */
 	if (plain)
 		mk_strbuf_grow(out, b->records_len + (size_t)b->record_count);
+	else
+		mk_strbuf_grow(out, b->records_len + (size_t)b->record_count *
+				    (o->lead_len + 48));
 	mk_record_iter it;
 	mk_record_view rec;
 	mk_record_iter_init(&it, b);
@@ -773,8 +796,14 @@ size_t mk_format_records(mk_format format, const mk_batch_view *b,
 			}
 			out->buf[len++] = '\n';
 		} else {
-			mk_format_record(format, &rec, out);
+			if (format == MK_FORMAT_TSV)
+				format_tsv(&rec, o->lead, o->lead_len, out);
+			else
+				format_json(&rec, o->lead, o->lead_len, out);
+			len = out->len;
 		}
+		if (o->marks)
+			o->marks[n] = (mk_format_mark){ len, rec.offset };
 		*next = rec.offset + 1;
 		if (++n == max)
 			break;

@@ -102,6 +102,30 @@ size_t mk_format_records(mk_format format, const mk_batch_view *b,
 			 int64_t from, int64_t end, size_t max,
 			 mk_strbuf *out, int64_t *next);
 
+/*
+ * mk_format_records with more: lead, when lead_len > 0, begins every TSV
+ * line (leading columns with their TAB) or every JSON object (leading
+ * members with their comma, right after the '{'); plain text has none.
+ * marks, when given (room for min(max, record_count) entries), gets for
+ * each record formatted its offset and out->len just after its line, so
+ * that a caller can tell which records a prefix of the text holds.
+ */
+typedef struct {
+	size_t end;              /* out->len after the record's line */
+	int64_t offset;          /* the record's offset */
+} mk_format_mark;
+
+typedef struct {
+	mk_format format;
+	const char *lead;
+	size_t lead_len;
+	mk_format_mark *marks;
+} mk_format_lines;
+
+size_t mk_format_records_lines(const mk_format_lines *o, const mk_batch_view *b,
+			       int64_t from, int64_t end, size_t max,
+			       mk_strbuf *out, int64_t *next);
+
 /* TSV (COPY text) escaping of one field; null gives \N. */
 void mk_tsv_escape(mk_bytes field, mk_strbuf *out);
 /* Unescape one field; *is_null set for \N. INVALID_RECORD on a bad escape. */

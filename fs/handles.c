@@ -13,6 +13,7 @@
 #include "format.h"
 #include "poll.h"
 #include "topic_name.h"
+#include "viewmemo.h"
 
 #define FETCH_BYTES (1u << 20)
 
@@ -24,6 +25,7 @@ static mk_partition *handle_partition(mk_handle *h)
 /* ---- open ------------------------------------------------------------- */
 
 static mk_err open_append(mkfs *fs, mk_handle *h, bool readable, mk_strbuf *why);
+static void records_open_paged(mkfs *fs, mk_handle *h);
 static void append_release(mk_handle *h);
 static void take_receipts(mk_handle *h);
 
@@ -147,11 +149,16 @@ mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 		break;
 	case NODE_RECORDS:
 		err = mk_name_parse_records(h->ref.name, &h->rp, why);
-		if (!err && h->ref.broker >= 0)
+		if (!err && h->ref.broker >= 0) {
 			err = resolve_log_position(handle_partition(h), h->ref.broker,
 						   &h->rp, &h->next, why);
-		else if (!err)
+		} else if (!err) {
+			/* Taken before the position: a change after it shows. */
+			h->open_seq = mk_partition_seq(handle_partition(h));
 			err = resolve_position(handle_partition(h), &h->rp, &h->next, why);
+			if (!err)
+				records_open_paged(fs, h);
+		}
 		break;
 	case NODE_BATCHES:
 		err = mk_name_parse_batches(h->ref.name, &h->rp, why);
@@ -200,6 +207,17 @@ void mk_handle_close(mk_handle *h)
 {
 	if (!h)
 		return;
+	/*
+	 * A read is answered from this handle's text under its lock, and
+	 * the kernel may send the release (to another thread) before that
+	 * reply's writev has returned: wait for the reply to let go.
+	 * Nothing else can take the lock after the release.
+	 */
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_unlock(&h->lock);
+	if (h->pages)
+		mk_viewmemo_close(h->fs->views, h->pages, h->pages_fresh);
+	free(h->marks);
 	if (h->fd >= 0)
 		close(h->fd);
 	if (h->prod)
@@ -358,6 +376,281 @@ static mk_err batches_fill(mk_handle *h, size_t want, const mk_waiter *w,
 	return MK_OK;
 }
 
+/* ---- paged records (viewmemo.h) ---------------------------------------- */
+
+/* A point the text can be made again from: the stream offset of a record
+ * boundary, the record there, and the records before it. */
+struct mk_page_mark {
+	long long pos;
+	int64_t next;
+	int64_t returned;
+};
+
+#define PAGE_MARK_EVERY (1 << 20)
+/* Text kept before a paged read's offset, for reads the kernel's
+ * readahead sends out of order. */
+#define PAGED_KEEP (1u << 20)
+
+/*
+ * At open (leader's view, the position resolved): may this view be
+ * memoised, and is it paged? Views with :follow, :committed or :max,
+ * and compacted topics are streams only. (Compaction, like any change,
+ * moves the partition's change count, so a memo never outlives it.)
+ */
+static void records_open_paged(mkfs *fs, mk_handle *h)
+{
+	mk_partition *p = handle_partition(h);
+	h->start = h->next;
+	if (!fs->views || h->rp.follow || h->rp.committed || h->rp.max >= 0)
+		return;
+	mk_topic_config tc;
+	mk_cluster_topic_config(fs->cluster, h->ref.topic, &tc);
+	if (tc.cleanup_policy & MK_CLEANUP_COMPACT)
+		return;
+	mk_partition_info pi;
+	mk_partition_info_get(p, &pi);
+	if (mk_partition_seq(p) != h->open_seq)
+		return;    /* changed while we looked: a stream this time */
+	h->open_epoch = pi.leader_epoch;
+	h->memo_ok = true;
+	mk_view_id id = { h->ref.topic, h->ref.partition, h->open_seq, h->start };
+	int64_t end;
+	bool fresh;
+	h->pages = mk_viewmemo_open(fs->views, h->path, &id, h->open_epoch, &end,
+				    &fresh);
+	if (!h->pages)
+		return;
+	h->paged = true;
+	h->pages_fresh = fresh;
+	h->keep_cache = !fresh;
+	h->tbase = 0;
+	h->marks = mk_xmalloc(sizeof(*h->marks) * 16);
+	h->marks_alloc = 16;
+	h->marks[0] = (struct mk_page_mark){ 0, h->start, 0 };
+	h->nmarks = 1;
+}
+
+void mk_handle_unpage(mk_handle *h)
+{
+	if (!h->pages)
+		return;
+	mk_viewmemo_close(h->fs->views, h->pages, h->pages_fresh);
+	h->pages = NULL;
+	h->pages_fresh = false;
+	h->paged = false;
+	h->keep_cache = false;
+	free(h->marks);
+	h->marks = NULL;
+	h->nmarks = h->marks_alloc = 0;
+}
+
+/* A stream read its view to the end: remember the view's length while
+ * the partition has not changed since the open. */
+static void records_learn(mk_handle *h)
+{
+	if (!h->memo_ok || h->paged || !h->eof)
+		return;
+	h->memo_ok = false;    /* once */
+	mk_partition *p = handle_partition(h);
+	if (mk_partition_seq(p) != h->open_seq)
+		return;
+	mk_topic *ref = mk_cluster_topic(h->fs->cluster, h->ref.topic->name);
+	if (ref != h->ref.topic) {
+		mk_topic_put(ref);
+		return;
+	}
+	mk_view_id id = { h->ref.topic, h->ref.partition, h->open_seq, h->start };
+	mk_viewmemo_learn(h->fs->views, h->path, &id, h->next,
+			  (long long)atomic_load(&h->streamed) +
+				  (long long)(h->text.len - h->text_pos),
+			  ref);
+}
+
+/* Was the view rewritten under a paged descriptor (a new leader epoch may
+ * have truncated it; compaction removes records)? */
+static bool paged_altered(mk_handle *h)
+{
+	mk_partition *p = handle_partition(h);
+	if (mk_partition_seq(p) == h->open_seq)
+		return false;
+	mk_partition_info pi;
+	mk_partition_info_get(p, &pi);
+	if (pi.leader_epoch != h->open_epoch)
+		return true;
+	mk_topic_config tc;
+	mk_cluster_topic_config(h->fs->cluster, h->ref.topic, &tc);
+	return tc.cleanup_policy & MK_CLEANUP_COMPACT;
+}
+
+/*
+ * The view grew: count the text of [*end, visible end) onto *size (and
+ * its last byte). Reads only the partition: no handle lock.
+ */
+static mk_err paged_count(mk_partition *p, mk_format format, int64_t *end,
+			  long long *size, char *last, mk_strbuf *why)
+{
+	mk_strbuf frames = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	mk_err err = MK_OK;
+	for (;;) {
+		int64_t visible;
+		mk_strbuf_reset(&frames);
+		err = mk_partition_fetch_isolated(p, *end, FETCH_BYTES, NULL,
+						  &frames, &visible, why);
+		if (err || !frames.len)
+			break;
+		size_t pos = 0;
+		int64_t next = *end;
+		while (pos < frames.len) {
+			mk_batch_view b;
+			if (mk_frame_decode_header((const uint8_t *)frames.buf + pos,
+						   frames.len - pos, 0, false, &b,
+						   NULL))
+				break;
+			pos += b.frame_len;
+			if (b.meta.base_offset >= visible)
+				break;
+			if (!mk_batch_is_control(&b))
+				mk_format_records(format, &b, next, visible,
+						  SIZE_MAX, &text, &next);
+			int64_t after = mk_batch_next_offset(&b);
+			if (after > next)
+				next = after < visible ? after : visible;
+		}
+		if (text.len) {
+			*size += (long long)text.len;
+			*last = text.buf[text.len - 1];
+		}
+		mk_strbuf_reset(&text);
+		if (next <= *end)
+			break;
+		*end = next;
+	}
+	mk_strbuf_release(&frames);
+	mk_strbuf_release(&text);
+	return err;
+}
+
+long long mk_records_paged_size(mkfs *fs, mk_view_pages *pg,
+				const node_ref *ref, mk_format format)
+{
+	if (!mk_viewmemo_is(pg, ref->topic, ref->partition))
+		return mk_viewmemo_told(pg);    /* another topic's pages */
+	mk_partition *p = mk_topic_partition(ref->topic, ref->partition);
+	/* Taken before the count: a change after it is looked at again. */
+	uint64_t seq = mk_partition_seq(p);
+	int64_t end;
+	long long size;
+	if (!mk_viewmemo_step_begin(pg, seq, &end, &size))
+		return mk_viewmemo_told(pg);
+	/* Rewritten (a new leader epoch, compaction): no step; its paged
+	 * descriptors fail their reads. */
+	mk_partition_info pi;
+	mk_partition_info_get(p, &pi);
+	mk_topic_config tc;
+	mk_cluster_topic_config(fs->cluster, ref->topic, &tc);
+	bool ok = false;
+	char last = '\n';
+	if (pi.leader_epoch == mk_viewmemo_epoch(pg) &&
+	    !(tc.cleanup_policy & MK_CLEANUP_COMPACT)) {
+		mk_strbuf why = MK_STRBUF_INIT;
+		ok = !paged_count(p, format, &end, &size, &last, &why);
+		mk_strbuf_release(&why);
+	}
+	mk_viewmemo_step_end(fs->views, pg, seq, ok, end, size, last);
+	return mk_viewmemo_told(pg);
+}
+
+static void paged_mark(mk_handle *h)
+{
+	long long pos = h->tbase + (long long)(h->text.len - h->text_pos);
+	if (pos < h->marks[h->nmarks - 1].pos + PAGE_MARK_EVERY)
+		return;
+	if (h->nmarks == h->marks_alloc) {
+		h->marks_alloc *= 2;
+		h->marks = mk_xrealloc(h->marks, h->marks_alloc * sizeof(*h->marks));
+	}
+	h->marks[h->nmarks++] = (struct mk_page_mark){ pos, h->next, h->returned };
+}
+
+/* Make the text again from the last mark at or before off. */
+static void paged_restart(mk_handle *h, long long off)
+{
+	size_t lo = 0, hi = h->nmarks;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (h->marks[mid].pos <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	mk_strbuf_reset(&h->text);
+	h->text_pos = 0;
+	h->tbase = h->marks[lo].pos;
+	h->next = h->marks[lo].next;
+	h->returned = h->marks[lo].returned;
+	h->eof = false;
+}
+
+/* Forget the text before off but PAGED_KEEP: text_pos moves (the buffer
+ * is compacted only once most of it is behind, so this copies little). */
+static void paged_forget(mk_handle *h, long long off)
+{
+	if (off - h->tbase <= (long long)PAGED_KEEP)
+		return;
+	size_t d = (size_t)(off - h->tbase) - PAGED_KEEP;
+	if (d > h->text.len - h->text_pos)
+		d = h->text.len - h->text_pos;
+	h->text_pos += d;
+	h->tbase += (long long)d;
+	if (h->text_pos > PAGED_KEEP && h->text_pos * 2 > h->text.len) {
+		mk_strbuf_consume(&h->text, h->text_pos);
+		h->text_pos = 0;
+	}
+}
+
+/* A paged read: the view's bytes [off, off + size), made from the log
+ * (the kernel asks only for what its page cache lacks). h->text from
+ * text_pos on holds the view's bytes from stream offset tbase. */
+static mk_err paged_read(mk_handle *h, size_t size, long long off,
+			 mk_read_reply_fn reply, void *arg, mk_strbuf *why)
+{
+	if (paged_altered(h)) {
+		mk_strbuf_addstr(why, "the partition was rewritten (a new leader epoch, or compaction) while this descriptor read it; open it again");
+		return MK_FENCED_LEADER_EPOCH;
+	}
+	if (off < 0)
+		off = 0;
+	/* Below limit only: the kernel was told no more (viewmemo.h). */
+	long long limit = mk_viewmemo_limit(h->pages);
+	long long want = off + (long long)size < limit ? off + (long long)size : limit;
+	if (off >= want) {
+		reply(arg, NULL, 0);
+		return MK_OK;
+	}
+	if (off < h->tbase)
+		paged_restart(h, off);
+	while (h->tbase + (long long)(h->text.len - h->text_pos) < want && !h->eof) {
+		paged_forget(h, off);    /* skipping ahead */
+		paged_mark(h);
+		size_t before = h->text.len - h->text_pos;
+		mk_err err = records_fill(h, before + 1, NULL, NULL, why);
+		if (err)
+			return err;
+		if (h->text.len - h->text_pos == before)
+			break;
+	}
+	long long have = h->tbase + (long long)(h->text.len - h->text_pos);
+	if (have > want)
+		have = want;
+	if (off >= have) {
+		reply(arg, NULL, 0);
+		return MK_OK;
+	}
+	reply(arg, h->text.buf + h->text_pos + (off - h->tbase), (size_t)(have - off));
+	paged_forget(h, off);
+	return MK_OK;
+}
+
 static mk_err stream_fill(mk_handle *h, size_t want, const mk_waiter *w,
 			  mk_wait *wait, mk_strbuf *why)
 {
@@ -371,6 +664,8 @@ static mk_err stream_fill(mk_handle *h, size_t want, const mk_waiter *w,
 
 long long mk_handle_stream_size(mk_handle *h)
 {
+	if (h->paged)    /* takes no handle lock */
+		return mk_records_paged_size(h->fs, h->pages, &h->ref, h->rp.format);
 	if (pthread_mutex_trylock(&h->lock) != 0)
 		return (long long)atomic_load(&h->streamed);
 	if (h->at_end && h->text.len == h->text_pos) {
@@ -384,37 +679,71 @@ long long mk_handle_stream_size(mk_handle *h)
 	return size;
 }
 
+/* mk_handle_read's reply: a copy into the caller's buffer. */
+typedef struct {
+	char *buf;
+	size_t *n;
+} copy_reply;
+
+static void copy_out(void *arg, const char *data, size_t n)
+{
+	copy_reply *c = arg;
+	if (n)
+		memcpy(c->buf, data, n);
+	*c->n = n;
+}
+
 mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		      long long off, const mk_waiter *w, mk_wait *wait,
 		      size_t *n, mk_strbuf *why)
 {
-	mk_err err = MK_OK;
 	*n = 0;
+	copy_reply c = { buf, n };
+	return mk_handle_read_reply(fs, h, size, off, w, wait, copy_out, &c, why);
+}
+
+mk_err mk_handle_read_reply(mkfs *fs, mk_handle *h, size_t size,
+			    long long off, const mk_waiter *w, mk_wait *wait,
+			    mk_read_reply_fn reply, void *arg, mk_strbuf *why)
+{
+	mk_err err = MK_OK;
+	size_t n;
 	if (wait)
 		wait->kind = MK_WAIT_NONE;
 	pthread_mutex_lock(&h->lock);
 	switch (h->ref.def->type) {
 	case NODE_RAW: {
+		char *buf = mk_xmalloc(size ? size : 1);
 		ssize_t r = pread(h->fd, buf, size, (off_t)off);
 		if (r < 0) {
 			mk_strbuf_addstr(why, "read failed");
 			err = MK_KAFKA_STORAGE_ERROR;
 		} else {
-			*n = (size_t)r;
+			reply(arg, buf, (size_t)r);
 		}
+		free(buf);
 		goto out;
 	}
 	case NODE_VALUE:
 	case NODE_CONTROL:
 		/* Snapshots honour the offset, so re-reads and seeks work. */
-		if (off < 0 || (size_t)off >= h->text.len)
+		if (off < 0 || (size_t)off >= h->text.len) {
+			reply(arg, NULL, 0);
 			goto out;
-		*n = h->text.len - (size_t)off < size ? h->text.len - (size_t)off : size;
-		memcpy(buf, h->text.buf + off, *n);
+		}
+		n = h->text.len - (size_t)off < size ? h->text.len - (size_t)off : size;
+		reply(arg, h->text.buf + off, n);
 		goto out;
 	case NODE_RECORDS:
+		if (h->paged) {
+			err = paged_read(h, size, off, reply, arg, why);
+			goto out;
+		}
+		/* fall through */
 	case NODE_BATCHES:
 		err = stream_fill(h, size, w, wait, why);
+		if (h->memo_ok && h->eof)
+			records_learn(h);
 		if (err && h->text.len == h->text_pos)
 			goto out;
 		err = MK_OK;
@@ -429,15 +758,20 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		take_receipts(h);
 		break;
 	case NODE_DIR:
+		reply(arg, NULL, 0);
 		goto out;
 	}
-	/* Streams: hand out what is buffered, ignoring the offset. */
-	*n = h->text.len - h->text_pos < size ? h->text.len - h->text_pos : size;
-	memcpy(buf, h->text.buf + h->text_pos, *n);
-	h->text_pos += *n;
+	if (mk_wait_pending(wait))
+		goto out;
+	/* Streams: hand out what is buffered, ignoring the offset, straight
+	 * from the handle's text (no copy here: the reply is written from
+	 * it while the lock is held). */
+	n = h->text.len - h->text_pos < size ? h->text.len - h->text_pos : size;
+	reply(arg, h->text.buf + h->text_pos, n);
+	h->text_pos += n;
 	if (h->poll)
-		mk_poll_consumed(fs, h, *n);
-	atomic_fetch_add(&h->streamed, *n);
+		mk_poll_consumed(fs, h, n);
+	atomic_fetch_add(&h->streamed, n);
 	if (h->text_pos == h->text.len) {
 		mk_strbuf_reset(&h->text);
 		h->text_pos = 0;

@@ -28,7 +28,10 @@
  * that `tail -f` follows them; by path it is 0.
  *
  * A handle's own mutex serialises operations on one descriptor; no other
- * lock is held while a handle waits (acks=all, follow).
+ * lock is held while a handle waits (acks=all, follow). A read's reply is
+ * written under it (mk_handle_read_reply), so the close takes it once
+ * before freeing: the kernel may deliver the release before the reply's
+ * write returned.
  *
  * Parking (the seam to fs/park.c): read, write, fsync and the last close
  * take an optional mk_wait. Given one, they never wait for the cluster:
@@ -73,6 +76,22 @@ typedef struct mk_handle {
 	mk_aborted_list aborted;  /* :committed: what `fetched` hides */
 	bool at_end;             /* reached the visible end once */
 	_Atomic unsigned long long streamed;   /* bytes handed out so far */
+	/* records: the view's identity at open (viewmemo.h) */
+	bool memo_ok;            /* the view may be memoised or paged */
+	uint64_t open_seq;       /* the partition's change count at open */
+	int64_t start;           /* the view's first offset */
+	int32_t open_epoch;      /* the leader epoch at open */
+	/* records, paged: read by offset through the page cache */
+	bool paged;
+	bool keep_cache;         /* for the open's reply */
+	struct mk_view_pages *pages;   /* the name's pages state (viewmemo.h):
+					* its limit bounds reads, its told is
+					* the size; a step grows both */
+	bool pages_fresh;        /* the first paged open of its identity,
+				  * until mk_viewmemo_opened (ops.c) */
+	long long tbase;         /* the stream offset of text[0] */
+	struct mk_page_mark *marks;   /* restart points, by stream offset */
+	size_t nmarks, marks_alloc;
 
 	/* append */
 	mk_append_params ap;
@@ -114,6 +133,32 @@ static inline bool mk_wait_pending(const mk_wait *w)
 	return w && w->kind != MK_WAIT_NONE;
 }
 
+/*
+ * Paged records (viewmemo.h): a records descriptor opened while its
+ * view's length is known reads by offset like a regular file (the page
+ * cache serves it; h->keep_cache says whether the cached pages stand),
+ * bytes below its name's limit only; its size is the name's told size,
+ * which an fstat grows (a step: viewmemo.h) once the partition changed.
+ * The opener (ops.c) calls mk_viewmemo_opened with the inode before
+ * answering the open. Any other records descriptor is a stream (above);
+ * one that reads its view to the end while the partition does not change
+ * leaves the memo.
+ */
+
+/*
+ * The size of a paged records name (its pages state pg, viewmemo.h),
+ * through any descriptor or by name (ref: the name's node): told, after a
+ * step when the partition (ref's) changed since the last one. Takes no
+ * handle lock; a step waits for the kernel to drop pages (reads in
+ * flight), so call it holding no lock.
+ */
+long long mk_records_paged_size(mkfs *fs, struct mk_view_pages *pg,
+				const node_ref *ref, mk_format format);
+
+/* A paged records descriptor, not yet in use, becomes a stream (its
+ * view's first page is not cached: docs/filesystem.md). */
+void mk_handle_unpage(mk_handle *h);
+
 /* Open a handle for a resolved node; the handle takes over ref. */
 mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 		      mk_handle **out, mk_strbuf *why);
@@ -133,10 +178,22 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
 		      long long off, const mk_waiter *w, mk_wait *wait,
 		      size_t *n, mk_strbuf *why);
 /*
+ * The same without the copy: when the read completes (MK_OK, no wait
+ * left pending) reply is called exactly once, under the handle's lock,
+ * with the bytes (n = 0: EOF), which stay valid only during the call: a
+ * FUSE read answers with fuse_reply_buf straight from the handle's
+ * formatted text. On an error or a pending wait it is not called.
+ */
+typedef void (*mk_read_reply_fn)(void *arg, const char *data, size_t n);
+mk_err mk_handle_read_reply(mkfs *fs, mk_handle *h, size_t size,
+			    long long off, const mk_waiter *w, mk_wait *wait,
+			    mk_read_reply_fn reply, void *arg, mk_strbuf *why);
+/*
  * The size of a stream (records, batches) through this descriptor: bytes
  * read so far plus those visible now (fetched without waiting, once the
- * stream reached its end). Never blocks: a descriptor busy in a read
- * answers with what it handed out.
+ * stream reached its end). Never waits for a read: a descriptor busy in
+ * one answers with what it handed out. A paged descriptor's is
+ * mk_records_paged_size (a step may wait for the kernel).
  */
 long long mk_handle_stream_size(mk_handle *h);
 /* Write: commands for control files, records for append files. */

@@ -209,6 +209,8 @@ static const char *const ctl_waiting[] = { "expire-members", "expire-transaction
 
 bool mk_node_write_waits(const node_ref *ref, const char *buf, size_t size)
 {
+	if (ref->def->waits)
+		return true;
 	if (ref->def->write != write_ctl)
 		return false;
 	while (size && (*buf == ' ' || *buf == '\t')) {
@@ -843,6 +845,9 @@ static mk_err write_producer_init(mkfs *fs, const node_ref *ref, char *line, mk_
 /* ---- the table -------------------------------------------------------- */
 
 #define DIRMODE 0755
+/* Rows leave out trailing fields that are 0 (waits: false). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const node_def nodes[] = {
 	{ K_ROOT, -1, "", NULL, NODE_DIR, DIRMODE, NULL, NULL, NULL },
 	{ K_README, K_ROOT, "README", NULL, NODE_VALUE, 0444, read_readme, NULL, NULL },
@@ -853,8 +858,8 @@ static const node_def nodes[] = {
 	{ K_TOPICS, K_ROOT, "topics", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_topics },
 	{ K_BROKERS, K_ROOT, "brokers", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_brokers },
 	{ K_PRODUCERS, K_ROOT, "producers", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_producers },
-	{ K_GROUPS, K_ROOT, "groups", NULL, NODE_DIR, DIRMODE, NULL, NULL, mk_groups_list_groups },
-	{ K_TRANSACTIONS, K_ROOT, "transactions", NULL, NODE_DIR, DIRMODE, NULL, NULL, mk_txn_node_list },
+	{ K_GROUPS, K_ROOT, "groups", NULL, NODE_DIR, DIRMODE, NULL, NULL, mk_groups_list_groups, true },
+	{ K_TRANSACTIONS, K_ROOT, "transactions", NULL, NODE_DIR, DIRMODE, NULL, NULL, mk_txn_node_list, true },
 
 	{ K_TOPIC, K_TOPICS, NULL, match_topic, NODE_DIR, DIRMODE, NULL, NULL, list_partitions },
 	{ K_TOPIC_CONFIG, K_TOPIC, "config", NULL, NODE_CONTROL, 0644, read_topic_config, write_topic_config, NULL },
@@ -886,28 +891,28 @@ static const node_def nodes[] = {
 	{ K_PINIT, K_PRODUCER, "init", NULL, NODE_CONTROL, 0200, NULL, write_producer_init, NULL },
 
 	{ K_GROUP, K_GROUPS, NULL, mk_groups_match_group, NODE_DIR, DIRMODE, NULL, NULL, NULL },
-	{ K_GJOIN, K_GROUP, "join", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_join, NULL },
-	{ K_GLEAVE, K_GROUP, "leave", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_leave, NULL },
-	{ K_GHEARTBEAT, K_GROUP, "heartbeat", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_heartbeat, NULL },
+	{ K_GJOIN, K_GROUP, "join", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_join, NULL, true },
+	{ K_GLEAVE, K_GROUP, "leave", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_leave, NULL, true },
+	{ K_GHEARTBEAT, K_GROUP, "heartbeat", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_heartbeat, NULL, true },
 	{ K_GSTATE, K_GROUP, "state", NULL, NODE_VALUE, 0444, mk_groups_read_state, NULL, NULL },
 	{ K_GGENERATION, K_GROUP, "generation", NULL, NODE_VALUE, 0444, mk_groups_read_generation, NULL, NULL },
 	{ K_GOFFSETS, K_GROUP, "offsets", NULL, NODE_VALUE, 0444, mk_groups_read_offsets, NULL, NULL },
-	{ K_GCONFIG, K_GROUP, "config", NULL, NODE_CONTROL, 0644, mk_groups_read_config, mk_groups_write_config, NULL },
+	{ K_GCONFIG, K_GROUP, "config", NULL, NODE_CONTROL, 0644, mk_groups_read_config, mk_groups_write_config, NULL, true },
 	{ K_GMEMBERS, K_GROUP, "members", NULL, NODE_DIR, DIRMODE, NULL, NULL, mk_groups_list_members },
 	{ K_MEMBER, K_GMEMBERS, NULL, mk_groups_match_member, NODE_DIR, DIRMODE, NULL, NULL, NULL },
 	{ K_MASSIGN, K_MEMBER, "assignment", NULL, NODE_VALUE, 0444, mk_groups_read_assignment, NULL, NULL },
 	{ K_MGENERATION, K_MEMBER, "generation", NULL, NODE_VALUE, 0444, mk_groups_read_generation, NULL, NULL },
 	{ K_MPOSITIONS, K_MEMBER, "positions", NULL, NODE_VALUE, 0444, mk_groups_read_positions, NULL, NULL },
 	{ K_MLAG, K_MEMBER, "lag", NULL, NODE_VALUE, 0444, mk_groups_read_lag, NULL, NULL },
-	{ K_MSEEK, K_MEMBER, "seek", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_seek, NULL },
+	{ K_MSEEK, K_MEMBER, "seek", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_seek, NULL, true },
 	{ K_MPOLL, K_MEMBER, "poll", NULL, NODE_POLL, 0444, NULL, NULL, NULL },
-	{ K_MCOMMIT, K_MEMBER, "commit", NULL, NODE_CONTROL, 0200, NULL, NULL, NULL },
+	{ K_MCOMMIT, K_MEMBER, "commit", NULL, NODE_CONTROL, 0200, NULL, NULL, NULL, true },
 
 	{ K_TXN, K_TRANSACTIONS, NULL, mk_txn_node_match, NODE_DIR, DIRMODE, NULL, NULL, NULL },
-	{ K_TINIT, K_TXN, "init", NULL, NODE_CONTROL, 0200, NULL, mk_txn_node_write_init, NULL },
-	{ K_TCOMMIT, K_TXN, "commit", NULL, NODE_CONTROL, 0200, NULL, mk_txn_node_write_commit, NULL },
-	{ K_TABORT, K_TXN, "abort", NULL, NODE_CONTROL, 0200, NULL, mk_txn_node_write_abort, NULL },
-	{ K_TOFFSETS, K_TXN, "offsets", NULL, NODE_CONTROL, 0644, mk_txn_node_read_offsets, NULL, NULL },
+	{ K_TINIT, K_TXN, "init", NULL, NODE_CONTROL, 0200, NULL, mk_txn_node_write_init, NULL, true },
+	{ K_TCOMMIT, K_TXN, "commit", NULL, NODE_CONTROL, 0200, NULL, mk_txn_node_write_commit, NULL, true },
+	{ K_TABORT, K_TXN, "abort", NULL, NODE_CONTROL, 0200, NULL, mk_txn_node_write_abort, NULL, true },
+	{ K_TOFFSETS, K_TXN, "offsets", NULL, NODE_CONTROL, 0644, mk_txn_node_read_offsets, NULL, NULL, true },
 	{ K_TSTATE, K_TXN, "state", NULL, NODE_VALUE, 0444, mk_txn_node_read_state, NULL, NULL },
 	{ K_TPARTS, K_TXN, "partitions", NULL, NODE_VALUE, 0444, mk_txn_node_read_partitions, NULL, NULL },
 	{ K_TPID, K_TXN, "producer_id", NULL, NODE_VALUE, 0444, mk_txn_node_read_pid, NULL, NULL },
@@ -925,6 +930,7 @@ static const node_def nodes[] = {
 	{ K_BLTOPIC, K_BLOGS, NULL, match_blog_topic, NODE_DIR, DIRMODE, NULL, NULL, list_blog_partitions },
 	{ K_BLPART, K_BLTOPIC, NULL, match_blog_partition, NODE_DIR, DIRMODE, NULL, NULL, NULL },
 };
+#pragma GCC diagnostic pop
 #define NNODES (sizeof(nodes) / sizeof(nodes[0]))
 
 /* Control files that take a whole write at once (all lines parsed before
@@ -1148,7 +1154,8 @@ static mk_err parent_of(mkfs *fs, const char *path, node_ref *parent,
 {
 	const char *slash = strrchr(path, '/');
 	if (!slash || !slash[1]) {
-		mk_strbuf_addf(why, "bad path %s", path);
+		if (why)
+			mk_strbuf_addf(why, "bad path %s", path);
 		return MK_INVALID_REQUEST;
 	}
 	mk_strbuf dir = MK_STRBUF_INIT;
@@ -1157,6 +1164,17 @@ static mk_err parent_of(mkfs *fs, const char *path, node_ref *parent,
 	mk_strbuf_release(&dir);
 	*name = slash + 1;
 	return err;
+}
+
+bool mk_node_mkdir_waits(mkfs *fs, const char *path)
+{
+	node_ref parent;
+	const char *name;
+	if (parent_of(fs, path, &parent, &name, NULL))
+		return false;
+	bool waits = parent.def->type == NODE_DIR && parent.def->waits;
+	mk_node_ref_release(&parent);
+	return waits;
 }
 
 mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_strbuf *why)

@@ -83,6 +83,11 @@ struct node_def {
 	node_read_fn read;       /* VALUE (and readable CONTROL) */
 	node_write_fn write;     /* CONTROL: one command line */
 	node_list_fn list;       /* DIR: dynamic children */
+	/* Waits inside a coordinator (its records are appended with
+	 * acks=all): a CONTROL write, or for a DIR the mkdir and rmdir of
+	 * its children. The serving layer runs these on the command thread,
+	 * never on a FUSE worker (ops.c). */
+	bool waits;
 };
 
 /* The daemon's root object: everything fs/ operations reach. */
@@ -99,6 +104,10 @@ struct mkfs {
 	size_t nhandles, handles_alloc;
 	struct mk_inodes *inodes;    /* the kernel's inode numbers (inodes.h) */
 	struct mk_parking *parking;  /* requests waiting for the cluster */
+	struct mk_viewmemo *views;   /* known records views (viewmemo.h); NULL: none */
+	void *session;               /* the FUSE session, for notifications
+					* (set by mount/main.c); NULL: none */
+	struct mk_cacheprobe *probe; /* asks the kernel what it caches */
 	uid_t owner;                 /* who mounted: may change the cluster */
 };
 
@@ -128,10 +137,14 @@ mk_err mk_node_control(mkfs *fs, const node_ref *ref, const char *buf,
 		       size_t len, mk_strbuf *why);
 
 /* Directory operations. */
-/* Does this control write wait inside a coordinator (a /ctl command whose
- * records are appended with acks=all)? The serving layer then runs it on
- * the command thread, never on a FUSE worker. */
+/* Does this control write wait inside a coordinator (a node kind marked
+ * waits, or a /ctl command whose records are appended with acks=all)? The
+ * serving layer then runs it on the command thread, never on a FUSE
+ * worker. */
 bool mk_node_write_waits(const node_ref *ref, const char *buf, size_t size);
+/* Does a mkdir or rmdir of path (a child of a directory marked waits:
+ * /groups/G, /transactions/ID) wait inside a coordinator? */
+bool mk_node_mkdir_waits(mkfs *fs, const char *path);
 mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_strbuf *why);
 mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_strbuf *why);
 

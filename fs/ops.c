@@ -5,9 +5,14 @@
  * would wait fills an mk_wait and the request is parked (park.h); the
  * worker thread returns at once.
  *
- * Files other than raw segments use direct_io, since their contents are
- * computed and have no stable size. Attributes and entries are never
- * cached by the kernel (timeouts 0): the tree changes under it.
+ * Files other than raw segments and paged records (handles.h) use
+ * direct_io, since their contents are computed and have no stable size.
+ * Attributes and entries are never cached by the kernel (timeouts 0): the
+ * tree changes under it. Cached pages are dropped by the kernel when a
+ * file's size changes and at every open without keep_cache (only a paged
+ * records open whose view's memo stands keeps them), and by the daemon
+ * for paged records before their size grows (viewmemo.h: view_inval,
+ * view_store).
  */
 #include "ops.h"
 
@@ -25,6 +30,8 @@
 #include "inodes.h"
 #include "park.h"
 #include "txn.h"
+#include "cacheprobe.h"
+#include "viewmemo.h"
 #include "xalloc.h"
 
 #define NAME_MAX_BYTES 255
@@ -127,11 +134,39 @@ static bool creatable(const char *path)
  * that `tail -f`, which polls the size, follows it. An fstat comes with
  * its descriptor only when the kernel sends one; otherwise the search.
  */
-static off_t stream_size(mkfs *fs, const char *path, struct fuse_file_info *fi)
+static off_t stream_size(mkfs *fs, const node_ref *ref, const char *path,
+			 struct fuse_file_info *fi)
 {
-	if (fi && fi->fh)
-		return (off_t)mk_handle_stream_size((mk_handle *)(uintptr_t)fi->fh);
+	mk_handle *h = fi && fi->fh ? (mk_handle *)(uintptr_t)fi->fh : NULL;
+	if (h && h->paged)
+		return (off_t)mk_handle_stream_size(h);    /* may step */
 	long long size = 0;
+	/* A records view whose pages state lives or whose length is known
+	 * (viewmemo.h): that size, by name and through every descriptor, so
+	 * that the kernel never sees the size move under its cached pages
+	 * but by a step. */
+	if (fs->views && ref->def->type == NODE_RECORDS && ref->broker < 0 &&
+	    ref->topic) {
+		mk_view_pages *pg = mk_viewmemo_pin(fs->views, path);
+		mk_read_params rp;
+		mk_strbuf why = MK_STRBUF_INIT;
+		mk_err perr = pg ? mk_name_parse_records(ref->name, &rp, &why) : MK_OK;
+		mk_strbuf_release(&why);
+		if (pg && !perr) {
+			/* Paged descriptors are open: this size may step. */
+			size = mk_records_paged_size(fs, pg, ref, rp.format);
+			mk_viewmemo_unpin(fs->views, pg);
+			return (off_t)size;
+		}
+		if (pg)
+			mk_viewmemo_unpin(fs->views, pg);
+		mk_partition *p = mk_topic_partition(ref->topic, ref->partition);
+		if (p && mk_viewmemo_size(fs->views, path, ref->topic, ref->partition,
+					  mk_partition_seq(p), &size))
+			return (off_t)size;
+	}
+	if (h)
+		return (off_t)mk_handle_stream_size(h);
 	pthread_mutex_lock(&fs->handles_lock);
 	for (size_t i = 0; i < fs->nhandles; i++)
 		if (!strcmp(fs->handles[i]->path, path)) {
@@ -174,7 +209,7 @@ static void fill_stat(mkfs *fs, const node_ref *ref, const char *path,
 		mk_strbuf_release(&real);
 	} else if (ref->def->type == NODE_RECORDS ||
 		   ref->def->type == NODE_BATCHES) {
-		st->st_size = stream_size(fs, path, fi);
+		st->st_size = stream_size(fs, ref, path, fi);
 		/* The preferred I/O size: readers such as cat(1) and dd-less
 		 * copies size their read() by it, and a large request costs
 		 * one round trip through FUSE. */
@@ -298,6 +333,11 @@ void mk_fs_release_all(mkfs *fs)
 	fs->handles = NULL;
 	fs->handles_alloc = 0;
 	pthread_mutex_unlock(&fs->handles_lock);
+	/* Its topic references go before the cluster closes. */
+	mk_viewmemo_free(fs->views);
+	fs->views = NULL;
+	mk_cacheprobe_free(fs->probe);
+	fs->probe = NULL;
 }
 
 static void drop_handle(mkfs *fs, mk_handle *h)
@@ -308,15 +348,58 @@ static void drop_handle(mkfs *fs, mk_handle *h)
 
 /* ---- lifecycle, lookup, attributes ----------------------------------- */
 
+/* What paged records ask of the kernel (viewmemo.h); arg: the session. */
+static void view_inval(void *arg, uint64_t ino, long long off)
+{
+	fuse_lowlevel_notify_inval_inode(arg, (fuse_ino_t)ino, (off_t)off, 0);
+}
+
+static void view_store(void *arg, uint64_t ino, long long off, const char *data,
+		       size_t n)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
+	bv.buf[0].mem = (void *)data;
+	fuse_lowlevel_notify_store(arg, (fuse_ino_t)ino, (off_t)off, &bv, 0);
+}
+
+static const mk_view_kernel view_kernel = { view_inval, view_store };
+
+/* Probes of the page cache (cacheprobe.h): ask, and take the answer. */
+#define PROBE_MS 200
+
+static int view_retrieve(void *arg, uint64_t ino, size_t size, long long off,
+			 void *cookie)
+{
+	return fuse_lowlevel_notify_retrieve(arg, (fuse_ino_t)ino, size,
+					     (off_t)off, cookie);
+}
+
+static void op_retrieve_reply(fuse_req_t req, void *cookie, fuse_ino_t ino,
+			      off_t offset, struct fuse_bufvec *bufv)
+{
+	(void)ino;
+	(void)offset;
+	mkfs *fs = fs_of(req);
+	if (fs->probe)
+		mk_cacheprobe_answer(fs->probe, cookie, fuse_buf_size(bufv));
+	fuse_reply_none(req);
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	mkfs *fs = userdata;
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 1u << 20;
+	/* Cached pages (raw segments, paged records) are dropped when the
+	 * size changes or at an open without keep_cache, not at every read
+	 * whose attributes show a new mtime (ours are the time of the stat). */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* After daemonizing: threads survive. */
 	fs->parking = mk_parking_new(fs, drop_handle);
 	/* A fetcher answers the acks=all writes its round completed. */
 	mk_cluster_on_round(fs->cluster, mk_parking_help, fs->parking);
+	fs->views = mk_viewmemo_new(&view_kernel);
+	fs->probe = mk_cacheprobe_new();
 	mk_cluster_start(fs->cluster);
 	if (fs->groups)
 		mk_groups_start(fs->groups);
@@ -511,26 +594,13 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 /*
  * The group and transaction coordinators append their records with
- * acks=all and act once they are acknowledged: a control write under
- * /groups/G or /transactions/ID, mkdir or rmdir of a group or an id, and
- * a transactional append (its first batch to a partition registers the
- * partition with the coordinator first) run on the lot's command thread.
+ * acks=all and act once they are acknowledged: a control write the node
+ * table marks as waiting (under /groups/G and /transactions/ID, and two
+ * /ctl commands: mk_node_write_waits), mkdir and rmdir of a group or an
+ * id (mk_node_mkdir_waits), and a transactional append (its first batch
+ * to a partition registers the partition with the coordinator first) run
+ * on the lot's command thread.
  */
-static const char *const coordinated[] = { "/groups/", "/transactions/" };
-
-/* Under a coordinated directory; with direct, its direct child only. */
-static bool coordinated_path(const char *path, bool direct)
-{
-	for (size_t i = 0; i < sizeof(coordinated) / sizeof(coordinated[0]); i++) {
-		size_t n = strlen(coordinated[i]);
-		if (!strncmp(path, coordinated[i], n) && path[n] &&
-		    (!direct || !strchr(path + n, '/')))
-			return true;
-	}
-	return false;
-}
-
-
 typedef enum { JOB_WRITE, JOB_MKDIR, JOB_RMDIR } job_kind;
 
 typedef struct {
@@ -631,7 +701,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	if (!may(req, 0755, true)) {
 		refuse(req, path.buf, EACCES, "only the mount's owner may change the cluster");
-	} else if (coordinated_path(path.buf, true)) {
+	} else if (mk_node_mkdir_waits(fs, path.buf)) {
 		queue_job(req, JOB_MKDIR, NULL, path.buf, path.len);
 	} else {
 		mk_strbuf why = MK_STRBUF_INIT;
@@ -655,7 +725,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	if (!may(req, 0755, true)) {
 		refuse(req, path.buf, EACCES, "only the mount's owner may change the cluster");
-	} else if (coordinated_path(path.buf, true)) {
+	} else if (mk_node_mkdir_waits(fs, path.buf)) {
 		queue_job(req, JOB_RMDIR, NULL, path.buf, path.len);
 	} else {
 		mk_strbuf why = MK_STRBUF_INIT;
@@ -727,8 +797,9 @@ static mk_handle *handle_of(struct fuse_file_info *fi)
 	return (mk_handle *)(uintptr_t)fi->fh;
 }
 
-/* Open path into fi; 0 or an errno (with its /errors line). */
-static int open_path(fuse_req_t req, const char *path, struct fuse_file_info *fi)
+/* Open path (inode ino) into fi; 0 or an errno (with its /errors line). */
+static int open_path(fuse_req_t req, fuse_ino_t ino, const char *path,
+		     struct fuse_file_info *fi)
 {
 	mkfs *fs = fs_of(req);
 	mk_strbuf why = MK_STRBUF_INIT;
@@ -753,9 +824,33 @@ static int open_path(fuse_req_t req, const char *path, struct fuse_file_info *fi
 	mk_node_ref_release(&ref);
 	if (err)
 		goto fail;
+	/* A paged view whose first page left the cache (evicted, or dropped
+	 * with POSIX_FADV_DONTNEED) is read faster as a stream: readahead
+	 * through the page cache sends smaller requests and copies twice.
+	 * Not every time (viewmemo.h: mk_viewmemo_cold), and never the
+	 * first paged open of an identity: those fill the cache. No answer
+	 * in time: paged. */
+	if (h->pages && !h->pages_fresh && fs->probe && fs->session) {
+		int cached = mk_cacheprobe_ask(fs->probe, view_retrieve, fs->session,
+					       ino, 0, PROBE_MS);
+		if (cached == 1)
+			mk_viewmemo_warm(fs->views, h->pages);
+		else if (cached == 0 && mk_viewmemo_cold(fs->views, h->pages))
+			mk_handle_unpage(h);
+	}
+	fi->direct_io = type != NODE_RAW && !h->paged;
+	fi->keep_cache = h->paged && h->keep_cache;
+	/* Before the open is answered: a first paged open of its view drops
+	 * what the inode cached (viewmemo.h). */
+	if (h->pages) {
+		mk_viewmemo_opened(fs->views, h->pages, ino, fs->session,
+				   h->pages_fresh);
+		h->pages_fresh = false;
+	}
 	track(fs, h);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->direct_io = type != NODE_RAW;
+	/* Paged records (handles.h) go through the page cache like raw
+	 * segments (above); every other file is computed, with direct I/O. */
 	/* Streams accept lseek (head and tail seek back) and go on reading;
 	 * a poll is consumed as read, so it does not seek. */
 	fi->nonseekable = type == NODE_APPEND || type == NODE_POLL;
@@ -773,7 +868,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	mk_strbuf path = MK_STRBUF_INIT;
 	if (!path_of(req, ino, &path))
 		return;
-	int rc = open_path(req, path.buf, fi);
+	int rc = open_path(req, ino, path.buf, fi);
 	if (rc)
 		fuse_reply_err(req, rc);
 	else if (fuse_reply_open(req, fi) != 0)   /* the open was interrupted */
@@ -799,13 +894,14 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	mk_node_ref_release(&ref);
 	int rc = stat_path(fs, path.buf, NULL, 0, &e.attr);
+	e.ino = mk_inodes_ref(fs->inodes, path.buf);
 	if (!rc)
-		rc = open_path(req, path.buf, fi);
+		rc = open_path(req, e.ino, path.buf, fi);
 	if (rc) {
+		mk_inodes_forget(fs->inodes, e.ino, 1);
 		fuse_reply_err(req, rc);
 		goto out;
 	}
-	e.ino = mk_inodes_ref(fs->inodes, path.buf);
 	e.attr.st_ino = e.ino;
 	e.generation = 1;
 	if (fuse_reply_create(req, &e, fi) != 0) {
@@ -816,28 +912,31 @@ out:
 	mk_strbuf_release(&path);
 }
 
+/* A completed read: the reply is written from the handle's bytes. */
+static void reply_read(void *arg, const char *data, size_t n)
+{
+	fuse_reply_buf(arg, data, n);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	(void)ino;
 	mkfs *fs = fs_of(req);
 	mk_handle *h = handle_of(fi);
-	char *buf = mk_xmalloc(size ? size : 1);
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_wait wait;
-	size_t n = 0;
-	mk_err err = mk_handle_read(fs, h, buf, size, off, NULL, &wait, &n, &why);
+	mk_err err = mk_handle_read_reply(fs, h, size, off, NULL, &wait,
+					  reply_read, req, &why);
 	if (!err && mk_wait_pending(&wait)) {
 		mk_strbuf_release(&why);
-		mk_park(fs->parking, req, h, MK_PARK_READ, buf, size, off, &wait);
+		mk_park(fs->parking, req, h, MK_PARK_READ,
+			mk_xmalloc(size ? size : 1), size, off, &wait);
 		return;
 	}
 	if (err)
 		mk_reply_fail(fs, req, h->path, err, &why);
-	else
-		fuse_reply_buf(req, buf, n);
 	mk_strbuf_release(&why);
-	free(buf);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
@@ -848,7 +947,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	mkfs *fs = fs_of(req);
 	mk_handle *h = handle_of(fi);
 	if ((h->ref.def->type == NODE_CONTROL &&
-	     (coordinated_path(h->path, false) || mk_node_write_waits(&h->ref, buf, size))) ||
+	     mk_node_write_waits(&h->ref, buf, size)) ||
 	    (h->ref.def->type == NODE_APPEND && h->ap.txn[0])) {
 		queue_job(req, JOB_WRITE, h, buf, size);
 		return;
@@ -949,4 +1048,5 @@ const struct fuse_lowlevel_ops mk_ll_ops = {
 	.flush = op_flush,
 	.fsync = op_fsync,
 	.release = op_release,
+	.retrieve_reply = op_retrieve_reply,
 };

@@ -1,19 +1,26 @@
 /*
  * poll.c — a member's poll file: one core poll per read with nothing
- * buffered, positions moved by what the reader really got.
+ * buffered, formatted a batch at a time, positions moved by what the
+ * reader really got.
  */
 #include "poll.h"
 #include "xalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
 #include "group.h"
+#include "topic_name.h"
 
 typedef struct {
 	char *topic;
 	int partition;
+	char lead[MK_TOPIC_NAME_MAX + 48];   /* the topic and partition
+					 * columns or members of a line */
+	size_t lead_len;
+	mk_format lead_format;   /* of lead; MK_FORMAT_PLAIN: not made yet */
 	int64_t position;        /* where the member stands, as we moved it */
 	bool lost;               /* a seek or rebalance moved it: stop */
 	uint64_t poll;           /* the poll that last returned records of it */
@@ -39,7 +46,8 @@ struct mk_poll_cursor {
 	bool polled;             /* a poll returned records */
 	uint64_t npolls;
 	bool eof;
-	mk_strbuf scratch;
+	mk_format_mark *marks;   /* one batch's records, as formatted */
+	size_t marks_alloc;
 	mk_poll_cache *cache;    /* fetched frames not yet returned */
 	mk_topic *watched;       /* a parked wait's partition's topic (held) */
 	size_t last_part;        /* the part of the last record */
@@ -49,7 +57,6 @@ mk_err mk_poll_open(mkfs *fs, mk_handle *h, mk_strbuf *why)
 {
 	(void)fs;
 	struct mk_poll_cursor *pc = mk_xcalloc(1, sizeof(*pc));
-	mk_strbuf_init(&pc->scratch, 0);
 	pc->cache = mk_poll_cache_new();
 	h->poll = pc;
 	return mk_name_parse_poll(h->ref.name, &pc->rp, why);
@@ -63,7 +70,7 @@ void mk_poll_free(struct mk_poll_cursor *pc)
 		free(pc->parts[i].topic);
 	free(pc->parts);
 	free(pc->recs);
-	mk_strbuf_release(&pc->scratch);
+	free(pc->marks);
 	mk_poll_cache_free(pc->cache);
 	mk_topic_put(pc->watched);
 	free(pc);
@@ -88,8 +95,12 @@ static size_t part_index(struct mk_poll_cursor *pc, const mk_poll_partition *pp)
 			return i;
 		}
 	pc->parts = mk_xrealloc(pc->parts, (pc->nparts + 1) * sizeof(*pc->parts));
-	pc->parts[pc->nparts] = (pc_part){ mk_xstrdup(pp->topic), pp->partition,
-					   pp->from, false, pc->npolls, pp->from, false };
+	pc_part *np = &pc->parts[pc->nparts];
+	memset(np, 0, sizeof(*np));
+	np->topic = mk_xstrdup(pp->topic);
+	np->partition = pp->partition;
+	np->position = np->pending = pp->from;
+	np->poll = pc->npolls;
 	return pc->nparts++;
 }
 
@@ -98,39 +109,61 @@ typedef struct {
 	struct mk_poll_cursor *pc;
 } poll_ctx;
 
-static void on_record(void *arg, const mk_poll_partition *pp,
-		      const mk_record_view *rec)
+/* What every line of a part starts with: TSV its topic and partition
+ * columns, JSON its topic and partition members (topic names need no
+ * JSON escaping: [A-Za-z0-9._-]); plain text none. */
+static void make_lead(pc_part *p, mk_format format)
+{
+	if (p->lead_format == format && p->lead_len)
+		return;
+	int n = format == MK_FORMAT_TSV
+		? snprintf(p->lead, sizeof(p->lead), "%s\t%d\t", p->topic, p->partition)
+		: snprintf(p->lead, sizeof(p->lead), "\"topic\":\"%s\",\"partition\":%d,",
+			   p->topic, p->partition);
+	p->lead_len = n > 0 && (size_t)n < sizeof(p->lead) ? (size_t)n : 0;
+	p->lead_format = format;
+}
+
+/* One batch's records, formatted in one call (format.h); each record's
+ * end in the stream and next position are kept for mk_poll_consumed. */
+static size_t on_batch(void *arg, const mk_poll_partition *pp,
+		       const mk_batch_view *b, int64_t from, int64_t end,
+		       size_t max, int64_t *next)
 {
 	poll_ctx *ctx = arg;
 	struct mk_poll_cursor *pc = ctx->pc;
 	mk_strbuf *out = &ctx->h->text;
-	size_t before = out->len;
-	switch (pc->rp.format) {
-	case MK_FORMAT_TSV:
-		mk_strbuf_addf(out, "%s\t%d\t", pp->topic, pp->partition);
-		mk_format_record(MK_FORMAT_TSV, rec, out);
-		break;
-	case MK_FORMAT_JSON:
-		mk_strbuf_reset(&pc->scratch);
-		mk_format_record(MK_FORMAT_JSON, rec, &pc->scratch);
-		/* Topic names need no JSON escaping ([A-Za-z0-9._-]). */
-		mk_strbuf_addf(out, "{\"topic\":\"%s\",\"partition\":%d,", pp->topic,
-			       pp->partition);
-		mk_strbuf_add(out, pc->scratch.buf + 1, pc->scratch.len - 1);
-		break;
-	default:
-		mk_format_record(MK_FORMAT_PLAIN, rec, out);
-		break;
-	}
-	pc->formatted += out->len - before;
-	if (pc->nrecs == pc->alloc) {
-		pc->alloc = pc->alloc ? pc->alloc * 2 : 64;
-		pc->recs = mk_xrealloc(pc->recs, pc->alloc * sizeof(*pc->recs));
+	size_t room = b->record_count > 0 ? (size_t)b->record_count : 0;
+	if (room > max)
+		room = max;
+	if (!room)
+		return 0;
+	if (pc->marks_alloc < room) {
+		pc->marks_alloc = room;
+		pc->marks = mk_xrealloc(pc->marks, room * sizeof(*pc->marks));
 	}
 	size_t pi = part_index(pc, pp);
 	pc->last_part = pi;
-	pc->recs[pc->nrecs++] = (pc_rec){ pc->formatted, pi, rec->offset + 1 };
-	pc->returned++;
+	pc_part *part = &pc->parts[pi];
+	mk_format_lines o = { .format = pc->rp.format, .marks = pc->marks };
+	if (o.format == MK_FORMAT_TSV || o.format == MK_FORMAT_JSON) {
+		make_lead(part, o.format);
+		o.lead = part->lead;
+		o.lead_len = part->lead_len;
+	}
+	size_t before = out->len;
+	size_t n = mk_format_records_lines(&o, b, from, end, max, out, next);
+	if (pc->nrecs + n > pc->alloc) {
+		pc->alloc = pc->nrecs + n > pc->alloc * 2 ? pc->nrecs + n : pc->alloc * 2;
+		pc->recs = mk_xrealloc(pc->recs, pc->alloc * sizeof(*pc->recs));
+	}
+	for (size_t i = 0; i < n; i++)
+		pc->recs[pc->nrecs++] = (pc_rec){
+			pc->formatted + (pc->marks[i].end - before), pi,
+			pc->marks[i].offset + 1 };
+	pc->formatted += out->len - before;
+	pc->returned += (int64_t)n;
+	return n;
 }
 
 static bool max_reached(const struct mk_poll_cursor *pc)
@@ -164,11 +197,11 @@ mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_wait *wait,
 		poll_ctx ctx = { h, pc };
 		pc->npolls++;
 		int64_t count;
-		mk_err err = mk_group_poll(fs->groups, h->ref.group, h->ref.member,
-					   pc->rp.max > 0 ? pc->rp.max - pc->returned : 0,
-					   pc->rp.follow ? FOLLOW_POLLS : 1,
-					   pc->rp.committed, pc->cache, on_record, &ctx,
-					   &count, why);
+		mk_err err = mk_group_poll_batches(
+			fs->groups, h->ref.group, h->ref.member,
+			pc->rp.max > 0 ? pc->rp.max - pc->returned : 0,
+			pc->rp.follow ? FOLLOW_POLLS : 1, pc->rp.committed,
+			pc->cache, on_batch, &ctx, &count, why);
 		if (err)
 			return err;
 		if (count) {

@@ -95,6 +95,7 @@ static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
 						   sizeof(mk_ll_ops), fs);
 	if (!se)
 		return 1;
+	fs->session = se;
 	int rc = 1;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_destroy;

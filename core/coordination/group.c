@@ -1443,9 +1443,47 @@ static void cache_bounds(poll_cached *pc)
 	}
 }
 
+/* mk_group_poll's records, one callback each. */
+typedef struct {
+	mk_poll_fn fn;
+	void *arg;
+} each_record_ctx;
+
+static size_t each_record(void *arg, const mk_poll_partition *pp,
+			  const mk_batch_view *b, int64_t from, int64_t end,
+			  size_t max, int64_t *next)
+{
+	each_record_ctx *ctx = arg;
+	size_t n = 0;
+	mk_record_iter it;
+	mk_record_view rec;
+	mk_record_iter_init(&it, b);
+	while (n < max && mk_record_next(&it, &rec)) {
+		if (rec.offset < from)
+			continue;
+		if (rec.offset >= end)
+			break;
+		ctx->fn(ctx->arg, pp, &rec);
+		n++;
+		*next = rec.offset + 1;
+	}
+	return n;
+}
+
 mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 		     int64_t max, int polls, bool committed, mk_poll_cache *cache,
 		     mk_poll_fn fn, void *arg, int64_t *count, mk_strbuf *why)
+{
+	each_record_ctx ctx = { fn, arg };
+	return mk_group_poll_batches(g, group, member, max, polls, committed,
+				     cache, each_record, &ctx, count, why);
+}
+
+mk_err mk_group_poll_batches(mk_groups *g, const char *group,
+			     const char *member, int64_t max, int polls,
+			     bool committed, mk_poll_cache *cache,
+			     mk_poll_batch_fn fn, void *arg, int64_t *count,
+			     mk_strbuf *why)
 {
 	*count = 0;
 	pthread_mutex_lock(&g->lock);
@@ -1532,18 +1570,11 @@ mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 					continue;
 				if (!mk_batch_is_control(&b) &&
 				    !(committed && mk_aborted_hides(&pc->aborted, &b))) {
-					mk_record_iter it;
-					mk_record_view rec;
-					mk_record_iter_init(&it, &b);
-					while (*count < max && mk_record_next(&it, &rec)) {
-						if (rec.offset < from)
-							continue;
-						if (rec.offset >= visible)
-							break;
-						fn(arg, &pp, &rec);
-						(*count)++;
+					size_t took = fn(arg, &pp, &b, from, visible,
+							 (size_t)(max - *count), &from);
+					if (took) {
+						*count += (int64_t)took;
 						last_used = k;
-						from = rec.offset + 1;
 					}
 				}
 				if (*count < max && mk_batch_next_offset(&b) > from)

@@ -148,6 +148,17 @@ typedef struct {
  * callback returns. */
 typedef void (*mk_poll_fn)(void *arg, const mk_poll_partition *pp,
 			   const mk_record_view *rec);
+/*
+ * Called for each data batch with records to return, in order: it takes
+ * the first records of b whose offsets lie in [from, end), at most max
+ * (>= 1) of them, returns how many it took and sets *next to the offset
+ * after the last one taken (untouched when none). The view lives until
+ * the callback returns. A batch at a time, so that a reader formats a
+ * whole batch in one call (no per-record call here).
+ */
+typedef size_t (*mk_poll_batch_fn)(void *arg, const mk_poll_partition *pp,
+				   const mk_batch_view *b, int64_t from,
+				   int64_t end, size_t max, int64_t *next);
 
 /*
  * What a poller fetched and has not returned yet, per partition, so that
@@ -179,6 +190,12 @@ void mk_poll_cache_free(mk_poll_cache *c);
 mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
 		     int64_t max, int polls, bool committed, mk_poll_cache *cache,
 		     mk_poll_fn fn, void *arg, int64_t *count, mk_strbuf *why);
+/* The same, handing out whole batches (fn takes their records). */
+mk_err mk_group_poll_batches(mk_groups *g, const char *group,
+			     const char *member, int64_t max, int polls,
+			     bool committed, mk_poll_cache *cache,
+			     mk_poll_batch_fn fn, void *arg, int64_t *count,
+			     mk_strbuf *why);
 /* Move a position from `from` to `to` if it is still `from` and the
  * member still owns the partition; false otherwise (nothing changes). */
 bool mk_group_advance(mk_groups *g, const char *group, const char *member,

@@ -161,7 +161,9 @@ out=$(tail -n 1 "$B2/batches" 2>"$MK_TMP/err"); rc=$?
 assert_eq "0 $(rd "$T/batches" | tail -n 1)" "$rc $out" "tail -n 1 of a follower's batches"
 assert_eq "3" "$(stat -c %s "$T/hw")" "ls -l shows a one-value file's size (hw '11\\n')"
 assert_eq "$(rd "$MNT/README" | wc -c)" "$(stat -c %s "$MNT/README")" "README's size"
-assert_eq "0" "$(stat -c %s "$T/records")" "records has size 0 while nobody reads it"
+assert_eq "0" "$(stat -c %s "$T/records@3")" "records@3 has size 0 while nobody reads it (never read to its end)"
+assert_eq "$(rd "$T/records" | wc -c)" "$(stat -c %s "$T/records")" \
+	"records, read to its end while the partition did not change, has the length of its text (paged records)"
 tail -f "$T/records" >"$MK_TMP/tailf" 2>"$MK_TMP/tailf.err" &
 TAILF=$!
 mk_wait_for 10 grep -qx record-k "$MK_TMP/tailf" || fail "tail -f printed the existing tail"

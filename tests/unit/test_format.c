@@ -1020,6 +1020,91 @@ static void test_batch_records(void **state)
 	mk_strbuf_release(&want);
 }
 
+/*
+ * mk_format_records_lines with a lead and marks (a member's poll): every
+ * TSV line starts with the lead, every JSON object has it right after its
+ * '{', plain text has none; each mark holds a record's offset and the
+ * length of the text just after its line.
+ */
+static void test_batch_records_lead_marks(void **state)
+{
+	(void)state;
+	mk_strbuf frame = MK_STRBUF_INIT, got = MK_STRBUF_INIT,
+		  want = MK_STRBUF_INIT, one = MK_STRBUF_INIT;
+	mk_batch_view b;
+	build_batch(&frame, &b);
+	static const mk_format fmts[] = { MK_FORMAT_PLAIN, MK_FORMAT_TSV,
+					  MK_FORMAT_JSON };
+	static const char *const leads[] = { "", "topic.x\t3\t",
+					     "\"topic\":\"topic.x\",\"partition\":3," };
+	for (size_t f = 0; f < 3; f++) {
+		for (int64_t from = 499; from <= 506; from++) {
+			for (size_t max = 1; max <= 7; max++) {
+				mk_format_mark marks[6];
+				memset(marks, 0xab, sizeof(marks));
+				mk_format_lines o = {
+					.format = fmts[f], .lead = leads[f],
+					.lead_len = strlen(leads[f]), .marks = marks,
+				};
+				mk_strbuf_reset(&got);
+				mk_strbuf_reset(&want);
+				mk_strbuf_addstr(&got, "xy");
+				mk_strbuf_addstr(&want, "xy");
+				int64_t next = -5, wnext = -5;
+				size_t n = mk_format_records_lines(&o, &b, from, 505,
+								   max, &got, &next);
+				size_t wn = 0;
+				mk_record_iter it;
+				mk_record_view rec;
+				mk_record_iter_init(&it, &b);
+				while (wn < max && mk_record_next(&it, &rec)) {
+					if (rec.offset < from)
+						continue;
+					if (rec.offset >= 505)
+						break;
+					mk_strbuf_reset(&one);
+					mk_format_record(fmts[f], &rec, &one);
+					if (fmts[f] == MK_FORMAT_TSV)
+						mk_strbuf_addstr(&want, leads[f]);
+					if (fmts[f] == MK_FORMAT_JSON) {
+						mk_strbuf_addch(&want, '{');
+						mk_strbuf_addstr(&want, leads[f]);
+						mk_strbuf_add(&want, one.buf + 1, one.len - 1);
+					} else {
+						mk_strbuf_add(&want, one.buf, one.len);
+					}
+					assert_int_equal(marks[wn].offset, rec.offset);
+					assert_int_equal(marks[wn].end, want.len);
+					wnext = rec.offset + 1;
+					wn++;
+				}
+				assert_int_equal(n, wn);
+				assert_int_equal(next, wnext);
+				assert_int_equal(got.len, want.len);
+				assert_memory_equal(got.buf, want.buf, got.len);
+			}
+		}
+	}
+	/* spelled out: two TSV lines with a lead */
+	mk_format_mark marks[6];
+	mk_format_lines o = { .format = MK_FORMAT_TSV, .lead = "t\t0\t",
+			      .lead_len = 4, .marks = marks };
+	mk_strbuf_reset(&got);
+	int64_t next = 0;
+	assert_int_equal(mk_format_records_lines(&o, &b, 500, 502, SIZE_MAX, &got,
+						 &next), 2);
+	assert_int_equal(next, 502);
+	assert_string_equal(got.buf, "t\t0\t500\t1000\t\\N\tplain\n"
+			    "t\t0\t501\t-1\tk\\\\\tv\\n\\x00w\ttrace=a\\tb\t"
+			    "a\\x3db=\\N\t\xfe=\xff\n");
+	assert_int_equal(marks[0].end, 22);
+	assert_int_equal(marks[1].end, got.len);
+	mk_strbuf_release(&frame);
+	mk_strbuf_release(&got);
+	mk_strbuf_release(&want);
+	mk_strbuf_release(&one);
+}
+
 /* A control batch (transaction marker) formats as nothing. */
 static void test_batch_records_control(void **state)
 {
@@ -1071,6 +1156,7 @@ int main(void)
 		cmocka_unit_test(test_json_utf8_runs),
 		cmocka_unit_test(test_batch_records),
 		cmocka_unit_test(test_batch_records_control),
+		cmocka_unit_test(test_batch_records_lead_marks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# bench/ab.sh — two daemons side by side on the append rows of issues 7 and
+# 11 (bench/README.md, "ab.sh"): a change measured against the daemon it
+# changes, in the same run, rounds interleaved.
+#
+# Usage: bash bench/ab.sh DAEMON_A DAEMON_B [ROUNDS]
+#   DAEMON_A, DAEMON_B  minikafkafs binaries (e.g. main's, copied aside
+#                       before the change, and build/minikafkafs)
+#   ROUNDS              rounds (default 4)
+#
+# Each round writes, with bench/bwrite in 128 KiB write() calls, `sync`
+# before each measurement, the two daemons in alternating order:
+#   plain   a plain file (once per round, the baseline of the ratios)
+#   app1g   BENCH_BYTES into partition 0 of a topic with 1 GiB segments
+#   app1m   the same with the default 1 MiB segments
+#   t4      BENCH_TOPIC_BYTES into a 4-partition topic (1 GiB segments)
+#   tsv16   as many keyed TSV rows (1000 keys) into 16 partitions
+# Every topic is deleted after its row. Per round it prints MB/s; at the
+# end, per daemon, the ratios of each round (app1g/plain, app1m/app1g,
+# t4/app1g, tsv16/app1g) and their range.
+#
+# Environment: BENCH_BYTES (default 256M), BENCH_TOPIC_BYTES (default
+# 128M), AB_ROWS (default "app1g app1m t4 tsv16"), BUILD_DIR, BENCH_TMPDIR
+# (parent of the scratch directory, default BUILD_DIR/bench),
+# BENCH_TIMEOUT (seconds per measurement, default 120).
+set -u
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD_DIR:-$REPO/build}
+BW=$BUILD/bench/bwrite
+BYTES=${BENCH_BYTES:-256M}
+TBYTES=${BENCH_TOPIC_BYTES:-128M}
+ROWS=${AB_ROWS:-"app1g app1m t4 tsv16"}
+STEP_TIMEOUT=${BENCH_TIMEOUT:-120}
+
+die() { echo "ab.sh: $*" >&2; exit 1; }
+[ $# -ge 2 ] || die "usage: ab.sh DAEMON_A DAEMON_B [ROUNDS]"
+A=$1 B=$2 ROUNDS=${3:-4}
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer"
+for f in "$A" "$B" "$BW"; do
+    [ -x "$f" ] || die "$f: not an executable"
+done
+for row in $ROWS; do
+    case $row in
+        app1g | app1m | t4 | tsv16) ;;
+        *) die "unknown row '$row'" ;;
+    esac
+done
+
+parent=${BENCH_TMPDIR:-$BUILD/bench}
+mkdir -p "$parent" || die "cannot create $parent"
+TMP=$(mktemp -d "$parent/ab.XXXXXX") || die "mktemp in $parent failed"
+PIDS=()
+
+# shellcheck disable=SC2317  # called through the trap
+cleanup() {
+    local x p
+    for x in a b; do
+        timeout 30 fusermount3 -u "$TMP/m$x" 2>/dev/null ||
+            fusermount3 -u -z "$TMP/m$x" 2>/dev/null
+    done
+    for p in "${PIDS[@]}"; do
+        timeout 30 tail --pid="$p" -f /dev/null 2>/dev/null || kill -KILL "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
+    rm -rf --one-file-system "$TMP"
+}
+trap cleanup EXIT
+trap 'echo "ab.sh: interrupted" >&2; exit 130' INT TERM HUP
+
+for x in a b; do
+    mkdir -p "$TMP/d$x" "$TMP/m$x"
+done
+"$A" -f "$TMP/da" "$TMP/ma" >"$TMP/a.log" 2>&1 &
+PIDS+=($!)
+"$B" -f "$TMP/db" "$TMP/mb" >"$TMP/b.log" 2>&1 &
+PIDS+=($!)
+for ((i = 0; i < 100; i++)); do
+    mountpoint -q "$TMP/ma" && mountpoint -q "$TMP/mb" && break
+    sleep 0.1
+done
+if ! mountpoint -q "$TMP/ma" || ! mountpoint -q "$TMP/mb"; then
+    die "a daemon did not mount: $(cat "$TMP/a.log" "$TMP/b.log")"
+fi
+
+# mbps CMD... : run one bwrite, print its MB/s (nothing when it failed).
+mbps() {
+    timeout -k 5 "$STEP_TIMEOUT" "$@" 2>>"$TMP/err" | sed -n 's/.*mbps=\([0-9.]*\).*/\1/p'
+}
+
+# measure MOUNT ROW ROUND : one row on one daemon; prints MB/s.
+measure() {
+    local m=$1 row=$2 name=$2$3 seg=' segment.bytes=1073741824'
+    case $row in
+        app1m) seg='' ;;
+    esac
+    case $row in
+        app1g | app1m) echo "create-topic $name$seg" >"$m/ctl" ;;
+        t4) echo "create-topic $name partitions=4$seg" >"$m/ctl" ;;
+        tsv16) echo "create-topic $name partitions=16$seg" >"$m/ctl" ;;
+    esac || return 0
+    sync
+    case $row in
+        app1g | app1m) mbps "$BW" write "$m/topics/$name/0/append" "$BYTES" 128K ;;
+        t4) mbps "$BW" write "$m/topics/$name/append" "$TBYTES" 128K ;;
+        tsv16) mbps "$BW" write -k 1000 "$m/topics/$name/append:tsv" "$TBYTES" 128K ;;
+    esac
+    echo "delete-topic $name" >"$m/ctl"
+}
+
+declare -A FIG   # FIG[daemon,row,round]
+echo "ab.sh — $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs; A=$A B=$B"
+echo "MB/s per round, A/B (A first in odd rounds, B first in even ones)"
+for ((r = 1; r <= ROUNDS; r++)); do
+    sync
+    FIG[p,plain,$r]=$(mbps "$BW" write -c "$TMP/plain.dat" "$BYTES" 128K)
+    rm -f "$TMP/plain.dat"
+    line="round $r: plain ${FIG[p,plain,$r]:-n/a}"
+    for row in $ROWS; do
+        if ((r % 2)); then
+            FIG[a,$row,$r]=$(measure "$TMP/ma" "$row" "$r")
+            FIG[b,$row,$r]=$(measure "$TMP/mb" "$row" "$r")
+        else
+            FIG[b,$row,$r]=$(measure "$TMP/mb" "$row" "$r")
+            FIG[a,$row,$r]=$(measure "$TMP/ma" "$row" "$r")
+        fi
+        line+="  $row ${FIG[a,$row,$r]:-n/a}/${FIG[b,$row,$r]:-n/a}"
+    done
+    echo "$line"
+done
+
+# ratio NUM DEN : NUM/DEN to two places, or nothing.
+ratio() {
+    [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'
+}
+# Ratios of the same daemon and round; a range over the rounds.
+report() { # LABEL NUMROW DENROW
+    local x r v all out
+    for x in a b; do
+        all=()
+        for ((r = 1; r <= ROUNDS; r++)); do
+            if [ "$3" = plain ]; then
+                v=$(ratio "${FIG[$x,$2,$r]:-}" "${FIG[p,plain,$r]:-}")
+            else
+                v=$(ratio "${FIG[$x,$2,$r]:-}" "${FIG[$x,$3,$r]:-}")
+            fi
+            [ -n "$v" ] && all+=("$v")
+        done
+        out=$(printf '%s\n' "${all[@]}" | sort -n | awk 'NF { v[n++] = $1 }
+            END { if (n) printf "%s-%s (median %s)", v[0], v[n - 1], v[int(n / 2)] }')
+        printf '  %-13s %s: %s   [%s]\n' "$1" "${x^^}" "${out:-n/a}" "${all[*]}"
+    done
+}
+has() { case " $ROWS " in *" $1 "*) return 0 ;; esac; return 1; }
+echo "same-round ratios, per daemon: low-high (median) [each round]"
+if has app1g; then
+    report app1g/plain app1g plain
+    for row in app1m t4 tsv16; do
+        has "$row" && report "$row/app1g" "$row" app1g
+    done
+fi
+if [ -s "$TMP/err" ]; then
+    echo "errors:"
+    sed 's/^/  /' "$TMP/err" | sort | uniq -c | head -n 10
+fi
