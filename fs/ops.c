@@ -396,6 +396,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* After daemonizing: threads survive. */
 	fs->parking = mk_parking_new(fs, drop_handle);
+	/* A fetcher answers the acks=all writes its round completed. */
+	mk_cluster_on_round(fs->cluster, mk_parking_help, fs->parking);
 	fs->views = mk_viewmemo_new(&view_kernel);
 	fs->probe = mk_cacheprobe_new();
 	mk_cluster_start(fs->cluster);
