@@ -63,6 +63,45 @@ print(" ".join(out))
 PY
 assert_eq "paged stream paged paged" "$(cat "$MK_TMP/cold")" \
 	"a view whose first page left the cache is read once as a stream, then paged again"
+# Many opens at once (40: more than libfuse's 10 worker threads), the
+# first page cold, then warm. No worker waits for the kernel's answer to
+# a probe (the open is answered by the retrieve_reply, on another
+# worker): every probe is answered, so exactly every other cold open is a
+# stream; when the workers waited, they all sat in probes while the
+# answers queued, each probe gave up after 200 ms, and those opens were
+# paged. Warm: all paged.
+"$MK_PYTHON" - "$R" "$MK_TMP/want" <<'PY' >"$MK_TMP/burst"
+import os, sys, threading, time
+want = open(sys.argv[2], "rb").read()
+N = 40
+def burst():
+    fds = [None] * N
+    go = threading.Barrier(N)
+    def one(i):
+        go.wait()
+        fds[i] = os.open(sys.argv[1], os.O_RDONLY)
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(N)]
+    t0 = time.monotonic()
+    for t in ts: t.start()
+    for t in ts: t.join()
+    took = time.monotonic() - t0
+    kinds = []
+    for fd in fds:
+        got = os.pread(fd, 10, 1000)
+        kinds.append("paged" if got == want[1000:1010] else "stream" if got == want[:10] else repr(got))
+    for fd in fds: os.close(fd)
+    return kinds, took
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+os.close(fd)
+cold, t1 = burst()
+warm, t2 = burst()
+print("cold", cold.count("stream"), cold.count("paged"), "warm", warm.count("stream"), warm.count("paged"))
+print("took %.3f s and %.3f s" % (t1, t2))
+PY
+assert_eq "cold 20 20 warm 0 40" "$(head -n 1 "$MK_TMP/burst")" \
+	"40 concurrent opens, cold then warm: every probe answered (half the cold ones streams), the warm ones paged"
+note "$(tail -n 1 "$MK_TMP/burst")"
 cat "$R" >"$MK_TMP/got3b"
 assert_files_eq "$MK_TMP/want" "$MK_TMP/got3b" "a cat after the cache went cold and came back"
 
