@@ -403,7 +403,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* After daemonizing: threads survive. */
 	fs->parking = mk_parking_new(fs, drop_handle);
-	fs->views = mk_viewmemo_new(&view_kernel);
+	/* A step waits in the kernel for reads other workers answer: at
+	 * most half the workers step at once (viewmemo.h); one worker
+	 * alone never could, so it has no paged records. */
+	unsigned workers = fs->workers ? fs->workers : 10;
+	fs->views = workers > 1 ? mk_viewmemo_new(&view_kernel, (int)workers / 2)
+				: NULL;
 	fs->probe = mk_cacheprobe_new();
 	mk_parking_set_tick(fs->parking, probe_tick, fs);
 	mk_cluster_start(fs->cluster);

@@ -50,12 +50,16 @@ struct mk_viewmemo {
 	mk_view_pages **m;
 	size_t n, alloc;
 	uint64_t clock;
+	/* Steps in their kernel calls, at most max_stepping (no lock). */
+	_Atomic int stepping;
+	int max_stepping;
 };
 
-mk_viewmemo *mk_viewmemo_new(const mk_view_kernel *k)
+mk_viewmemo *mk_viewmemo_new(const mk_view_kernel *k, int max_stepping)
 {
 	mk_viewmemo *vm = mk_xcalloc(1, sizeof(*vm));
 	pthread_mutex_init(&vm->lock, NULL);
+	vm->max_stepping = max_stepping;
 	if (k) {
 		vm->k = *k;
 		vm->has_k = true;
@@ -299,14 +303,24 @@ long long mk_viewmemo_told(mk_view_pages *pg)
 	return atomic_load(&pg->told);
 }
 
-bool mk_viewmemo_step_begin(mk_view_pages *pg, uint64_t seq, int64_t *end,
-			    long long *size)
+/* One of the vm->max_stepping places for a step; false: all taken. */
+static bool stepping_take(mk_viewmemo *vm)
+{
+	int n = atomic_load(&vm->stepping);
+	while (n < vm->max_stepping)
+		if (atomic_compare_exchange_weak(&vm->stepping, &n, n + 1))
+			return true;
+	return false;
+}
+
+bool mk_viewmemo_step_begin(mk_viewmemo *vm, mk_view_pages *pg, uint64_t seq,
+			    int64_t *end, long long *size)
 {
 	if (atomic_load(&pg->stepped) == seq)
 		return false;
 	if (pthread_mutex_trylock(&pg->step) != 0)
 		return false;
-	if (atomic_load(&pg->stepped) == seq) {
+	if (atomic_load(&pg->stepped) == seq || !stepping_take(vm)) {
 		pthread_mutex_unlock(&pg->step);
 		return false;
 	}
@@ -338,5 +352,6 @@ void mk_viewmemo_step_end(mk_viewmemo *vm, mk_view_pages *pg, uint64_t seq,
 	}
 	if (ok)
 		atomic_store(&pg->stepped, seq);
+	atomic_fetch_sub(&vm->stepping, 1);
 	pthread_mutex_unlock(&pg->step);
 }

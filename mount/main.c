@@ -96,6 +96,7 @@ static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
 	if (!se)
 		return 1;
 	fs->session = se;
+	fs->workers = fopts->singlethread ? 1 : fopts->max_threads;
 	int rc = 1;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_destroy;

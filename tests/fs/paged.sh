@@ -248,3 +248,22 @@ for f in tsv json; do
 done
 
 mk_unmount
+
+# One worker thread (-s): a step waits in the kernel for reads only
+# another worker could answer, so records are never paged (a pread of a
+# third open still reads from the descriptor's position, as streams do).
+MK_MOUNT_OPTS="-s" mk_mount
+cat "$R" >/dev/null; cat "$R" >/dev/null
+"$MK_PYTHON" - "$R" "$MK_TMP/want5" <<'PY' >"$MK_TMP/single"
+import os, sys
+want = open(sys.argv[2], "rb").read()
+fd = os.open(sys.argv[1], os.O_RDONLY)
+got = os.pread(fd, 10, 1000)
+os.close(fd)
+print("paged" if got == want[1000:1010] else "stream" if got == want[:10] else repr(got))
+PY
+assert_eq "stream" "$(cat "$MK_TMP/single")" "with one worker thread (-s) records views are streams"
+assert_eq "0" "$(mk_size "$R")" "and their length is not told (no memo)"
+cat "$R" >"$MK_TMP/got9"
+assert_files_eq "$MK_TMP/want5" "$MK_TMP/got9" "a cat with one worker thread"
+mk_unmount
