@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -374,6 +375,24 @@ static int view_retrieve(void *arg, uint64_t ino, size_t size, long long off,
 					     (off_t)off, cookie);
 }
 
+void mk_fs_stop(mkfs *fs)
+{
+	struct mk_viewmemo *vm = fs->views;
+	if (!vm || mk_viewmemo_stop(vm))
+		fuse_session_exit(fs->session);
+}
+
+/* The last step under way at a stop ended: end the loop, and interrupt
+ * its thread's wait (libfuse's loop looks at the exit flag when a signal
+ * interrupts it). */
+static void views_drained(void *arg)
+{
+	mkfs *fs = arg;
+	fuse_session_exit(fs->session);
+	if (fs->has_loop_thread)
+		pthread_kill(fs->loop_thread, SIGTERM);
+}
+
 /* The completion thread's timer: probes past their time are unknown. */
 static int64_t probe_tick(void *arg, int64_t now_ms)
 {
@@ -407,8 +426,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * most half the workers step at once (viewmemo.h); one worker
 	 * alone never could, so it has no paged records. */
 	unsigned workers = fs->workers ? fs->workers : 10;
-	fs->views = workers > 1 ? mk_viewmemo_new(&view_kernel, (int)workers / 2)
-				: NULL;
+	struct mk_viewmemo *views = workers > 1
+		? mk_viewmemo_new(&view_kernel, (int)workers / 2) : NULL;
+	if (views)
+		mk_viewmemo_on_drained(views, views_drained, fs);
+	fs->views = views;    /* complete before a signal handler may see it */
 	fs->probe = mk_cacheprobe_new();
 	mk_parking_set_tick(fs->parking, probe_tick, fs);
 	mk_cluster_start(fs->cluster);

@@ -80,11 +80,12 @@
  *     reads in flight, which unlocks their pages, and the notifications
  *     then fail (ENOTCONN/ENOENT, ignored: told is raised anyway, and no
  *     page of the name is cached any more). A normal unmount cannot
- *     happen with descriptors open. Not covered: a stop by signal
- *     (SIGTERM) while a step waits for a read: libfuse's loop then stops
- *     taking requests and waits for the stepping worker, which waits for
- *     the read, until the connection is aborted
- *     (/sys/fs/fuse/connections/N/abort or umount -f).
+ *     happen with descriptors open. A stop by signal: libfuse's loop,
+ *     once told to exit, takes no more requests and waits for its busy
+ *     workers, so a step waiting for a read would never end; the
+ *     daemon's signal handler (ops.c) calls mk_viewmemo_stop instead and
+ *     ends the loop only once no step is under way (the last one to end
+ *     does), new steps being refused meanwhile.
  */
 #ifndef MK_VIEWMEMO_H
 #define MK_VIEWMEMO_H
@@ -122,6 +123,16 @@ typedef struct {
 /* k (copied; NULL: no kernel, for tests) is called by opens and steps;
  * at most max_stepping steps run at once (above). */
 mk_viewmemo *mk_viewmemo_new(const mk_view_kernel *k, int max_stepping);
+/*
+ * A stop (ops.c: SIGTERM, SIGINT, SIGHUP): no step begins from now on.
+ * True when none is under way (the request loop may end now); false: the
+ * last one under way calls drained(arg) (once) as it ends, and until then
+ * the loop must go on serving (that step waits for reads).
+ * Async-signal-safe (atomics only). Set drained before any step.
+ */
+bool mk_viewmemo_stop(mk_viewmemo *vm);
+void mk_viewmemo_on_drained(mk_viewmemo *vm, void (*drained)(void *arg),
+			    void *arg);
 /* Puts every topic reference; call before the cluster is closed. */
 void mk_viewmemo_free(mk_viewmemo *vm);
 

@@ -10,7 +10,7 @@
  * as text) grows only after the pages from the old end on were dropped,
  * never shrinks while paged descriptors are open, and reads may serve
  * the new text before the kernel learns its size; at most max_stepping
- * steps run at once.
+ * steps run at once, and a stop waits for them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -333,6 +333,66 @@ static void test_step_budget(void **state)
 	assert_int_equal(refs(&t), 100);
 }
 
+/*
+ * A stop by signal: libfuse's loop, once ended, answers no more reads,
+ * so it may end only when no step waits in the kernel. mk_viewmemo_stop
+ * says whether none is under way; otherwise the last one to end calls
+ * drained; no step begins after it.
+ */
+static int ndrained;
+
+static void drained(void *arg)
+{
+	(void)arg;
+	ndrained++;
+}
+
+static void test_stop(void **state)
+{
+	(void)state;
+	mk_topic t;
+	fake_topic(&t);
+	mk_viewmemo *vm = mk_viewmemo_new(NULL, 4);
+	mk_viewmemo_on_drained(vm, drained, NULL);
+	mk_view_pages *pg[2];
+	int64_t end;
+	long long size;
+	bool fresh;
+	for (int i = 0; i < 2; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/topics/t/%d/records", i);
+		mk_view_id id = { &t, i, 5, 0 };
+		mk_viewmemo_learn(vm, path, &id, 10, 1000, ref(&t));
+		pg[i] = mk_viewmemo_open(vm, path, &id, 0, &end, &fresh);
+		mk_viewmemo_opened(vm, pg[i], 42, NULL, fresh);
+	}
+	ndrained = 0;
+	assert_true(mk_viewmemo_step_begin(vm, pg[0], 6, &end, &size));
+	assert_true(mk_viewmemo_step_begin(vm, pg[1], 6, &end, &size));
+	/* Two under way: the loop must go on. */
+	assert_false(mk_viewmemo_stop(vm));
+	assert_false(mk_viewmemo_stop(vm));
+	mk_viewmemo_step_end(vm, pg[0], 6, true, 11, 1100, '\n');
+	assert_int_equal(ndrained, 0);
+	/* No new step once stopping (the stat reports told). */
+	assert_false(mk_viewmemo_step_begin(vm, pg[0], 7, &end, &size));
+	assert_int_equal(ndrained, 0);
+	/* The last one ends: drained, once. */
+	mk_viewmemo_step_end(vm, pg[1], 6, true, 11, 1100, '\n');
+	assert_int_equal(ndrained, 1);
+	assert_true(mk_viewmemo_stop(vm));
+	assert_false(mk_viewmemo_step_begin(vm, pg[1], 7, &end, &size));
+	assert_int_equal(ndrained, 1);
+	for (int i = 0; i < 2; i++)
+		mk_viewmemo_close(vm, pg[i], false);
+	mk_viewmemo_free(vm);
+	/* None under way: the loop may end at once. */
+	vm = mk_viewmemo_new(NULL, 4);
+	assert_true(mk_viewmemo_stop(vm));
+	mk_viewmemo_free(vm);
+	assert_int_equal(refs(&t), 100);
+}
+
 static void test_full_table(void **state)
 {
 	(void)state;
@@ -382,6 +442,7 @@ int main(void)
 		cmocka_unit_test(test_keep_cache),
 		cmocka_unit_test(test_step),
 		cmocka_unit_test(test_step_budget),
+		cmocka_unit_test(test_stop),
 		cmocka_unit_test(test_full_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
