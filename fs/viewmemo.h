@@ -83,9 +83,10 @@
  *     happen with descriptors open. A stop by signal: libfuse's loop,
  *     once told to exit, takes no more requests and waits for its busy
  *     workers, so a step waiting for a read would never end; the
- *     daemon's signal handler (ops.c) calls mk_viewmemo_stop instead and
- *     ends the loop only once no step is under way (the last one to end
- *     does), new steps being refused meanwhile.
+ *     daemon's signal handler (mount/main.c, mk_fs_stop) calls
+ *     mk_viewmemo_stop instead and ends the loop only once no step is
+ *     under way (the last one to end does), new steps being refused
+ *     meanwhile.
  */
 #ifndef MK_VIEWMEMO_H
 #define MK_VIEWMEMO_H
