@@ -137,8 +137,6 @@ static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
 		return 1;
 	fs->session = se;
 	fs->workers = fopts->singlethread ? 1 : fopts->max_threads;
-	fs->loop_thread = pthread_self();
-	fs->has_loop_thread = true;
 	int rc = 1;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_destroy;
@@ -147,6 +145,9 @@ static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
 		goto out_signals;
 	if (fuse_daemonize(fopts->foreground) != 0)
 		goto out_unmount;
+	/* After daemonizing (a fork): the thread that runs the loop. */
+	fs->loop_thread = pthread_self();
+	fs->has_loop_thread = true;
 	if (fopts->singlethread) {
 		fuse_session_loop(se);
 	} else {
