@@ -912,6 +912,7 @@ static mk_err check_acks(mk_handle *h, bool all, mk_wait_kind kind,
 	mk_err err = mk_producer_check(h->prod, all, &pending, &aw, why);
 	if (pending) {
 		*wait = (mk_wait){ .kind = kind, .p = aw.p, .seen = aw.seen,
+				   .has_ticket = true, .ticket = aw.ticket,
 				   .deadline_ms = aw.deadline_ms };
 		return MK_OK;
 	}

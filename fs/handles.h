@@ -124,6 +124,8 @@ typedef struct {
 	uint64_t seen;           /* p's change count when it last looked */
 	int64_t deadline_ms;     /* cluster clock; INT64_MAX = none */
 	int recheck_ms;          /* wall time: look again then; 0 = only events */
+	bool has_ticket;         /* the acks kinds: the ticket p owes first */
+	mk_ack_ticket ticket;    /* (mk_watch.ack: not woken for nothing) */
 } mk_wait;
 
 static inline bool mk_wait_pending(const mk_wait *w)

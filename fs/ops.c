@@ -422,6 +422,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* After daemonizing: threads survive. */
 	fs->parking = mk_parking_new(fs, drop_handle);
+	/* A fetcher answers the acks=all writes its round completed. */
+	mk_cluster_on_round(fs->cluster, mk_parking_help, fs->parking);
 	/* A step waits in the kernel for reads other workers answer: at
 	 * most half the workers step at once (viewmemo.h); one worker
 	 * alone never could, so it has no paged records. */

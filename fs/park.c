@@ -34,6 +34,7 @@ typedef struct mk_parked {
 	mk_wait wait;
 	int64_t due_wall_ms;        /* system clock: look again then; 0 = never */
 	bool queued, interrupted;   /* under lot->lock */
+	bool busy;                  /* taken by a thread: events wait for arm */
 	bool arming, fired;         /* an event while being armed waits */
 	struct mk_parked *qnext;    /* the queue */
 	struct mk_parked *prev, *next;   /* every parked request */
@@ -50,6 +51,11 @@ struct mk_parking {
 	bool stopping;
 	pthread_t thread;
 	bool started;
+	int helpers;                /* threads inside mk_parking_help */
+	/* The completion thread sleeps until then (wall ms; INT64_MAX: no
+	 * bound; 0: it is awake and looks at every due time before it
+	 * sleeps again). */
+	int64_t sleeps_until;
 	/* jobs: queued for the command thread; interrupted before starting */
 	mk_job *jobs, *jobs_tail, *cancels;
 	pthread_cond_t jobs_cond;
@@ -73,8 +79,15 @@ void mk_reply_fail(mkfs *fs, fuse_req_t req, const char *path, mk_err err,
 	fuse_reply_err(req, mk_errno(err));
 }
 
-/* Under lot->lock. */
-static void enqueue(mk_parking *lot, mk_parked *k)
+/*
+ * The lot a thread helps (mk_parking_help, which a fetcher calls after
+ * every round): its events queue an acks=all write for it to answer after
+ * the round instead of waking the completion thread.
+ */
+static __thread mk_parking *helping;
+
+/* Under lot->lock; quiet: the calling thread answers it (no wake-up). */
+static void enqueue(mk_parking *lot, mk_parked *k, bool quiet)
 {
 	if (k->queued)
 		return;
@@ -85,7 +98,8 @@ static void enqueue(mk_parking *lot, mk_parked *k)
 	else
 		lot->qhead = k;
 	lot->qtail = k;
-	pthread_cond_signal(&lot->cond);
+	if (!quiet)
+		pthread_cond_signal(&lot->cond);
 }
 
 /* Under lot->lock: take k off the queue if it is on it. */
@@ -108,13 +122,18 @@ static void dequeue(mk_parking *lot, mk_parked *k)
 
 /* Under lot->lock: an event for k. While k is being armed the event is
  * only noted (arm queues it at the end), so k is never processed before
- * arm() is done with it. */
-static void event(mk_parking *lot, mk_parked *k)
+ * arm() is done with it; while a thread has taken k (busy) it is dropped:
+ * that thread looks at k after disarming it, and arm() catches what came
+ * meanwhile (the watcher's change count, a pending interrupt, due times
+ * set anew). */
+static void event(mk_parking *lot, mk_parked *k, bool quiet)
 {
+	if (k->busy)
+		return;
 	if (k->arming)
 		k->fired = true;
 	else
-		enqueue(lot, k);
+		enqueue(lot, k, quiet);
 }
 
 /* The watcher's callback: under the partition's lock, record only. */
@@ -122,7 +141,7 @@ static void on_change(mk_watch *w)
 {
 	mk_parked *k = (mk_parked *)w;
 	pthread_mutex_lock(&k->lot->lock);
-	event(k->lot, k);
+	event(k->lot, k, helping == k->lot && k->op == MK_PARK_WRITE);
 	pthread_mutex_unlock(&k->lot->lock);
 }
 
@@ -133,7 +152,7 @@ static void on_interrupt(fuse_req_t req, void *arg)
 	mk_parked *k = arg;
 	pthread_mutex_lock(&k->lot->lock);
 	k->interrupted = true;
-	event(k->lot, k);
+	event(k->lot, k, false);
 	pthread_mutex_unlock(&k->lot->lock);
 }
 
@@ -184,19 +203,24 @@ static void arm(mk_parking *lot, mk_parked *k)
 		due = now + DYING_CHECK_MS;
 	pthread_mutex_lock(&lot->lock);
 	k->due_wall_ms = due;
+	k->busy = false;
 	k->arming = true;
 	k->fired = false;
-	if (due)
-		pthread_cond_signal(&lot->cond);    /* it may be the earliest */
+	/* Only a due time earlier than the completion thread's wake-up needs
+	 * it to look again (most are 100 ms on: one wake-up per write else). */
+	if (due && due < lot->sleeps_until)
+		pthread_cond_signal(&lot->cond);
 	pthread_mutex_unlock(&lot->lock);
 	if (watch_interrupt)
 		fuse_req_interrupt_func(k->req, on_interrupt, k);
-	if (k->wait.p)
+	if (k->wait.p) {
+		k->watch.ack = k->wait.has_ticket ? &k->wait.ticket : NULL;
 		mk_partition_watch(k->wait.p, &k->watch, k->wait.seen);
+	}
 	pthread_mutex_lock(&lot->lock);
 	k->arming = false;
 	if (k->fired)
-		enqueue(lot, k);
+		enqueue(lot, k, false);
 	pthread_mutex_unlock(&lot->lock);
 }
 
@@ -210,6 +234,15 @@ static void disarm(mk_parking *lot, mk_parked *k)
 	pthread_mutex_lock(&lot->lock);
 	dequeue(lot, k);
 	pthread_mutex_unlock(&lot->lock);
+}
+
+/* Under lot->lock: take k off the queue for this thread to process
+ * (busy until it is armed again or finished). */
+static mk_parked *take(mk_parking *lot, mk_parked *k)
+{
+	dequeue(lot, k);
+	k->busy = true;
+	return k;
 }
 
 static void finish(mk_parking *lot, mk_parked *k)
@@ -307,7 +340,7 @@ static int64_t queue_due(mk_parking *lot)
 			continue;
 		if (k->due_wall_ms <= now) {
 			k->due_wall_ms = 0;
-			event(lot, k);
+			event(lot, k, false);
 		} else if (!next || k->due_wall_ms < next) {
 			next = k->due_wall_ms;
 		}
@@ -430,6 +463,7 @@ static void *completion_main(void *arg)
 		if (lot->tick_due && (!next || lot->tick_due < next))
 			next = lot->tick_due;
 		if (!lot->qhead) {
+			lot->sleeps_until = next ? next : INT64_MAX;
 			if (next) {
 				struct timespec ts = { .tv_sec = next / 1000,
 						       .tv_nsec = (next % 1000) * 1000000L };
@@ -437,15 +471,50 @@ static void *completion_main(void *arg)
 			} else {
 				pthread_cond_wait(&lot->cond, &lot->lock);
 			}
+			lot->sleeps_until = 0;
 			continue;
 		}
-		mk_parked *k = lot->qhead;
+		mk_parked *k = take(lot, lot->qhead);
 		pthread_mutex_unlock(&lot->lock);
-		process(lot, k, false);   /* disarm() takes it off the queue */
+		process(lot, k, false);
 		pthread_mutex_lock(&lot->lock);
 	}
 	pthread_mutex_unlock(&lot->lock);
 	return NULL;
+}
+
+/* At most this many writes are answered by one call of mk_parking_help
+ * (the rest go to the completion thread): the fetcher has its own work. */
+#define HELP_MAX 16
+
+void mk_parking_help(void *arg)
+{
+	mk_parking *lot = arg;
+	helping = lot;
+	pthread_mutex_lock(&lot->lock);
+	if (lot->stopping || !lot->qhead) {
+		pthread_mutex_unlock(&lot->lock);
+		return;
+	}
+	lot->helpers++;
+	for (int n = 0; n < HELP_MAX && !lot->stopping; n++) {
+		mk_parked *k = lot->qhead;
+		while (k && k->op != MK_PARK_WRITE)
+			k = k->qnext;
+		if (!k)
+			break;
+		take(lot, k);
+		pthread_mutex_unlock(&lot->lock);
+		process(lot, k, false);
+		pthread_mutex_lock(&lot->lock);
+	}
+	/* What is left (other kinds, more than HELP_MAX, a quiet event of
+	 * a write the loop had passed): the completion thread's. */
+	if (lot->qhead)
+		pthread_cond_signal(&lot->cond);
+	if (--lot->helpers == 0 && lot->stopping)
+		pthread_cond_broadcast(&lot->cond);
+	pthread_mutex_unlock(&lot->lock);
 }
 
 mk_parking *mk_parking_new(mkfs *fs, void (*drop)(mkfs *fs, mk_handle *h))
@@ -478,6 +547,11 @@ void mk_parking_stop(mk_parking *lot)
 	if (lot->started)
 		pthread_join(lot->thread, NULL);
 	lot->started = false;
+	/* A fetcher answering what its round queued finishes that first. */
+	pthread_mutex_lock(&lot->lock);
+	while (lot->helpers > 0)
+		pthread_cond_wait(&lot->cond, &lot->lock);
+	pthread_mutex_unlock(&lot->lock);
 	for (;;) {
 		pthread_mutex_lock(&lot->lock);
 		mk_job *j = lot->cancels ? lot->cancels : lot->jobs;
@@ -493,7 +567,8 @@ void mk_parking_stop(mk_parking *lot)
 	}
 	for (;;) {
 		pthread_mutex_lock(&lot->lock);
-		mk_parked *k = lot->all.next != &lot->all ? lot->all.next : NULL;
+		mk_parked *k = lot->all.next != &lot->all ? take(lot, lot->all.next)
+							  : NULL;
 		pthread_mutex_unlock(&lot->lock);
 		if (!k)
 			break;

@@ -88,6 +88,19 @@ struct mk_job {
 void mk_park_job(mk_parking *lot, mk_job *j);
 
 /*
+ * Answer, on the calling thread, the parked writes that its own events
+ * queued (at most a few; the rest and every other kind stay with the
+ * completion thread). The cluster's fetchers call it after every round
+ * (mk_cluster_on_round): the follower fetch that completes an acks=all
+ * batch answers its writer itself, instead of waking the completion
+ * thread to do it. Events a helping thread causes queue such a write
+ * without waking the completion thread, so a thread that calls it once
+ * must call it after everything that may fire a watcher. Does nothing
+ * once the lot is stopping (mk_parking_stop waits for a call under way).
+ */
+void mk_parking_help(void *lot);
+
+/*
  * One timer the completion thread drives besides the parked requests
  * (ops.c: the expiry of cache probes, cacheprobe.h, whose opens wait
  * parked in the probe table): tick(arg, now) is called on the completion

@@ -11,8 +11,10 @@
 struct mk_flush_pool {
 	pthread_mutex_t lock;
 	pthread_cond_t work;        /* the queue grew, or stop */
+	pthread_cond_t quick_work;  /* the quick queue grew, or stop */
 	pthread_cond_t done;        /* a task stopped running */
-	mk_flush_task *head, *tail;
+	mk_flush_task *head, *tail;      /* the queue */
+	mk_flush_task *qhead, *qtail;    /* quick tasks, run first */
 	bool stop;
 	int want;                   /* threads to run once started */
 	int nthreads;               /* threads started (and to join) */
@@ -21,19 +23,24 @@ struct mk_flush_pool {
 
 static void enqueue(mk_flush_pool *p, mk_flush_task *t)
 {
+	mk_flush_task **head = t->quick ? &p->qhead : &p->head;
+	mk_flush_task **tail = t->quick ? &p->qtail : &p->tail;
 	t->next = NULL;
 	t->queued = true;
-	if (p->tail)
-		p->tail->next = t;
+	if (*tail)
+		(*tail)->next = t;
 	else
-		p->head = t;
-	p->tail = t;
+		*head = t;
+	*tail = t;
+	if (t->quick)
+		pthread_cond_signal(&p->quick_work);
 	pthread_cond_signal(&p->work);
 }
 
 static void unlink_task(mk_flush_pool *p, mk_flush_task *t)
 {
-	mk_flush_task **pp = &p->head, *prev = NULL;
+	mk_flush_task **pp = t->quick ? &p->qhead : &p->head, *prev = NULL;
+	mk_flush_task **tail = t->quick ? &p->qtail : &p->tail;
 	while (*pp && *pp != t) {
 		prev = *pp;
 		pp = &(*pp)->next;
@@ -41,22 +48,23 @@ static void unlink_task(mk_flush_pool *p, mk_flush_task *t)
 	if (!*pp)
 		return;
 	*pp = t->next;
-	if (p->tail == t)
-		p->tail = prev;
+	if (*tail == t)
+		*tail = prev;
 	t->next = NULL;
 	t->queued = false;
 }
 
-static void *worker(void *arg)
+/* Run queued tasks, quick ones first; quick_only: no other. */
+static void work(mk_flush_pool *p, bool quick_only)
 {
-	mk_flush_pool *p = arg;
+	pthread_cond_t *cond = quick_only ? &p->quick_work : &p->work;
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->stop && !p->head)
-			pthread_cond_wait(&p->work, &p->lock);
+		while (!p->stop && !p->qhead && (quick_only || !p->head))
+			pthread_cond_wait(cond, &p->lock);
 		if (p->stop)
 			break;
-		mk_flush_task *t = p->head;
+		mk_flush_task *t = p->qhead ? p->qhead : p->head;
 		unlink_task(p, t);
 		t->running = true;
 		pthread_mutex_unlock(&p->lock);
@@ -70,6 +78,17 @@ static void *worker(void *arg)
 		pthread_cond_broadcast(&p->done);
 	}
 	pthread_mutex_unlock(&p->lock);
+}
+
+static void *worker(void *arg)
+{
+	work(arg, false);
+	return NULL;
+}
+
+static void *quick_worker(void *arg)
+{
+	work(arg, true);
 	return NULL;
 }
 
@@ -81,6 +100,7 @@ mk_flush_pool *mk_flush_pool_create(int nthreads)
 				      (size_t)nthreads * sizeof(pthread_t));
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->quick_work, NULL);
 	pthread_cond_init(&p->done, NULL);
 	p->want = nthreads;
 	return p;
@@ -89,8 +109,11 @@ mk_flush_pool *mk_flush_pool_create(int nthreads)
 int mk_flush_pool_start(mk_flush_pool *p)
 {
 	pthread_mutex_lock(&p->lock);
+	/* With two or more, the first runs only quick tasks. */
 	while (p->nthreads < p->want &&
-	       pthread_create(&p->threads[p->nthreads], NULL, worker, p) == 0)
+	       pthread_create(&p->threads[p->nthreads], NULL,
+			      p->want > 1 && p->nthreads == 0 ? quick_worker : worker,
+			      p) == 0)
 		p->nthreads++;
 	int n = p->nthreads;
 	pthread_mutex_unlock(&p->lock);
@@ -114,11 +137,13 @@ void mk_flush_pool_free(mk_flush_pool *p)
 	pthread_mutex_lock(&p->lock);
 	p->stop = true;
 	pthread_cond_broadcast(&p->work);
+	pthread_cond_broadcast(&p->quick_work);
 	pthread_mutex_unlock(&p->lock);
 	for (int i = 0; i < p->nthreads; i++)
 		pthread_join(p->threads[i], NULL);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->work);
+	pthread_cond_destroy(&p->quick_work);
 	pthread_cond_destroy(&p->done);
 	free(p);
 }

@@ -7,7 +7,15 @@
  * A task is a callback embedded in its owner (a log). Submitting a queued
  * task does nothing; submitting a running one makes it run once more after
  * it returns, so a task never runs on two threads at once and no
- * submission is lost. Tasks run in submission order, each to completion.
+ * submission is lost. Tasks run in submission order, each to completion,
+ * except quick ones (`quick`, set by the owner before the first submit:
+ * short work that something waits for, such as making a log's next
+ * segment files; never an fsync): they run before every other queued
+ * task, and in a pool of two threads or more the first thread runs only
+ * them, so a quick task never waits behind a long fsync (issue 11: the
+ * roll flushes of three replicas kept both threads in fsyncs for tens of
+ * milliseconds, and the next segments' files, queued behind them, were
+ * made by the rolls themselves on the append path).
  *
  * Locking: pool->lock guards the queue and every task's queued/running/
  * again flags; it is never held while a task runs, so a task may take its
@@ -21,6 +29,7 @@
 
 typedef struct mk_flush_task {
 	void (*run)(struct mk_flush_task *t);
+	bool quick;             /* the owner's, fixed before the first submit */
 	/* The pool's, under its lock: */
 	struct mk_flush_task *next;
 	bool queued, running, again;
@@ -28,7 +37,8 @@ typedef struct mk_flush_task {
 
 typedef struct mk_flush_pool mk_flush_pool;
 
-/* A pool of nthreads threads (started here); NULL if none could start. */
+/* A pool of nthreads threads (started here); NULL if none could start.
+ * With two or more, one of them runs only quick tasks. */
 mk_flush_pool *mk_flush_pool_new(int nthreads);
 /* A pool whose threads start only at mk_flush_pool_start: tasks submitted
  * before that wait in the queue. The cluster creates its pool at open and

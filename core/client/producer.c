@@ -797,7 +797,8 @@ mk_err mk_producer_check(mk_producer *p, bool all, bool *pending,
 		mk_err e = mk_partition_ack_check(part, &a->ticket, &still, &one);
 		if (!e && still) {
 			if (!*pending)
-				*watch = (mk_ack_watch){ part, seen, a->ticket.deadline_ms };
+				*watch = (mk_ack_watch){ part, seen, a->ticket.deadline_ms,
+							 a->ticket };
 			*pending = true;
 			p->owed.v[keep++] = *a;
 			continue;

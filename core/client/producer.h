@@ -119,7 +119,8 @@ mk_err mk_producer_send(mk_producer *p, const mk_record_in *recs, size_t n,
  * sender's batches too) and settles each that is done, failed or past its
  * deadline (mk_partition_ack_check). While some are owed it sets *pending
  * and says where to watch: a partition that owes one, its change count
- * taken before the look, and that ticket's deadline on the cluster clock.
+ * taken before the look, and that ticket (for mk_watch.ack; its deadline
+ * on the cluster clock).
  * Once none are owed it returns the first error settled since the last
  * time it did (MK_OK when all were acknowledged); never MK_INTERRUPTED.
  */
@@ -127,6 +128,7 @@ typedef struct {
 	mk_partition *p;
 	uint64_t seen;
 	int64_t deadline_ms;
+	mk_ack_ticket ticket;
 } mk_ack_watch;
 mk_err mk_producer_flush_begin(mk_producer *p, mk_strbuf *why);
 mk_err mk_producer_check(mk_producer *p, bool all, bool *pending,

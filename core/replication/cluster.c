@@ -23,9 +23,11 @@
 #include "topic_name.h"
 #include "xalloc.h"
 
-/* Threads of the flusher pool: two, so that one slow fsync does not hold
- * up every other log's. */
-#define MK_FLUSH_THREADS 2
+/* Threads of the flusher pool: two for fsyncs, so that one slow fsync
+ * does not hold up every other log's, and one that only makes the next
+ * segments' files (quick tasks, flushpool.h), so that those are ready
+ * before the roll that needs them however long the fsyncs take. */
+#define MK_FLUSH_THREADS 3
 
 /*
  * Segment descriptors the cache may keep open: half the soft descriptor
@@ -275,6 +277,23 @@ static mk_err build_topic(mk_cluster *c, const char *name, int n, int rf,
 	return MK_OK;
 }
 
+/* Every fetcher looks now (an event on every broker's notifier). */
+static void wake_fetchers(mk_cluster *c)
+{
+	for (int i = 0; i < c->nbrokers; i++)
+		mk_notifier_post_event(&c->brokers[i].wake);
+}
+
+/* mk_env.fetch_wake: a leader appended `bytes` that broker follows. The
+ * broker list is fixed once the cluster is open. */
+static void fetch_wake(void *arg, int broker, uint64_t bytes)
+{
+	mk_cluster *c = arg;
+	int i = mk_cluster_broker_index(c, broker);
+	if (i >= 0)
+		mk_notifier_post_data(&c->brokers[i].wake, bytes);
+}
+
 mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 			       int rf, const char *const *overrides,
 			       size_t noverrides, mk_strbuf *why)
@@ -392,7 +411,7 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 			mk_strbuf_addf(why, "cannot create topic %s", name);
 		return err;
 	}
-	mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
+	wake_fetchers(c);   /* fetchers: look now */
 	return MK_OK;
 }
 
@@ -586,7 +605,7 @@ static mk_err broker_event(mk_cluster *c, int id, bool crash, bool torn,
 		}
 		free(pl.v);
 		if (!err)
-			mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
+			wake_fetchers(c);   /* fetchers: look now */
 	} else {
 		err = crash ? MK_BROKER_NOT_AVAILABLE : MK_INVALID_REQUEST;
 		if (why)
@@ -610,19 +629,23 @@ mk_err mk_cluster_broker_restart(mk_cluster *c, int id, mk_strbuf *why)
 }
 
 /* One fetch of every follower replica on broker id; *fetched gets the
- * bytes they appended. */
-static mk_err fetch_round(mk_cluster *c, int id, size_t *fetched)
+ * bytes they appended, *behind whether one of them is still behind its
+ * leader (its read was capped, or the leader appended meanwhile). */
+static mk_err fetch_round(mk_cluster *c, int id, size_t *fetched, bool *behind)
 {
 	mk_err first = MK_OK;
 	*fetched = 0;
+	*behind = false;
 	pthread_rwlock_rdlock(&c->lock);
 	if (broker_online_locked(c, id)) {
 		for (size_t i = 0; i < c->ntopics; i++)
 			for (int p = 0; p < c->topics[i]->npartitions; p++) {
 				size_t n = 0;
+				bool b = false;
 				mk_err err = mk_partition_follower_fetch_ex(
-					c->topics[i]->partitions[p], id, &n);
+					c->topics[i]->partitions[p], id, &n, &b);
 				*fetched += n;
+				*behind |= b;
 				if (err && !first)
 					first = err;
 			}
@@ -642,7 +665,8 @@ mk_err mk_cluster_broker_fetch(mk_cluster *c, int id, mk_strbuf *why)
 		return MK_BROKER_NOT_AVAILABLE;
 	}
 	size_t fetched;
-	err = fetch_round(c, id, &fetched);
+	bool behind;
+	err = fetch_round(c, id, &fetched, &behind);
 	if (err && why)
 		mk_strbuf_addf(why, "fetch on broker %d failed; see earlier lines", id);
 	mk_cluster_sync_metadata(c);
@@ -654,7 +678,8 @@ mk_err mk_cluster_replicate(mk_cluster *c, mk_strbuf *why)
 	mk_err first = MK_OK;
 	for (int i = 0; i < c->nbrokers; i++) {
 		size_t fetched;
-		mk_err err = fetch_round(c, c->brokers[i].id, &fetched);
+		bool behind;
+		mk_err err = fetch_round(c, c->brokers[i].id, &fetched, &behind);
 		if (err && !first)
 			first = err;
 	}
@@ -697,7 +722,7 @@ mk_err mk_cluster_promote(mk_cluster *c, int broker, const char *topic,
 		err = mk_partition_promote(p, broker, unclean, &mp.st, why);
 	}
 	pthread_mutex_unlock(&c->meta_lock);
-	mk_notifier_post_event(&c->log_end);   /* fetchers: look now */
+	wake_fetchers(c);   /* fetchers: look now */
 	mk_topic_put(t);
 	mk_cluster_sync_metadata(c);
 	return err;
@@ -871,6 +896,12 @@ static void refresh_one(mk_topic *t, mk_partition *p, void *arg)
 
 /* ---- clock hooks -------------------------------------------------------- */
 
+void mk_cluster_on_round(mk_cluster *c, void (*fn)(void *arg), void *arg)
+{
+	c->round_hook_arg = arg;
+	c->round_hook = fn;
+}
+
 void mk_cluster_on_clock(mk_cluster *c, void (*fn)(void *arg), void *arg)
 {
 	pthread_mutex_lock(&c->hooks_lock);
@@ -969,10 +1000,11 @@ typedef struct {
 } fetcher_arg;
 
 /*
- * Long-poll replication: a round that fetched something is followed at
- * once by the next; one that found nothing waits until a leader appended
- * replica.fetch.min.bytes (anywhere in the cluster), a broker event, or
- * replica.fetch.wait.max.ms. A failed round backs off fetch.interval.ms
+ * Long-poll replication: a round that left a follower behind its leader
+ * (a read capped at replica.fetch.max.bytes, appends meanwhile) is
+ * followed at once by the next; one that caught up or found nothing waits
+ * until a leader of a partition the broker follows appended
+ * replica.fetch.min.bytes, a broker event, or replica.fetch.wait.max.ms. A failed round backs off fetch.interval.ms
  * (an unreadable leader would otherwise be retried in a busy loop).
  */
 static void *fetcher_main(void *arg)
@@ -980,14 +1012,18 @@ static void *fetcher_main(void *arg)
 	fetcher_arg fa = *(fetcher_arg *)arg;
 	free(arg);
 	mk_cluster *c = fa.c;
+	mk_notifier *wake = &c->brokers[mk_cluster_broker_index(c, fa.id)].wake;
 	while (!c->shutting_down) {
-		mk_notify_mark mark = mk_notifier_mark(&c->log_end);
+		mk_notify_mark mark = mk_notifier_mark(wake);
 		/* ISR changes of the round reach the saver (meta_notify):
 		 * the fetcher never waits for a metadata fsync. */
 		size_t fetched;
-		mk_err err = fetch_round(c, fa.id, &fetched);
+		bool behind;
+		mk_err err = fetch_round(c, fa.id, &fetched, &behind);
 		if (!c->saver_started)
 			mk_cluster_sync_metadata(c);
+		if (c->round_hook)
+			c->round_hook(c->round_hook_arg);
 		if (c->shutting_down)
 			break;
 		if (err) {
@@ -1001,8 +1037,11 @@ static void *fetcher_main(void *arg)
 				pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &ts);
 			}
 			pthread_mutex_unlock(&c->stop_lock);
-		} else if (fetched == 0) {
-			mk_notifier_wait(&c->log_end, &mark,
+		} else if (fetched == 0 || !behind) {
+			/* With the mark taken before the round: what was
+			 * appended since (after the round's reads, or not
+			 * fetched) ends the wait at once. */
+			mk_notifier_wait(wake, &mark,
 					 (uint64_t)c->cfg.replica_fetch_min_bytes,
 					 c->cfg.replica_fetch_wait_max_ms);
 		}
@@ -1223,12 +1262,13 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	/* A manual clock resumes where it stood: time never moves back. */
 	mk_clock_init(&c->clock, cfg->manual_clock, md.clock_ms);
 	mk_errlog_init(&c->errlog);
-	mk_notifier_init(&c->log_end);
+	for (int i = 0; i < MK_MAX_BROKERS; i++)
+		mk_notifier_init(&c->brokers[i].wake);
 	c->flush_pool = mk_flush_pool_create(MK_FLUSH_THREADS);   /* started in mk_cluster_start */
 	c->fdcache = mk_fdcache_new(fd_budget());
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
 			   &c->shutting_down, &c->meta_dirty, NULL, NULL,
-			   &c->log_end, c->flush_pool, c->fdcache, NULL, NULL };
+			   fetch_wake, c, c->flush_pool, c->fdcache, NULL, NULL };
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->clean_lock, NULL);
 	pthread_mutex_init(&c->meta_lock, NULL);
@@ -1324,7 +1364,8 @@ void mk_cluster_begin_shutdown(mk_cluster *c)
 	c->shutting_down = true;
 	pthread_cond_broadcast(&c->stop_cond);
 	pthread_mutex_unlock(&c->stop_lock);
-	mk_notifier_stop(&c->log_end);
+	for (int i = 0; i < MK_MAX_BROKERS; i++)
+		mk_notifier_stop(&c->brokers[i].wake);
 	mk_cluster_each_partition(c, wake_one, NULL);
 }
 
@@ -1371,7 +1412,8 @@ mk_err mk_cluster_close(mk_cluster *c)
 	pthread_mutex_destroy(&c->saver_lock);
 	pthread_cond_destroy(&c->saver_cond);
 	pthread_mutex_destroy(&c->hooks_lock);
-	mk_notifier_destroy(&c->log_end);
+	for (int i = 0; i < MK_MAX_BROKERS; i++)
+		mk_notifier_destroy(&c->brokers[i].wake);
 	mk_flush_pool_free(c->flush_pool);   /* every log is closed */
 	mk_fdcache_free(c->fdcache);
 	mk_errlog_destroy(&c->errlog);

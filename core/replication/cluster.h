@@ -84,6 +84,13 @@ typedef struct {
 	bool online;
 	pthread_t fetcher;       /* auto replication only */
 	bool fetcher_started;
+	/* Wakes this broker's fetcher (notify.h): a leader append posts its
+	 * bytes here for each broker holding a follower replica of that
+	 * partition (mk_env.fetch_wake), so a leader's own broker and
+	 * brokers with nothing to fetch sleep on; broker events, creations,
+	 * promotions and shutdown post an event to every broker's. A fetcher
+	 * whose round found nothing long-polls on its own. */
+	mk_notifier wake;
 } mk_broker;
 
 #define MK_CLUSTER_MAX_HOOKS 8
@@ -114,6 +121,10 @@ typedef struct mk_cluster {
 	size_t nproducers;
 	int64_t next_producer_id;
 
+	/* Called by every fetcher after each round (mk_cluster_on_round). */
+	void (*round_hook)(void *arg);
+	void *round_hook_arg;
+
 	/* Called after every move of the manual clock (mk_cluster_on_clock). */
 	pthread_mutex_t hooks_lock;
 	mk_clock_hook clock_hooks[MK_CLUSTER_MAX_HOOKS];
@@ -131,10 +142,6 @@ typedef struct mk_cluster {
 	bool saver_kick, saver_stop; /* guarded by saver_lock */
 	pthread_mutex_t stop_lock;   /* with stop_cond: wakes the fetchers */
 	pthread_cond_t stop_cond;
-	/* "A leader's log end moved" (notify.h): every leader append posts
-	 * its bytes; broker events, creations, promotions and shutdown post
-	 * an event. A fetcher whose round found nothing long-polls on it. */
-	mk_notifier log_end;
 	/* The one pool of flusher threads serving every log (flushpool.h);
 	 * freed after the last log closed. */
 	struct mk_flush_pool *flush_pool;
@@ -212,6 +219,18 @@ size_t mk_cluster_producer_names(mk_cluster *c, char ***names);
  */
 void mk_cluster_on_clock(mk_cluster *c, void (*fn)(void *arg), void *arg);
 void mk_cluster_off_clock(mk_cluster *c, void (*fn)(void *arg), void *arg);
+
+/*
+ * "A fetch round ended": fn(arg) is called by each background fetcher
+ * (mode = auto) on its own thread after every fetch round, with no lock
+ * held, until mk_cluster_close joined the fetchers. The round's
+ * publications fired the watchers of the requests they complete (an
+ * acks=all writer's, mk_watch): the filesystem answers them here, on the
+ * thread that moved the HW, instead of waking a thread of its own for
+ * it. One hook; set it before mk_cluster_start (the fetchers read it
+ * without a lock); arg must outlive mk_cluster_close.
+ */
+void mk_cluster_on_round(mk_cluster *c, void (*fn)(void *arg), void *arg);
 
 /* Manual clock: advancing it also calls the clock hooks. */
 mk_err mk_cluster_clock_advance(mk_cluster *c, int64_t ms, mk_strbuf *why);

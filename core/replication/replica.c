@@ -78,18 +78,45 @@ static int isr_committed(const mk_partition *p)
 	return n;
 }
 
+/* Fire one armed watcher (disarmed before its fn). */
+static void fire(mk_watch *w)
+{
+	w->prev->next = w->next;
+	w->next->prev = w->prev;
+	w->prev = w->next = NULL;
+	w->armed = false;
+	w->fn(w);
+}
+
 static void changed(mk_partition *p)
 {
 	p->seq++;
 	pthread_cond_broadcast(&p->changed);
-	/* Fire every armed watcher once (each is disarmed before its fn). */
-	while (p->watchers.next != &p->watchers) {
-		mk_watch *w = p->watchers.next;
-		w->prev->next = w->next;
-		w->next->prev = w->prev;
-		w->prev = w->next = NULL;
-		w->armed = false;
-		w->fn(w);
+	/* Fire every armed watcher once. */
+	while (p->watchers.next != &p->watchers)
+		fire(p->watchers.next);
+}
+
+static mk_err ack_look(mk_partition *p, const mk_ack_ticket *t, bool *pending,
+		       mk_strbuf *why);
+
+/*
+ * A follower's copy moved and nothing else did (its log end, log start or
+ * HW view; the HW, ISR and leader moves that may follow fire through
+ * changed()): as changed(), except that a watcher of an acks=all ticket
+ * still pending stays armed (replica.h, mk_watch).
+ */
+static void progressed(mk_partition *p)
+{
+	p->seq++;
+	pthread_cond_broadcast(&p->changed);
+	mk_watch *w = p->watchers.next;
+	while (w != &p->watchers) {
+		mk_watch *next = w->next;
+		bool pending = false;
+		if (!w->ack || ack_look(p, w->ack, &pending, NULL) || !pending)
+			fire(w);
+		w = next;
 	}
 }
 
@@ -395,8 +422,87 @@ static int64_t seen_agreed(const mk_replica *r, const mk_replica *l)
  * before the caller unlocks, so until then every log is the caller's to
  * call (and the leader cannot change under a fetch).
  */
+/* ---- the frames one leader read gives two followers (mk_partition.copy) */
+
+typedef struct mk_fetch_copy {
+	int refs;               /* under p->lock */
+	int leader;
+	int32_t epoch;
+	int64_t from, leader_start, leader_end;
+	mk_strbuf buf;
+} mk_fetch_copy;
+
+static mk_fetch_copy *copy_new(void)
+{
+	mk_fetch_copy *fc = mk_xcalloc(1, sizeof(*fc));
+	fc->refs = 1;
+	mk_strbuf_init(&fc->buf, 0);
+	return fc;
+}
+
+/* Under p->lock: drop one reference. */
+static void copy_put(mk_fetch_copy *fc)
+{
+	if (fc && --fc->refs == 0) {
+		mk_strbuf_release(&fc->buf);
+		free(fc);
+	}
+}
+
+/* Under p->lock: the leader's log may change: the kept copy goes. */
+static void copy_drop(mk_partition *p)
+{
+	copy_put(p->copy);
+	p->copy = NULL;
+}
+
+/* Under p->lock: the kept copy, if it is exactly what a read of the
+ * leader's log from `from` would give now (a reference for the caller;
+ * the partition's goes: one reuse). */
+static mk_fetch_copy *copy_reuse(mk_partition *p, int64_t from)
+{
+	mk_fetch_copy *fc = p->copy;
+	if (!fc)
+		return NULL;
+	const mk_replica *l = &p->replicas[p->leader];
+	if (fc->leader != p->leader || fc->epoch != p->leader_epoch ||
+	    fc->from != from || fc->leader_start != mk_log_start_offset(l->log) ||
+	    fc->leader_end != mk_log_end_offset(l->log)) {
+		copy_drop(p);
+		return NULL;
+	}
+	p->copy = NULL;     /* the partition's reference is the caller's */
+	return fc;
+}
+
+/* Under p->lock, after follower i read fc from `from`: keep it when
+ * another follower's log ends at `from` too (its fetch will want it). */
+static void copy_keep(mk_partition *p, int i, int64_t from, mk_fetch_copy *fc)
+{
+	if (fc->buf.len == 0)
+		return;
+	bool wanted = false;
+	for (int k = 0; k < p->nreplicas && !wanted; k++) {
+		const mk_replica *r = &p->replicas[k];
+		wanted = k != i && k != p->leader && r->log && !r->fetching &&
+			 mk_log_end_offset(r->log) == from;
+	}
+	if (!wanted)
+		return;
+	const mk_replica *l = &p->replicas[p->leader];
+	fc->leader = p->leader;
+	fc->epoch = p->leader_epoch;
+	fc->from = from;
+	fc->leader_start = mk_log_start_offset(l->log);
+	fc->leader_end = mk_log_end_offset(l->log);
+	copy_drop(p);
+	fc->refs++;
+	p->copy = fc;
+}
+
 static void settle(mk_partition *p)
 {
+	copy_drop(p);
 	if (!p->nfetching)
 		return;
 	p->quiescing++;
@@ -571,6 +677,7 @@ void mk_partition_close(mk_partition *p)
 		mk_pstate_free(&p->replicas[i].pstate);
 	}
 	assert(p->nfetching == 0);
+	copy_drop(p);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->changed);
 	pthread_cond_destroy(&p->settled);
@@ -760,15 +867,15 @@ static void timed_wait(mk_partition *p, int ms)
 	pthread_cond_timedwait(&p->changed, &p->lock, &ts);
 }
 
-/* One look at an acks=all ticket, under the lock (see ack_check). */
-static mk_err ack_state(mk_partition *p, const mk_ack_ticket *t, bool *pending,
-			mk_strbuf *why)
+/* One look at an acks=all ticket, under the lock, the ISR as it stands
+ * (no refresh: nothing changes, so it may run inside progressed()). */
+static mk_err ack_look(mk_partition *p, const mk_ack_ticket *t, bool *pending,
+		       mk_strbuf *why)
 {
 	const bool *captured = t->captured;
 	int64_t target = t->target, deadline = t->deadline_ms;
 	int32_t epoch = t->leader_epoch;
 	*pending = false;
-	refresh_isr(p);
 	if (p->leader < 0 || p->leader_epoch != epoch) {
 		if (why)
 			mk_strbuf_addf(why, "leader changed while waiting for acks=all (epoch %d -> %d)",
@@ -798,6 +905,14 @@ static mk_err ack_state(mk_partition *p, const mk_ack_ticket *t, bool *pending,
 	}
 	*pending = true;
 	return MK_OK;
+}
+
+/* One look at an acks=all ticket, under the lock (see ack_check). */
+static mk_err ack_state(mk_partition *p, const mk_ack_ticket *t, bool *pending,
+			mk_strbuf *why)
+{
+	refresh_isr(p);
+	return ack_look(p, t, pending, why);
 }
 
 /* The acks=all wait, under the lock. */
@@ -915,10 +1030,46 @@ static void issue_ticket(mk_partition *p, mk_ack_ticket *t)
 		t->captured[i] = isr_counted(p, &p->replicas[i]);
 }
 
+/*
+ * The follower fetchers a leader append wakes (mk_env.fetch_wake): the
+ * brokers of the partition's other replicas with an open log, taken under
+ * the lock after the append and woken once it is released, so that none
+ * of them blocks on the lock the appender still holds.
+ */
+typedef struct {
+	int n;
+	int brokers[MK_MAX_BROKERS];
+	uint64_t bytes;
+} follower_wake;
+
+/* Under p->lock, right after a leader append of `bytes`. */
+static void wake_take(const mk_partition *p, uint64_t bytes, follower_wake *wk)
+{
+	wk->n = 0;
+	wk->bytes = bytes;
+	if (!p->env->fetch_wake || p->leader < 0)
+		return;
+	for (int i = 0; i < p->nreplicas; i++)
+		if (i != p->leader && p->replicas[i].log)
+			wk->brokers[wk->n++] = p->replicas[i].broker;
+}
+
+/* Once (wk is emptied); env is the cluster's: no lock needed. */
+static void wake_run(const mk_partition *p, follower_wake *wk)
+{
+	for (int k = 0; k < wk->n; k++)
+		p->env->fetch_wake(p->env->fetch_wake_arg, wk->brokers[k], wk->bytes);
+	wk->n = 0;
+}
+
+/* wk gets the fetchers to wake once the caller released the lock (an
+ * acks=all append that waits here wakes them itself, before waiting). */
 static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 			     const mk_produce_args *a, const mk_waiter *w,
-			     mk_produce_result *res, mk_strbuf *why)
+			     mk_produce_result *res, follower_wake *wk,
+			     mk_strbuf *why)
 {
+	wk->n = 0;
 	memset(res, 0, sizeof(*res));
 	res->base = -1;
 	res->count = a->count;
@@ -954,9 +1105,9 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 		return err;
 	}
 	note_append(l, frame, len);
+	copy_drop(p);
 	changed(p);
-	if (p->env->log_end)
-		mk_notifier_post_data(p->env->log_end, len);
+	wake_take(p, len, wk);
 	refresh_isr(p);
 	if (a->acks != -1)
 		return MK_OK;
@@ -966,6 +1117,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 		res->pending = true;
 		return MK_OK;
 	}
+	wake_run(p, wk);
 	return await_replicas(p, t, w, why);
 }
 
@@ -973,9 +1125,11 @@ mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
 			    const mk_produce_args *args, const mk_waiter *w,
 			    mk_produce_result *res, mk_strbuf *why)
 {
+	follower_wake wk;
 	pthread_mutex_lock(&p->lock);
-	mk_err err = produce_locked(p, frame, len, args, w, res, why);
+	mk_err err = produce_locked(p, frame, len, args, w, res, &wk, why);
 	pthread_mutex_unlock(&p->lock);
+	wake_run(p, &wk);
 	return err;
 }
 
@@ -1053,10 +1207,11 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 	}
 	if (err && !first)
 		first = err;
+	follower_wake wk = { 0 };
 	if (last < n) {
+		copy_drop(p);
 		changed(p);
-		if (p->env->log_end)
-			mk_notifier_post_data(p->env->log_end, bytes);
+		wake_take(p, bytes, &wk);
 	}
 	/* A storage error took the leader offline: nothing more to do. */
 	if (last < n && !err) {
@@ -1068,6 +1223,7 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
+	wake_run(p, &wk);
 	return first;
 }
 
@@ -1270,7 +1426,7 @@ static mk_err follow_log_start(mk_partition *p, int i, bool before)
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker)
 {
 	size_t bytes;
-	return mk_partition_follower_fetch_ex(p, broker, &bytes);
+	return mk_partition_follower_fetch_ex(p, broker, &bytes, NULL);
 }
 
 /* A follower as its fetch found it (before any truncation). */
@@ -1289,8 +1445,9 @@ static fetch_mark fetch_mark_of(const mk_replica *f)
 /*
  * The third step of a follower fetch, under the lock: whatever the fetch
  * wrote becomes visible. err is the append's. A fetch that moved nothing
- * (a caught-up follower's round) wakes nobody: the ISR refresh does when
- * membership or the HW moves.
+ * (a caught-up follower's round) wakes nobody, and one that moved only
+ * its copy wakes no acks=all writer it does not settle (progressed()):
+ * the ISR refresh does when membership or the HW moves.
  */
 static mk_err fetch_publish(mk_partition *p, int i, int64_t hw_before,
 			    mk_err err, const fetch_mark *m)
@@ -1308,10 +1465,12 @@ static mk_err fetch_publish(mk_partition *p, int i, int64_t hw_before,
 		int64_t fleo = mk_log_end_offset(f->log);
 		f->hw_view = hw_before < fleo ? hw_before : fleo;
 	}
-	if (err || !f->log || m->rejoining || f->hw_view != m->hw_view ||
-	    mk_log_end_offset(f->log) != m->leo ||
-	    mk_log_start_offset(f->log) != m->start)
+	if (err || !f->log || m->rejoining)
 		changed(p);
+	else if (f->hw_view != m->hw_view ||
+		 mk_log_end_offset(f->log) != m->leo ||
+		 mk_log_start_offset(f->log) != m->start)
+		progressed(p);
 	refresh_isr(p);
 	return err;
 }
@@ -1356,10 +1515,12 @@ static int64_t frames_end(const mk_strbuf *buf, int64_t from)
 }
 
 mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
-				      size_t *bytes)
+				      size_t *bytes, bool *behind)
 {
 	*bytes = 0;
-	mk_strbuf buf = MK_STRBUF_INIT;
+	if (behind)
+		*behind = false;
+	mk_fetch_copy *fc = NULL;
 	pthread_mutex_lock(&p->lock);
 	mk_err err = MK_OK;
 	int i;
@@ -1382,13 +1543,20 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 		goto out;
 	int64_t hw_before = p->hw;
 	int64_t from = mk_log_end_offset(f->log);
-	err = mk_log_read(l->log, from, mk_log_end_offset(l->log),
-			  (size_t)p->env->cfg->replica_fetch_max_bytes, &buf);
-	if (err == MK_KAFKA_STORAGE_ERROR)
-		replica_failed(p, p->leader, "read for follower fetch");
-	if (err)
-		goto out;
-	if (buf.len == 0) {     /* caught up: nothing to write */
+	if (!(fc = copy_reuse(p, from))) {
+		fc = copy_new();
+		p->leader_reads++;
+		err = mk_log_read(l->log, from, mk_log_end_offset(l->log),
+				  (size_t)p->env->cfg->replica_fetch_max_bytes,
+				  &fc->buf);
+		if (err == MK_KAFKA_STORAGE_ERROR)
+			replica_failed(p, p->leader, "read for follower fetch");
+		if (err)
+			goto out;
+		copy_keep(p, i, from, fc);
+	}
+	const mk_strbuf *buf = &fc->buf;
+	if (buf->len == 0) {     /* caught up: nothing to write */
 		err = fetch_publish(p, i, hw_before, MK_OK, &mark);
 		goto out;
 	}
@@ -1396,13 +1564,13 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 	f->fetch_leo = from;
 	f->fetch_start = mk_log_start_offset(f->log);
 	f->fetch_agreed = agreed_end(f, l);
-	f->fetch_target = frames_end(&buf, from);
+	f->fetch_target = frames_end(buf, from);
 	f->last_fetch_ms = mk_clock_now(p->env->clock);   /* the request's time */
 	p->nfetching++;
 	pthread_mutex_unlock(&p->lock);
 
 	/* Step 2, without the lock: the follower's disk writes. */
-	err = fetch_append(f, &buf, bytes);
+	err = fetch_append(f, buf, bytes);
 	MK_FAILPOINT("replica.fetch.after-append");
 	if (p->env->fetch_hook)
 		p->env->fetch_hook(p->env->fetch_hook_arg, broker);
@@ -1413,9 +1581,12 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 	p->nfetching--;
 	pthread_cond_broadcast(&p->settled);
 	err = fetch_publish(p, i, hw_before, err, &mark);
+	if (behind && !err && f->log && p->leader >= 0 && p->leader != i)
+		*behind = mk_log_end_offset(p->replicas[p->leader].log) >
+			  mk_log_end_offset(f->log);
 out:
+	copy_put(fc);
 	pthread_mutex_unlock(&p->lock);
-	mk_strbuf_release(&buf);
 	return err;
 }
 

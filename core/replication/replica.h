@@ -82,10 +82,16 @@ typedef struct {
 	 */
 	void (*meta_notify)(void *arg);
 	void *meta_arg;
-	/* Posted (data: the frame's bytes) after every leader append, the
-	 * partition lock held; NULL for none. The follower fetchers long-poll
-	 * on it (cluster.h). */
-	mk_notifier *log_end;
+	/*
+	 * Called after every leader append, once per follower replica's
+	 * broker (never the leader's), with the bytes appended, the partition
+	 * lock released (so the woken fetcher does not block on it at once;
+	 * only an acks=all append that waits in place calls it holding the
+	 * lock, right before the wait releases it). The cluster wakes that
+	 * broker's fetcher (cluster.h). NULL for none.
+	 */
+	void (*fetch_wake)(void *arg, int broker, uint64_t bytes);
+	void *fetch_wake_arg;
 	/* Flushes every log's rolled segments (flushpool.h); NULL: each log
 	 * makes its own. */
 	struct mk_flush_pool *flush_pool;
@@ -119,17 +125,33 @@ typedef struct {
 	int64_t fetch_target;   /* where the frames being appended end */
 } mk_replica;
 
+/* An acks=all append's ticket (see mk_partition_produce). */
+typedef struct {
+	int64_t target;             /* the batch's next offset */
+	int32_t leader_epoch;
+	int64_t deadline_ms;        /* cluster clock */
+	bool captured[MK_MAX_BROKERS];
+} mk_ack_ticket;
+
 /*
  * A one-shot watcher of a partition's changes (see mk_partition_watch).
  * fn runs under p->lock, in whichever thread made the change: it may only
  * record the event (take its own leaf lock, signal a condition) and must
  * never call into a partition or take a lock that is held around a
  * partition call. The owner answers its waiter from its own thread.
+ *
+ * A watcher for an acks=all ticket sets `ack` (the owner's copy, read
+ * under p->lock while armed): a follower fetch that only moves that
+ * follower's copy (its log end, its HW view; no HW, ISR or leader move)
+ * fires it only when the ticket is then settled (acknowledged, failed or
+ * past its deadline), so the first of two followers to copy a batch does
+ * not wake its writer for nothing. Every other change fires it as before.
  */
 typedef struct mk_watch {
 	void (*fn)(struct mk_watch *w);
 	struct mk_watch *prev, *next;   /* guarded by the partition's lock */
 	bool armed;
+	const mk_ack_ticket *ack;       /* NULL: every change fires it */
 } mk_watch;
 
 typedef struct mk_partition {
@@ -154,6 +176,18 @@ typedef struct mk_partition {
 	int64_t hw;
 	bool deleted;           /* topic deleted: every call fails */
 	bool creating;          /* in mk_partition_create: dirs may be new */
+	/*
+	 * The frames a follower fetch last read out of the leader's log, kept
+	 * for another follower whose log ends where that read began, so that
+	 * its fetch of the same range (acks=all: both followers fetch each
+	 * batch) takes them without a second read and validation. Valid only
+	 * while the leader's log is as it was (same leader, epoch, log start
+	 * and end); dropped by the reuse, the next leader append, settle()
+	 * and close. The buffer is shared read-only by the fetches holding a
+	 * reference (refs under the lock). NULL: none.
+	 */
+	struct mk_fetch_copy *copy;
+	uint64_t leader_reads;  /* leader reads made for follower fetches */
 } mk_partition;
 
 /* Persistent assignment and leadership, as metadata stores it. */
@@ -251,12 +285,6 @@ void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg);
  * ticket instead (res->pending), and mk_partition_await later waits for it
  * with the same rules (the timeout counted from the append).
  */
-typedef struct {
-	int64_t target;             /* the batch's next offset */
-	int32_t leader_epoch;
-	int64_t deadline_ms;        /* cluster clock */
-	bool captured[MK_MAX_BROKERS];
-} mk_ack_ticket;
 
 typedef struct {
 	int acks;                   /* 0, 1 or -1 (all) */
@@ -365,13 +393,18 @@ mk_err mk_partition_ack_check(mk_partition *p, const mk_ack_ticket *t,
 /*
  * One fetch round for the follower replica on broker b (no-op otherwise):
  * the three steps described under Locking. A second fetch for the same
- * replica waits for the first. Crash point: replica.fetch.after-append
+ * replica waits for the first. The frames come from the leader's log, or
+ * from the copy another follower's fetch of the same range just read
+ * (mk_partition.copy). Crash point: replica.fetch.after-append
  * (the follower's log has the frames, nothing is published yet).
  */
 mk_err mk_partition_follower_fetch(mk_partition *p, int broker);
-/* The same; *bytes gets the bytes the follower appended (0: nothing new). */
+/* The same; *bytes gets the bytes the follower appended (0: nothing new),
+ * *behind (may be NULL) whether the leader's log then went on past the
+ * follower's (a read capped at replica.fetch.max.bytes, or appends made
+ * meanwhile): a fetcher fetches again at once only then. */
 mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
-				      size_t *bytes);
+				      size_t *bytes, bool *behind);
 
 /*
  * Broker events, each in two steps: plan (the state the event leads to,

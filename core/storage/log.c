@@ -924,6 +924,7 @@ static mk_log *log_new(const char *dir, const mk_log_config *cfg)
 	pthread_cond_init(&log->fl.cond, NULL);
 	log->fl.task.run = flusher_run;
 	log->fl.prep_task.run = prep_run;
+	log->fl.prep_task.quick = true;     /* never behind an fsync */
 	log->prep_base = -1;
 	mk_strbuf_init(&log->fl.msg, 0);
 	return log;

@@ -325,6 +325,243 @@ static void test_caught_up_fetch_is_one_step(void **state)
 	assert_true(mk_partition_seq(f->p) > seq);
 }
 
+/* ---- who a leader append wakes -------------------------------------------- */
+
+/* The wake-ups a leader append made (mk_env.fetch_wake), recorded. */
+static struct {
+	fixture *f;
+	int n;
+	int broker[8];
+	uint64_t bytes[8];
+	bool locked[8];        /* the partition lock was held meanwhile */
+} woke;
+
+static void record_wake(void *arg, int broker, uint64_t bytes)
+{
+	(void)arg;
+	if (woke.n == 8)
+		return;
+	bool free_ = pthread_mutex_trylock(&woke.f->p->lock) == 0;
+	if (free_)
+		pthread_mutex_unlock(&woke.f->p->lock);
+	woke.broker[woke.n] = broker;
+	woke.bytes[woke.n] = bytes;
+	woke.locked[woke.n++] = !free_;
+}
+
+/* Exactly brokers 2 and 3 (in either order), bytes each, lock free. */
+static void woke_followers(const int *brokers, int n, uint64_t bytes)
+{
+	assert_int_equal(woke.n, n);
+	for (int k = 0; k < n; k++) {
+		assert_int_equal(woke.broker[k], brokers[k]);
+		assert_int_equal(woke.bytes[k], bytes);
+		assert_false(woke.locked[k]);
+	}
+	woke.n = 0;
+}
+
+static size_t frame_len(const char *val)
+{
+	mk_strbuf b = MK_STRBUF_INIT;
+	tl_frame(&b, 0, -1, &val, 1, NULL);
+	size_t n = b.len;
+	mk_strbuf_release(&b);
+	return n;
+}
+
+/*
+ * A leader append wakes the fetchers of its followers' brokers — not the
+ * leader's own, not a broker whose replica is offline — once the
+ * partition lock is released, with the bytes appended.
+ */
+static void test_append_wakes_followers_unlocked(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	const int both[] = { 2, 3 }, two[] = { 2 };
+	/* The cluster's own wake-up: per broker, the leader's untouched. */
+	uint64_t before[3];
+	for (int b = 0; b < 3; b++)
+		before[b] = f->c->brokers[b].wake.bytes;
+	produce(f->p, "a");
+	assert_int_equal(f->c->brokers[0].wake.bytes, before[0]);
+	for (int b = 1; b < 3; b++)
+		assert_int_equal(f->c->brokers[b].wake.bytes,
+				 before[b] + frame_len("a"));
+
+	memset(&woke, 0, sizeof(woke));
+	woke.f = f;
+	f->c->env.fetch_wake = record_wake;
+	produce(f->p, "bb");                          /* acks=1 */
+	woke_followers(both, 2, frame_len("bb"));
+	mk_produce_result res;
+	assert_int_equal(produce_ex(f->p, "ccc", -1, true, &res), MK_OK);
+	assert_true(res.pending);                     /* deferred acks=all */
+	woke_followers(both, 2, frame_len("ccc"));
+
+	/* Several frames in one append: one wake-up each, their sum. */
+	mk_strbuf b1 = MK_STRBUF_INIT, b2 = MK_STRBUF_INIT;
+	const char *v1 = "d", *v2 = "ee";
+	tl_frame(&b1, 0, -1, &v1, 1, NULL);
+	tl_frame(&b2, 0, -1, &v2, 1, NULL);
+	uint8_t *frames[] = { (uint8_t *)b1.buf, (uint8_t *)b2.buf };
+	size_t lens[] = { b1.len, b2.len };
+	mk_produce_result many[2];
+	mk_produce_args a = { .acks = -1, .defer_ack = true };
+	assert_int_equal(mk_partition_produce_many(f->p, frames, lens, 2, &a,
+						   many, NULL), MK_OK);
+	woke_followers(both, 2, b1.len + b2.len);
+	mk_strbuf_release(&b1);
+	mk_strbuf_release(&b2);
+
+	/* A refused append wakes nobody. */
+	f->p->cfg.message_max_bytes = 1;
+	assert_int_equal(produce_ex(f->p, "f", 1, false, &res),
+			 MK_MESSAGE_TOO_LARGE);
+	assert_int_equal(woke.n, 0);
+	f->p->cfg.message_max_bytes = 1000000;
+
+	/* Broker 3 offline: only broker 2 is woken. */
+	assert_int_equal(mk_cluster_broker_crash(f->c, 3, false, NULL), MK_OK);
+	produce(f->p, "g");
+	woke_followers(two, 1, frame_len("g"));
+	assert_int_equal(mk_cluster_broker_restart(f->c, 3, NULL), MK_OK);
+}
+
+/* ---- one leader read for two followers ---------------------------------------- */
+
+static uint64_t reads(fixture *f)
+{
+	pthread_mutex_lock(&f->p->lock);
+	uint64_t n = f->p->leader_reads;
+	pthread_mutex_unlock(&f->p->lock);
+	return n;
+}
+
+static bool kept(fixture *f)
+{
+	pthread_mutex_lock(&f->p->lock);
+	bool k = f->p->copy != NULL;
+	pthread_mutex_unlock(&f->p->lock);
+	return k;
+}
+
+/*
+ * Both followers fetch the same batch: the second takes the frames the
+ * first one's read of the leader's log gave, unless the leader's log
+ * moved meanwhile; a copy nobody else wants is not kept.
+ */
+static void test_one_read_for_two_followers(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	produce(f->p, "a");
+	uint64_t r = reads(f);
+	fetch(f, 2);
+	assert_int_equal(reads(f), r + 1);
+	assert_true(kept(f));              /* broker 3 ends where it began */
+	fetch(f, 3);
+	assert_int_equal(reads(f), r + 1); /* no second read */
+	assert_false(kept(f));             /* used once */
+	assert_int_equal(leo_of(f->p, 3), 1);
+	assert_int_equal(info(f->p).hw, 1);
+	converge(f);
+
+	/* An append in between: broker 3 reads for itself, and gets both. */
+	produce(f->p, "b");
+	r = reads(f);
+	fetch(f, 2);
+	assert_true(kept(f));
+	produce(f->p, "c");
+	assert_false(kept(f));
+	fetch(f, 3);
+	assert_int_equal(reads(f), r + 2);
+	assert_int_equal(leo_of(f->p, 3), 3);
+	converge(f);
+
+	/* Anything that changes a log first drops it (a flush here). */
+	produce(f->p, "d");
+	fetch(f, 2);
+	assert_true(kept(f));
+	assert_int_equal(mk_partition_flush(f->p), MK_OK);
+	assert_false(kept(f));
+	r = reads(f);
+	fetch(f, 3);
+	assert_int_equal(reads(f), r + 1);
+	assert_int_equal(leo_of(f->p, 3), 4);
+
+	/* Broker 3 offline: nobody else wants broker 2's copy. */
+	assert_int_equal(mk_cluster_broker_crash(f->c, 3, false, NULL), MK_OK);
+	produce(f->p, "e");
+	fetch(f, 2);
+	assert_false(kept(f));
+	assert_int_equal(mk_cluster_broker_restart(f->c, 3, NULL), MK_OK);
+	converge(f);
+}
+
+/* ---- whom a follower's publication wakes ------------------------------------ */
+
+typedef struct {
+	mk_watch w;      /* first */
+	int fired;
+} counted_watch;
+
+static void count_fire(mk_watch *w)
+{
+	((counted_watch *)w)->fired++;
+}
+
+static void arm(mk_partition *p, counted_watch *cw, const mk_ack_ticket *ack)
+{
+	cw->w.fn = count_fire;
+	cw->w.ack = ack;
+	mk_partition_watch(p, &cw->w, mk_partition_seq(p));
+}
+
+/*
+ * A watcher of an acks=all ticket is not fired by the first follower's
+ * copy (the ticket still waits for the second), a plain watcher is; the
+ * copy that settles the ticket fires it, and so does an ISR change.
+ */
+static void test_progress_wakes_no_pending_writer(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	mk_produce_result res;
+	assert_int_equal(produce_ex(f->p, "a", -1, true, &res), MK_OK);
+	assert_true(res.pending);
+	counted_watch acks = { 0 }, plain = { 0 };
+	arm(f->p, &acks, &res.ticket);
+	arm(f->p, &plain, NULL);
+	uint64_t seq = mk_partition_seq(f->p);
+	fetch(f, 2);
+	assert_true(mk_partition_seq(f->p) > seq);   /* a change all the same */
+	assert_int_equal(plain.fired, 1);
+	assert_int_equal(acks.fired, 0);
+	assert_true(acks.w.armed);
+	fetch(f, 3);
+	assert_int_equal(acks.fired, 1);
+	assert_false(acks.w.armed);
+	bool pending;
+	assert_int_equal(mk_partition_ack_check(f->p, &res.ticket, &pending,
+						NULL), MK_OK);
+	assert_false(pending);
+
+	/* Waiting for broker 3 when it leaves the ISR: fired by the change
+	 * (the ticket is then settled without it). */
+	assert_int_equal(produce_ex(f->p, "b", -1, true, &res), MK_OK);
+	arm(f->p, &acks, &res.ticket);
+	fetch(f, 2);
+	assert_int_equal(acks.fired, 1);
+	assert_int_equal(mk_cluster_broker_crash(f->c, 3, false, NULL), MK_OK);
+	assert_int_equal(acks.fired, 2);
+	assert_int_equal(mk_partition_ack_check(f->p, &res.ticket, &pending,
+						NULL), MK_OK);
+	assert_false(pending);
+	mk_partition_unwatch(f->p, &plain.w);
+}
+
 /* ---- another thread waits for the fetch ----------------------------------- */
 
 /* Hold the fetch in its unlocked step until the test releases it. */
@@ -508,6 +745,30 @@ static void test_one_fetch_per_replica(void **state)
 	converge(f);
 }
 
+/* The copy broker 2's fetch still appends from (its unlocked step) is
+ * broker 3's too: both append the same bytes meanwhile. */
+static void test_copy_shared_in_flight(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	produce(f->p, "a");
+	produce(f->p, "b");
+	job fj;
+	fetch_held(f, &fj);
+	uint64_t r = reads(f);
+	f->hook_broker = 0;
+	fetch(f, 3);
+	assert_int_equal(reads(f), r);          /* broker 2's read */
+	assert_int_equal(leo_of(f->p, 3), 2);
+	assert_int_equal(info(f->p).hw, 0);     /* broker 2's copy unpublished */
+	f->hook_broker = 2;
+	let_go(f);
+	pthread_join(fj.th, NULL);
+	assert_int_equal(fj.err, MK_OK);
+	assert_int_equal(info(f->p).hw, 2);
+	converge(f);
+}
+
 /* ---- killed between the copy and its publication ---------------------- */
 
 static void test_kill_after_append(void **state)
@@ -556,9 +817,13 @@ int main(void)
 		T(test_leader_appends_during_fetch),
 		T(test_isr_lag_of_fetch_in_flight),
 		T(test_caught_up_fetch_is_one_step),
+		T(test_append_wakes_followers_unlocked),
+		T(test_progress_wakes_no_pending_writer),
+		T(test_one_read_for_two_followers),
 		T(test_crash_waits_for_fetch),
 		T(test_promotion_waits_for_fetch),
 		T(test_one_fetch_per_replica),
+		T(test_copy_shared_in_flight),
 		T(test_kill_after_append),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -85,8 +85,8 @@ static void test_resubmit_while_running(void **state)
 	mk_flush_pool *p = mk_flush_pool_new(1);
 	assert_non_null(p);
 	assert_int_equal(mk_flush_pool_threads(p), 1);
-	rec_task a = { { rec_run, NULL, 0, 0, 0 }, 'A', true, false };
-	rec_task b = { { rec_run, NULL, 0, 0, 0 }, 'B', false, false };
+	rec_task a = { { .run = rec_run }, 'A', true, false };
+	rec_task b = { { .run = rec_run }, 'B', false, false };
 	mk_flush_pool_submit(p, &a.task);
 	wait_running(&a);
 	mk_flush_pool_submit(p, &b.task);
@@ -105,9 +105,9 @@ static void test_remove_queued(void **state)
 	(void)state;
 	reset();
 	mk_flush_pool *p = mk_flush_pool_new(1);
-	rec_task a = { { rec_run, NULL, 0, 0, 0 }, 'A', true, false };
-	rec_task b = { { rec_run, NULL, 0, 0, 0 }, 'B', false, false };
-	rec_task c = { { rec_run, NULL, 0, 0, 0 }, 'C', false, false };
+	rec_task a = { { .run = rec_run }, 'A', true, false };
+	rec_task b = { { .run = rec_run }, 'B', false, false };
+	rec_task c = { { .run = rec_run }, 'C', false, false };
 	mk_flush_pool_submit(p, &a.task);
 	wait_running(&a);
 	mk_flush_pool_submit(p, &b.task);
@@ -117,6 +117,53 @@ static void test_remove_queued(void **state)
 	mk_flush_pool_remove(p, &a.task);
 	mk_flush_pool_remove(p, &c.task);
 	assert_string_equal(order, "AC");
+	mk_flush_pool_free(p);
+}
+
+/*
+ * Quick tasks run first, and in a pool of two threads one of them runs
+ * only quick tasks: with the other held by a long task and another queued
+ * behind it, a quick one still runs at once, and only it.
+ */
+static void test_quick_task_never_waits(void **state)
+{
+	(void)state;
+	reset();
+	mk_flush_pool *p = mk_flush_pool_new(2);
+	assert_non_null(p);
+	assert_int_equal(mk_flush_pool_threads(p), 2);
+	rec_task a = { { .run = rec_run }, 'A', true, false };
+	rec_task b = { { .run = rec_run }, 'B', false, false };
+	rec_task q = { { .run = rec_run, .quick = true }, 'Q', false, false };
+	mk_flush_pool_submit(p, &a.task);
+	wait_running(&a);
+	mk_flush_pool_submit(p, &b.task);     /* behind A: the quick thread
+					       * does not take it */
+	mk_flush_pool_submit(p, &q.task);
+	pthread_mutex_lock(&mu);
+	while (nrun < 1)
+		pthread_cond_wait(&cv, &mu);
+	assert_string_equal(order, "Q");      /* B still queued, A held */
+	pthread_mutex_unlock(&mu);
+	open_gate_and_wait_runs(3);
+	assert_string_equal(order, "QAB");
+	mk_flush_pool_remove(p, &a.task);
+	mk_flush_pool_remove(p, &b.task);
+	mk_flush_pool_remove(p, &q.task);
+	mk_flush_pool_free(p);
+
+	/* One thread: no reserved one, but quick tasks go first. */
+	reset();
+	p = mk_flush_pool_new(1);
+	mk_flush_pool_submit(p, &a.task);
+	wait_running(&a);
+	mk_flush_pool_submit(p, &b.task);
+	mk_flush_pool_submit(p, &q.task);
+	open_gate_and_wait_runs(3);
+	assert_string_equal(order, "AQB");
+	mk_flush_pool_remove(p, &a.task);
+	mk_flush_pool_remove(p, &b.task);
+	mk_flush_pool_remove(p, &q.task);
 	mk_flush_pool_free(p);
 }
 
@@ -131,7 +178,7 @@ static void test_created_pool_runs_after_start(void **state)
 	mk_flush_pool *p = mk_flush_pool_create(2);
 	assert_non_null(p);
 	assert_int_equal(mk_flush_pool_threads(p), 0);
-	rec_task a = { { rec_run, NULL, 0, 0, 0 }, 'A', false, false };
+	rec_task a = { { .run = rec_run }, 'A', false, false };
 	mk_flush_pool_submit(p, &a.task);
 	pthread_mutex_lock(&mu);
 	assert_int_equal(nrun, 0);
@@ -217,7 +264,7 @@ static void test_logs_share_pool_and_never_wait(void **state)
 	(void)state;
 	reset();
 	mk_flush_pool *p = mk_flush_pool_new(1);
-	rec_task gate = { { rec_run, NULL, 0, 0, 0 }, 'G', true, false };
+	rec_task gate = { { .run = rec_run }, 'G', true, false };
 	mk_flush_pool_submit(p, &gate.task);
 	wait_running(&gate);
 	int threads = count_threads();
@@ -244,6 +291,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resubmit_while_running),
 		cmocka_unit_test(test_remove_queued),
+		cmocka_unit_test(test_quick_task_never_waits),
 		cmocka_unit_test(test_created_pool_runs_after_start),
 		cmocka_unit_test_setup_teardown(test_logs_share_pool_and_never_wait,
 						setup, teardown),

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "cluster.h"
 #include "codec.h"
@@ -129,6 +130,23 @@ static int teardown(void **state)
 	return 0;
 }
 
+static mk_err produce_ex(mk_partition *p, const char *val, int acks,
+			 bool defer, mk_produce_result *res)
+{
+	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	mk_builder_add(&b, 1000, MK_BYTES_NULL, mk_bytes_of(val, strlen(val)),
+		       NULL, 0);
+	mk_builder_finish(&b);
+	mk_produce_args a = { .acks = acks, .seq = -1, .count = 1,
+			      .defer_ack = defer };
+	mk_err err = mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
+					  &a, NULL, res, NULL);
+	mk_builder_release(&b);
+	return err;
+}
+
 static mk_err produce(mk_partition *p, const char *val, int acks)
 {
 	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
@@ -181,6 +199,132 @@ static void test_long_poll_acks_all(void **state)
 	mk_cluster_close(c);   /* the stop wakes the fetchers: no hour */
 }
 
+/* What the fetchers' round hook saw (mk_cluster_on_round). */
+static struct {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	pthread_t main;
+	mk_partition *p;
+	mk_ack_ticket t;
+	bool armed;            /* t is set: look at it */
+	int calls, off_main, bad_arg;
+	bool acked;            /* a call found t acknowledged */
+} rh;
+
+static void round_hook(void *arg)
+{
+	pthread_mutex_lock(&rh.m);
+	rh.bad_arg += arg != &rh;
+	rh.calls++;
+	rh.off_main += !pthread_equal(pthread_self(), rh.main);
+	bool pending;
+	if (rh.armed && mk_partition_ack_check(rh.p, &rh.t, &pending, NULL) == MK_OK &&
+	    !pending)
+		rh.acked = true;
+	pthread_cond_broadcast(&rh.cv);
+	pthread_mutex_unlock(&rh.m);
+}
+
+/*
+ * Auto mode: each fetcher calls the round hook on its own thread after a
+ * round, so the round whose publication acknowledges a deferred acks=all
+ * batch is followed by a call that finds it acknowledged (the filesystem
+ * answers the parked writer there). Bounds of an hour: no round is
+ * started by a timeout.
+ */
+static void test_round_hook_after_publication(void **state)
+{
+	(void)state;
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%s/data", root);
+	mk_config cfg;
+	mk_config_defaults(&cfg);
+	cfg.nbrokers = 3;
+	for (int i = 0; i < 3; i++)
+		cfg.broker_ids[i] = i + 1;
+	cfg.manual_clock = 1;
+	cfg.auto_replication = 1;
+	cfg.fetch_interval_ms = HOUR_MS;
+	cfg.replica_fetch_wait_max_ms = HOUR_MS;
+	cfg.request_timeout_ms = HOUR_MS;
+	cfg.log.min_insync_replicas = 2;
+	mk_cluster *c;
+	assert_int_equal(mk_cluster_open(dir, &cfg, &c, NULL), MK_OK);
+	pthread_mutex_init(&rh.m, NULL);
+	pthread_cond_init(&rh.cv, NULL);
+	rh.main = pthread_self();
+	mk_cluster_on_round(c, round_hook, &rh);
+	mk_cluster_start(c);
+	assert_int_equal(mk_cluster_create_topic(c, "t", 1, 3, NULL, 0, NULL), MK_OK);
+	mk_topic *t = mk_cluster_topic(c, "t");
+	mk_partition *p = mk_topic_partition(t, 0);
+	mk_produce_result res;
+	pthread_mutex_lock(&rh.m);
+	assert_int_equal(produce_ex(p, "x", -1, true, &res), MK_OK);
+	assert_true(res.pending);
+	rh.p = p;
+	rh.t = res.ticket;
+	rh.armed = true;
+	/* Bounded (a deadlock detector, not a timing). */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 60;
+	while (!rh.acked &&
+	       pthread_cond_timedwait(&rh.cv, &rh.m, &ts) == 0)
+		;
+	assert_true(rh.acked);
+	assert_int_equal(rh.off_main, rh.calls);   /* on the fetchers */
+	assert_int_equal(rh.bad_arg, 0);
+	rh.armed = false;
+	pthread_mutex_unlock(&rh.m);
+	mk_topic_put(t);
+	mk_cluster_close(c);
+	pthread_mutex_destroy(&rh.m);
+	pthread_cond_destroy(&rh.cv);
+}
+
+/*
+ * A fetcher whose round was capped by replica.fetch.max.bytes fetches
+ * again at once: twenty records appended before the fetchers started
+ * (their posts are behind every mark), one batch per round, and no round
+ * started by a post or a timeout (an hour) until the last acks=all one.
+ */
+static void test_capped_round_fetches_again(void **state)
+{
+	(void)state;
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%s/data", root);
+	mk_config cfg;
+	mk_config_defaults(&cfg);
+	cfg.nbrokers = 3;
+	for (int i = 0; i < 3; i++)
+		cfg.broker_ids[i] = i + 1;
+	cfg.manual_clock = 1;
+	cfg.auto_replication = 1;
+	cfg.fetch_interval_ms = HOUR_MS;
+	cfg.replica_fetch_wait_max_ms = HOUR_MS;
+	cfg.request_timeout_ms = HOUR_MS;
+	cfg.replica_fetch_max_bytes = 1;      /* one batch per read */
+	cfg.log.min_insync_replicas = 2;
+	mk_cluster *c;
+	assert_int_equal(mk_cluster_open(dir, &cfg, &c, NULL), MK_OK);
+	assert_int_equal(mk_cluster_create_topic(c, "t", 1, 3, NULL, 0, NULL), MK_OK);
+	mk_topic *t = mk_cluster_topic(c, "t");
+	mk_partition *p = mk_topic_partition(t, 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(produce(p, "x", 1), MK_OK);
+	mk_partition_info in;
+	mk_partition_info_get(p, &in);
+	assert_int_equal(in.hw, 0);          /* nobody fetched yet */
+	mk_cluster_start(c);
+	/* Caught up through twenty capped rounds, then this one's post. */
+	assert_int_equal(produce(p, "y", -1), MK_OK);
+	mk_partition_info_get(p, &in);
+	assert_int_equal(in.hw, 21);
+	mk_topic_put(t);
+	mk_cluster_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +333,8 @@ int main(void)
 		cmocka_unit_test(test_stop_wakes),
 		cmocka_unit_test(test_min_bytes),
 		cmocka_unit_test_setup_teardown(test_long_poll_acks_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_round_hook_after_publication, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_capped_round_fetches_again, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
