@@ -17,7 +17,8 @@
  * R should be 0; the kernel may keep a page that another process has
  * mapped or locked. A file of the mount may be named too: a paged
  * records file (docs/filesystem.md) leaves the cache like any other; a
- * records stream (direct I/O) has nothing cached. Exit status 1 on any error, with the reason on stderr.
+ * records stream (direct I/O) has nothing cached. Exit status 1 on any
+ * error, with the reason on stderr.
  */
 #include <dirent.h>
 #include <errno.h>

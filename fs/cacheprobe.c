@@ -7,21 +7,21 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "xalloc.h"
 
 typedef struct probe {
 	uint64_t id;
-	bool done;
-	size_t n;
+	int64_t due_ms;
+	mk_cacheprobe_done done;
+	void *done_arg;
 	struct probe *next;
 } probe;
 
 struct mk_cacheprobe {
 	pthread_mutex_t lock;
-	pthread_cond_t answered;   /* CLOCK_MONOTONIC */
 	probe *pending;
+	size_t npending;
 	uint64_t last_id;
 };
 
@@ -29,11 +29,6 @@ mk_cacheprobe *mk_cacheprobe_new(void)
 {
 	mk_cacheprobe *cp = mk_xcalloc(1, sizeof(*cp));
 	pthread_mutex_init(&cp->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&cp->answered, &ca);
-	pthread_condattr_destroy(&ca);
 	return cp;
 }
 
@@ -41,61 +36,95 @@ void mk_cacheprobe_free(mk_cacheprobe *cp)
 {
 	if (!cp)
 		return;
-	pthread_cond_destroy(&cp->answered);
+	mk_cacheprobe_expire(cp, INT64_MAX);
 	pthread_mutex_destroy(&cp->lock);
 	free(cp);
 }
 
-/* Take p out of the pending list. Under cp->lock. */
-static void unlink_probe(mk_cacheprobe *cp, probe *p)
+/* Take probe id out of the pending list: it is the caller's to answer.
+ * Under cp->lock; NULL when it is not pending (answered, expired). */
+static probe *take(mk_cacheprobe *cp, uint64_t id)
 {
 	for (probe **pp = &cp->pending; *pp; pp = &(*pp)->next)
-		if (*pp == p) {
+		if ((*pp)->id == id) {
+			probe *p = *pp;
 			*pp = p->next;
-			return;
+			cp->npending--;
+			return p;
 		}
+	return NULL;
 }
 
-int mk_cacheprobe_ask(mk_cacheprobe *cp, mk_cacheprobe_fn fn, void *arg,
-		      uint64_t ino, long long off, int timeout_ms)
+static void answer(probe *p, int cached)
 {
-	probe p = { 0 };
-	pthread_mutex_lock(&cp->lock);
-	p.id = ++cp->last_id;
-	p.next = cp->pending;
-	cp->pending = &p;
-	pthread_mutex_unlock(&cp->lock);
+	p->done(p->done_arg, cached);
+	free(p);
+}
 
-	int asked = fn(arg, ino, 1, off, (void *)(uintptr_t)p.id);
-
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+void mk_cacheprobe_start(mk_cacheprobe *cp, mk_cacheprobe_fn fn, void *fn_arg,
+			 uint64_t ino, long long off, int64_t due_ms,
+			 mk_cacheprobe_done done, void *done_arg)
+{
+	probe *p = mk_xcalloc(1, sizeof(*p));
+	p->due_ms = due_ms;
+	p->done = done;
+	p->done_arg = done_arg;
 	pthread_mutex_lock(&cp->lock);
-	while (asked == 0 && !p.done &&
-	       pthread_cond_timedwait(&cp->answered, &cp->lock, &until) == 0)
-		;
-	unlink_probe(cp, &p);
-	int r = p.done ? p.n > 0 : -1;
+	uint64_t id = p->id = ++cp->last_id;
+	p->next = cp->pending;
+	cp->pending = p;
+	cp->npending++;
 	pthread_mutex_unlock(&cp->lock);
-	return r;
+	/* From here p may be answered (and freed) by another thread. */
+	if (fn(fn_arg, ino, 1, off, (void *)(uintptr_t)id) == 0)
+		return;
+	pthread_mutex_lock(&cp->lock);
+	p = take(cp, id);
+	pthread_mutex_unlock(&cp->lock);
+	if (p)
+		answer(p, -1);
 }
 
 void mk_cacheprobe_answer(mk_cacheprobe *cp, void *cookie, size_t n)
 {
-	uint64_t id = (uint64_t)(uintptr_t)cookie;
 	pthread_mutex_lock(&cp->lock);
-	for (probe *p = cp->pending; p; p = p->next)
-		if (p->id == id) {
-			p->done = true;
-			p->n = n;
-			pthread_cond_broadcast(&cp->answered);
-			break;
-		}
+	probe *p = take(cp, (uint64_t)(uintptr_t)cookie);
 	pthread_mutex_unlock(&cp->lock);
+	if (p)
+		answer(p, n > 0);
+}
+
+int64_t mk_cacheprobe_expire(mk_cacheprobe *cp, int64_t now_ms)
+{
+	probe *due = NULL;
+	int64_t next = 0;
+	pthread_mutex_lock(&cp->lock);
+	for (probe **pp = &cp->pending; *pp;) {
+		probe *p = *pp;
+		if (p->due_ms <= now_ms) {
+			*pp = p->next;
+			cp->npending--;
+			p->next = due;
+			due = p;
+		} else {
+			if (!next || p->due_ms < next)
+				next = p->due_ms;
+			pp = &p->next;
+		}
+	}
+	pthread_mutex_unlock(&cp->lock);
+	while (due) {
+		probe *p = due;
+		due = p->next;
+		answer(p, -1);
+	}
+	return next;
+}
+
+size_t mk_cacheprobe_pending(mk_cacheprobe *cp)
+{
+	pthread_mutex_lock(&cp->lock);
+	size_t n = cp->npending;
+	pthread_mutex_unlock(&cp->lock);
+	return n;
 }

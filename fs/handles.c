@@ -540,7 +540,7 @@ long long mk_records_paged_size(mkfs *fs, mk_view_pages *pg,
 	uint64_t seq = mk_partition_seq(p);
 	int64_t end;
 	long long size;
-	if (!mk_viewmemo_step_begin(pg, seq, &end, &size))
+	if (!mk_viewmemo_step_begin(fs->views, pg, seq, &end, &size))
 		return mk_viewmemo_told(pg);
 	/* Rewritten (a new leader epoch, compaction): no step; its paged
 	 * descriptors fail their reads. */

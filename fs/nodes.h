@@ -108,6 +108,10 @@ struct mkfs {
 	void *session;               /* the FUSE session, for notifications
 					* (set by mount/main.c); NULL: none */
 	struct mk_cacheprobe *probe; /* asks the kernel what it caches */
+	unsigned workers;            /* FUSE worker threads at most (set by
+					* mount/main.c; 0: libfuse's 10) */
+	pthread_t loop_thread;       /* runs the request loop (mount/main.c) */
+	bool has_loop_thread;
 	uid_t owner;                 /* who mounted: may change the cluster */
 };
 

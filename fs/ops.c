@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -374,6 +375,31 @@ static int view_retrieve(void *arg, uint64_t ino, size_t size, long long off,
 					     (off_t)off, cookie);
 }
 
+void mk_fs_stop(mkfs *fs)
+{
+	struct mk_viewmemo *vm = fs->views;
+	if (!vm || mk_viewmemo_stop(vm))
+		fuse_session_exit(fs->session);
+}
+
+/* The last step under way at a stop ended: end the loop, and interrupt
+ * its thread's wait (libfuse's loop looks at the exit flag when a signal
+ * interrupts it). */
+static void views_drained(void *arg)
+{
+	mkfs *fs = arg;
+	fuse_session_exit(fs->session);
+	if (fs->has_loop_thread)
+		pthread_kill(fs->loop_thread, SIGTERM);
+}
+
+/* The completion thread's timer: probes past their time are unknown. */
+static int64_t probe_tick(void *arg, int64_t now_ms)
+{
+	mkfs *fs = arg;
+	return mk_cacheprobe_expire(fs->probe, now_ms);
+}
+
 static void op_retrieve_reply(fuse_req_t req, void *cookie, fuse_ino_t ino,
 			      off_t offset, struct fuse_bufvec *bufv)
 {
@@ -398,8 +424,17 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	fs->parking = mk_parking_new(fs, drop_handle);
 	/* A fetcher answers the acks=all writes its round completed. */
 	mk_cluster_on_round(fs->cluster, mk_parking_help, fs->parking);
-	fs->views = mk_viewmemo_new(&view_kernel);
+	/* A step waits in the kernel for reads other workers answer: at
+	 * most half the workers step at once (viewmemo.h); one worker
+	 * alone never could, so it has no paged records. */
+	unsigned workers = fs->workers ? fs->workers : 10;
+	struct mk_viewmemo *views = workers > 1
+		? mk_viewmemo_new(&view_kernel, (int)workers / 2) : NULL;
+	if (views)
+		mk_viewmemo_on_drained(views, views_drained, fs);
+	fs->views = views;    /* complete before a signal handler may see it */
 	fs->probe = mk_cacheprobe_new();
+	mk_parking_set_tick(fs->parking, probe_tick, fs);
 	mk_cluster_start(fs->cluster);
 	if (fs->groups)
 		mk_groups_start(fs->groups);
@@ -797,9 +832,10 @@ static mk_handle *handle_of(struct fuse_file_info *fi)
 	return (mk_handle *)(uintptr_t)fi->fh;
 }
 
-/* Open path (inode ino) into fi; 0 or an errno (with its /errors line). */
-static int open_path(fuse_req_t req, fuse_ino_t ino, const char *path,
-		     struct fuse_file_info *fi)
+/* Open path into a new handle (*out, of type *type); 0 or an errno (with
+ * its /errors line). */
+static int open_handle(fuse_req_t req, const char *path, int flags,
+		       mk_handle **out, node_type *type)
 {
 	mkfs *fs = fs_of(req);
 	mk_strbuf why = MK_STRBUF_INIT;
@@ -807,7 +843,7 @@ static int open_path(fuse_req_t req, fuse_ino_t ino, const char *path,
 	mk_err err = mk_resolve(fs, path, &ref, &why);
 	if (err)
 		goto fail;
-	int acc = fi->flags & O_ACCMODE;
+	int acc = flags & O_ACCMODE;
 	if ((acc != O_RDONLY && !may(req, ref.def->mode, true)) ||
 	    (acc != O_WRONLY && !may(req, ref.def->mode, false))) {
 		mk_node_ref_release(&ref);
@@ -818,26 +854,26 @@ static int open_path(fuse_req_t req, fuse_ino_t ino, const char *path,
 		mk_strbuf_release(&why);
 		return EACCES;
 	}
-	mk_handle *h;
-	node_type type = ref.def->type;
-	err = mk_handle_open(fs, &ref, path, fi->flags, &h, &why);
+	*type = ref.def->type;
+	err = mk_handle_open(fs, &ref, path, flags, out, &why);
 	mk_node_ref_release(&ref);
 	if (err)
 		goto fail;
-	/* A paged view whose first page left the cache (evicted, or dropped
-	 * with POSIX_FADV_DONTNEED) is read faster as a stream: readahead
-	 * through the page cache sends smaller requests and copies twice.
-	 * Not every time (viewmemo.h: mk_viewmemo_cold), and never the
-	 * first paged open of an identity: those fill the cache. No answer
-	 * in time: paged. */
-	if (h->pages && !h->pages_fresh && fs->probe && fs->session) {
-		int cached = mk_cacheprobe_ask(fs->probe, view_retrieve, fs->session,
-					       ino, 0, PROBE_MS);
-		if (cached == 1)
-			mk_viewmemo_warm(fs->views, h->pages);
-		else if (cached == 0 && mk_viewmemo_cold(fs->views, h->pages))
-			mk_handle_unpage(h);
-	}
+	mk_strbuf_release(&why);
+	return 0;
+fail:
+	mk_errlog_add(&fs->cluster->errlog, mk_clock_now(&fs->cluster->clock),
+		      path, err, "%s", why.len ? why.buf : mk_err_name(err));
+	mk_strbuf_release(&why);
+	return mk_errno(err);
+}
+
+/* The open of h (inode ino) is decided: fill fi and track h. */
+static void open_finish(mkfs *fs, mk_handle *h, node_type type, fuse_ino_t ino,
+			struct fuse_file_info *fi)
+{
+	/* Paged records (handles.h) go through the page cache like raw
+	 * segments; every other file is computed, with direct I/O. */
 	fi->direct_io = type != NODE_RAW && !h->paged;
 	fi->keep_cache = h->paged && h->keep_cache;
 	/* Before the open is answered: a first paged open of its view drops
@@ -849,31 +885,74 @@ static int open_path(fuse_req_t req, fuse_ino_t ino, const char *path,
 	}
 	track(fs, h);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	/* Paged records (handles.h) go through the page cache like raw
-	 * segments (above); every other file is computed, with direct I/O. */
 	/* Streams accept lseek (head and tail seek back) and go on reading;
 	 * a poll is consumed as read, so it does not seek. */
 	fi->nonseekable = type == NODE_APPEND || type == NODE_POLL;
-	mk_strbuf_release(&why);
-	return 0;
-fail:
-	mk_errlog_add(&fs->cluster->errlog, mk_clock_now(&fs->cluster->clock),
-		      path, err, "%s", why.len ? why.buf : mk_err_name(err));
-	mk_strbuf_release(&why);
-	return mk_errno(err);
+}
+
+/* Answer an open whose handle is ready. */
+static void open_reply(fuse_req_t req, mkfs *fs, mk_handle *h, node_type type,
+		       fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	open_finish(fs, h, type, ino, fi);
+	if (fuse_reply_open(req, fi) != 0)   /* the open was interrupted */
+		drop_handle(fs, h);
+}
+
+/*
+ * A paged view whose first page left the cache (evicted, or dropped with
+ * POSIX_FADV_DONTNEED) is read faster as a stream: readahead through the
+ * page cache sends smaller requests and copies twice. Not every time
+ * (viewmemo.h: mk_viewmemo_cold), and never the first paged open of an
+ * identity: those fill the cache. The open asks the kernel (cacheprobe.h)
+ * and its worker returns; the answer (a retrieve_reply on another
+ * worker), or the probe's expiry after PROBE_MS on the parking lot's
+ * completion thread (then: paged), answers the open.
+ */
+typedef struct {
+	fuse_req_t req;
+	mkfs *fs;
+	mk_handle *h;
+	node_type type;
+	fuse_ino_t ino;
+	struct fuse_file_info fi;    /* a copy: libfuse's is on its stack */
+} probed_open;
+
+static void probe_done(void *arg, int cached)
+{
+	probed_open *po = arg;
+	mkfs *fs = po->fs;
+	if (cached == 1)
+		mk_viewmemo_warm(fs->views, po->h->pages);
+	else if (cached == 0 && mk_viewmemo_cold(fs->views, po->h->pages))
+		mk_handle_unpage(po->h);
+	open_reply(po->req, fs, po->h, po->type, po->ino, &po->fi);
+	free(po);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	mkfs *fs = fs_of(req);
 	mk_strbuf path = MK_STRBUF_INIT;
 	if (!path_of(req, ino, &path))
 		return;
-	int rc = open_path(req, ino, path.buf, fi);
-	if (rc)
-		fuse_reply_err(req, rc);
-	else if (fuse_reply_open(req, fi) != 0)   /* the open was interrupted */
-		drop_handle(fs_of(req), handle_of(fi));
+	mk_handle *h;
+	node_type type;
+	int rc = open_handle(req, path.buf, fi->flags, &h, &type);
 	mk_strbuf_release(&path);
+	if (rc) {
+		fuse_reply_err(req, rc);
+		return;
+	}
+	if (h->pages && !h->pages_fresh && fs->probe && fs->session && fs->parking) {
+		probed_open *po = mk_xcalloc(1, sizeof(*po));
+		*po = (probed_open){ req, fs, h, type, ino, *fi };
+		mk_cacheprobe_start(fs->probe, view_retrieve, fs->session, ino, 0,
+				    mk_wall_ms() + PROBE_MS, probe_done, po);
+		mk_parking_poke(fs->parking);    /* the expiry's timer */
+		return;
+	}
+	open_reply(req, fs, h, type, ino, fi);
 }
 
 /* Files cannot be created; an existing one opens as usual. */
@@ -895,8 +974,12 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	mk_node_ref_release(&ref);
 	int rc = stat_path(fs, path.buf, NULL, 0, &e.attr);
 	e.ino = mk_inodes_ref(fs->inodes, path.buf);
+	mk_handle *h = NULL;
+	node_type type;
 	if (!rc)
-		rc = open_path(req, e.ino, path.buf, fi);
+		rc = open_handle(req, path.buf, fi->flags, &h, &type);
+	if (!rc)
+		open_finish(fs, h, type, e.ino, fi);    /* no cache probe: a speed-up only */
 	if (rc) {
 		mk_inodes_forget(fs->inodes, e.ino, 1);
 		fuse_reply_err(req, rc);

@@ -19,6 +19,14 @@ extern const struct fuse_lowlevel_ops mk_ll_ops;
 
 /* Release every handle the kernel never released (after the loop). */
 void mk_fs_release_all(mkfs *fs);
+/*
+ * A stop asked by signal (mount/main.c's handler; async-signal-safe): the
+ * request loop ends (fuse_session_exit) once no step of paged records
+ * waits in the kernel for reads (viewmemo.h); until then it goes on
+ * serving them, and the last step to end ends it, waking the loop's
+ * thread with SIGTERM (its handler is this again).
+ */
+void mk_fs_stop(mkfs *fs);
 
 /* The /README text. */
 extern const char mk_readme_text[];

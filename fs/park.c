@@ -61,6 +61,12 @@ struct mk_parking {
 	pthread_cond_t jobs_cond;
 	pthread_t job_thread;
 	bool job_started;
+	/* the timer (mk_parking_set_tick): its due time (0: none), and a
+	 * poke since it last ran */
+	int64_t (*tick)(void *arg, int64_t now_ms);
+	void *tick_arg;
+	int64_t tick_due;
+	bool tick_poked;
 };
 
 void mk_reply_fail(mkfs *fs, fuse_req_t req, const char *path, mk_err err,
@@ -444,7 +450,18 @@ static void *completion_main(void *arg)
 			pthread_mutex_lock(&lot->lock);
 			continue;
 		}
+		if (lot->tick && (lot->tick_poked ||
+				  (lot->tick_due && lot->tick_due <= mk_wall_ms()))) {
+			lot->tick_poked = false;
+			pthread_mutex_unlock(&lot->lock);
+			int64_t due = lot->tick(lot->tick_arg, mk_wall_ms());
+			pthread_mutex_lock(&lot->lock);
+			lot->tick_due = due;
+			continue;
+		}
 		int64_t next = queue_due(lot);
+		if (lot->tick_due && (!next || lot->tick_due < next))
+			next = lot->tick_due;
 		if (!lot->qhead) {
 			lot->sleeps_until = next ? next : INT64_MAX;
 			if (next) {
@@ -557,6 +574,26 @@ void mk_parking_stop(mk_parking *lot)
 			break;
 		process(lot, k, true);
 	}
+	if (lot->tick)
+		lot->tick(lot->tick_arg, INT64_MAX);
+	lot->tick = NULL;    /* once: a second stop (mk_parking_free) runs none */
+}
+
+void mk_parking_set_tick(mk_parking *lot, int64_t (*tick)(void *arg, int64_t now_ms),
+			 void *arg)
+{
+	pthread_mutex_lock(&lot->lock);
+	lot->tick = tick;
+	lot->tick_arg = arg;
+	pthread_mutex_unlock(&lot->lock);
+}
+
+void mk_parking_poke(mk_parking *lot)
+{
+	pthread_mutex_lock(&lot->lock);
+	lot->tick_poked = true;
+	pthread_cond_signal(&lot->cond);
+	pthread_mutex_unlock(&lot->lock);
 }
 
 void mk_parking_free(mk_parking *lot)

@@ -103,6 +103,19 @@ void mk_park_job(mk_parking *lot, mk_job *j);
  */
 void mk_parking_help(void *lot);
 
+/*
+ * One timer the completion thread drives besides the parked requests
+ * (ops.c: the expiry of cache probes, cacheprobe.h, whose opens wait
+ * parked in the probe table): tick(arg, now) is called on the completion
+ * thread with no lock held, when its last returned due time (wall ms; 0:
+ * none) has come and after every mk_parking_poke; it returns the next
+ * due time. mk_parking_stop calls it once more with INT64_MAX (answer
+ * everything) after the threads ended. Set it before anything pokes.
+ */
+void mk_parking_set_tick(mk_parking *lot, int64_t (*tick)(void *arg, int64_t now_ms),
+			 void *arg);
+void mk_parking_poke(mk_parking *lot);
+
 /* Requests parked now (for tests and /errors-free introspection). */
 size_t mk_parking_count(mk_parking *lot);
 

@@ -50,12 +50,21 @@ struct mk_viewmemo {
 	mk_view_pages **m;
 	size_t n, alloc;
 	uint64_t clock;
+	/* Steps in their kernel calls, at most max_stepping (no lock);
+	 * a stop refuses new ones and waits for these (mk_viewmemo_stop). */
+	_Atomic int stepping;
+	int max_stepping;
+	atomic_bool stopping;
+	atomic_bool drained_told;    /* drained is called once */
+	void (*drained)(void *arg);
+	void *drained_arg;
 };
 
-mk_viewmemo *mk_viewmemo_new(const mk_view_kernel *k)
+mk_viewmemo *mk_viewmemo_new(const mk_view_kernel *k, int max_stepping)
 {
 	mk_viewmemo *vm = mk_xcalloc(1, sizeof(*vm));
 	pthread_mutex_init(&vm->lock, NULL);
+	vm->max_stepping = max_stepping;
 	if (k) {
 		vm->k = *k;
 		vm->has_k = true;
@@ -299,14 +308,56 @@ long long mk_viewmemo_told(mk_view_pages *pg)
 	return atomic_load(&pg->told);
 }
 
-bool mk_viewmemo_step_begin(mk_view_pages *pg, uint64_t seq, int64_t *end,
-			    long long *size)
+/* Give a step's place back; the last one after a stop says so. */
+static void stepping_give(mk_viewmemo *vm)
+{
+	if (atomic_fetch_sub(&vm->stepping, 1) == 1 && atomic_load(&vm->stopping) &&
+	    vm->drained && !atomic_exchange(&vm->drained_told, true))
+		vm->drained(vm->drained_arg);
+}
+
+/* One of the vm->max_stepping places for a step; false: all taken, or
+ * stopping. Taken before stopping is looked at, and mk_viewmemo_stop
+ * sets stopping before it counts: one of the two sees the other. */
+static bool stepping_take(mk_viewmemo *vm)
+{
+	if (atomic_load(&vm->stopping))
+		return false;
+	int n = atomic_load(&vm->stepping);
+	for (;;) {
+		if (n >= vm->max_stepping)
+			return false;
+		if (atomic_compare_exchange_weak(&vm->stepping, &n, n + 1))
+			break;
+	}
+	if (atomic_load(&vm->stopping)) {
+		stepping_give(vm);
+		return false;
+	}
+	return true;
+}
+
+bool mk_viewmemo_stop(mk_viewmemo *vm)
+{
+	atomic_store(&vm->stopping, true);
+	return atomic_load(&vm->stepping) == 0;
+}
+
+void mk_viewmemo_on_drained(mk_viewmemo *vm, void (*drained)(void *arg),
+			    void *arg)
+{
+	vm->drained = drained;
+	vm->drained_arg = arg;
+}
+
+bool mk_viewmemo_step_begin(mk_viewmemo *vm, mk_view_pages *pg, uint64_t seq,
+			    int64_t *end, long long *size)
 {
 	if (atomic_load(&pg->stepped) == seq)
 		return false;
 	if (pthread_mutex_trylock(&pg->step) != 0)
 		return false;
-	if (atomic_load(&pg->stepped) == seq) {
+	if (atomic_load(&pg->stepped) == seq || !stepping_take(vm)) {
 		pthread_mutex_unlock(&pg->step);
 		return false;
 	}
@@ -339,4 +390,5 @@ void mk_viewmemo_step_end(mk_viewmemo *vm, mk_view_pages *pg, uint64_t seq,
 	if (ok)
 		atomic_store(&pg->stepped, seq);
 	pthread_mutex_unlock(&pg->step);
+	stepping_give(vm);
 }

@@ -48,6 +48,45 @@
  * atomics. Calls into core only put topic references (mk_topic_put takes
  * no lock the callers hold). An entry with paged descriptors open is
  * never forgotten, so their handles may keep its address.
+ *
+ * Why a step cannot deadlock (it runs on a FUSE worker, in a getattr or
+ * a lookup, and its kernel calls wait for reads in flight on the inode:
+ * notify_inval_inode locks each page it drops, notify_store each page it
+ * writes, and a page being read stays locked until a worker answers its
+ * FUSE_READ; libfuse's header promises no-blocking only without dirty
+ * pages for inval, and nothing for store):
+ *   - the locks: while it calls the kernel the stepping thread holds its
+ *     entry's step mutex only. A paged read takes its handle's lock and
+ *     the partition's (to format), reads limit (atomic) and never the step
+ *     mutex, vm->lock or a handle lock the step holds (a step takes no
+ *     handle lock: mk_records_paged_size counts from the partition). The
+ *     other callers of the step mutex use trylock. The kernel side: a
+ *     getattr or lookup holds no page lock and no inode lock of the file
+ *     (a read that needs the size sends its getattr before it locks
+ *     pages), so the reads waited for never wait for the step's request;
+ *   - the threads: a read waited for needs a free worker, and workers
+ *     never wait for anything else (the house rule: waits are parked;
+ *     the cache probe is answered later, cacheprobe.h). At most
+ *     max_stepping steps (mk_viewmemo_new; ops.c: half of libfuse's
+ *     worker threads, none with a single thread, which has no paged
+ *     records) call the kernel at once; a stat that finds them all taken
+ *     reports told, as when its own name's step is under way. So at least
+ *     one worker always takes the reads;
+ *   - the first paged open's inval (mk_viewmemo_opened) waits for
+ *     nothing: no paged descriptor is open on the name, and a paged
+ *     descriptor's async readahead holds its file open, so no page of the
+ *     inode is being read;
+ *   - the session gone: the connection aborted (or unmounted) fails the
+ *     reads in flight, which unlocks their pages, and the notifications
+ *     then fail (ENOTCONN/ENOENT, ignored: told is raised anyway, and no
+ *     page of the name is cached any more). A normal unmount cannot
+ *     happen with descriptors open. A stop by signal: libfuse's loop,
+ *     once told to exit, takes no more requests and waits for its busy
+ *     workers, so a step waiting for a read would never end; the
+ *     daemon's signal handler (mount/main.c, mk_fs_stop) calls
+ *     mk_viewmemo_stop instead and ends the loop only once no step is
+ *     under way (the last one to end does), new steps being refused
+ *     meanwhile.
  */
 #ifndef MK_VIEWMEMO_H
 #define MK_VIEWMEMO_H
@@ -82,8 +121,19 @@ typedef struct {
 		      size_t n);
 } mk_view_kernel;
 
-/* k (copied; NULL: no kernel, for tests) is called by opens and steps. */
-mk_viewmemo *mk_viewmemo_new(const mk_view_kernel *k);
+/* k (copied; NULL: no kernel, for tests) is called by opens and steps;
+ * at most max_stepping steps run at once (above). */
+mk_viewmemo *mk_viewmemo_new(const mk_view_kernel *k, int max_stepping);
+/*
+ * A stop (ops.c: SIGTERM, SIGINT, SIGHUP): no step begins from now on.
+ * True when none is under way (the request loop may end now); false: the
+ * last one under way calls drained(arg) (once) as it ends, and until then
+ * the loop must go on serving (that step waits for reads).
+ * Async-signal-safe (atomics only). Set drained before any step.
+ */
+bool mk_viewmemo_stop(mk_viewmemo *vm);
+void mk_viewmemo_on_drained(mk_viewmemo *vm, void (*drained)(void *arg),
+			    void *arg);
 /* Puts every topic reference; call before the cluster is closed. */
 void mk_viewmemo_free(mk_viewmemo *vm);
 
@@ -137,12 +187,13 @@ long long mk_viewmemo_limit(mk_view_pages *pg);
 long long mk_viewmemo_told(mk_view_pages *pg);
 /*
  * A step, for a partition whose change count is now seq: false when one
- * is under way or this seq was stepped to already (report told). True:
+ * is under way on pg, max_stepping are under way, or this seq was
+ * stepped to already (report told). True:
  * *end and *size are the text's end offset and length so far; count the
  * text of [*end, visible end) and call mk_viewmemo_step_end.
  */
-bool mk_viewmemo_step_begin(mk_view_pages *pg, uint64_t seq, int64_t *end,
-			    long long *size);
+bool mk_viewmemo_step_begin(mk_viewmemo *vm, mk_view_pages *pg, uint64_t seq,
+			    int64_t *end, long long *size);
 /* The text now ends at offset end, size bytes, its last byte last (when
  * size grew); ok false: the count failed, look again at the next call. */
 void mk_viewmemo_step_end(mk_viewmemo *vm, mk_view_pages *pg, uint64_t seq,

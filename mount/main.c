@@ -24,6 +24,8 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +89,44 @@ static void usage(const char *prog)
 		"unmount with: fusermount3 -u MOUNTPOINT\n", prog);
 }
 
+/*
+ * A stop by signal (SIGINT, SIGTERM, SIGHUP): in place of libfuse's
+ * handler, which ends the loop at once, ours asks the root object
+ * (mk_fs_stop: a step of paged records waiting for reads must end first,
+ * viewmemo.h). A handler reaches its root object only through a static,
+ * as libfuse's reaches its session; set while the loop runs.
+ */
+static mkfs *volatile stop_fs;
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+static struct sigaction stop_saved[3];
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	if (stop_fs)
+		mk_fs_stop(stop_fs);
+}
+
+static void stop_signals_set(mkfs *fs)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;    /* no SA_RESTART: the loop's wait sees EINTR */
+	stop_fs = fs;
+	for (size_t i = 0; i < 3; i++)
+		sigaction(stop_signals[i], &sa, &stop_saved[i]);
+}
+
+/* libfuse's handlers again, for fuse_remove_signal_handlers to remove. */
+static void stop_signals_reset(void)
+{
+	for (size_t i = 0; i < 3; i++)
+		sigaction(stop_signals[i], &stop_saved[i], NULL);
+	stop_fs = NULL;
+}
+
 /* Mount, serve until unmounted or signalled, unmount. */
 static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
 		 mkfs *fs)
@@ -96,13 +136,18 @@ static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
 	if (!se)
 		return 1;
 	fs->session = se;
+	fs->workers = fopts->singlethread ? 1 : fopts->max_threads;
 	int rc = 1;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_destroy;
+	stop_signals_set(fs);
 	if (fuse_session_mount(se, fopts->mountpoint) != 0)
 		goto out_signals;
 	if (fuse_daemonize(fopts->foreground) != 0)
 		goto out_unmount;
+	/* After daemonizing (a fork): the thread that runs the loop. */
+	fs->loop_thread = pthread_self();
+	fs->has_loop_thread = true;
 	if (fopts->singlethread) {
 		fuse_session_loop(se);
 	} else {
@@ -123,6 +168,7 @@ static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:
+	stop_signals_reset();
 	fuse_remove_signal_handlers(se);
 out_destroy:
 	fuse_session_destroy(se);

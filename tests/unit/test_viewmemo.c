@@ -9,7 +9,8 @@
  * fs-paged once caught: a reader copying the zeros of a cached last page
  * as text) grows only after the pages from the old end on were dropped,
  * never shrinks while paged descriptors are open, and reads may serve
- * the new text before the kernel learns its size.
+ * the new text before the kernel learns its size; at most max_stepping
+ * steps run at once, and a stop waits for them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -86,7 +87,7 @@ static void test_identity(void **state)
 	mk_topic ta, tb;
 	fake_topic(&ta);
 	fake_topic(&tb);
-	mk_viewmemo *vm = mk_viewmemo_new(NULL);
+	mk_viewmemo *vm = mk_viewmemo_new(NULL, 1);
 	mk_view_id id = { &ta, 0, 7, 0 };
 	long long size;
 	int64_t end;
@@ -131,7 +132,7 @@ static void test_keep_cache(void **state)
 	mk_topic t;
 	fake_topic(&t);
 	fake_kernel k = { 0 };
-	mk_viewmemo *vm = mk_viewmemo_new(&kernel);
+	mk_viewmemo *vm = mk_viewmemo_new(&kernel, 1);
 	const char *p = "/topics/t/0/records";
 	mk_view_id x = { &t, 0, 1, 0 };
 	int64_t end;
@@ -212,7 +213,7 @@ static void test_step(void **state)
 	mk_topic t;
 	fake_topic(&t);
 	fake_kernel k = { 0 };
-	mk_viewmemo *vm = mk_viewmemo_new(&kernel);
+	mk_viewmemo *vm = mk_viewmemo_new(&kernel, 1);
 	const char *p = "/topics/t/0/records";
 	mk_view_id x = { &t, 0, 5, 0 };
 	int64_t end;
@@ -227,16 +228,16 @@ static void test_step(void **state)
 	mk_viewmemo_opened(vm, a, 42, &k, fresh);
 	k.pg = a;
 	/* Nothing changed: no step. */
-	assert_false(mk_viewmemo_step_begin(a, 5, &end, &size));
+	assert_false(mk_viewmemo_step_begin(vm, a, 5, &end, &size));
 	/* The partition changed: a step from (10, 1000). */
-	assert_true(mk_viewmemo_step_begin(a, 6, &end, &size));
+	assert_true(mk_viewmemo_step_begin(vm, a, 6, &end, &size));
 	assert_int_equal(end, 10);
 	assert_int_equal(size, 1000);
 	/* Another caller meanwhile reports told, without waiting. */
 	int64_t e2;
 	long long s2;
-	assert_false(mk_viewmemo_step_begin(a, 6, &e2, &s2));
-	assert_false(mk_viewmemo_step_begin(a, 7, &e2, &s2));
+	assert_false(mk_viewmemo_step_begin(vm, a, 6, &e2, &s2));
+	assert_false(mk_viewmemo_step_begin(vm, a, 7, &e2, &s2));
 	mk_viewmemo_step_end(vm, a, 6, true, 12, 1234, '\n');
 	assert_int_equal(k.ninval, 2);            /* the open's, the step's */
 	assert_int_equal(k.inval_off[1], 1000);   /* from the old end on */
@@ -250,11 +251,11 @@ static void test_step(void **state)
 	assert_true(mk_viewmemo_size(vm, p, &t, 0, 6, &size));
 	assert_int_equal(size, 1234);
 	/* Stepped to 6 already; a failed count looks again next time. */
-	assert_false(mk_viewmemo_step_begin(a, 6, &end, &size));
-	assert_true(mk_viewmemo_step_begin(a, 8, &end, &size));
+	assert_false(mk_viewmemo_step_begin(vm, a, 6, &end, &size));
+	assert_true(mk_viewmemo_step_begin(vm, a, 8, &end, &size));
 	assert_int_equal(end, 12);
 	mk_viewmemo_step_end(vm, a, 8, false, 0, 0, 0);
-	assert_true(mk_viewmemo_step_begin(a, 8, &end, &size));
+	assert_true(mk_viewmemo_step_begin(vm, a, 8, &end, &size));
 	/* Nothing new in the text: nothing asked of the kernel. */
 	mk_viewmemo_step_end(vm, a, 8, true, 12, 1234, '\n');
 	assert_int_equal(k.ninval, 2);
@@ -277,12 +278,127 @@ static void test_step(void **state)
 	assert_int_equal(refs(&t), 100);
 }
 
+/*
+ * Steps wait in the kernel for reads that other workers answer: at most
+ * max_stepping run at once, across names; a stat that finds them taken
+ * reports told (no step), and the next one steps.
+ */
+static void test_step_budget(void **state)
+{
+	(void)state;
+	mk_topic t;
+	fake_topic(&t);
+	mk_viewmemo *vm = mk_viewmemo_new(NULL, 2);
+	mk_view_pages *pg[3];
+	int64_t end;
+	long long size;
+	bool fresh;
+	for (int i = 0; i < 3; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/topics/t/%d/records", i);
+		mk_view_id id = { &t, i, 5, 0 };
+		mk_viewmemo_learn(vm, path, &id, 10, 1000, ref(&t));
+		pg[i] = mk_viewmemo_open(vm, path, &id, 0, &end, &fresh);
+		assert_non_null(pg[i]);
+		mk_viewmemo_opened(vm, pg[i], 42, NULL, fresh);
+	}
+	assert_true(mk_viewmemo_step_begin(vm, pg[0], 6, &end, &size));
+	assert_true(mk_viewmemo_step_begin(vm, pg[1], 6, &end, &size));
+	/* Two under way: the third name's stat reports told. */
+	assert_false(mk_viewmemo_step_begin(vm, pg[2], 6, &end, &size));
+	assert_int_equal(mk_viewmemo_told(pg[2]), 1000);
+	mk_viewmemo_step_end(vm, pg[0], 6, true, 11, 1100, '\n');
+	assert_true(mk_viewmemo_step_begin(vm, pg[2], 6, &end, &size));
+	mk_viewmemo_step_end(vm, pg[2], 6, true, 11, 1100, '\n');
+	/* A failed count gives its place back too. */
+	mk_viewmemo_step_end(vm, pg[1], 6, false, 0, 0, 0);
+	assert_true(mk_viewmemo_step_begin(vm, pg[1], 6, &end, &size));
+	assert_true(mk_viewmemo_step_begin(vm, pg[0], 7, &end, &size));
+	mk_viewmemo_step_end(vm, pg[1], 6, true, 11, 1100, '\n');
+	mk_viewmemo_step_end(vm, pg[0], 7, true, 11, 1100, '\n');
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(mk_viewmemo_told(pg[i]), 1100);
+		mk_viewmemo_close(vm, pg[i], false);
+	}
+	/* None allowed: never a step. */
+	mk_viewmemo_free(vm);
+	vm = mk_viewmemo_new(NULL, 0);
+	mk_view_id id = { &t, 0, 5, 0 };
+	mk_viewmemo_learn(vm, "/r", &id, 10, 1000, ref(&t));
+	mk_view_pages *a = mk_viewmemo_open(vm, "/r", &id, 0, &end, &fresh);
+	mk_viewmemo_opened(vm, a, 42, NULL, fresh);
+	assert_false(mk_viewmemo_step_begin(vm, a, 6, &end, &size));
+	mk_viewmemo_close(vm, a, false);
+	mk_viewmemo_free(vm);
+	assert_int_equal(refs(&t), 100);
+}
+
+/*
+ * A stop by signal: libfuse's loop, once ended, answers no more reads,
+ * so it may end only when no step waits in the kernel. mk_viewmemo_stop
+ * says whether none is under way; otherwise the last one to end calls
+ * drained; no step begins after it.
+ */
+static int ndrained;
+
+static void drained(void *arg)
+{
+	(void)arg;
+	ndrained++;
+}
+
+static void test_stop(void **state)
+{
+	(void)state;
+	mk_topic t;
+	fake_topic(&t);
+	mk_viewmemo *vm = mk_viewmemo_new(NULL, 4);
+	mk_viewmemo_on_drained(vm, drained, NULL);
+	mk_view_pages *pg[2];
+	int64_t end;
+	long long size;
+	bool fresh;
+	for (int i = 0; i < 2; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/topics/t/%d/records", i);
+		mk_view_id id = { &t, i, 5, 0 };
+		mk_viewmemo_learn(vm, path, &id, 10, 1000, ref(&t));
+		pg[i] = mk_viewmemo_open(vm, path, &id, 0, &end, &fresh);
+		mk_viewmemo_opened(vm, pg[i], 42, NULL, fresh);
+	}
+	ndrained = 0;
+	assert_true(mk_viewmemo_step_begin(vm, pg[0], 6, &end, &size));
+	assert_true(mk_viewmemo_step_begin(vm, pg[1], 6, &end, &size));
+	/* Two under way: the loop must go on. */
+	assert_false(mk_viewmemo_stop(vm));
+	assert_false(mk_viewmemo_stop(vm));
+	mk_viewmemo_step_end(vm, pg[0], 6, true, 11, 1100, '\n');
+	assert_int_equal(ndrained, 0);
+	/* No new step once stopping (the stat reports told). */
+	assert_false(mk_viewmemo_step_begin(vm, pg[0], 7, &end, &size));
+	assert_int_equal(ndrained, 0);
+	/* The last one ends: drained, once. */
+	mk_viewmemo_step_end(vm, pg[1], 6, true, 11, 1100, '\n');
+	assert_int_equal(ndrained, 1);
+	assert_true(mk_viewmemo_stop(vm));
+	assert_false(mk_viewmemo_step_begin(vm, pg[1], 7, &end, &size));
+	assert_int_equal(ndrained, 1);
+	for (int i = 0; i < 2; i++)
+		mk_viewmemo_close(vm, pg[i], false);
+	mk_viewmemo_free(vm);
+	/* None under way: the loop may end at once. */
+	vm = mk_viewmemo_new(NULL, 4);
+	assert_true(mk_viewmemo_stop(vm));
+	mk_viewmemo_free(vm);
+	assert_int_equal(refs(&t), 100);
+}
+
 static void test_full_table(void **state)
 {
 	(void)state;
 	mk_topic t;
 	fake_topic(&t);
-	mk_viewmemo *vm = mk_viewmemo_new(NULL);
+	mk_viewmemo *vm = mk_viewmemo_new(NULL, 1);
 	char path[64];
 	long long size;
 	int64_t end;
@@ -325,6 +441,8 @@ int main(void)
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_keep_cache),
 		cmocka_unit_test(test_step),
+		cmocka_unit_test(test_step_budget),
+		cmocka_unit_test(test_stop),
 		cmocka_unit_test(test_full_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
