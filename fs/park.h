@@ -13,13 +13,16 @@
  * parked request; one completion thread takes it off the queue, disarms
  * its watcher and interrupt callback (so it owns the request alone), and
  * tries again: it replies (any thread may reply to a low-level request),
- * or arms the request once more. An interrupted read is answered EINTR at
- * once; an interrupted write or fsync whose batch was appended keeps
- * waiting, so it is never answered EINTR: it completes or fails with the
- * SPEC section 7 errno (ETIMEDOUT at request.timeout.ms on the cluster
- * clock, which a manual clock's advance also reaches) — unless its caller
- * is being killed (SIGKILL pending), which is answered at once so that it
- * does not stay in D state.
+ * or arms the request once more. A fetcher whose round queued an acks=all
+ * write takes that write itself (mk_parking_help). A request taken is
+ * "busy" until armed again or answered: one thread at a time has it, and
+ * its events meanwhile are dropped (that thread looks after disarming).
+ * An interrupted read is answered EINTR at once; an interrupted write or
+ * fsync whose batch was appended keeps waiting, so it is never answered
+ * EINTR: it completes or fails with the SPEC section 7 errno (ETIMEDOUT at
+ * request.timeout.ms on the cluster clock, which a manual clock's advance
+ * also reaches) — unless its caller is being killed (SIGKILL pending),
+ * which is answered at once so that it does not stay in D state.
  *
  * Commands that wait inside core (the group and transaction coordinators
  * write their records with acks=all and act once they are acknowledged:

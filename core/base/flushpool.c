@@ -109,11 +109,13 @@ mk_flush_pool *mk_flush_pool_create(int nthreads)
 int mk_flush_pool_start(mk_flush_pool *p)
 {
 	pthread_mutex_lock(&p->lock);
-	/* With two or more, the first runs only quick tasks. */
+	/* With two or more, the last runs only quick tasks: started once
+	 * every other one runs, so that threads that could not start never
+	 * leave the ordinary tasks without one. */
 	while (p->nthreads < p->want &&
 	       pthread_create(&p->threads[p->nthreads], NULL,
-			      p->want > 1 && p->nthreads == 0 ? quick_worker : worker,
-			      p) == 0)
+			      p->want > 1 && p->nthreads == p->want - 1
+			      ? quick_worker : worker, p) == 0)
 		p->nthreads++;
 	int n = p->nthreads;
 	pthread_mutex_unlock(&p->lock);

@@ -11,8 +11,10 @@
  * except quick ones (`quick`, set by the owner before the first submit:
  * short work that something waits for, such as making a log's next
  * segment files; never an fsync): they run before every other queued
- * task, and in a pool of two threads or more the first thread runs only
- * them, so a quick task never waits behind a long fsync (issue 11: the
+ * task, and in a pool of two threads or more one thread runs only them
+ * (the last started, so a pool whose other threads could not all start
+ * still runs every task), so a quick task never waits behind a long
+ * fsync (issue 11: the
  * roll flushes of three replicas kept both threads in fsyncs for tens of
  * milliseconds, and the next segments' files, queued behind them, were
  * made by the rolls themselves on the append path).

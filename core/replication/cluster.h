@@ -22,6 +22,9 @@
  *                      restart recovering logs), which holds no c->lock
  *   c->saver_lock      the saver's wake-up flag (a leaf: taken under
  *                      p->lock by meta_notify)
+ *   brokers[i].wake    a fetcher's notifier (notify.h; a leaf: posted
+ *                      with no lock held, or under p->lock by an acks=all
+ *                      append that waits in place)
  *   c->hooks_lock      the clock hooks (held only to copy them: a hook is
  *                      called with no cluster lock held)
  *
@@ -121,7 +124,8 @@ typedef struct mk_cluster {
 	size_t nproducers;
 	int64_t next_producer_id;
 
-	/* Called by every fetcher after each round (mk_cluster_on_round). */
+	/* Called by every fetcher after each round (mk_cluster_on_round;
+	 * set before mk_cluster_start, then read without a lock). */
 	void (*round_hook)(void *arg);
 	void *round_hook_arg;
 

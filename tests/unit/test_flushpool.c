@@ -16,6 +16,10 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "fileio.h"
@@ -167,6 +171,53 @@ static void test_quick_task_never_waits(void **state)
 	mk_flush_pool_free(p);
 }
 
+/*
+ * A pool whose threads could not all start still runs every task: with
+ * thread creation refused after the first (a forked child as user nobody,
+ * RLIMIT_NPROC 2), a pool of two runs an ordinary task (regression: the
+ * one thread that started was the one reserved for quick tasks, and
+ * every fsync, hence every flush and close, waited forever).
+ */
+static void test_partial_start_runs_every_task(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();     /* needs to become another user */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { 2, 2 };
+		if (setgid(65534) || setuid(65534) || setrlimit(RLIMIT_NPROC, &rl))
+			_exit(77);
+		reset();
+		mk_flush_pool *p = mk_flush_pool_create(2);
+		if (mk_flush_pool_start(p) != 1)
+			_exit(77);  /* nobody has other tasks: no partial start */
+		rec_task b = { { .run = rec_run }, 'B', false, false };
+		mk_flush_pool_submit(p, &b.task);
+		/* Bounded: a hang detector, not a timing. */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 10;
+		pthread_mutex_lock(&mu);
+		while (nrun < 1 && pthread_cond_timedwait(&cv, &mu, &ts) == 0)
+			;
+		bool ran = nrun == 1;
+		pthread_mutex_unlock(&mu);
+		if (!ran)
+			_exit(1);   /* the pool's threads are left as they are */
+		mk_flush_pool_remove(p, &b.task);
+		mk_flush_pool_free(p);
+		_exit(0);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* A pool created without threads (the cluster's, before the daemon forks:
  * threads do not survive fork(2)) keeps what is submitted until started,
  * and a pool never started frees without waiting (regression: the forked
@@ -293,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_remove_queued),
 		cmocka_unit_test(test_quick_task_never_waits),
 		cmocka_unit_test(test_created_pool_runs_after_start),
+		cmocka_unit_test(test_partial_start_runs_every_task),
 		cmocka_unit_test_setup_teardown(test_logs_share_pool_and_never_wait,
 						setup, teardown),
 	};

@@ -22,6 +22,7 @@
 #include "codec.h"
 #include "fileio.h"
 #include "notify.h"
+#include "testlib.h"
 
 #define HOUR_MS 3600000
 
@@ -133,34 +134,45 @@ static int teardown(void **state)
 static mk_err produce_ex(mk_partition *p, const char *val, int acks,
 			 bool defer, mk_produce_result *res)
 {
-	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
-	mk_batch_builder b;
-	mk_builder_init(&b, &meta);
-	mk_builder_add(&b, 1000, MK_BYTES_NULL, mk_bytes_of(val, strlen(val)),
-		       NULL, 0);
-	mk_builder_finish(&b);
+	mk_strbuf frame = MK_STRBUF_INIT;
+	tl_frame(&frame, 0, -1, &val, 1, NULL);
 	mk_produce_args a = { .acks = acks, .seq = -1, .count = 1,
 			      .defer_ack = defer };
-	mk_err err = mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
+	mk_err err = mk_partition_produce(p, (uint8_t *)frame.buf, frame.len,
 					  &a, NULL, res, NULL);
-	mk_builder_release(&b);
+	mk_strbuf_release(&frame);
 	return err;
 }
 
 static mk_err produce(mk_partition *p, const char *val, int acks)
 {
-	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
-	mk_batch_builder b;
-	mk_builder_init(&b, &meta);
-	mk_builder_add(&b, 1000, MK_BYTES_NULL, mk_bytes_of(val, strlen(val)),
-		       NULL, 0);
-	mk_builder_finish(&b);
-	mk_produce_args a = { .acks = acks, .seq = -1, .count = 1 };
 	mk_produce_result res;
-	mk_err err = mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
-					  &a, NULL, &res, NULL);
-	mk_builder_release(&b);
-	return err;
+	return produce_ex(p, val, acks, false, &res);
+}
+
+/* Three brokers, auto replication, every bound (fetch interval, long
+ * poll, request timeout) an hour, min.insync.replicas 2. */
+static void auto_config(mk_config *cfg)
+{
+	tl_config(cfg, 3);
+	cfg->auto_replication = 1;
+	cfg->fetch_interval_ms = HOUR_MS;
+	cfg->replica_fetch_wait_max_ms = HOUR_MS;
+	cfg->request_timeout_ms = HOUR_MS;
+	cfg->log.min_insync_replicas = 2;
+}
+
+/* A cluster with cfg in root/data holding topic "t" (one partition, RF 3),
+ * not started yet; *t gets the topic (a reference). */
+static mk_cluster *open_with_topic(const mk_config *cfg, mk_topic **t)
+{
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%s/data", root);
+	mk_cluster *c = tl_cluster_open(dir, cfg);
+	tl_create_topic(c, "t", 1, 3, NULL, NULL);
+	*t = mk_cluster_topic(c, "t");
+	assert_non_null(*t);
+	return c;
 }
 
 /*
@@ -171,24 +183,11 @@ static mk_err produce(mk_partition *p, const char *val, int acks)
 static void test_long_poll_acks_all(void **state)
 {
 	(void)state;
-	char dir[128];
-	snprintf(dir, sizeof(dir), "%s/data", root);
 	mk_config cfg;
-	mk_config_defaults(&cfg);
-	cfg.nbrokers = 3;
-	for (int i = 0; i < 3; i++)
-		cfg.broker_ids[i] = i + 1;
-	cfg.manual_clock = 1;
-	cfg.auto_replication = 1;
-	cfg.fetch_interval_ms = HOUR_MS;
-	cfg.replica_fetch_wait_max_ms = HOUR_MS;
-	cfg.request_timeout_ms = HOUR_MS;
-	cfg.log.min_insync_replicas = 2;
-	mk_cluster *c;
-	assert_int_equal(mk_cluster_open(dir, &cfg, &c, NULL), MK_OK);
+	auto_config(&cfg);
+	mk_topic *t;
+	mk_cluster *c = open_with_topic(&cfg, &t);
 	mk_cluster_start(c);
-	assert_int_equal(mk_cluster_create_topic(c, "t", 1, 3, NULL, 0, NULL), MK_OK);
-	mk_topic *t = mk_cluster_topic(c, "t");
 	mk_partition *p = mk_topic_partition(t, 0);
 	for (int i = 0; i < 20; i++)
 		assert_int_equal(produce(p, "x", -1), MK_OK);
@@ -235,28 +234,15 @@ static void round_hook(void *arg)
 static void test_round_hook_after_publication(void **state)
 {
 	(void)state;
-	char dir[128];
-	snprintf(dir, sizeof(dir), "%s/data", root);
 	mk_config cfg;
-	mk_config_defaults(&cfg);
-	cfg.nbrokers = 3;
-	for (int i = 0; i < 3; i++)
-		cfg.broker_ids[i] = i + 1;
-	cfg.manual_clock = 1;
-	cfg.auto_replication = 1;
-	cfg.fetch_interval_ms = HOUR_MS;
-	cfg.replica_fetch_wait_max_ms = HOUR_MS;
-	cfg.request_timeout_ms = HOUR_MS;
-	cfg.log.min_insync_replicas = 2;
-	mk_cluster *c;
-	assert_int_equal(mk_cluster_open(dir, &cfg, &c, NULL), MK_OK);
+	auto_config(&cfg);
+	mk_topic *t;
+	mk_cluster *c = open_with_topic(&cfg, &t);
 	pthread_mutex_init(&rh.m, NULL);
 	pthread_cond_init(&rh.cv, NULL);
 	rh.main = pthread_self();
 	mk_cluster_on_round(c, round_hook, &rh);
 	mk_cluster_start(c);
-	assert_int_equal(mk_cluster_create_topic(c, "t", 1, 3, NULL, 0, NULL), MK_OK);
-	mk_topic *t = mk_cluster_topic(c, "t");
 	mk_partition *p = mk_topic_partition(t, 0);
 	mk_produce_result res;
 	pthread_mutex_lock(&rh.m);
@@ -292,24 +278,11 @@ static void test_round_hook_after_publication(void **state)
 static void test_capped_round_fetches_again(void **state)
 {
 	(void)state;
-	char dir[128];
-	snprintf(dir, sizeof(dir), "%s/data", root);
 	mk_config cfg;
-	mk_config_defaults(&cfg);
-	cfg.nbrokers = 3;
-	for (int i = 0; i < 3; i++)
-		cfg.broker_ids[i] = i + 1;
-	cfg.manual_clock = 1;
-	cfg.auto_replication = 1;
-	cfg.fetch_interval_ms = HOUR_MS;
-	cfg.replica_fetch_wait_max_ms = HOUR_MS;
-	cfg.request_timeout_ms = HOUR_MS;
+	auto_config(&cfg);
 	cfg.replica_fetch_max_bytes = 1;      /* one batch per read */
-	cfg.log.min_insync_replicas = 2;
-	mk_cluster *c;
-	assert_int_equal(mk_cluster_open(dir, &cfg, &c, NULL), MK_OK);
-	assert_int_equal(mk_cluster_create_topic(c, "t", 1, 3, NULL, 0, NULL), MK_OK);
-	mk_topic *t = mk_cluster_topic(c, "t");
+	mk_topic *t;
+	mk_cluster *c = open_with_topic(&cfg, &t);
 	mk_partition *p = mk_topic_partition(t, 0);
 	for (int i = 0; i < 20; i++)
 		assert_int_equal(produce(p, "x", 1), MK_OK);
