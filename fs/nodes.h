@@ -30,6 +30,7 @@
 #define MK_NODES_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -104,7 +105,10 @@ struct mkfs {
 	size_t nhandles, handles_alloc;
 	struct mk_inodes *inodes;    /* the kernel's inode numbers (inodes.h) */
 	struct mk_parking *parking;  /* requests waiting for the cluster */
-	struct mk_viewmemo *views;   /* known records views (viewmemo.h); NULL: none */
+	/* known records views (viewmemo.h); NULL: none. Atomic: set by the
+	 * init request's thread, read by the stop signal's handler on any
+	 * thread (the store publishes the memo to it). */
+	_Atomic(struct mk_viewmemo *) views;
 	void *session;               /* the FUSE session, for notifications
 					* (set by mount/main.c); NULL: none */
 	struct mk_cacheprobe *probe; /* asks the kernel what it caches */
