@@ -1004,8 +1004,9 @@ typedef struct {
  * (a read capped at replica.fetch.max.bytes, appends meanwhile) is
  * followed at once by the next; one that caught up or found nothing waits
  * until a leader of a partition the broker follows appended
- * replica.fetch.min.bytes, a broker event, or replica.fetch.wait.max.ms. A failed round backs off fetch.interval.ms
- * (an unreadable leader would otherwise be retried in a busy loop).
+ * replica.fetch.min.bytes, a broker event, or replica.fetch.wait.max.ms.
+ * A failed round backs off fetch.interval.ms (an unreadable leader would
+ * otherwise be retried in a busy loop).
  */
 static void *fetcher_main(void *arg)
 {

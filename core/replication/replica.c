@@ -417,11 +417,6 @@ static int64_t seen_agreed(const mk_replica *r, const mk_replica *l)
 	return r->fetching ? r->fetch_agreed : agreed_end(r, l);
 }
 
-/*
- * Under p->lock: wait until no follower fetch is in flight. None starts
- * before the caller unlocks, so until then every log is the caller's to
- * call (and the leader cannot change under a fetch).
- */
 /* ---- the frames one leader read gives two followers (mk_partition.copy) */
 
 typedef struct mk_fetch_copy {
@@ -500,6 +495,12 @@ static void copy_keep(mk_partition *p, int i, int64_t from, mk_fetch_copy *fc)
 	p->copy = fc;
 }
 
+/*
+ * Under p->lock: wait until no follower fetch is in flight. None starts
+ * before the caller unlocks, so until then every log is the caller's to
+ * call (and the leader cannot change under a fetch). The kept copy goes:
+ * the caller is about to change a log.
+ */
 static void settle(mk_partition *p)
 {
 	copy_drop(p);
@@ -985,7 +986,6 @@ static mk_err check_compacted_keys(const mk_partition *p, const uint8_t *frame,
 	return MK_OK;
 }
 
-/* Under p->lock: check, append, and for acks=all wait (or ticket). */
 /* Under p->lock: a batch over message.max.bytes is refused. */
 static mk_err check_batch_size(mk_partition *p, size_t len, mk_strbuf *why)
 {
@@ -1062,7 +1062,8 @@ static void wake_run(const mk_partition *p, follower_wake *wk)
 	wk->n = 0;
 }
 
-/* wk gets the fetchers to wake once the caller released the lock (an
+/* Under p->lock: check, append, and for acks=all wait (or ticket). wk
+ * gets the fetchers to wake once the caller released the lock (an
  * acks=all append that waits here wakes them itself, before waiting). */
 static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 			     const mk_produce_args *a, const mk_waiter *w,
