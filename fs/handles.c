@@ -466,20 +466,27 @@ static void records_learn(mk_handle *h)
 			  ref);
 }
 
-/* Was the view rewritten under a paged descriptor (a new leader epoch may
- * have truncated it; compaction removes records)? */
+/* Is partition p of topic t rewritten since its paged views were opened
+ * at leader epoch `epoch` (a new leader epoch may have truncated it;
+ * compaction removes records)? */
+static bool view_rewritten(mkfs *fs, mk_topic *t, mk_partition *p,
+			   int32_t epoch)
+{
+	mk_partition_info pi;
+	mk_partition_info_get(p, &pi);
+	if (pi.leader_epoch != epoch)
+		return true;
+	mk_topic_config tc;
+	mk_cluster_topic_config(fs->cluster, t, &tc);
+	return tc.cleanup_policy & MK_CLEANUP_COMPACT;
+}
+
+/* Was the view rewritten under a paged descriptor? */
 static bool paged_altered(mk_handle *h)
 {
 	mk_partition *p = handle_partition(h);
-	if (mk_partition_seq(p) == h->open_seq)
-		return false;
-	mk_partition_info pi;
-	mk_partition_info_get(p, &pi);
-	if (pi.leader_epoch != h->open_epoch)
-		return true;
-	mk_topic_config tc;
-	mk_cluster_topic_config(h->fs->cluster, h->ref.topic, &tc);
-	return tc.cleanup_policy & MK_CLEANUP_COMPACT;
+	return mk_partition_seq(p) != h->open_seq &&
+	       view_rewritten(h->fs, h->ref.topic, p, h->open_epoch);
 }
 
 /*
@@ -544,14 +551,9 @@ long long mk_records_paged_size(mkfs *fs, mk_view_pages *pg,
 		return mk_viewmemo_told(pg);
 	/* Rewritten (a new leader epoch, compaction): no step; its paged
 	 * descriptors fail their reads. */
-	mk_partition_info pi;
-	mk_partition_info_get(p, &pi);
-	mk_topic_config tc;
-	mk_cluster_topic_config(fs->cluster, ref->topic, &tc);
 	bool ok = false;
 	char last = '\n';
-	if (pi.leader_epoch == mk_viewmemo_epoch(pg) &&
-	    !(tc.cleanup_policy & MK_CLEANUP_COMPACT)) {
+	if (!view_rewritten(fs, ref->topic, p, mk_viewmemo_epoch(pg))) {
 		mk_strbuf why = MK_STRBUF_INIT;
 		ok = !paged_count(p, format, &end, &size, &last, &why);
 		mk_strbuf_release(&why);

@@ -126,9 +126,11 @@ static mk_view_pages *slot(mk_viewmemo *vm, const char *path, mk_topic **put)
 		return m;
 	}
 	mk_view_pages *old = NULL;
-	for (size_t i = 0; i < vm->n; i++)
-		if (!pages_live(vm->m[i]) && !vm->m[i]->pins && (!old || vm->m[i]->used < old->used))
-			old = vm->m[i];
+	for (size_t i = 0; i < vm->n; i++) {
+		mk_view_pages *m = vm->m[i];
+		if (!pages_live(m) && !m->pins && (!old || m->used < old->used))
+			old = m;
+	}
 	if (!old)
 		return NULL;
 	free(old->path);
