@@ -1063,42 +1063,57 @@ static void wake_run(const mk_partition *p, follower_wake *wk)
 }
 
 /*
- * The writer's copy (replica.h, Locking). Under p->lock, right after an
- * acks=all append whose caller waits for ticket t: the follower the
- * caller copies the batch to itself (its broker; -1: none), taken out of
- * wk, since that fetcher need not wake for this append. One the ticket
- * counts, with an open log that lacks the batch and no fetch in flight.
+ * The writer's copy (replica.h, Locking). Under p->lock: a follower an
+ * acks=all writer may copy its batch (ticket t) to: one the ticket
+ * counts, with an open log that lacks the batch and no fetch in flight,
+ * while the leader's term is the ticket's and no change is quiescing.
+ * Its broker, or -1.
  */
-static int writer_claim(mk_partition *p, const mk_ack_ticket *t,
-			follower_wake *wk)
+static int writer_pick(const mk_partition *p, const mk_ack_ticket *t)
 {
-	if (!p->env->writer_copy || p->quiescing)
+	if (!p->env->writer_copy || p->quiescing || p->leader < 0 ||
+	    p->leader_epoch != t->leader_epoch)
 		return -1;
 	for (int i = 0; i < p->nreplicas; i++) {
 		const mk_replica *r = &p->replicas[i];
-		if (i == p->leader || !r->log || r->fetching || !t->captured[i] ||
-		    mk_log_end_offset(r->log) >= t->target)
-			continue;
-		for (int k = 0; k < wk->n; k++)
-			if (wk->brokers[k] == r->broker) {
-				memmove(&wk->brokers[k], &wk->brokers[k + 1],
-					(size_t)(wk->n - k - 1) * sizeof(int));
-				wk->n--;
-				break;
-			}
-		return r->broker;
+		if (i != p->leader && r->log && !r->fetching && t->captured[i] &&
+		    mk_log_end_offset(r->log) < t->target)
+			return r->broker;
 	}
 	return -1;
+}
+
+/* Under p->lock, right after the append: the follower the writer copies
+ * to first, taken out of wk (its fetcher need not wake for this append;
+ * the others' are woken as usual). */
+static int writer_claim(mk_partition *p, const mk_ack_ticket *t,
+			follower_wake *wk)
+{
+	int b = writer_pick(p, t);
+	for (int k = 0; k < wk->n && b >= 0; k++)
+		if (wk->brokers[k] == b) {
+			memmove(&wk->brokers[k], &wk->brokers[k + 1],
+				(size_t)(wk->n - k - 1) * sizeof(int));
+			wk->n--;
+			break;
+		}
+	return b;
 }
 
 static mk_err follower_fetch(mk_partition *p, int broker,
 			     const mk_ack_ticket *own, size_t *bytes,
 			     bool *behind, bool *skipped);
 
-/* Without the lock, after writer_claim chose broker: one fetch of that
- * replica on this thread, never waiting for another; when it was skipped,
- * failed or left the follower behind, that broker's fetcher is woken for
- * the `bytes` appended instead. */
+/*
+ * Without the lock, after writer_claim chose `broker`: that replica's
+ * fetch on this thread; when it was skipped, failed or left the follower
+ * behind, that broker's fetcher is woken for the `bytes` appended
+ * instead. Then the same for each other follower the ticket still waits
+ * for whose fetch has not started (its fetcher, woken by the append, has
+ * not had a CPU yet: on two busy cores it may wait for one as long as
+ * this copy took), until one is skipped or fails. Never waits for a
+ * fetch.
+ */
 static void writer_copy(mk_partition *p, int broker, const mk_ack_ticket *t,
 			uint64_t bytes)
 {
@@ -1107,6 +1122,15 @@ static void writer_copy(mk_partition *p, int broker, const mk_ack_ticket *t,
 	mk_err err = follower_fetch(p, broker, t, &n, &behind, &skipped);
 	if ((err || skipped || behind) && p->env->fetch_wake)
 		p->env->fetch_wake(p->env->fetch_wake_arg, broker, bytes);
+	/* Bounded: a capped copy may pick its follower again. */
+	for (int k = 0; k < 2 * MK_MAX_BROKERS && !err && !skipped; k++) {
+		pthread_mutex_lock(&p->lock);
+		broker = writer_pick(p, t);
+		pthread_mutex_unlock(&p->lock);
+		if (broker < 0)
+			return;
+		err = follower_fetch(p, broker, t, &n, &behind, &skipped);
+	}
 }
 
 /* Under p->lock: check, append, and for acks=all wait (or ticket). wk

@@ -41,7 +41,11 @@
  * waits: when that replica is being fetched by then, or a change is
  * quiescing, or the leader's epoch moved, it is skipped, and its fetcher
  * is woken instead (as it is when the copy left the follower behind, or
- * failed). mk_partition.writer_copies and writer_skips count them.
+ * failed). After it, the writer copies to each other such follower whose
+ * fetch has still not started (its fetcher was woken by the append but
+ * had no CPU yet), so a busy machine's scheduler does not hold the batch
+ * back; a follower whose fetch did start is left to it.
+ * mk_partition.writer_copies and writer_skips count them.
  *
  * `changed` is broadcast whenever something a waiter
  * may care about moves (log end, HW, leader, ISR, broker state, the manual
