@@ -94,13 +94,8 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 			const mk_producer_opts *o, mk_producer **out,
 			mk_strbuf *why);
 
-/* One record to send; the bytes stay the caller's. */
-typedef struct {
-	mk_bytes key;
-	mk_bytes value;
-	const mk_header *headers;
-	size_t nheaders;
-} mk_record_in;
+/* A record to send is an mk_record_in (codec.h): the bytes stay the
+ * caller's. */
 
 /* Append (see above); tickets of acks=all batches are kept for await. */
 mk_err mk_producer_append(mk_producer *p, const mk_record_in *recs, size_t n,
