@@ -13,11 +13,11 @@
  *     records and their headers, without allocating;
  *   - encoding: begin_frame() reserves the frame header and the payload
  *     header (meta written at once), add_record() appends one record with a
- *     single grow of the buffer (mk_builder_add_many a run of records with
- *     one grow: put_record() writes each), and seal_frame() fills in the fields known
- *     only at the end (last offset delta, timestamps, record count, payload
- *     length, CRC). The builder, mk_frame_filter() and mk_frame_marker() are
- *     built from these three;
+ *     single grow of the buffer (mk_builder_add_many() a run of records
+ *     with one grow; put_record() writes each), and seal_frame() fills in
+ *     the fields known only at the end (last offset delta, timestamps,
+ *     record count, payload length, CRC). The builder, mk_frame_filter()
+ *     and mk_frame_marker() are built from these three;
  *   - mk_frame_assign() stores base offset and epoch, which lie outside
  *     the CRC'd payload; mk_frame_set_producer() rewrites producer fields
  *     inside it and updates the CRC for those bytes only (crc_patch()), so
@@ -432,8 +432,9 @@ size_t mk_frame_size_of_one(mk_bytes key, mk_bytes value,
 
 /* Write one record at p (room for it made by the caller); returns the
  * byte after it. */
-static inline uint8_t *put_record(uint8_t *p, int32_t delta, int64_t timestamp,
-				  const mk_record_in *r)
+static inline __attribute__((always_inline)) uint8_t *
+put_record(uint8_t *p, int32_t delta, int64_t timestamp,
+	   const mk_record_in *r)
 {
 	assert(r->key.len >= -1 && r->value.len >= -1);
 	assert(r->nheaders <= INT32_MAX);
