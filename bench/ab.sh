@@ -186,7 +186,8 @@ for row in $ROWS; do
     bytes=$(numfmt --from=iec "$size" 2>/dev/null) || continue
     for x in a b; do
         out=$(cat "$TMP"/cpu."$x"."$row".* 2>/dev/null |
-            awk -v f="$bytes" 'NF == 2 { u[n] = $1 * 1073741824 / f; s[n++] = $2 * 1073741824 / f }
+            awk -v f="$bytes" 'BEGIN { n = 0 }
+                NF == 2 { u[n] = $1 * 1073741824 / f; s[n] = $2 * 1073741824 / f; n++ }
                 function med(v, n,   i, j, t) {
                     for (i = 1; i < n; i++)
                         for (j = i; j > 0 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
