@@ -80,10 +80,14 @@ struct mk_producer {
 	mk_strbuf checked_why;
 	mk_receipt *receipts;
 	size_t nreceipts, receipts_alloc;
-	/* A topic append's records: size in a batch, and the partition of a
-	 * keyed one (-1: keyless, sticky) */
-	struct rec_plan { size_t size; int part; } *plan;
+	/* A topic append's scratch: each record's size in a batch and the
+	 * partition of a keyed one (-1: keyless, sticky); for an append of
+	 * keyed records only, the records and their plan grouped by
+	 * partition (group_by_partition), and where each partition's go. */
+	struct rec_plan { size_t size; int part; } *plan, *gplan;
+	mk_record_in *grouped;
 	size_t plan_cap;
+	size_t *next;
 };
 
 static const mk_batch_meta plain_meta = {
@@ -313,6 +317,9 @@ static void producer_free(mk_producer *p)
 	free(p->pending.v);
 	free(p->receipts);
 	free(p->plan);
+	free(p->gplan);
+	free(p->grouped);
+	free(p->next);
 	free(p->name);
 	free(p->txn);
 	mk_strbuf_release(&p->deferred_why);
@@ -352,6 +359,7 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 	if (partition == MK_PARTITION_ANY) {
 		p->n = t->npartitions;
 		p->slots = mk_xcalloc((size_t)p->n, sizeof(*p->slots));
+		p->next = mk_xcalloc((size_t)p->n, sizeof(*p->next));
 		for (int i = 0; i < p->n; i++)
 			mk_builder_init(&p->slots[i].b, meta_of(p));
 		p->combine = !p->idempotent && !p->txn;
@@ -684,6 +692,37 @@ static size_t accumulate(mk_producer *p, const mk_record_in *recs,
 	return k;
 }
 
+/*
+ * The records of an append whose records are all keyed, grouped by
+ * partition in their order (a stable counting sort) into p->grouped and
+ * p->gplan, so that each partition's records go into its batch as runs,
+ * one partition after the other. What a keyed record's batch is depends
+ * only on the records before it in its partition, so the batches are the
+ * ones record by record would make; and a combining producer produces
+ * them partition by partition at the end of the append anyway (a
+ * partition whose held batches fill up is produced during it, in either
+ * order). Under p->lock.
+ */
+static void group_by_partition(mk_producer *p, const mk_record_in *recs,
+			       size_t n)
+{
+	size_t *next = p->next;
+	memset(next, 0, (size_t)p->n * sizeof(*next));
+	for (size_t i = 0; i < n; i++)
+		next[p->plan[i].part]++;
+	size_t at = 0;
+	for (int k = 0; k < p->n; k++) {
+		size_t c = next[k];
+		next[k] = at;
+		at += c;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t to = next[p->plan[i].part]++;
+		p->grouped[to] = recs[i];
+		p->gplan[to] = p->plan[i];
+	}
+}
+
 /* A topic producer: check every record, then route and batch each. */
 static mk_err append_topic(mk_producer *p, const mk_record_in *recs, size_t n,
 			   int64_t max_bytes, size_t *taken, bool *wake,
@@ -692,13 +731,20 @@ static mk_err append_topic(mk_producer *p, const mk_record_in *recs, size_t n,
 	if (n > p->plan_cap) {
 		p->plan_cap = n > 2 * p->plan_cap ? n : 2 * p->plan_cap;
 		free(p->plan);
+		free(p->gplan);
+		free(p->grouped);
 		p->plan = mk_xreallocarray(NULL, p->plan_cap, sizeof(*p->plan));
+		p->gplan = mk_xreallocarray(NULL, p->plan_cap, sizeof(*p->gplan));
+		p->grouped = mk_xreallocarray(NULL, p->plan_cap,
+					      sizeof(*p->grouped));
 	}
 	struct rec_plan *plan = p->plan;
+	bool keyed = true;
 	for (size_t i = 0; i < n; i++) {
 		plan[i].size = mk_record_size(&recs[i]);
 		plan[i].part = recs[i].key.len >= 0
 			? mk_partition_for_key(recs[i].key, p->n) : -1;
+		keyed &= plan[i].part >= 0;
 		size_t need = MK_FRAME_EMPTY_SIZE + plan[i].size;
 		if ((int64_t)need > max_bytes) {
 			mk_strbuf_addf(why, "record %zu needs a %zu-byte batch, over message.max.bytes=%lld",
@@ -707,6 +753,11 @@ static mk_err append_topic(mk_producer *p, const mk_record_in *recs, size_t n,
 		}
 	}
 	*taken = n;
+	if (keyed && p->combine && p->n > 1 && n > 1) {
+		group_by_partition(p, recs, n);
+		recs = p->grouped;
+		plan = p->gplan;
+	}
 	mk_err err = MK_OK;
 	int64_t now = mk_clock_now(&p->c->clock);
 	for (size_t i = 0; i < n;)
