@@ -26,6 +26,10 @@
  *     partition's open batch. A batch that would pass batch.size is sent
  *     first; at the end of the call batches past linger.ms (all of them
  *     when linger.ms is 0) are sent. Errors after that are about sending.
+ *     (How: each record is sized and routed once per call; records in a
+ *     row for one partition are added as one run, mk_builder_add_many;
+ *     a call of keyed records only, on a producer that combines, takes
+ *     them partition by partition, which makes the same batches.)
  * Keyless records of a new topic producer start at a partition that
  * rotates per topic (mk_topic.next_sticky), then move on by one partition
  * each time their batch closes.
