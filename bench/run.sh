@@ -240,6 +240,7 @@ echo
 PLAIN_W='' PLAIN_R='' PLAIN_OPS='' NULL_W='' NULL_R='' NULL_OPS='' NULL_REQ=''
 APPEND='' FETCH='' SINGLE='' POLL='' APPEND_1G=''
 R_SINGLE_ALL='' R_SINGLE_ONE='' R_APPEND_ONE='' R_APPEND_ALL=''
+ISR_ALL='' ISR_ONE=''
 TOPIC_ROWS=(plain1 plain4 plain16 keyed1 keyed4 keyed16)
 for key in "${TOPIC_ROWS[@]}"; do
     printf -v "TOPIC_$key" '%s' ""
@@ -383,8 +384,23 @@ repl_round() {
     worth R_SINGLE_ALL && measure R_SINGLE_ALL opsps ops "$T/r$r/0/append" "$OPS"
     # acks=all first: a burst of acks=1 can leave the followers more than
     # replica.lag.max.messages behind, out of the ISR for a while.
-    worth R_APPEND_ALL && measure R_APPEND_ALL mbps write "$T/r$r/0/append" "$TOPIC_BYTES_N" "$CHUNK_N"
-    worth R_APPEND_ONE && measure R_APPEND_ONE mbps write "$T/r$r/0/append:acks=1" "$TOPIC_BYTES_N" "$CHUNK_N"
+    worth R_APPEND_ALL && measure R_APPEND_ALL mbps write "$T/r$r/0/append" "$TOPIC_BYTES_N" "$CHUNK_N" &&
+        isr_after ISR_ALL "$T/r$r/0/isr"
+    worth R_APPEND_ONE && measure R_APPEND_ONE mbps write "$T/r$r/0/append:acks=1" "$TOPIC_BYTES_N" "$CHUNK_N" &&
+        isr_after ISR_ONE "$T/r$r/0/isr"
+}
+
+# Issue 11 point 2 asks that sustained appends keep the ISR full: the
+# members of the ISR read right after a burst's close, one entry per round
+# ("3" full, "2" one follower dropped), appended to the variable named $1.
+isr_after() {
+    local n
+    if bounded cat "$2"; then
+        n=$(wc -w <"$TMP/out")
+    else
+        n='?'
+    fi
+    printf -v "$1" '%s' "${!1:+${!1}/}$n"
 }
 
 for ((ROUND = 1; ROUND <= REPEAT; ROUND++)); do
@@ -458,6 +474,8 @@ row "append rf3 a=1" "$R_APPEND_ONE" MB/s "rf1 acks=1" "$APPEND" 0.6
 why R_APPEND_ALL
 row "append rf3 all" "$R_APPEND_ALL" MB/s "rf1 acks=1" "$APPEND" 0.5
 echo "(rf3 rows: three brokers, mode = auto, min.insync.replicas = 2; appends of $TOPIC_BYTES_N bytes)"
+[ -n "$ISR_ALL$ISR_ONE" ] &&
+    echo "(ISR members right after each burst, per run, of 3: acks=all ${ISR_ALL:-n/a}, acks=1 ${ISR_ONE:-n/a})"
 why SINGLE
 row single "$SINGLE" writes/s "nullfs-4K" "$NULL_OPS" 0.5
 row single "$SINGLE" writes/s "plain-100B" "$PLAIN_OPS"
