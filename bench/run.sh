@@ -192,7 +192,7 @@ row() {
             fi
         fi
     fi
-    printf '%-15s %19s  %-10s %19s  %s\n' "$label" "${value:-n/a} $unit" \
+    printf '%-15s %19s  %-12s %19s  %s\n' "$label" "${value:-n/a} $unit" \
         "$blabel" "${bvalue:-n/a} $unit" "$tail"
 }
 
@@ -237,7 +237,7 @@ echo "every figure is the best of $REPEAT runs; baselines and daemon interleaved
 echo "plain-file writes are not fsynced: page cache to page cache"
 echo
 
-PLAIN_W='' PLAIN_R='' PLAIN_OPS='' NULL_W='' NULL_R='' NULL_OPS='' NULL_REQ=''
+PLAIN_W='' PLAIN_R='' PLAIN_OPS='' NULL_W='' NULL_R='' NULL_OPS='' NULL_REQ='' NULL_STORE=''
 APPEND='' FETCH='' SINGLE='' POLL='' APPEND_1G=''
 R_SINGLE_ALL='' R_SINGLE_ONE='' R_APPEND_ONE='' R_APPEND_ALL=''
 ISR_ALL='' ISR_ONE=''
@@ -248,10 +248,12 @@ done
 
 # ---- mounts --------------------------------------------------------------------
 NULL_IDX=''
-if mount_fs nullfs "$NMNT" "$NULLFS" -f -o "source_size=$BYTES_N" "$NMNT"; then
+if mount_fs nullfs "$NMNT" "$NULLFS" -f -o "source_size=$BYTES_N" \
+        -o "store=$TMP/store.dat" "$NMNT"; then
     NULL_IDX=$MOUNT_IDX
 else
     NULL_W_WHY="nullfs did not mount"; NULL_R_WHY=$NULL_W_WHY; NULL_OPS_WHY=$NULL_W_WHY
+    NULL_STORE_WHY=$NULL_W_WHY
 fi
 
 DAEMON_WHY="daemon not built: $MKFS_BIN"
@@ -292,6 +294,10 @@ baseline_round() {
     rm -f "$plain" "$TMP/plain-ops.dat"
     [ -n "$NULL_IDX" ] || return 0
     measure NULL_W mbps write "$NMNT/sink" "$BYTES_N" "$CHUNK_N"
+    # The same writes kept in a plain file by nullfs, nothing else done
+    # (opened with O_TRUNC: the file is emptied first, and again after).
+    measure NULL_STORE mbps write -c "$NMNT/store" "$BYTES_N" "$CHUNK_N"
+    : >"$TMP/store.dat"
     measure NULL_R mbps read "$NMNT/source" "$READ_BUF"
     measure NULL_OPS opsps ops "$NMNT/sink" "$OPS" 4096
 }
@@ -455,6 +461,10 @@ echo
 why APPEND
 row append "$APPEND" MB/s plain "$PLAIN_W" 0.5
 row append "$APPEND" MB/s nullfs "$NULL_W"
+why NULL_STORE
+row nullfs-store "$NULL_STORE" MB/s plain "$PLAIN_W"
+why APPEND
+row append "$APPEND" MB/s nullfs-store "$NULL_STORE"
 why FETCH
 row fetch "$FETCH" MB/s nullfs "$NULL_R" 0.25
 row fetch "$FETCH" MB/s plain "$PLAIN_R"
