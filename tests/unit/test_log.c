@@ -906,6 +906,70 @@ static void test_time_index_max_so_far(void **state)
 	mk_log_close(log);
 }
 
+/*
+ * Sealing a segment adds a final index entry at its last batch when the
+ * max timestamp grew after the last entry: a closed segment's last entry
+ * carries its max timestamp, read back from the file after a reopen
+ * (retention by time reads it), and a time lookup past an earlier entry's
+ * timestamp starts at the last batch.
+ */
+static void test_seal_final_entry(void **state)
+{
+	fixture *f = *state;
+	/* An interval no batch reaches: only the first batch gets an entry
+	 * while appending. */
+	const int64_t ts[6] = { 10, 50, 20, 30, 40, 45 };
+	mk_strbuf fr = MK_STRBUF_INIT;
+	build(&fr, 0, 0, 1, ts, 60);
+	/* Four batches a segment. */
+	int64_t seg_bytes = (int64_t)(4 * fr.len + fr.len / 2);
+	mk_strbuf_release(&fr);
+	mk_log *log = open_log(f, seg_bytes, 1 << 20, 0);
+	int64_t bases[6];
+	for (int i = 0; i < 6; i++)
+		bases[i] = append_n(log, 0, 1, ts + i, 60);
+	assert_true(mk_log_segment_count(log) >= 2);
+	mk_segment_info s0, s1;
+	mk_log_segment_info(log, 0, &s0);
+	mk_log_segment_info(log, 1, &s1);
+	assert_false(s0.active);
+	/* Segment 0 holds four batches, the max of which is 50. */
+	int in0 = 0;
+	for (int i = 0; i < 6; i++)
+		in0 += bases[i] < s1.base_offset;
+	assert_int_equal(in0, 4);
+	int64_t max0 = INT64_MIN;
+	for (int i = 0; i < in0; i++)
+		max0 = ts[i] > max0 ? ts[i] : max0;
+	assert_int_equal(max0, 50);
+	for (int pass = 0; pass < 2; pass++) {
+		mk_index_row *rows;
+		size_t nr;
+		assert_int_equal(mk_log_index_rows(log, 0, &rows, &nr), MK_OK);
+		assert_int_equal(nr, 2);
+		assert_int_equal(rows[0].offset, 0);
+		assert_int_equal(rows[0].timestamp, 10);
+		assert_int_equal(rows[1].offset, bases[in0 - 1]);
+		assert_int_equal(rows[1].timestamp, 50);
+		free(rows);
+		int64_t mts = 0;
+		assert_int_equal(mk_log_segment_max_timestamp(log, 0, &mts), MK_OK);
+		assert_int_equal(mts, 50);
+		int64_t off;
+		assert_int_equal(mk_log_offset_for_time(log, 50, &off), MK_OK);
+		assert_int_equal(off, 1);
+		assert_int_equal(mk_log_offset_for_time(log, 11, &off), MK_OK);
+		assert_int_equal(off, 1);
+		mk_log_close(log);
+		/* Read back from the file (two 16-byte entries), not rebuilt. */
+		char path[256];
+		seg_path(f, 0, "index", path, sizeof(path));
+		assert_int_equal(file_size(path), 2 * MK_INDEX_ENTRY_SIZE);
+		log = open_log(f, seg_bytes, 1 << 20, 0);
+	}
+	mk_log_close(log);
+}
+
 /* The log start offset comes from the checkpoint and bounds reads. */
 static void test_log_start_from_checkpoint(void **state)
 {
@@ -2097,6 +2161,7 @@ int main(void)
 		T(test_oversized_batch),
 		T(test_offset_for_time),
 		T(test_time_index_max_so_far),
+		T(test_seal_final_entry),
 		T(test_log_start_from_checkpoint),
 		T(test_truncate),
 		T(test_tail_repair),
