@@ -17,7 +17,8 @@
 #   tsv16   as many keyed TSV rows (1000 keys) into 16 partitions
 # Every topic is deleted after its row. Per round it prints MB/s; at the
 # end, per daemon, the ratios of each round (app1g/plain, app1m/app1g,
-# t4/app1g, tsv16/app1g) and their range.
+# t4/app1g, tsv16/app1g) and their range, and the daemon's CPU time (user
+# and system, from /proc) per GiB written, median over the rounds.
 #
 # Environment: BENCH_BYTES (default 256M), BENCH_TOPIC_BYTES (default
 # 128M), AB_ROWS (default "app1g app1m t4 tsv16"), BUILD_DIR, BENCH_TMPDIR
@@ -88,9 +89,20 @@ mbps() {
     timeout -k 5 "$STEP_TIMEOUT" "$@" 2>>"$TMP/err" | sed -n 's/.*mbps=\([0-9.]*\).*/\1/p'
 }
 
-# measure MOUNT ROW ROUND : one row on one daemon; prints MB/s.
+# cpu_ms PID : the daemon's user and system CPU so far, in ms (all its
+# threads; /proc's clock ticks, 10 ms on most kernels).
+TICK=$(getconf CLK_TCK)
+cpu_ms() {
+    sed 's/.*) //' "/proc/$1/stat" 2>/dev/null |
+        awk -v t="$TICK" '{ printf "%d %d\n", $12 * 1000 / t, $13 * 1000 / t }'
+}
+
+# measure MOUNT ROW ROUND DAEMON : one row on one daemon (a or b); prints
+# MB/s and leaves the daemon's CPU during the write in $TMP/cpu.DAEMON.ROW.ROUND.
 measure() {
-    local m=$1 row=$2 name=$2$3 seg=' segment.bytes=1073741824'
+    local m=$1 row=$2 name=$2$3 seg=' segment.bytes=1073741824' pid u0 s0 u1 s1
+    pid=${PIDS[0]}
+    [ "$4" = b ] && pid=${PIDS[1]}
     case $row in
         app1m) seg='' ;;
     esac
@@ -100,11 +112,14 @@ measure() {
         tsv16) echo "create-topic $name partitions=16$seg" >"$m/ctl" ;;
     esac || return 0
     sync
+    read -r u0 s0 < <(cpu_ms "$pid")
     case $row in
         app1g | app1m) mbps "$BW" write "$m/topics/$name/0/append" "$BYTES" 128K ;;
         t4) mbps "$BW" write "$m/topics/$name/append" "$TBYTES" 128K ;;
         tsv16) mbps "$BW" write -k 1000 "$m/topics/$name/append:tsv" "$TBYTES" 128K ;;
     esac
+    read -r u1 s1 < <(cpu_ms "$pid")
+    [ -n "$u0" ] && [ -n "$u1" ] && echo "$((u1 - u0)) $((s1 - s0))" >"$TMP/cpu.$4.$row.$3"
     echo "delete-topic $name" >"$m/ctl"
 }
 
@@ -118,11 +133,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
     line="round $r: plain ${FIG[p,plain,$r]:-n/a}"
     for row in $ROWS; do
         if ((r % 2)); then
-            FIG[a,$row,$r]=$(measure "$TMP/ma" "$row" "$r")
-            FIG[b,$row,$r]=$(measure "$TMP/mb" "$row" "$r")
+            FIG[a,$row,$r]=$(measure "$TMP/ma" "$row" "$r" a)
+            FIG[b,$row,$r]=$(measure "$TMP/mb" "$row" "$r" b)
         else
-            FIG[b,$row,$r]=$(measure "$TMP/mb" "$row" "$r")
-            FIG[a,$row,$r]=$(measure "$TMP/ma" "$row" "$r")
+            FIG[b,$row,$r]=$(measure "$TMP/mb" "$row" "$r" b)
+            FIG[a,$row,$r]=$(measure "$TMP/ma" "$row" "$r" a)
         fi
         line+="  $row ${FIG[a,$row,$r]:-n/a}/${FIG[b,$row,$r]:-n/a}"
     done
@@ -159,6 +174,29 @@ if has app1g; then
         has "$row" && report "$row/app1g" "$row" app1g
     done
 fi
+# The daemon's CPU per GiB written, per row: median user and system ms
+# over the rounds (CPU time hardly depends on what else runs beside, so
+# these move less than MB/s on a shared machine).
+echo "daemon CPU per GiB written: median user / system ms [low-high user]"
+for row in $ROWS; do
+    case $row in
+        app1g | app1m) size=$BYTES ;;
+        *) size=$TBYTES ;;
+    esac
+    bytes=$(numfmt --from=iec "$size" 2>/dev/null) || continue
+    for x in a b; do
+        out=$(cat "$TMP"/cpu."$x"."$row".* 2>/dev/null |
+            awk -v f="$bytes" 'BEGIN { n = 0 }
+                NF == 2 { u[n] = $1 * 1073741824 / f; s[n] = $2 * 1073741824 / f; n++ }
+                function med(v, n,   i, j, t) {
+                    for (i = 1; i < n; i++)
+                        for (j = i; j > 0 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+                    return v[int(n / 2)]
+                }
+                END { if (n) { m = med(u, n); lo = u[0]; hi = u[n - 1]; printf "%d / %d [%d-%d]", m, med(s, n), lo, hi } }')
+        printf '  %-13s %s: %s\n' "$row" "${x^^}" "${out:-n/a}"
+    done
+done
 if [ -s "$TMP/err" ]; then
     echo "errors:"
     sed 's/^/  /' "$TMP/err" | sort | uniq -c | head -n 10

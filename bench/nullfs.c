@@ -2,9 +2,16 @@
  * nullfs — a do-nothing FUSE filesystem, the transport ceiling for the
  * benchmarks in bench/run.sh.
  *
- *   nullfs [-f] [-o source_size=SIZE] MOUNTPOINT      (SIZE: bytes, or K/M/G)
+ *   nullfs [-f] [-o source_size=SIZE] [-o store=FILE] MOUNTPOINT
+ *                                                     (SIZE: bytes, or K/M/G)
  *
  *   /sink    w  accepts any write and discards it
+ *   /store   w  with -o store=FILE: every write goes into FILE at
+ *               the same offset, with pwrite(2) (an open with O_TRUNC
+ *               truncates FILE), and
+ *               nothing else is done: the ceiling of any FUSE daemon that
+ *               keeps the bytes it is given in the page cache, without
+ *               parsing or framing them (run.sh's "nullfs-store" row)
  *   /source  r  SIZE bytes (default 1 GiB, or $NULLFS_SOURCE_SIZE) of
  *               100-byte lines (99 characters and '\n'), made in memory
  *   /stats   r  request counts and the largest read/write request seen
@@ -32,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "benchutil.h"
 
@@ -54,7 +62,10 @@ static void note_max(atomic_ullong *max, unsigned long long v)
         ;
 }
 
-enum node { N_NONE, N_ROOT, N_SINK, N_SOURCE, N_STATS };
+enum node { N_NONE, N_ROOT, N_SINK, N_SOURCE, N_STATS, N_STORE };
+
+/* -o store=FILE: the file /store writes go to; -1 without the option. */
+static int store_fd = -1;
 
 static enum node node_of(const char *path)
 {
@@ -66,6 +77,8 @@ static enum node node_of(const char *path)
         return N_SOURCE;
     if (strcmp(path, "/stats") == 0)
         return N_STATS;
+    if (strcmp(path, "/store") == 0 && store_fd >= 0)
+        return N_STORE;
     return N_NONE;
 }
 
@@ -89,6 +102,7 @@ static int nf_getattr(const char *path, struct stat *st,
         st->st_nlink = 2;
         return 0;
     case N_SINK:
+    case N_STORE:
         st->st_mode = S_IFREG | 0666;
         return 0;
     case N_SOURCE:
@@ -116,6 +130,8 @@ static int nf_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
     static const char *const names[] = { ".", "..", "sink", "source", "stats" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         fill(buf, names[i], NULL, 0, 0);
+    if (store_fd >= 0)
+        fill(buf, "store", NULL, 0, 0);
     return 0;
 }
 
@@ -124,6 +140,7 @@ static int nf_open(const char *path, struct fuse_file_info *fi)
     int acc = fi->flags & O_ACCMODE;
     switch (node_of(path)) {
     case N_SINK:
+    case N_STORE:
         break;
     case N_SOURCE:
     case N_STATS:
@@ -144,16 +161,32 @@ static int nf_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
     (void)size;
     (void)fi;
-    return node_of(path) == N_SINK ? 0 : -EACCES;
+    switch (node_of(path)) {
+    case N_SINK:
+        return 0;
+    case N_STORE:
+        return ftruncate(store_fd, size) == 0 ? 0 : -errno;
+    default:
+        return -EACCES;
+    }
 }
 
 static int nf_write(const char *path, const char *buf, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
-    (void)path;
-    (void)buf;
-    (void)off;
     (void)fi;
+    if (node_of(path) == N_STORE) {
+        size_t done = 0;
+        while (done < size) {
+            ssize_t n = pwrite(store_fd, buf + done, size - done,
+                               off + (off_t)done);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return n < 0 ? -errno : -EIO;
+            done += (size_t)n;
+        }
+    }
     atomic_fetch_add(&n_writes, 1);
     atomic_fetch_add(&n_write_bytes, size);
     note_max(&max_write_seen, size);
@@ -221,17 +254,19 @@ static const struct fuse_operations nf_ops = {
 
 struct nf_opts {
     char *source_size;
+    char *store;
 };
 
 static const struct fuse_opt nf_optspec[] = {
     { "source_size=%s", offsetof(struct nf_opts, source_size), 0 },
+    { "store=%s", offsetof(struct nf_opts, store), 0 },
     FUSE_OPT_END
 };
 
 int main(int argc, char *argv[])
 {
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-    struct nf_opts opts = { NULL };
+    struct nf_opts opts = { NULL, NULL };
     if (fuse_opt_parse(&args, &opts, nf_optspec, NULL) == -1)
         return 1;
     const char *size_text = opts.source_size ? opts.source_size
@@ -241,6 +276,16 @@ int main(int argc, char *argv[])
         return 1;
     }
     free(opts.source_size);
+    if (opts.store) {
+        /* Opened before fuse_main daemonizes: the path may be relative. */
+        store_fd = open(opts.store, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (store_fd < 0) {
+            perror(opts.store);
+            free(opts.store);
+            return 1;
+        }
+        free(opts.store);
+    }
 
     /* Largest single request the kernel can send, rounded up, plus a period. */
     pattern_len = NULLFS_MAX_WRITE * 2 + LINE;

@@ -478,7 +478,8 @@ static mk_err read_state(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbu
 
 /* ---- segments/ -------------------------------------------------------- */
 
-static const char *const seg_suffixes[] = { ".log", ".index", ".timeindex" };
+#define NSEG_SUFFIXES 2
+static const char *const seg_suffixes[NSEG_SUFFIXES] = { ".log", ".index" };
 
 /* The segments of the log this directory shows (ref->broker: whose). */
 static size_t ref_segments(const node_ref *ref, mk_segment_info **segs,
@@ -499,7 +500,7 @@ static void list_segments(mkfs *fs, const node_ref *ref,
 	size_t n = ref_segments(ref, &segs, NULL);
 	char buf[64];
 	for (size_t i = 0; i < n; i++)
-		for (size_t s = 0; s < 3; s++) {
+		for (size_t s = 0; s < NSEG_SUFFIXES; s++) {
 			snprintf(buf, sizeof(buf), "%020lld%s",
 				 (long long)segs[i].base_offset, seg_suffixes[s]);
 			add(arg, buf, false);
@@ -518,7 +519,7 @@ static bool segment_file(const node_ref *ref, const char *name, int64_t *base,
 	bool found = false;
 	char buf[64];
 	for (size_t i = 0; i < n && !found; i++)
-		for (size_t s = 0; s < 3 && !found; s++) {
+		for (size_t s = 0; s < NSEG_SUFFIXES && !found; s++) {
 			snprintf(buf, sizeof(buf), "%020lld%s",
 				 (long long)segs[i].base_offset, seg_suffixes[s]);
 			if (!strcmp(buf, name)) {
@@ -539,7 +540,7 @@ static bool match_segment(mkfs *fs, node_ref *ref, const char *name)
 	return segment_file(ref, name, &base, &suffix);
 }
 
-/* N.index:txt and N.timeindex:txt, the decoded indexes. */
+/* N.index:txt, the decoded index. */
 static bool match_segment_txt(mkfs *fs, node_ref *ref, const char *name)
 {
 	(void)fs;
@@ -562,14 +563,15 @@ static mk_err read_segment_txt(mkfs *fs, const node_ref *ref, mk_strbuf *out,
 		mk_strbuf_addf(why, "no index %s", ref->name);
 		return MK_UNKNOWN_TOPIC_OR_PARTITION;
 	}
-	bool time = suffix == 2;
 	mk_index_row *rows;
 	size_t n;
 	mk_err err = mk_partition_replica_index(ref_partition(ref), ref->broker,
-						base, time, &rows, &n, why);
+						base, &rows, &n, why);
 	for (size_t i = 0; !err && i < n; i++)
-		mk_strbuf_addf(out, "%lld %lld\n", (long long)rows[i].first,
-			       (long long)rows[i].second);
+		mk_strbuf_addf(out, "%lld %lld %lld\n",
+			       (long long)rows[i].offset,
+			       (long long)rows[i].position,
+			       (long long)rows[i].timestamp);
 	free(rows);
 	return err;
 }
@@ -1014,7 +1016,7 @@ static void explain_missing(mkfs *fs, const node_ref *ref, const char *comp,
 			       comp, comp);
 		return;
 	case K_SEGMENTS:
-		mk_strbuf_addf(why, "no segment file '%s' (ls lists them; N.index:txt and N.timeindex:txt decode an index)",
+		mk_strbuf_addf(why, "no segment file '%s' (ls lists them; N.index:txt decodes an index)",
 			       comp);
 		return;
 	default:

@@ -26,7 +26,7 @@ const char mk_readme_text[] =
 "                          EPOCH PRODUCER_ID PRODUCER_EPOCH BASE_SEQ TXN CONTROL\n"
 "                          MAX_TIMESTAMP CRC (batches@POS, :json, :max=N)\n"
 "  /topics/T/P/segments/   the leader's segment and index files, raw;\n"
-"                          N.index:txt and N.timeindex:txt decode an index\n"
+"                          N.index:txt decodes an index\n"
 "  /brokers/B/{state,replicas}            broker status\n"
 "  /brokers/B/{fetch,crash,restart,promote}  replication and failures\n"
 "  /brokers/B/logs/T/P/    broker B's own replica: records, leo, hw (B's view),\n"

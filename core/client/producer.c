@@ -80,6 +80,14 @@ struct mk_producer {
 	mk_strbuf checked_why;
 	mk_receipt *receipts;
 	size_t nreceipts, receipts_alloc;
+	/* A topic append's scratch: each record's size in a batch and the
+	 * partition of a keyed one (-1: keyless, sticky); for an append of
+	 * keyed records only, the records and their plan grouped by
+	 * partition (group_by_partition), and where each partition's go. */
+	struct rec_plan { size_t size; int part; } *plan, *gplan;
+	mk_record_in *grouped;
+	size_t plan_cap;
+	size_t *next;
 };
 
 static const mk_batch_meta plain_meta = {
@@ -308,6 +316,10 @@ static void producer_free(mk_producer *p)
 	free(p->owed.v);
 	free(p->pending.v);
 	free(p->receipts);
+	free(p->plan);
+	free(p->gplan);
+	free(p->grouped);
+	free(p->next);
 	free(p->name);
 	free(p->txn);
 	mk_strbuf_release(&p->deferred_why);
@@ -347,6 +359,7 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 	if (partition == MK_PARTITION_ANY) {
 		p->n = t->npartitions;
 		p->slots = mk_xcalloc((size_t)p->n, sizeof(*p->slots));
+		p->next = mk_xcalloc((size_t)p->n, sizeof(*p->next));
 		for (int i = 0; i < p->n; i++)
 			mk_builder_init(&p->slots[i].b, meta_of(p));
 		p->combine = !p->idempotent && !p->txn;
@@ -588,77 +601,133 @@ static mk_err check_fenced(mk_producer *p, mk_strbuf *why)
 
 /* ---- append ---------------------------------------------------------------- */
 
-/* A partition producer: the records are one batch. Under p->lock. */
+/* A partition producer: the records are one batch, checked against
+ * message.max.bytes before a byte of it is encoded. Under p->lock. */
 static mk_err append_partition(mk_producer *p, const mk_record_in *recs,
 			       size_t n, int64_t max_bytes, size_t *taken,
 			       mk_strbuf *why)
 {
 	slot *s = &p->slots[0];
-	int64_t now = mk_clock_now(&p->c->clock);
-	for (size_t i = 0; i < n; i++) {
-		mk_builder_add(&s->b, now, recs[i].key, recs[i].value,
-			       recs[i].headers, recs[i].nheaders);
-		if ((int64_t)mk_builder_size(&s->b) > max_bytes) {
-			mk_builder_reset(&s->b, meta_of(p));
-			mk_strbuf_addf(why, "batch larger than message.max.bytes=%lld",
-				       (long long)max_bytes);
-			return MK_MESSAGE_TOO_LARGE;
-		}
+	size_t bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		bytes += mk_record_size(&recs[i]);
+	if ((int64_t)(mk_builder_size(&s->b) + bytes) > max_bytes) {
+		mk_strbuf_addf(why, "batch larger than message.max.bytes=%lld",
+			       (long long)max_bytes);
+		return MK_MESSAGE_TOO_LARGE;
 	}
+	mk_builder_add_many(&s->b, mk_clock_now(&p->c->clock), recs, n, bytes);
 	bool appended;
 	mk_err err = produce_slot(p, s, p->partition, true, &appended, why);
 	*taken = appended ? n : 0;
 	return err;
 }
 
-/* The partition a record goes to, and where keyless ones start. */
-static int route(mk_producer *p, mk_bytes key)
+/* The partition a record goes to (part: a keyed one's, planned; -1 for
+ * keyless), and where keyless ones start. */
+static int route(mk_producer *p, int part)
 {
-	if (key.len >= 0)
-		return mk_partition_for_key(key, p->n);
+	if (part >= 0)
+		return part;
 	if (p->sticky < 0)
 		p->sticky = (int)(atomic_fetch_add(&p->t->next_sticky, 1) % (unsigned)p->n);
 	return p->sticky;
 }
 
-/* Add one record to its partition's open batch; sends a batch that would
- * pass batch.size, or reaches it. *wake: a batch started lingering. */
-static mk_err accumulate(mk_producer *p, const mk_record_in *r, int64_t now,
-			 bool *wake, mk_strbuf *why)
+/* Close partition i's batch (full, or a record does not fit); keyless
+ * records move on when it was the sticky partition's. */
+static mk_err close_full(mk_producer *p, int i, mk_strbuf *why)
 {
-	mk_err err = MK_OK;
-	int i = route(p, r->key);
+	mk_err err = close_slot(p, i, why);
+	if (i == p->sticky)
+		p->sticky = (p->sticky + 1) % p->n;
+	return err;
+}
+
+/*
+ * Add records from recs[0] on (plan[k]: recs[k]'s size and partition) to
+ * their partition's open batch: the first record, then those after it
+ * that go to the same partition and fit, as one run (one grow of the
+ * batch). Returns how many were taken. A record that does not fit closes
+ * the open batch first (Kafka's rule; a keyless one then follows the
+ * sticky partition onwards), and a batch that reaches batch.size is
+ * closed after its last record. *err keeps the first error of a send.
+ * *wake: a batch started lingering. Under p->lock.
+ */
+static size_t accumulate(mk_producer *p, const mk_record_in *recs,
+			 const struct rec_plan *plan, size_t n, int64_t now,
+			 bool *wake, mk_err *err, mk_strbuf *why)
+{
+	bool keyless = plan[0].part < 0;
+	int i = route(p, plan[0].part);
 	slot *s = &p->slots[i];
-	/* A record that does not fit closes the open batch first (Kafka's
-	 * rule); a keyless one then follows the sticky partition onwards. */
-	if (s->open) {
-		size_t one = mk_frame_size_of_one(r->key, r->value, r->headers,
-						  r->nheaders);
-		if ((int64_t)(mk_builder_size(&s->b) + one - MK_FRAME_EMPTY_SIZE) >
-		    p->batch_size) {
-			err = close_slot(p, i, why);
-			if (i == p->sticky)
-				p->sticky = (p->sticky + 1) % p->n;
-			if (r->key.len < 0) {
-				i = p->sticky;
-				s = &p->slots[i];
-			}
+	size_t cur = mk_builder_size(&s->b);
+	if (s->open && (int64_t)(cur + plan[0].size) > p->batch_size) {
+		mk_err e = close_full(p, i, why);
+		if (e && !*err)
+			*err = e;
+		if (keyless) {
+			i = p->sticky;
+			s = &p->slots[i];
 		}
+		cur = mk_builder_size(&s->b);
 	}
 	if (!s->open) {
 		s->open = true;
 		s->created_ms = now;
 		*wake |= p->linger_ms > 0;
 	}
-	mk_builder_add(&s->b, now, r->key, r->value, r->headers, r->nheaders);
-	if ((int64_t)mk_builder_size(&s->b) >= p->batch_size) {
-		mk_err sent = close_slot(p, i, why);
-		if (i == p->sticky)
-			p->sticky = (p->sticky + 1) % p->n;
-		if (!err)
-			err = sent;
+	/* The run: records after the first with the same route (keyless
+	 * ones while the sticky partition stays; keyed ones whose key
+	 * hashes here), as long as the batch stays below batch.size and
+	 * each fits. */
+	size_t k = 1, bytes = plan[0].size;
+	cur += plan[0].size;
+	while (k < n && (int64_t)cur < p->batch_size &&
+	       (int64_t)(cur + plan[k].size) <= p->batch_size &&
+	       (keyless ? plan[k].part < 0 : plan[k].part == i)) {
+		cur += plan[k].size;
+		bytes += plan[k].size;
+		k++;
 	}
-	return err;
+	mk_builder_add_many(&s->b, now, recs, k, bytes);
+	if ((int64_t)cur >= p->batch_size) {
+		mk_err e = close_full(p, i, why);
+		if (e && !*err)
+			*err = e;
+	}
+	return k;
+}
+
+/*
+ * The records of an append whose records are all keyed, grouped by
+ * partition in their order (a stable counting sort) into p->grouped and
+ * p->gplan, so that each partition's records go into its batch as runs,
+ * one partition after the other. What a keyed record's batch is depends
+ * only on the records before it in its partition, so the batches are the
+ * ones record by record would make; and a combining producer produces
+ * them partition by partition at the end of the append anyway (a
+ * partition whose held batches fill up is produced during it, in either
+ * order). Under p->lock.
+ */
+static void group_by_partition(mk_producer *p, const mk_record_in *recs,
+			       size_t n)
+{
+	size_t *next = p->next;
+	memset(next, 0, (size_t)p->n * sizeof(*next));
+	for (size_t i = 0; i < n; i++)
+		next[p->plan[i].part]++;
+	size_t at = 0;
+	for (int k = 0; k < p->n; k++) {
+		size_t c = next[k];
+		next[k] = at;
+		at += c;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t to = next[p->plan[i].part]++;
+		p->grouped[to] = recs[i];
+		p->gplan[to] = p->plan[i];
+	}
 }
 
 /* A topic producer: check every record, then route and batch each. */
@@ -666,9 +735,24 @@ static mk_err append_topic(mk_producer *p, const mk_record_in *recs, size_t n,
 			   int64_t max_bytes, size_t *taken, bool *wake,
 			   mk_strbuf *why)
 {
+	if (n > p->plan_cap) {
+		p->plan_cap = n > 2 * p->plan_cap ? n : 2 * p->plan_cap;
+		free(p->plan);
+		free(p->gplan);
+		free(p->grouped);
+		p->plan = mk_xreallocarray(NULL, p->plan_cap, sizeof(*p->plan));
+		p->gplan = mk_xreallocarray(NULL, p->plan_cap, sizeof(*p->gplan));
+		p->grouped = mk_xreallocarray(NULL, p->plan_cap,
+					      sizeof(*p->grouped));
+	}
+	struct rec_plan *plan = p->plan;
+	bool keyed = true;
 	for (size_t i = 0; i < n; i++) {
-		size_t need = mk_frame_size_of_one(recs[i].key, recs[i].value,
-						   recs[i].headers, recs[i].nheaders);
+		plan[i].size = mk_record_size(&recs[i]);
+		plan[i].part = recs[i].key.len >= 0
+			? mk_partition_for_key(recs[i].key, p->n) : -1;
+		keyed &= plan[i].part >= 0;
+		size_t need = MK_FRAME_EMPTY_SIZE + plan[i].size;
 		if ((int64_t)need > max_bytes) {
 			mk_strbuf_addf(why, "record %zu needs a %zu-byte batch, over message.max.bytes=%lld",
 				       i + 1, need, (long long)max_bytes);
@@ -676,13 +760,16 @@ static mk_err append_topic(mk_producer *p, const mk_record_in *recs, size_t n,
 		}
 	}
 	*taken = n;
+	if (keyed && p->combine && p->n > 1 && n > 1) {
+		group_by_partition(p, recs, n);
+		recs = p->grouped;
+		plan = p->gplan;
+	}
 	mk_err err = MK_OK;
 	int64_t now = mk_clock_now(&p->c->clock);
-	for (size_t i = 0; i < n; i++) {
-		mk_err e = accumulate(p, &recs[i], now, wake, why);
-		if (e && !err)
-			err = e;
-	}
+	for (size_t i = 0; i < n;)
+		i += accumulate(p, recs + i, plan + i, n - i, now, wake, &err,
+				why);
 	mk_err deferred = take_deferred(p, why);
 	mk_err sent = send_due(p, mk_clock_now(&p->c->clock), true, why);
 	if (!err)

@@ -26,6 +26,10 @@
  *     partition's open batch. A batch that would pass batch.size is sent
  *     first; at the end of the call batches past linger.ms (all of them
  *     when linger.ms is 0) are sent. Errors after that are about sending.
+ *     (How: each record is sized and routed once per call; records in a
+ *     row for one partition are added as one run, mk_builder_add_many;
+ *     a call of keyed records only, on a producer that combines, takes
+ *     them partition by partition, which makes the same batches.)
  * Keyless records of a new topic producer start at a partition that
  * rotates per topic (mk_topic.next_sticky), then move on by one partition
  * each time their batch closes.
@@ -94,13 +98,8 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 			const mk_producer_opts *o, mk_producer **out,
 			mk_strbuf *why);
 
-/* One record to send; the bytes stay the caller's. */
-typedef struct {
-	mk_bytes key;
-	mk_bytes value;
-	const mk_header *headers;
-	size_t nheaders;
-} mk_record_in;
+/* A record to send is an mk_record_in (codec.h): the bytes stay the
+ * caller's. */
 
 /* Append (see above); tickets of acks=all batches are kept for await. */
 mk_err mk_producer_append(mk_producer *p, const mk_record_in *recs, size_t n,

@@ -2279,8 +2279,7 @@ mk_err mk_partition_replica_segments(mk_partition *p, int broker,
 }
 
 mk_err mk_partition_replica_index(mk_partition *p, int broker, int64_t segment,
-				  bool time, mk_index_row **out, size_t *n,
-				  mk_strbuf *why)
+				  mk_index_row **out, size_t *n, mk_strbuf *why)
 {
 	pthread_mutex_lock(&p->lock);
 	mk_replica *r;
@@ -2288,7 +2287,7 @@ mk_err mk_partition_replica_index(mk_partition *p, int broker, int64_t segment,
 	*n = 0;
 	mk_err err = view_replica(p, broker, true, &r, why);
 	if (!err) {
-		err = mk_log_index_rows(r->log, segment, time, out, n);
+		err = mk_log_index_rows(r->log, segment, out, n);
 		if (err == MK_INVALID_REQUEST && why)
 			mk_strbuf_addf(why, "no segment with base offset %lld",
 				       (long long)segment);

@@ -538,9 +538,8 @@ mk_err mk_partition_replica_batches(mk_partition *p, int broker, int64_t from,
 mk_err mk_partition_replica_segments(mk_partition *p, int broker,
 				     mk_segment_info **out, size_t *n,
 				     mk_strbuf *dir, mk_strbuf *why);
-/* Decoded entries of one segment's offset or time index (mk_log_index_rows). */
+/* Decoded entries of one segment's index (mk_log_index_rows). */
 mk_err mk_partition_replica_index(mk_partition *p, int broker, int64_t segment,
-				  bool time, mk_index_row **out, size_t *n,
-				  mk_strbuf *why);
+				  mk_index_row **out, size_t *n, mk_strbuf *why);
 
 #endif

@@ -13,10 +13,11 @@
  *     records and their headers, without allocating;
  *   - encoding: begin_frame() reserves the frame header and the payload
  *     header (meta written at once), add_record() appends one record with a
- *     single grow of the buffer, and seal_frame() fills in the fields known
- *     only at the end (last offset delta, timestamps, record count, payload
- *     length, CRC). The builder, mk_frame_filter() and mk_frame_marker() are
- *     built from these three;
+ *     single grow of the buffer (mk_builder_add_many() a run of records
+ *     with one grow; put_record() writes each), and seal_frame() fills in
+ *     the fields known only at the end (last offset delta, timestamps,
+ *     record count, payload length, CRC). The builder, mk_frame_filter()
+ *     and mk_frame_marker() are built from these three;
  *   - mk_frame_assign() stores base offset and epoch, which lie outside
  *     the CRC'd payload; mk_frame_set_producer() rewrites producer fields
  *     inside it and updates the CRC for those bytes only (crc_patch()), so
@@ -42,10 +43,6 @@ enum {
 	P_TXN_ID_LEN = 36,
 };
 
-/* offset_delta + timestamp + key_len + value_len + header_count */
-#define RECORD_MIN (4 + 8 + 4 + 4 + 4)
-/* name_len + hvalue_len */
-#define HEADER_MIN (2 + 4)
 
 _Static_assert(P_TXN_ID_LEN == MK_BATCH_FIXED, "fixed payload layout");
 _Static_assert(MK_FRAME_OFF_PRODUCER_ID == MK_FRAME_HEADER + P_PRODUCER_ID &&
@@ -152,7 +149,7 @@ static bool parse_record(reader *r, mk_record_view *rec, int32_t *delta,
 	 * The checks and their reasons are those of the field-by-field walk. */
 	const uint8_t *p = r->p;
 	size_t left = r->left;
-	if (left < RECORD_MIN)
+	if (left < MK_RECORD_FIXED)
 		return fail(why, "bad record");
 	*delta = load_i32(p);
 	rec->timestamp = load_i64(p + 4);
@@ -426,52 +423,51 @@ static size_t begin_frame(mk_strbuf *sb, const mk_batch_meta *meta,
 	return start;
 }
 
-/* Bytes one record takes in a batch. */
-static size_t record_size(mk_bytes key, mk_bytes value,
-			  const mk_header *headers, size_t nheaders)
-{
-	size_t n = RECORD_MIN + blob_size(key) + blob_size(value);
-	for (size_t i = 0; i < nheaders; i++)
-		n += HEADER_MIN + blob_size(headers[i].name) +
-		     blob_size(headers[i].value);
-	return n;
-}
-
 size_t mk_frame_size_of_one(mk_bytes key, mk_bytes value,
 			    const mk_header *headers, size_t nheaders)
 {
-	return MK_FRAME_EMPTY_SIZE + record_size(key, value, headers, nheaders);
+	mk_record_in r = { key, value, headers, nheaders };
+	return MK_FRAME_EMPTY_SIZE + mk_record_size(&r);
+}
+
+/* Write one record at p (room for it made by the caller); returns the
+ * byte after it. */
+static inline __attribute__((always_inline)) uint8_t *
+put_record(uint8_t *p, int32_t delta, int64_t timestamp,
+	   const mk_record_in *r)
+{
+	assert(r->key.len >= -1 && r->value.len >= -1);
+	assert(r->nheaders <= INT32_MAX);
+	assert(r->nheaders == 0 || r->headers);
+	mk_store_be32(p, (uint32_t)delta);
+	mk_store_be64(p + 4, (uint64_t)timestamp);
+	mk_store_be32(p + 12, (uint32_t)r->key.len);
+	p = put_bytes(p + 16, r->key);
+	mk_store_be32(p, (uint32_t)r->value.len);
+	p = put_bytes(p + 4, r->value);
+	mk_store_be32(p, (uint32_t)r->nheaders);
+	p += 4;
+	for (size_t i = 0; i < r->nheaders; i++) {
+		const mk_header *h = &r->headers[i];
+		assert(h->name.len >= 0 && h->name.len <= INT16_MAX);
+		mk_store_be16(p, (uint16_t)h->name.len);
+		p = put_bytes(p + 2, h->name);
+		mk_store_be32(p, (uint32_t)h->value.len);
+		p = put_bytes(p + 4, h->value);
+	}
+	return p;
 }
 
 /* Append one record; a single grow of the buffer. */
 static void add_record(mk_strbuf *sb, int32_t delta, int64_t timestamp,
-		       mk_bytes key, mk_bytes value, const mk_header *headers,
-		       size_t nheaders)
+		       const mk_record_in *r)
 {
-	assert(nheaders <= INT32_MAX);
-	assert(nheaders == 0 || headers);
-	for (size_t i = 0; i < nheaders; i++)
-		assert(headers[i].name.len >= 0 &&
-		       headers[i].name.len <= INT16_MAX);
-	size_t n = record_size(key, value, headers, nheaders);
-
+	size_t n = mk_record_size(r);
 	mk_strbuf_grow(sb, n);
-	uint8_t *start = (uint8_t *)sb->buf + sb->len, *p = start;
-	mk_store_be32(p, (uint32_t)delta);
-	mk_store_be64(p + 4, (uint64_t)timestamp);
-	mk_store_be32(p + 12, (uint32_t)key.len);
-	p = put_bytes(p + 16, key);
-	mk_store_be32(p, (uint32_t)value.len);
-	p = put_bytes(p + 4, value);
-	mk_store_be32(p, (uint32_t)nheaders);
-	p += 4;
-	for (size_t i = 0; i < nheaders; i++) {
-		mk_store_be16(p, (uint16_t)headers[i].name.len);
-		p = put_bytes(p + 2, headers[i].name);
-		mk_store_be32(p, (uint32_t)headers[i].value.len);
-		p = put_bytes(p + 4, headers[i].value);
-	}
+	uint8_t *start = (uint8_t *)sb->buf + sb->len;
+	uint8_t *p = put_record(start, delta, timestamp, r);
 	assert((size_t)(p - start) == n);
+	(void)p;
 	mk_strbuf_setlen(sb, sb->len + n);
 }
 
@@ -526,14 +522,35 @@ void mk_builder_add(mk_batch_builder *b, int64_t timestamp, mk_bytes key,
 {
 	assert(!b->finished);
 	assert(b->next_delta < INT32_MAX);
-	add_record(&b->frame, b->next_delta, timestamp, key, value, headers,
-		   nheaders);
+	mk_record_in r = { key, value, headers, nheaders };
+	add_record(&b->frame, b->next_delta, timestamp, &r);
 	if (b->count == 0 || timestamp > b->max_timestamp)
 		b->max_timestamp = timestamp;
 	if (b->count == 0)
 		b->first_timestamp = timestamp;
 	b->count++;
 	b->next_delta++;
+}
+
+void mk_builder_add_many(mk_batch_builder *b, int64_t timestamp,
+			 const mk_record_in *recs, size_t n, size_t bytes)
+{
+	assert(!b->finished);
+	assert(n > 0 && n <= (size_t)(INT32_MAX - b->next_delta));
+	mk_strbuf_grow(&b->frame, bytes);
+	uint8_t *start = (uint8_t *)b->frame.buf + b->frame.len, *p = start;
+	int32_t delta = b->next_delta;
+	for (size_t i = 0; i < n; i++)
+		p = put_record(p, delta++, timestamp, &recs[i]);
+	assert((size_t)(p - start) == bytes);
+	(void)p;
+	mk_strbuf_setlen(&b->frame, b->frame.len + bytes);
+	if (b->count == 0 || timestamp > b->max_timestamp)
+		b->max_timestamp = timestamp;
+	if (b->count == 0)
+		b->first_timestamp = timestamp;
+	b->count += (int32_t)n;
+	b->next_delta = delta;
 }
 
 size_t mk_builder_size(const mk_batch_builder *b)
@@ -630,7 +647,8 @@ void mk_frame_marker(mk_strbuf *out, const mk_batch_meta *meta,
 	       (flags & (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER)) ==
 		       MK_BATCH_ABORT_MARKER);
 	size_t start = begin_frame(out, meta, flags);
-	add_record(out, 0, timestamp, MK_BYTES_NULL, MK_BYTES_NULL, NULL, 0);
+	mk_record_in none = { MK_BYTES_NULL, MK_BYTES_NULL, NULL, 0 };
+	add_record(out, 0, timestamp, &none);
 	seal_frame(out, start, 0, timestamp, timestamp, 1);
 }
 

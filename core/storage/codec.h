@@ -197,8 +197,9 @@ bool mk_record_next(mk_record_iter *it, mk_record_view *rec);
 bool mk_header_next(const mk_record_view *rec, size_t *pos, mk_header *h);
 
 /*
- * Building a batch. Records are appended one at a time; finish writes the
- * frame header. The frame lives in b->frame.
+ * Building a batch. Records are appended one at a time (mk_builder_add) or
+ * a run at a time (mk_builder_add_many); finish writes the frame header.
+ * The frame lives in b->frame.
  */
 typedef struct {
 	mk_strbuf frame;
@@ -216,10 +217,48 @@ void mk_builder_release(mk_batch_builder *b);
 void mk_builder_reset(mk_batch_builder *b, const mk_batch_meta *meta);
 void mk_builder_add(mk_batch_builder *b, int64_t timestamp, mk_bytes key,
 		    mk_bytes value, const mk_header *headers, size_t nheaders);
+
+/* One record to encode, as a producer is given it: slices that stay the
+ * caller's and must stay valid while the record is added. */
+typedef struct {
+	mk_bytes key;
+	mk_bytes value;
+	const mk_header *headers;
+	size_t nheaders;
+} mk_record_in;
+
+/* Bytes of a record before its key, value and headers (offset delta,
+ * timestamp, key length, value length, header count), and of a header
+ * before its name and value (name length, value length). */
+#define MK_RECORD_FIXED (4 + 8 + 4 + 4 + 4)
+#define MK_HEADER_FIXED (2 + 4)
+
+/* Bytes one record takes inside a batch (inline: a producer sizes every
+ * record it routes). */
+static inline size_t mk_record_size(const mk_record_in *r)
+{
+	size_t n = MK_RECORD_FIXED + (r->key.len > 0 ? (size_t)r->key.len : 0) +
+		   (r->value.len > 0 ? (size_t)r->value.len : 0);
+	for (size_t i = 0; i < r->nheaders; i++)
+		n += MK_HEADER_FIXED +
+		     (r->headers[i].name.len > 0 ? (size_t)r->headers[i].name.len : 0) +
+		     (r->headers[i].value.len > 0 ? (size_t)r->headers[i].value.len : 0);
+	return n;
+}
+
+/*
+ * Add n records (n >= 1), all with the same timestamp, after one grow of
+ * the frame: the same bytes as n calls of mk_builder_add. bytes is the sum
+ * of mk_record_size() over them, which a caller has from its size checks
+ * (asserted against what was written).
+ */
+void mk_builder_add_many(mk_batch_builder *b, int64_t timestamp,
+			 const mk_record_in *recs, size_t n, size_t bytes);
 /* Size the frame will have once finished (exact). */
 size_t mk_builder_size(const mk_batch_builder *b);
 /* The size of a frame holding just this record (no transactional id):
- * what a record needs below message.max.bytes to be sendable at all. */
+ * what a record needs below message.max.bytes to be sendable at all
+ * (MK_FRAME_EMPTY_SIZE + mk_record_size()). */
 size_t mk_frame_size_of_one(mk_bytes key, mk_bytes value,
 			    const mk_header *headers, size_t nheaders);
 /* Write the frame header and CRC; the frame is b->frame.buf/len.

@@ -1,8 +1,8 @@
 /*
  * entryfile.h — a file of fixed-width entries mirrored by an array in
- * memory: what the offset index and the time index of a segment both are
- * (Kafka's AbstractIndex, with OffsetIndex and TimeIndex as its faces;
- * here index.h and timeindex.h).
+ * memory: what a segment's index is (Kafka's AbstractIndex; Kafka's
+ * OffsetIndex and TimeIndex are two files, here one, index.h, whose
+ * entries serve both lookups).
  *
  * Owns the array and the open file descriptor. A kind (mk_entry_kind) says
  * what one entry is: its size in memory and on disk, how it is encoded,

@@ -1,6 +1,7 @@
 /*
- * index.c — the offset index of index.h: a typed face of the entry file
- * (entryfile.h). An entry is u32 relative offset | u32 position on disk.
+ * index.c — the segment index of index.h: a typed face of the entry file
+ * (entryfile.h). An entry is i64 max timestamp | u32 relative offset | u32
+ * position on disk; lookups by offset and by time share the entries.
  */
 #include "index.h"
 
@@ -9,22 +10,24 @@
 static void encode(uint8_t *b, const void *v)
 {
 	const mk_index_entry *e = v;
-	mk_store_be32(b, e->rel);
-	mk_store_be32(b + 4, e->pos);
+	mk_store_be64(b, (uint64_t)e->ts);
+	mk_store_be32(b + 8, e->rel);
+	mk_store_be32(b + 12, e->pos);
 }
 
 static void decode(const uint8_t *b, void *v)
 {
 	mk_index_entry *e = v;
-	e->rel = mk_load_be32(b);
-	e->pos = mk_load_be32(b + 4);
+	e->ts = (int64_t)mk_load_be64(b);
+	e->rel = mk_load_be32(b + 8);
+	e->pos = mk_load_be32(b + 12);
 }
 
-/* Offsets and positions both strictly increase. */
+/* Offsets and positions strictly increase, timestamps never decrease. */
 static bool ordered(const void *p, const void *n)
 {
 	const mk_index_entry *a = p, *b = n;
-	return b->rel > a->rel && b->pos > a->pos;
+	return b->rel > a->rel && b->pos > a->pos && b->ts >= a->ts;
 }
 
 /* Inside the segment, the first entry at its first batch. */
@@ -35,14 +38,14 @@ static bool plausible(const void *v, size_t i, uint64_t seg_size,
 	return e->rel < rel_limit && e->pos < seg_size && (i > 0 || e->pos == 0);
 }
 
-static const mk_entry_kind offset_entries = {
+static const mk_entry_kind index_entries = {
 	sizeof(mk_index_entry), MK_INDEX_ENTRY_SIZE, encode, decode, ordered,
 	plausible,
 };
 
 void mk_index_init(mk_index *ix)
 {
-	mk_entries_init(&ix->f, &offset_entries);
+	mk_entries_init(&ix->f, &index_entries);
 }
 
 mk_err mk_index_open(mk_index *ix, const char *path)
@@ -60,6 +63,11 @@ size_t mk_index_count(const mk_index *ix)
 	return ix->f.n;
 }
 
+const mk_index_entry *mk_index_at(const mk_index *ix, size_t i)
+{
+	return mk_entries_at(&ix->f, i);
+}
+
 mk_err mk_index_load(mk_index *ix, uint64_t seg_size, uint64_t rel_limit,
 		     bool *valid)
 {
@@ -71,15 +79,15 @@ void mk_index_clear(mk_index *ix)
 	mk_entries_clear(&ix->f);
 }
 
-void mk_index_push(mk_index *ix, uint32_t rel, uint32_t pos)
+void mk_index_push(mk_index *ix, uint32_t rel, uint32_t pos, int64_t ts)
 {
-	mk_index_entry e = { rel, pos };
+	mk_index_entry e = { ts, rel, pos };
 	mk_entries_push(&ix->f, &e);
 }
 
-mk_err mk_index_append(mk_index *ix, uint32_t rel, uint32_t pos)
+mk_err mk_index_append(mk_index *ix, uint32_t rel, uint32_t pos, int64_t ts)
 {
-	mk_index_entry e = { rel, pos };
+	mk_index_entry e = { ts, rel, pos };
 	return mk_entries_append(&ix->f, &e);
 }
 
@@ -103,20 +111,39 @@ static bool pos_below(const void *v, const void *arg)
 	return ((const mk_index_entry *)v)->pos < *(const uint32_t *)arg;
 }
 
-bool mk_index_floor(const mk_index *ix, uint32_t rel, mk_index_entry *out)
+static bool ts_below(const void *v, const void *arg)
 {
-	size_t n = mk_entries_partition(&ix->f, rel_at_most, &rel);
+	return ((const mk_index_entry *)v)->ts < *(const int64_t *)arg;
+}
+
+/* The entry before the first one for which below() fails. */
+static bool last_below(const mk_index *ix,
+		       bool (*below)(const void *, const void *),
+		       const void *arg, mk_index_entry *out)
+{
+	size_t n = mk_entries_partition(&ix->f, below, arg);
 	if (n == 0)
 		return false;
-	*out = *(const mk_index_entry *)mk_entries_at(&ix->f, n - 1);
+	*out = *mk_index_at(ix, n - 1);
 	return true;
+}
+
+bool mk_index_floor(const mk_index *ix, uint32_t rel, mk_index_entry *out)
+{
+	return last_below(ix, rel_at_most, &rel, out);
+}
+
+bool mk_index_before_time(const mk_index *ix, int64_t target,
+			  mk_index_entry *out)
+{
+	return last_below(ix, ts_below, &target, out);
 }
 
 bool mk_index_last(const mk_index *ix, mk_index_entry *out)
 {
 	if (!ix->f.n)
 		return false;
-	*out = *(const mk_index_entry *)mk_entries_at(&ix->f, ix->f.n - 1);
+	*out = *mk_index_at(ix, ix->f.n - 1);
 	return true;
 }
 
@@ -150,6 +177,11 @@ void mk_index_crash(mk_index *ix)
 void mk_index_detach(mk_index *ix)
 {
 	mk_entries_detach(&ix->f);
+}
+
+void mk_index_evict(mk_index *ix)
+{
+	mk_entries_evict(&ix->f);
 }
 
 void mk_index_close(mk_index *ix)

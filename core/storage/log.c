@@ -834,7 +834,12 @@ static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
 		const char *name = de->d_name;
 		if (mk_segment_prepared_name(name))
 			*prepared = true;
-		if (strlen(name) != 24 || strcmp(name + 20, ".log") != 0)
+		size_t len = strlen(name);
+		/* A time index of the earlier three-file format: the .index
+		 * carries the timestamps now (index.h). Best effort. */
+		if (len == 30 && !strcmp(name + 20, ".timeindex"))
+			(void)unlinkat(dirfd(d), name, 0);
+		if (len != 24 || strcmp(name + 20, ".log") != 0)
 			continue;
 		char digits[21];
 		int64_t v;
@@ -2164,8 +2169,8 @@ mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,
 	return err;
 }
 
-mk_err mk_log_index_rows(mk_log *log, int64_t segment, bool time,
-			 mk_index_row **out, size_t *n)
+mk_err mk_log_index_rows(mk_log *log, int64_t segment, mk_index_row **out,
+			 size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -2177,11 +2182,12 @@ mk_err mk_log_index_rows(mk_log *log, int64_t segment, bool time,
 		if (err)
 			return err;
 		mk_log_write_index_pending(log);
-		size_t count = mk_segment_index_count(s, time);
+		size_t count = mk_segment_index_count(s);
 		*out = mk_xcalloc(count ? count : 1, sizeof(**out));
 		for (size_t k = 0; k < count; k++)
-			mk_segment_index_entry(s, time, k, &(*out)[k].first,
-					       &(*out)[k].second);
+			mk_segment_index_entry(s, k, &(*out)[k].offset,
+					       &(*out)[k].position,
+					       &(*out)[k].timestamp);
 		*n = count;
 		return MK_OK;
 	}

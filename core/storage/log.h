@@ -4,10 +4,10 @@
  * Layout of a log directory (DATA_DIR/broker-B/T-P/):
  *
  *     NNNNNNNNNNNNNNNNNNNN.log        batches (codec.h frames), back to back
- *     NNNNNNNNNNNNNNNNNNNN.index      sparse offset index: (u32 relative
- *                                     offset, u32 byte position) entries
- *     NNNNNNNNNNNNNNNNNNNN.timeindex  sparse time index: (i64 max timestamp
- *                                     so far, u32 relative offset) entries
+ *     NNNNNNNNNNNNNNNNNNNN.index      sparse index, looked up by offset
+ *                                     and by time: (i64 max timestamp so
+ *                                     far, u32 relative offset, u32 byte
+ *                                     position) entries (index.h)
  *     checkpoint                      log start offset, recovery point,
  *                                     the leader-epoch cache (epoch, start
  *                                     offset) and the durable segments'
@@ -318,19 +318,19 @@ typedef struct {
 mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,
 		      mk_batch_info **out, size_t *n);
 
-/* One entry of a sparse index, with absolute offsets. */
+/* One entry of a segment's sparse index (index.h), offset absolute. */
 typedef struct {
-	int64_t first;    /* offset index: the offset; time index: the timestamp */
-	int64_t second;   /* offset index: the byte position; time index: the offset */
+	int64_t offset;     /* a batch's base offset */
+	int64_t position;   /* its byte position in the .log */
+	int64_t timestamp;  /* the max record timestamp up to it */
 } mk_index_row;
 
 /*
- * The entries of the offset index (time false) or time index (time true)
- * of the segment whose base offset is `segment`, into a new array.
- * INVALID_REQUEST when there is no such segment.
+ * The index entries of the segment whose base offset is `segment`, into a
+ * new array. INVALID_REQUEST when there is no such segment.
  */
-mk_err mk_log_index_rows(mk_log *log, int64_t segment, bool time,
-			 mk_index_row **out, size_t *n);
+mk_err mk_log_index_rows(mk_log *log, int64_t segment, mk_index_row **out,
+			 size_t *n);
 /*
  * The checkpoint file's parser, exposed for tests and the fuzzer. text is
  * the whole file (cut in place): "version 1", "log_start_offset N",

@@ -1,5 +1,6 @@
 /*
- * segment.c — one .log file with its offset and time indexes (segment.h).
+ * segment.c — one .log file with its index (segment.h; index.h: one file,
+ * looked up by offset and by time).
  *
  * Organisation:
  *   - the frame reader: a window of file bytes in a strbuf, refilled by
@@ -7,13 +8,14 @@
  *   - scan(): the one loop that walks a segment from byte 0 checking every
  *     frame and the order of offsets. Recovery of the active segment, index
  *     rebuilds and the boundary check of a truncation are all scans;
- *   - index_batch(): the one place deciding when a batch gets index
- *     entries, shared by appends (kept pending, written a page at a time,
+ *   - index_batch(): the one place deciding when a batch gets an index
+ *     entry, shared by appends (kept pending, written a page at a time,
  *     entryfile.h) and rebuilds (in memory, then written whole);
  *   - lifecycle: create, open closed/active, append, truncate, seal, flush,
  *     crash, close, remove. Sealing (at roll) does no I/O beyond the final
- *     time index entry and the pending entries; the flush that makes a sealed segment durable is the
- *     log's to schedule (log.c runs it on its flusher thread).
+ *     index entry and the pending entries; the flush that makes a sealed
+ *     segment durable is the log's to schedule (log.c runs it on its
+ *     flusher thread).
  */
 #include "segment.h"
 
@@ -57,7 +59,7 @@ static mk_err io_error(mk_strbuf *why, const char *path, const char *what)
 /* ---- descriptors, through the cache --------------------------------------- */
 
 typedef struct {
-	bool indexes;           /* the index files too */
+	bool indexes;           /* the index file too */
 	mk_err err;
 	mk_strbuf *why;
 } open_req;
@@ -87,13 +89,6 @@ static int seg_open_cb(mk_fdcache_node *n, void *arg)
 		}
 		opened++;
 	}
-	if (!mk_timeindex_attached(&s->tindex)) {
-		if (mk_timeindex_open(&s->tindex, s->time_path)) {
-			req->err = io_error(req->why, s->time_path, "cannot open");
-			return opened;
-		}
-		opened++;
-	}
 	return opened;
 }
 
@@ -110,17 +105,13 @@ static int seg_evict_cb(mk_fdcache_node *n)
 		closed++;
 	}
 	if (mk_index_attached(&s->index)) {
-		mk_entries_evict(&s->index.f);
-		closed++;
-	}
-	if (mk_timeindex_attached(&s->tindex)) {
-		mk_entries_evict(&s->tindex.f);
+		mk_index_evict(&s->index);
 		closed++;
 	}
 	return closed;
 }
 
-/* Pin the segment with its .log (and index files) open. */
+/* Pin the segment with its .log (and index file) open. */
 static mk_err seg_use(mk_segment *s, bool indexes, mk_strbuf *why)
 {
 	open_req req = { indexes, MK_OK, why };
@@ -304,10 +295,9 @@ size_t mk_segment_reader_finish(mk_segment_reader *r)
 /* ---- indexing ------------------------------------------------------------ */
 
 /*
- * Index entries for the batch at pos: an offset entry for the first batch
- * and then whenever interval bytes have passed since the last entry; with
- * it, a time entry when the max timestamp so far (max_ts, this batch
- * included) grew past the last time entry.
+ * An index entry for the batch at pos, for the first batch and then
+ * whenever interval bytes have passed since the last entry; it carries the
+ * max timestamp so far (max_ts, this batch included).
  */
 static mk_err index_batch(mk_segment *s, const mk_batch_view *b, uint64_t pos,
 			  int64_t max_ts, int64_t interval, bool write,
@@ -321,37 +311,32 @@ static mk_err index_batch(mk_segment *s, const mk_batch_view *b, uint64_t pos,
 	    (int64_t)(pos - last.pos) < interval)
 		return MK_OK;
 	if (!write)
-		mk_index_push(&s->index, rel, (uint32_t)pos);
-	else if (mk_index_append(&s->index, rel, (uint32_t)pos))
+		mk_index_push(&s->index, rel, (uint32_t)pos, max_ts);
+	else if (mk_index_append(&s->index, rel, (uint32_t)pos, max_ts))
 		return io_error(why, s->index_path, "write failed");
-	mk_time_entry t;
-	if (mk_timeindex_last(&s->tindex, &t) && max_ts <= t.ts)
-		return MK_OK;
-	if (!write)
-		mk_timeindex_push(&s->tindex, max_ts, rel);
-	else if (mk_timeindex_append(&s->tindex, max_ts, rel))
-		return io_error(why, s->time_path, "write failed");
 	return MK_OK;
 }
 
 /*
- * A closed segment's time index ends with its max timestamp, so that a time
- * lookup past it starts at the last batch instead of an earlier entry.
+ * A closed segment's index ends with its max timestamp: when the timestamp
+ * grew after the last entry, a final entry at the last batch (at last_pos)
+ * carries it, so that the segment's max timestamp is its last entry's and a
+ * time lookup past the last entry's timestamp starts at the last batch.
  */
-static mk_err final_time_entry(mk_segment *s, int64_t max_ts,
-			       int64_t last_base, bool write, mk_strbuf *why)
+static mk_err final_entry(mk_segment *s, int64_t max_ts, int64_t last_base,
+			  uint64_t last_pos, bool write, mk_strbuf *why)
 {
 	if (last_base < 0)
 		return MK_OK;
 	uint32_t rel = (uint32_t)(last_base - s->base);
-	mk_time_entry t;
-	if (mk_timeindex_last(&s->tindex, &t) &&
+	mk_index_entry t;
+	if (mk_index_last(&s->index, &t) &&
 	    (max_ts <= t.ts || rel <= t.rel))
 		return MK_OK;
 	if (!write)
-		mk_timeindex_push(&s->tindex, max_ts, rel);
-	else if (mk_timeindex_append(&s->tindex, max_ts, rel))
-		return io_error(why, s->time_path, "write failed");
+		mk_index_push(&s->index, rel, (uint32_t)last_pos, max_ts);
+	else if (mk_index_append(&s->index, rel, (uint32_t)last_pos, max_ts))
+		return io_error(why, s->index_path, "write failed");
 	return MK_OK;
 }
 
@@ -366,6 +351,7 @@ typedef struct {
 	int64_t next_offset;
 	int64_t max_ts;
 	int64_t last_base;
+	uint64_t last_pos;      /* last_base's position */
 	int32_t last_epoch;     /* the last epoch >= 0 seen, or -1 */
 } scan_result;
 
@@ -376,7 +362,7 @@ typedef struct {
  * last one before it (base offset and epoch are outside the CRC: these
  * checks are what guards them); the first that does not ends the scan with a
  * reason. The scan also ends before a batch whose base is >= stop. With
- * build, the indexes are rebuilt in memory. Only I/O failure is an error.
+ * build, the index is rebuilt in memory. Only I/O failure is an error.
  */
 static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 		   int64_t stop, int64_t interval, bool build,
@@ -388,10 +374,8 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 	res->max_ts = INT64_MIN;
 	res->last_base = -1;
 	res->last_epoch = -1;
-	if (build) {
+	if (build)
 		mk_index_clear(&s->index);
-		mk_timeindex_clear(&s->tindex);
-	}
 	mk_strbuf buf = MK_STRBUF_INIT;
 	mk_segment_reader r;
 	mk_segment_reader_init(&r, s, 0, limit, &buf, SCAN_CHUNK);
@@ -446,6 +430,7 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 			fn(arg, &b, pos);
 		res->next_offset = mk_batch_next_offset(&b);
 		res->last_base = base;
+		res->last_pos = pos;
 		if (b.meta.leader_epoch >= 0)
 			res->last_epoch = b.meta.leader_epoch;
 		res->valid = pos + b.frame_len;
@@ -477,7 +462,7 @@ static mk_segment *seg_new(const char *dir, int64_t base, mk_fdcache *cache)
 	s->cache = cache;
 	s->node.open = seg_open_cb;
 	s->node.evict = seg_evict_cb;
-	/* DIR/%020lld.EXT, formatted by hand: a mount makes three per
+	/* DIR/%020lld.EXT, formatted by hand: a mount makes two per
 	 * closed segment. */
 	char digits[20];
 	uint64_t v = (uint64_t)base;
@@ -486,11 +471,9 @@ static mk_segment *seg_new(const char *dir, int64_t base, mk_fdcache *cache)
 	size_t dlen = strlen(dir);
 	s->log_path = seg_path(dir, dlen, digits, ".log");
 	s->index_path = seg_path(dir, dlen, digits, ".index");
-	s->time_path = seg_path(dir, dlen, digits, ".timeindex");
 	s->fd = -1;
 	s->sized = true;
 	mk_index_init(&s->index);
-	mk_timeindex_init(&s->tindex);
 	s->next_offset = -1;
 	s->max_ts = INT64_MIN;
 	s->last_base = -1;
@@ -505,24 +488,18 @@ void mk_segment_close(mk_segment *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	mk_index_close(&s->index);
-	mk_timeindex_close(&s->tindex);
 	free(s->log_path);
 	free(s->index_path);
-	free(s->time_path);
 	free(s);
 }
 
-/* A closed segment's indexes are only read: their files need no fd.
+/* A closed segment's index is only read: its file needs no fd.
  * Inside a use. */
 static void detach_indexes(mk_segment *s)
 {
-	if (!s->active) {
-		int n = mk_index_attached(&s->index) +
-			mk_timeindex_attached(&s->tindex);
+	if (!s->active && mk_index_attached(&s->index)) {
 		mk_index_detach(&s->index);
-		mk_timeindex_detach(&s->tindex);
-		if (n)
-			mk_fdcache_adjust(s->cache, &s->node, -n);
+		mk_fdcache_adjust(s->cache, &s->node, -1);
 	}
 }
 
@@ -530,8 +507,6 @@ static mk_err write_indexes(mk_segment *s, mk_strbuf *why)
 {
 	if (mk_index_write_all(&s->index))
 		return io_error(why, s->index_path, "write failed");
-	if (mk_timeindex_write_all(&s->tindex))
-		return io_error(why, s->time_path, "write failed");
 	return MK_OK;
 }
 
@@ -539,8 +514,6 @@ static mk_err sync_indexes(mk_segment *s, mk_strbuf *why)
 {
 	if (mk_index_sync(&s->index))
 		return io_error(why, s->index_path, "fsync failed");
-	if (mk_timeindex_sync(&s->tindex))
-		return io_error(why, s->time_path, "fsync failed");
 	return MK_OK;
 }
 
@@ -577,8 +550,8 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 		mk_segment_close(s);
 		return err;
 	}
-	/* Stale index files of an earlier segment at this base go (new,
-	 * empty ones are left alone: no write, and so no fsync). */
+	/* A stale index file of an earlier segment at this base goes (a
+	 * new, empty one is left alone: no write, and so no fsync). */
 	err = write_indexes(s, why);
 	seg_done(s);
 	return seg_made(s, err, out);
@@ -586,8 +559,10 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 
 /* ---- prepared segment files ---------------------------------------------- */
 
-static const char *const prepared_names[3] = {
-	"prepared.log.tmp", "prepared.index.tmp", "prepared.timeindex.tmp",
+#define NPREPARED 2
+
+static const char *const prepared_names[NPREPARED] = {
+	"prepared.log.tmp", "prepared.index.tmp",
 };
 
 static char *prepared_path(const char *dir, int i)
@@ -599,25 +574,32 @@ static char *prepared_path(const char *dir, int i)
 
 bool mk_segment_prepared_name(const char *name)
 {
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < NPREPARED; i++)
 		if (!strcmp(name, prepared_names[i]))
 			return true;
-	return false;
+	/* The earlier format's third file, left by a crash: garbage too. */
+	return !strcmp(name, "prepared.timeindex.tmp");
 }
 
 mk_err mk_segment_prepare(const char *dir, mk_strbuf *why)
 {
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NPREPARED; i++) {
 		char *path = prepared_path(dir, i);
 		/* A new inode, never one truncated in place: a prepared name
 		 * may still be linked to a segment (rename_new's fallback
-		 * when its unlink failed). */
-		if (unlink(path) && errno != ENOENT) {
-			mk_err err = io_error(why, path, "cannot delete");
-			free(path);
-			return err;
-		}
+		 * when its unlink failed). The roll renamed the last ones
+		 * away, so the name is free as a rule: create first, and
+		 * unlink only what is in the way. */
 		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0 && errno == EEXIST) {
+			if (unlink(path) && errno != ENOENT) {
+				mk_err err = io_error(why, path, "cannot delete");
+				free(path);
+				return err;
+			}
+			fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+				  0644);
+		}
 		mk_err err = fd < 0 ? io_error(why, path, "cannot create") : MK_OK;
 		free(path);
 		if (err)
@@ -631,11 +613,16 @@ mk_err mk_segment_prepare(const char *dir, mk_strbuf *why)
 
 void mk_segment_discard_prepared(const char *dir)
 {
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NPREPARED; i++) {
 		char *path = prepared_path(dir, i);
 		unlink(path);   /* best effort: the next open tries again */
 		free(path);
 	}
+	/* The earlier format's third prepared file (prepared_name). */
+	mk_strbuf p = MK_STRBUF_INIT;
+	mk_strbuf_addf(&p, "%s/prepared.timeindex.tmp", dir);
+	unlink(p.buf);
+	mk_strbuf_release(&p);
 }
 
 /* Rename from to to, never replacing an existing to (EEXIST). */
@@ -671,22 +658,19 @@ mk_err mk_segment_create_prepared(const char *dir, int64_t base,
 	}
 	mk_err err = MK_OK;
 	MK_FAILPOINT("segment.adopt.after-log");
-	const char *to[2] = { s->index_path, s->time_path };
-	for (int i = 1; i < 3 && !err; i++) {
-		from = prepared_path(dir, i);
-		if (rename(from, to[i - 1])) {
-			/* Not prepared after all: an empty file, as create
-			 * leaves (stale entries go). */
-			int fd = open(to[i - 1], O_RDWR | O_CREAT | O_TRUNC |
-				      O_CLOEXEC, 0644);
-			if (fd < 0)
-				err = io_error(why, to[i - 1], "cannot create");
-			else
-				close(fd);
-		}
-		free(from);
+	from = prepared_path(dir, 1);
+	if (rename(from, s->index_path)) {
+		/* Not prepared after all: an empty file, as create leaves
+		 * (stale entries go). */
+		int fd = open(s->index_path, O_RDWR | O_CREAT | O_TRUNC |
+			      O_CLOEXEC, 0644);
+		if (fd < 0)
+			err = io_error(why, s->index_path, "cannot create");
+		else
+			close(fd);
 	}
-	/* Three empty files: the entry files hold exactly what memory does
+	free(from);
+	/* Two empty files: the index file holds exactly what memory does
 	 * (nothing), and nothing needs an fsync yet. */
 	return seg_made(s, err, out);
 }
@@ -783,6 +767,7 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 	s->next_offset = res.next_offset;
 	s->max_ts = res.max_ts;
 	s->last_base = res.last_base;
+	s->last_pos = res.last_pos;
 	if ((err = write_indexes(s, why)))
 		goto fail;
 	/* What survived is made durable, so that `flushed` tells the truth;
@@ -836,7 +821,6 @@ static mk_err rebuild_indexes(mk_segment *s, int64_t end_limit,
 	}
 	if (err) {
 		mk_index_clear(&s->index);
-		mk_timeindex_clear(&s->tindex);
 		return err;
 	}
 	assert(res.valid == s->size);
@@ -844,8 +828,10 @@ static mk_err rebuild_indexes(mk_segment *s, int64_t end_limit,
 		s->next_offset = res.next_offset;
 		s->max_ts = res.max_ts;
 		s->last_base = res.last_base;
+		s->last_pos = res.last_pos;
 	} else {
-		final_time_entry(s, res.max_ts, res.last_base, false, NULL);
+		final_entry(s, res.max_ts, res.last_base, res.last_pos, false,
+			    NULL);
 	}
 	if ((err = write_indexes(s, why)) || (err = sync_indexes(s, why)))
 		return err;
@@ -866,12 +852,10 @@ mk_err mk_segment_load_indexes(mk_segment *s, int64_t end_limit,
 	uint64_t rel_limit = end_limit == INT64_MAX
 				     ? UINT64_MAX
 				     : (uint64_t)(end_limit - s->base);
-	bool ok_index, ok_time;
-	if (mk_index_load(&s->index, s->size, rel_limit, &ok_index))
+	bool ok;
+	if (mk_index_load(&s->index, s->size, rel_limit, &ok))
 		err = io_error(why, s->index_path, "read failed");
-	else if (mk_timeindex_load(&s->tindex, s->size, rel_limit, &ok_time))
-		err = io_error(why, s->time_path, "read failed");
-	else if (!ok_index || !ok_time)
+	else if (!ok)
 		err = rebuild_indexes(s, end_limit, interval, why);
 	else {
 		s->indexes_loaded = true;
@@ -971,6 +955,7 @@ mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
 			s->max_ts = b[i].max_timestamp;
 		s->next_offset = mk_batch_next_offset(&b[i]);
 		s->last_base = b[i].meta.base_offset;
+		s->last_pos = pos;
 		err = index_batch(s, &b[i], pos, s->max_ts, interval, true, why);
 		pos += b[i].frame_len;
 	}
@@ -983,8 +968,8 @@ int64_t mk_segment_max_timestamp(const mk_segment *s)
 	assert(s->indexes_loaded);
 	if (s->active)
 		return s->max_ts;
-	mk_time_entry t;
-	return mk_timeindex_last(&s->tindex, &t) ? t.ts : INT64_MIN;
+	mk_index_entry e;
+	return mk_index_last(&s->index, &e) ? e.ts : INT64_MIN;
 }
 
 uint64_t mk_segment_lookup(const mk_segment *s, int64_t offset)
@@ -1002,10 +987,8 @@ uint64_t mk_segment_lookup(const mk_segment *s, int64_t offset)
 uint64_t mk_segment_lookup_time(const mk_segment *s, int64_t ts)
 {
 	assert(s->indexes_loaded);
-	mk_time_entry t;
-	if (!mk_timeindex_before(&s->tindex, ts, &t))
-		return 0;
-	return mk_segment_lookup(s, s->base + (int64_t)t.rel);
+	mk_index_entry e;
+	return mk_index_before_time(&s->index, ts, &e) ? e.pos : 0;
 }
 
 /* ---- truncation ---------------------------------------------------------- */
@@ -1037,6 +1020,7 @@ mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
 	c->pos = res.valid;
 	c->max_ts = res.max_ts;
 	c->last_base = res.last_base;
+	c->last_pos = res.last_pos;
 	return MK_OK;
 }
 
@@ -1070,11 +1054,7 @@ static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
 	if (s->indexes_loaded) {
 		if (mk_index_truncate_pos(&s->index, (uint32_t)c->pos))
 			return io_error(why, s->index_path, "truncate failed");
-		int64_t rel = c->offset - s->base;
-		if (rel <= (int64_t)UINT32_MAX &&
-		    mk_timeindex_truncate_rel(&s->tindex, (uint32_t)rel))
-			return io_error(why, s->time_path, "truncate failed");
-		/* The files were detached while closed: make sure they hold
+		/* The file was detached while closed: make sure it holds
 		 * exactly what memory does. */
 		if ((err = write_indexes(s, why)))
 			return err;
@@ -1084,6 +1064,7 @@ static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
 	s->next_offset = c->offset;
 	s->max_ts = c->max_ts;
 	s->last_base = c->last_base;
+	s->last_pos = c->last_pos;
 	return mk_segment_flush(s, why);
 }
 
@@ -1091,7 +1072,7 @@ static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
 
 mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why)
 {
-	bool idx = s->index.f.dirty || s->tindex.f.dirty;
+	bool idx = s->index.f.dirty;
 	/* Unpinned, the index descriptors may be closed by another thread's
 	 * eviction at any moment: ask the cache whether anything is open
 	 * (a closed segment with files open gets them detached below). */
@@ -1121,8 +1102,6 @@ static mk_err write_index_pending(mk_segment *s, mk_strbuf *why)
 {
 	if (mk_index_write_pending(&s->index))
 		return io_error(why, s->index_path, "write failed");
-	if (mk_timeindex_write_pending(&s->tindex))
-		return io_error(why, s->time_path, "write failed");
 	return MK_OK;
 }
 
@@ -1144,7 +1123,7 @@ mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why)
 	mk_err err = seg_use(s, true, why);
 	if (err)
 		return err;
-	err = final_time_entry(s, s->max_ts, s->last_base, true, why);
+	err = final_entry(s, s->max_ts, s->last_base, s->last_pos, true, why);
 	if (!err)
 		err = write_index_pending(s, why);
 	if (!err)
@@ -1167,7 +1146,6 @@ void mk_segment_crash(mk_segment *s, bool torn)
 		/* best effort: this only simulates a lost page cache */
 	}
 	mk_index_crash(&s->index);
-	mk_timeindex_crash(&s->tindex);
 	if (torn) {
 		/* A frame header promising 200 payload bytes, then 3 of them. */
 		uint8_t part[MK_FRAME_HEADER + 3];
@@ -1189,10 +1167,8 @@ mk_err mk_segment_remove(mk_segment *s, mk_strbuf *why)
 	/* The .log goes first: without it the segment no longer exists. */
 	if (unlink(s->log_path) && errno != ENOENT)
 		err = io_error(why, s->log_path, "cannot delete");
-	if (!err) {
+	if (!err)
 		unlink(s->index_path);
-		unlink(s->time_path);
-	}
 	mk_segment_close(s);
 	return err;
 }
@@ -1205,25 +1181,18 @@ uint32_t mk_segment_reader_crc(const mk_segment_reader *r)
 	return mk_load_be32(window(r) + r->cur + MK_FRAME_OFF_CRC);
 }
 
-size_t mk_segment_index_count(const mk_segment *s, bool time)
+size_t mk_segment_index_count(const mk_segment *s)
 {
 	assert(s->indexes_loaded);
-	return time ? mk_timeindex_count(&s->tindex) : mk_index_count(&s->index);
+	return mk_index_count(&s->index);
 }
 
-void mk_segment_index_entry(const mk_segment *s, bool time, size_t i,
-			    int64_t *first, int64_t *second)
+void mk_segment_index_entry(const mk_segment *s, size_t i, int64_t *offset,
+			    int64_t *pos, int64_t *ts)
 {
-	assert(s->indexes_loaded);
-	if (time) {
-		assert(i < mk_timeindex_count(&s->tindex));
-		const mk_time_entry *e = mk_entries_at(&s->tindex.f, i);
-		*first = e->ts;
-		*second = s->base + e->rel;
-	} else {
-		assert(i < mk_index_count(&s->index));
-		const mk_index_entry *e = mk_entries_at(&s->index.f, i);
-		*first = s->base + e->rel;
-		*second = e->pos;
-	}
+	assert(s->indexes_loaded && i < mk_index_count(&s->index));
+	const mk_index_entry *e = mk_index_at(&s->index, i);
+	*offset = s->base + e->rel;
+	*pos = e->pos;
+	*ts = e->ts;
 }

@@ -1,18 +1,19 @@
 /*
- * segment.h — one segment of a partition log: NNN.log with its two sparse
- * indexes (index.h, timeindex.h). Internal to the log (log.c).
+ * segment.h — one segment of a partition log: NNN.log with its sparse
+ * index NNN.index (index.h: one file, looked up by offset and by time).
+ * Internal to the log (log.c).
  *
- * A segment owns its three file descriptors (through the descriptor cache,
+ * A segment owns its two file descriptors (through the descriptor cache,
  * fdcache.h: open only while used or recently used) and the in-memory
- * index arrays. It is either active (the last one of the log: appended to, its
- * state fully known from the recovery scan and the appends since) or closed
- * (no longer appended to; its indexes are read lazily on the first lookup
- * and rebuilt from the .log when missing or invalid). A segment closed by a
- * roll keeps its index files open until mk_segment_flush() has made it
- * durable; that flush may run on the log's flusher thread while the log's
- * own thread reads the segment (pread of the .log, in-memory index
- * lookups), so it touches nothing else: the fds it syncs and closes, and
- * dirty/flushed and the indexes' dirty/synced.
+ * index array. It is either active (the last one of the log: appended to,
+ * its state fully known from the recovery scan and the appends since) or
+ * closed (no longer appended to; its index is read lazily on the first
+ * lookup and rebuilt from the .log when missing or invalid). A segment
+ * closed by a roll keeps its index file open until mk_segment_flush() has
+ * made it durable; that flush may run on the log's flusher thread while
+ * the log's own thread reads the segment (pread of the .log, in-memory
+ * index lookups), so it touches nothing else: the fds it syncs and closes,
+ * and dirty/flushed and the index's dirty/synced.
  *
  * Invariants:
  *   - [0, size) of the .log holds whole, valid frames whose offsets strictly
@@ -21,16 +22,18 @@
  *   - flushed <= size: [0, flushed) is known durable; a closed segment is
  *     entirely durable (flushed == size) once flushed after its roll;
  *   - when indexes_loaded, every index entry points at a batch start in
- *     [0, size), and the first batch always has an entry in both indexes;
- *   - an active segment has indexes_loaded, and next_offset, max_ts and
- *     last_base describe its batches.
+ *     [0, size), the first batch always has an entry, and a sealed
+ *     segment's last entry carries its max timestamp (seal adds a final
+ *     entry at the last batch when the timestamp grew after the last one);
+ *   - an active segment has indexes_loaded, and next_offset, max_ts,
+ *     last_base and last_pos describe its batches.
  *
  * Errors name the file and position: "PATH at byte POS: REASON".
  *
  * Crash points: segment.create.after-open (the new .log exists, its index
- * files not yet); segment.prepare.after-log (a prepared .log exists, its
- * prepared index files not yet); segment.adopt.after-log (a prepared .log
- * renamed into place, its index files not yet).
+ * file not yet); segment.prepare.after-log (a prepared .log exists, its
+ * prepared index file not yet); segment.adopt.after-log (a prepared .log
+ * renamed into place, its index file not yet).
  */
 #ifndef MK_SEGMENT_H
 #define MK_SEGMENT_H
@@ -44,12 +47,11 @@
 #include "fdcache.h"
 #include "index.h"
 #include "strbuf.h"
-#include "timeindex.h"
 
 typedef struct {
 	int64_t base;
-	char *log_path, *index_path, *time_path;
-	/* The descriptors (fd, index.fd, tindex.fd) are cached: opened on
+	char *log_path, *index_path;
+	/* The descriptors (fd, index's) are cached: opened on
 	 * first use, closed by the cache (least recently used first) when
 	 * the process holds too many; valid only inside a use (segment.c
 	 * brackets each). mk_segment_close and _remove take the segment out
@@ -61,16 +63,16 @@ typedef struct {
 	uint64_t flushed;       /* bytes known durable */
 	bool active;
 	bool dirty;             /* .log changed since its last fsync */
-	bool indexes_loaded;    /* index and tindex hold this segment's entries */
+	bool indexes_loaded;    /* index holds this segment's entries */
 	bool sized;             /* size and flushed are known: false only for
 				 * a segment opened unsized, until its first
 				 * use (mk_segment_know_size) */
 	mk_index index;
-	mk_timeindex tindex;
 	/* Known for the active segment (-1 / INT64_MIN otherwise): */
 	int64_t next_offset;    /* after the last batch; base when empty */
 	int64_t max_ts;         /* largest batch max timestamp; INT64_MIN: none */
 	int64_t last_base;      /* base offset of the last batch; -1: none */
+	uint64_t last_pos;      /* its byte position */
 } mk_segment;
 
 /* Called for each batch a scan accepts, in order, with its position. */
@@ -84,13 +86,13 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 /*
  * Prepared segment files. Creating a file is the expensive part of a roll
  * (an inode allocation each; see docs/filesystem.md, "prepared segment
- * files"), so the log has its next segment's three files made ahead, off
+ * files"), so the log has its next segment's two files made ahead, off
  * the append path, under names no listing takes for a segment:
- * DIR/prepared.log.tmp, prepared.index.tmp, prepared.timeindex.tmp, all
- * empty. The roll renames them into place. They hold nothing: a crash
- * leaves them as garbage, which the next open deletes.
+ * DIR/prepared.log.tmp and prepared.index.tmp, both empty. The roll
+ * renames them into place. They hold nothing: a crash leaves them as
+ * garbage, which the next open deletes.
  */
-/* Make the three prepared files in dir, new (an earlier one is unlinked,
+/* Make the two prepared files in dir, new (an earlier one is unlinked,
  * never truncated). */
 mk_err mk_segment_prepare(const char *dir, mk_strbuf *why);
 /* Is name (a directory entry) one of the prepared files? */
@@ -99,7 +101,7 @@ bool mk_segment_prepared_name(const char *name);
 void mk_segment_discard_prepared(const char *dir);
 /* mk_segment_create from the prepared files: the .log renamed to its
  * name (never over an existing one: that fails as create does), then the
- * index files (over stale ones of an earlier segment at this base). When
+ * index file (over a stale one of an earlier segment at this base). When
  * the prepared .log cannot be renamed (missing, or neither renameat2's
  * RENAME_NOREPLACE nor link works), it is mk_segment_create. */
 mk_err mk_segment_create_prepared(const char *dir, int64_t base,
@@ -126,7 +128,7 @@ mk_err mk_segment_open_closed_at(int dirfd, const char *dir, int64_t base,
  * Open an existing segment as active with recovery: scan every frame from
  * byte 0, truncate the file at the first invalid or truncated frame (or
  * batch whose offsets do not follow, or reach end_limit, the next segment's
- * base or INT64_MAX), rebuild both indexes, fsync. *cut gets the bytes
+ * base or INT64_MAX), rebuild the index, fsync. *cut gets the bytes
  * removed; when non-zero, why (if given) says where and why. fn (may be
  * NULL) sees every batch kept. durable_to: every offset below it is known
  * to be durable (the log's recovery point; -1: nothing known), so a
@@ -139,15 +141,15 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 			      mk_strbuf *why);
 
 /*
- * Make the indexes of a closed segment usable: read and validate them,
- * rebuilding both from a strict scan of the .log when either is missing or
- * invalid. end_limit is the next segment's base offset (INT64_MAX if none):
+ * Make the index of a closed segment usable: read and validate it,
+ * rebuilding it from a strict scan of the .log when it is missing or
+ * invalid (a short file, or one of the earlier 8-byte format: index.h). end_limit is the next segment's base offset (INT64_MAX if none):
  * every offset in this segment is below it. A frame failing in the scan is
  * KAFKA_STORAGE_ERROR. Nothing to do once loaded.
  */
 mk_err mk_segment_load_indexes(mk_segment *s, int64_t end_limit,
 			       int64_t interval, mk_strbuf *why);
-/* Rebuild both indexes from a strict scan, even if they looked valid. */
+/* Rebuild the index from a strict scan, even if it looked valid. */
 mk_err mk_segment_rebuild_indexes(mk_segment *s, int64_t end_limit,
 				  int64_t interval, mk_strbuf *why);
 /* Strict scan of [0, size) calling fn for every batch; no state changes. */
@@ -178,7 +180,7 @@ mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
 bool mk_segment_can_hold(const mk_segment *s, size_t len, int64_t last_offset);
 
 /* The largest record timestamp of the segment (indexes loaded): the last
- * time index entry of a closed one; INT64_MIN when it holds no batch. */
+ * index entry's of a closed one; INT64_MIN when it holds no batch. */
 int64_t mk_segment_max_timestamp(const mk_segment *s);
 
 /* Byte position to start scanning for offset (floor index lookup). */
@@ -192,7 +194,7 @@ uint64_t mk_segment_lookup_time(const mk_segment *s, int64_t ts);
  * is KAFKA_STORAGE_ERROR) and accepts offset only when it is the base of a
  * batch in it or the end of one (INVALID_REQUEST otherwise); it changes
  * nothing. cut_at() then drops every batch at or after the offset:
- * ftruncate of the .log, truncation of both indexes, fsync; the segment
+ * ftruncate of the .log, truncation of the index, fsync; the segment
  * becomes active.
  */
 typedef struct {
@@ -200,6 +202,7 @@ typedef struct {
 	uint64_t pos;           /* the new size */
 	int64_t max_ts;         /* of the batches kept */
 	int64_t last_base;
+	uint64_t last_pos;      /* last_base's byte position */
 } mk_segment_cut;
 
 mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
@@ -207,31 +210,32 @@ mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
 mk_err mk_segment_cut_at(mk_segment *s, const mk_segment_cut *c,
 			 int64_t interval, mk_strbuf *why);
 /*
- * Index entries appended by mk_segment_append wait in memory (up to a page
- * per index, entryfile.h); this writes them to the index files, so that
- * the files show every entry (a listing or view of the segments does it).
+ * Index entries appended by mk_segment_append wait in memory (up to a
+ * page, entryfile.h); this writes them to the index file, so that the
+ * file shows every entry (a listing or view of the segments does it).
  */
 mk_err mk_segment_write_index_pending(mk_segment *s, mk_strbuf *why);
 /*
- * At roll: add the final time index entry, write the pending index
- * entries and mark closed. Nothing is fsynced: mk_segment_flush() does
- * that, and then closes the index files.
+ * At roll: add the final index entry (the segment's max timestamp, at its
+ * last batch, when the timestamp grew after the last entry), write the
+ * pending entries and mark closed. Nothing is fsynced: mk_segment_flush()
+ * does that, and then closes the index file.
  */
 mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why);
 /*
- * fsync the .log and both indexes when anything is unflushed; a closed
- * segment's index files are then closed (its indexes live in memory).
+ * fsync the .log and the index when anything is unflushed; a closed
+ * segment's index file is then closed (its entries live in memory).
  */
 mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why);
 /*
- * Simulated crash: cut the .log and indexes back to what was fsynced; with
+ * Simulated crash: cut the .log and index back to what was fsynced; with
  * torn (the log asks it of its last segment), leave a partial frame after
  * it. Then free.
  */
 void mk_segment_crash(mk_segment *s, bool torn);
 /* Close the files and free (no flush). NULL is fine. */
 void mk_segment_close(mk_segment *s);
-/* Delete the three files and free. */
+/* Delete the two files and free. */
 mk_err mk_segment_remove(mk_segment *s, mk_strbuf *why);
 
 /*
@@ -287,12 +291,12 @@ void mk_segment_read_ahead(mk_segment *s, uint64_t pos, uint64_t len);
 /* The CRC field of the frame mk_segment_reader_next() last returned. */
 uint32_t mk_segment_reader_crc(const mk_segment_reader *r);
 /*
- * The in-memory entries of a segment's offset index (time false: absolute
- * offset, byte position) or time index (time true: timestamp, absolute
- * offset). The indexes must be loaded (mk_segment_load_indexes).
+ * The in-memory entries of a segment's index: absolute offset, byte
+ * position, max timestamp so far. The index must be loaded
+ * (mk_segment_load_indexes).
  */
-size_t mk_segment_index_count(const mk_segment *s, bool time);
-void mk_segment_index_entry(const mk_segment *s, bool time, size_t i,
-			    int64_t *first, int64_t *second);
+size_t mk_segment_index_count(const mk_segment *s);
+void mk_segment_index_entry(const mk_segment *s, size_t i, int64_t *offset,
+			    int64_t *pos, int64_t *ts);
 
 #endif

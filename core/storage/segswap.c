@@ -19,7 +19,9 @@
 #include "fileio.h"
 #include "parse.h"
 
-static const char *const suffixes[] = { ".log", ".index", ".timeindex" };
+/* A segment's files, the .log first (index.h: the one index file). */
+#define NSUFFIXES 2
+static const char *const suffixes[NSUFFIXES] = { ".log", ".index" };
 
 static mk_err fail(mk_strbuf *why, const char *path, const char *what)
 {
@@ -91,7 +93,7 @@ static mk_err apply(const char *dir, const int64_t *olds, size_t nold,
 	/* Indexes first, the .log last: a staged .log still present means
 	 * this segment is not moved yet. */
 	for (size_t i = 0; i < nnew && !err; i++) {
-		for (int s = 2; s >= 0 && !err; s--) {
+		for (int s = NSUFFIXES - 1; s >= 0 && !err; s--) {
 			seg_path(&from, dir, MK_SEGSWAP_STAGING, news[i], suffixes[s]);
 			seg_path(&to, dir, NULL, news[i], suffixes[s]);
 			if (rename(from.buf, to.buf) && errno != ENOENT)
@@ -108,7 +110,7 @@ static mk_err apply(const char *dir, const int64_t *olds, size_t nold,
 			reused |= news[j] == olds[i];
 		if (reused)
 			continue;
-		for (int s = 0; s < 3 && !err; s++) {
+		for (int s = 0; s < NSUFFIXES && !err; s++) {
 			seg_path(&to, dir, NULL, olds[i], suffixes[s]);
 			if (unlink(to.buf) && errno != ENOENT)
 				err = fail(why, to.buf, "cannot delete");

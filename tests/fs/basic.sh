@@ -125,7 +125,7 @@ assert_eq "pos t ts" "$(lsl "$MNT/topics")" "ls /topics"
 assert_eq "0 append config" "$(lsl "$MNT/topics/t")" "ls /topics/t"
 assert_eq "append batches delete-records epochs hw isr leader leader_epoch leo log_start_offset lso records replicas segments state" \
 	"$(lsl "$P")" "ls /topics/t/0 (parameterised names not listed)"
-assert_eq "00000000000000000000.index 00000000000000000000.log 00000000000000000000.timeindex" \
+assert_eq "00000000000000000000.index 00000000000000000000.log" \
 	"$(lsl "$P/segments")" "ls segments/"
 assert_eq "1 fetch" "$(lsl "$MNT/brokers")" "ls /brokers"
 assert_eq "crash fetch logs promote replicas restart state" "$(lsl "$MNT/brokers/1")" "ls /brokers/1"

@@ -20,13 +20,12 @@ mk_write "$P/append" "value-20" || fail "append value-20"
 assert_eq "21" "$(mk_read "$P/leo")" "21 records"
 
 names=$(ls "$P/segments")
-bad=$(printf '%s\n' "$names" | grep -vE '^[0-9]{20}\.(log|index|timeindex)$')
-assert_eq "" "$bad" "every name in segments/ is 20 digits and .log, .index or .timeindex"
+bad=$(printf '%s\n' "$names" | grep -vE '^[0-9]{20}\.(log|index)$')
+assert_eq "" "$bad" "every name in segments/ is 20 digits and .log or .index (the time index is in the .index)"
 nlog=$(printf '%s\n' "$names" | grep -c '\.log$')
 assert_true "several segments ($nlog)" test "$nlog" -ge 3
-for ext in index timeindex; do
-	assert_eq "$nlog" "$(printf '%s\n' "$names" | grep -c "\.$ext\$")" "one .$ext per .log"
-done
+assert_eq "$nlog" "$(printf '%s\n' "$names" | grep -c '\.index$')" "one .index per .log"
+assert_eq "0" "$(ls "$D" | grep -c '\.timeindex$')" "DATA_DIR holds two files per segment (no .timeindex)"
 assert_eq "$(ls "$D" | grep -E '^[0-9]{20}\.log$' | sort)" "$(printf '%s\n' "$names" | grep '\.log$' | sort)" \
 	"segments/ lists the .log files of DATA_DIR/broker-1/s-0"
 assert_eq "00000000000000000000.log" "$(printf '%s\n' "$names" | grep '\.log$' | sort | head -n 1)" \
@@ -56,7 +55,7 @@ for f in $(printf '%s\n' "$names" | grep '\.log$' | sort); do
 done
 assert_eq 1 "$all_ok" "each segment: magic MKF1, raw bytes = DATA_DIR, whole frames, named by its first offset, within segment.bytes"
 idx=$(printf '%s\n' "$names" | grep '\.index$' | sort | tail -n 1)
-assert_true "the active .index is a multiple of 8 bytes" test $(($(stat -c %s "$P/segments/$idx") % 8)) = 0
+assert_true "the active .index is a multiple of 16 bytes" test $(($(stat -c %s "$P/segments/$idx") % 16)) = 0
 assert_fails_with ENOENT mk_read "$P/segments/00000000000000000999.log"
 assert_fails_with EINVAL mk_write "$P/segments/00000000000000000000.log" "x"
 
@@ -77,6 +76,8 @@ cp "$first_idx" "$MK_TMP/first.index"
 cp "$active_idx" "$MK_TMP/active.index"
 rm -f "$first_idx" "$active_idx" "$mid_idx"
 note "deleted $(basename "$first_idx") $(basename "$mid_idx") $(basename "$active_idx")"
+# A time index of the earlier three-file format lying about: deleted.
+printf 'stray time index' >"$D/00000000000000000000.timeindex"
 mk_mount
 mk_read "$P/records:tsv" >"$MK_TMP/after.tsv"
 assert_files_eq "$MK_TMP/before.tsv" "$MK_TMP/after.tsv" "every record reads back with the indexes deleted"
@@ -84,6 +85,7 @@ for off in 0 3 10 17 20; do
 	assert_eq "value-$off" "$(mk_read "$P/records@$off:max=1")" "records@$off without its index"
 done
 assert_eq "$names" "$(ls "$P/segments")" "segments/ lists the same names"
+assert_true "a stray .timeindex is deleted at mount" test ! -e "$D/00000000000000000000.timeindex"
 assert_true "the active segment's index reappeared" test -f "$active_idx"
 assert_true "the first segment's index reappeared (after reading it)" test -f "$first_idx"
 assert_true "the middle segment's index reappeared (after reading it)" test -f "$mid_idx"

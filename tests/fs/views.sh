@@ -7,7 +7,7 @@
 #      a promotion and disappears at its truncation
 #   2. batches[@POS]: one line per batch, matching the segment's bytes;
 #      :json, :tsv, :max=N; :committed refused
-#   3. N.index:txt and N.timeindex:txt decode the sparse indexes
+#   3. N.index:txt decodes the sparse index (offset, position, max timestamp)
 #   4. shell habits: head -n 1, tail -n 5, tail -f, ls -l sizes
 #   5. clear words: the replication-factor hint, no /errors line for the
 #      lookup before a mkdir, the old leader drawn "diverged" in state
@@ -130,27 +130,28 @@ for ix in $(ls "$T/segments" | grep '\.index$'); do
 	base=$((10#${ix%.index}))
 	txt=$(rd "$T/segments/$ix:txt")
 	n=$(printf '%s\n' "$txt" | grep -c .)
-	[ "$(( $(mk_size "$DATA/broker-1/t-0/$ix") / 8 ))" = "$n" ] || { ok=0; note "$ix: $n entries"; }
-	[ "$(printf '%s\n' "$txt" | head -n 1)" = "$base 0" ] || { ok=0; note "$ix first: $txt"; }
-	# Every entry names a batch start: BASE_OFFSET and POSITION of a batch line.
-	while read -r off p; do
-		rd "$T/batches" | awk -v o="$off" -v p="$p" -v f="${ix%.index}.log" \
-			'$1 == o && $5 == f && $6 == p { found = 1 } END { exit !found }' ||
-			{ ok=0; note "$ix: $off $p is not a batch start"; }
+	[ "$(( $(mk_size "$DATA/broker-1/t-0/$ix") / 16 ))" = "$n" ] || { ok=0; note "$ix: $n entries"; }
+	[ "$(printf '%s\n' "$txt" | head -n 1 | cut -d' ' -f1,2)" = "$base 0" ] || { ok=0; note "$ix first: $txt"; }
+	# Every entry names a batch start: BASE_OFFSET and POSITION of a batch
+	# line, and the largest MAX_TIMESTAMP of the segment's batches up to it.
+	while read -r off p ts; do
+		rd "$T/batches" | awk -v o="$off" -v p="$p" -v ts="$ts" -v f="${ix%.index}.log" \
+			'$5 == f && $1 <= o && (m == "" || $13 > m) { m = $13 }
+			 $1 == o && $5 == f && $6 == p { found = 1 }
+			 END { exit !(found && m == ts) }' ||
+			{ ok=0; note "$ix: $off $p $ts is not a batch start with its max timestamp"; }
 	done <<<"$txt"
 done
-assert_eq 1 "$ok" "every N.index:txt entry is OFFSET POSITION of a batch start, one per 8 raw bytes"
-first_ti=$(ls "$T/segments" | grep '\.timeindex$' | head -n 1)
-assert_match '^[0-9]+ 0$' "$(rd "$T/segments/$first_ti:txt" | head -n 1)" "N.timeindex:txt is TIMESTAMP OFFSET"
-assert_eq "$(( $(mk_size "$DATA/broker-1/t-0/$first_ti") / 12 ))" \
-	"$(rd "$T/segments/$first_ti:txt" | wc -l)" "one timeindex line per 12 raw bytes"
-assert_fails_with ENOENT mk_read "$T/segments/${first_ti%.timeindex}.log:txt"
-assert_eq "$(mk_size "$DATA/broker-1/t-0/${first_ti%.timeindex}.index")" \
-	"$(stat -c %s "$T/segments/${first_ti%.timeindex}.index")" "the raw .index stays raw"
+assert_eq 1 "$ok" "every N.index:txt entry is OFFSET POSITION MAX_TIMESTAMP of a batch start, one per 16 raw bytes"
+first_ix=$(ls "$T/segments" | grep '\.index$' | head -n 1)
+assert_fails_with ENOENT mk_read "$T/segments/${first_ix%.index}.log:txt"
+assert_fails_with ENOENT mk_read "$T/segments/${first_ix%.index}.timeindex:txt"
+assert_eq "$(mk_size "$DATA/broker-1/t-0/$first_ix")" \
+	"$(stat -c %s "$T/segments/$first_ix")" "the raw .index stays raw"
 cmd "$MNT/brokers/fetch" || fail "fetch round 3"
 cmd "$MNT/brokers/fetch" || fail "fetch round 4"
-assert_eq "$(rd "$T/segments/$first_ti:txt")" "$(rd "$B2/segments/$first_ti:txt")" \
-	"broker 2's time index decodes as the leader's"
+assert_eq "$(rd "$T/segments/$first_ix:txt")" "$(rd "$B2/segments/$first_ix:txt")" \
+	"broker 2's index decodes as the leader's"
 
 # ---- 4. shell habits ---------------------------------------------------------------
 out=$(head -n 1 "$T/records" 2>"$MK_TMP/err"); rc=$?

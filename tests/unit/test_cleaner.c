@@ -319,6 +319,61 @@ static mk_log *article_log(const char *dir)
 	return log;
 }
 
+/*
+ * Every segment's index (the cleaned ones written by the cleaner) serves
+ * both lookups: each entry is a batch start carrying the largest
+ * timestamp of its segment's batches up to it, and the time lookups agree
+ * with a scan of every batch.
+ */
+static void check_index_times(mk_log *log)
+{
+	mk_batch_info *bi;
+	size_t n;
+	assert_int_equal(mk_log_batches(log, mk_log_start_offset(log), 100000,
+					&bi, &n), MK_OK);
+	for (size_t s = 0; s < mk_log_segment_count(log); s++) {
+		mk_segment_info si;
+		mk_log_segment_info(log, s, &si);
+		mk_index_row *rows;
+		size_t nr;
+		assert_int_equal(mk_log_index_rows(log, si.base_offset, &rows, &nr),
+				 MK_OK);
+		for (size_t r = 0; r < nr; r++) {
+			int64_t max_ts = INT64_MIN;
+			bool found = false;
+			for (size_t i = 0; i < n; i++) {
+				if (bi[i].segment != si.base_offset ||
+				    bi[i].base_offset > rows[r].offset)
+					continue;
+				if (bi[i].max_timestamp > max_ts)
+					max_ts = bi[i].max_timestamp;
+				found |= bi[i].base_offset == rows[r].offset &&
+					 (int64_t)bi[i].position == rows[r].position;
+			}
+			assert_true(found);
+			assert_int_equal(rows[r].timestamp, max_ts);
+		}
+		free(rows);
+	}
+	/* The first offset whose batch reaches each time, by brute force
+	 * over the batches (every record here is alone in its batch or
+	 * shares its batch's timestamp). */
+	for (int64_t t = 0; t <= 12; t++) {
+		int64_t want = mk_log_end_offset(log);
+		for (size_t i = 0; i < n; i++)
+			if (bi[i].max_timestamp >= t) {
+				want = bi[i].base_offset;
+				break;
+			}
+		int64_t at = -1;
+		assert_int_equal(mk_log_offset_for_time(log, t, &at), MK_OK);
+		if (at != want)
+			fail_msg("time %lld: offset %lld, want %lld", (long long)t,
+				 (long long)at, (long long)want);
+	}
+	free(bi);
+}
+
 static void compaction_keeps_latest_per_key(void **state)
 {
 	fixture *f = *state;
@@ -363,6 +418,7 @@ static void compaction_keeps_latest_per_key(void **state)
 	int64_t maxts = 0;
 	assert_int_equal(mk_log_segment_max_timestamp(log, 0, &maxts), MK_OK);
 	assert_true(maxts >= 7);
+	check_index_times(log);
 	/* Reads from inside a gap start at the next record. */
 	mk_strbuf out = MK_STRBUF_INIT;
 	assert_int_equal(mk_log_read(log, 1, point, 1 << 20, &out), MK_OK);
@@ -385,6 +441,10 @@ static void compaction_keeps_latest_per_key(void **state)
 	mk_strbuf again = MK_STRBUF_INIT;
 	dump(log, &again);
 	assert_string_equal(after.buf, again.buf);
+	/* The cleaned segments' index files, read back from disk. */
+	check_index_times(log);
+	assert_int_equal(mk_log_offset_for_time(log, 3, &at), MK_OK);
+	assert_int_equal(at, 4);
 	mk_log_close(log);
 	mk_strbuf_release(&before);
 	mk_strbuf_release(&after);

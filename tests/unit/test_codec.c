@@ -1876,6 +1876,80 @@ static void test_frame_size_of_one(void **state)
 		}
 }
 
+/* mk_builder_add_many writes the same bytes as one mk_builder_add per
+ * record, in runs after records added one at a time; mk_record_size is
+ * what each record adds to the frame. */
+static void test_builder_add_many(void **state)
+{
+	(void)state;
+	const mk_header hdrs[3] = {
+		{ mk_bytes_of("h", 1), mk_bytes_of("vv", 2) },
+		{ mk_bytes_of("n", 1), MK_BYTES_NULL },
+		{ mk_bytes_of("", 0), mk_bytes_of("", 0) },
+	};
+	const mk_bytes keys[3] = { MK_BYTES_NULL, mk_bytes_of("", 0), mk_bytes_of("key", 3) };
+	const mk_bytes vals[3] = { mk_bytes_of("some value", 10), MK_BYTES_NULL,
+				   mk_bytes_of("", 0) };
+	mk_record_in recs[27];
+	size_t n = 0;
+	for (int k = 0; k < 3; k++)
+		for (int v = 0; v < 3; v++)
+			for (size_t nh = 0; nh <= 2; nh++)
+				recs[n++] = (mk_record_in){ keys[k], vals[v],
+							    nh ? hdrs + (3 - nh) : NULL, nh };
+	mk_batch_meta meta = { .producer_id = -1, .producer_epoch = -1,
+			       .base_sequence = -1, .txn_id = MK_BYTES_NULL };
+	mk_batch_builder one, many;
+	mk_builder_init(&one, &meta);
+	mk_builder_init(&many, &meta);
+	/* one record alone first, then runs of 1, 2, 3, ... */
+	mk_builder_add(&one, 5, recs[0].key, recs[0].value, recs[0].headers,
+		       recs[0].nheaders);
+	mk_builder_add(&many, 5, recs[0].key, recs[0].value, recs[0].headers,
+		       recs[0].nheaders);
+	size_t i = 1, run = 1;
+	while (i < n) {
+		size_t m = run < n - i ? run : n - i, bytes = 0;
+		for (size_t j = i; j < i + m; j++) {
+			size_t before = mk_builder_size(&one);
+			mk_builder_add(&one, 9, recs[j].key, recs[j].value,
+				       recs[j].headers, recs[j].nheaders);
+			assert_int_equal(mk_builder_size(&one) - before,
+					 mk_record_size(&recs[j]));
+			bytes += mk_record_size(&recs[j]);
+		}
+		mk_builder_add_many(&many, 9, recs + i, m, bytes);
+		assert_int_equal(mk_builder_size(&one), mk_builder_size(&many));
+		i += m;
+		run++;
+	}
+	assert_int_equal(one.count, (int32_t)n);
+	assert_int_equal(many.count, (int32_t)n);
+	mk_builder_finish(&one);
+	mk_builder_finish(&many);
+	assert_int_equal(one.frame.len, many.frame.len);
+	assert_memory_equal(one.frame.buf, many.frame.buf, one.frame.len);
+	mk_batch_view b;
+	assert_int_equal(mk_frame_decode((const uint8_t *)many.frame.buf,
+					 many.frame.len, 0, &b, NULL), MK_OK);
+	assert_int_equal(b.record_count, (int32_t)n);
+	assert_int_equal(b.first_timestamp, 5);
+	assert_int_equal(b.max_timestamp, 9);
+	assert_int_equal(b.last_offset_delta, (int32_t)n - 1);
+	/* and a run into an empty builder sets the first timestamp */
+	mk_builder_reset(&many, &meta);
+	mk_builder_add_many(&many, 3, recs, 2,
+			    mk_record_size(&recs[0]) + mk_record_size(&recs[1]));
+	mk_builder_finish(&many);
+	assert_int_equal(mk_frame_decode((const uint8_t *)many.frame.buf,
+					 many.frame.len, 0, &b, NULL), MK_OK);
+	assert_int_equal(b.record_count, 2);
+	assert_int_equal(b.first_timestamp, 3);
+	assert_int_equal(b.max_timestamp, 3);
+	mk_builder_release(&one);
+	mk_builder_release(&many);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1925,6 +1999,7 @@ int main(void)
 		cmocka_unit_test(test_reject_trailing_bytes),
 		cmocka_unit_test(test_reject_every_payload_cut),
 		cmocka_unit_test(test_frame_size_of_one),
+		cmocka_unit_test(test_builder_add_many),
 		cmocka_unit_test(test_crc_is_zlib_crc32),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

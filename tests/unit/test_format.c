@@ -528,6 +528,100 @@ static void test_tsv_rejections(void **state)
 	collector_free(&c);
 }
 
+/*
+ * The one scan of a TSV line finds TABs, backslashes and the newline
+ * wherever they fall against its sixteen-byte steps and the scalar tail
+ * at the end of the buffer: keys and values of every length up to 40,
+ * with and without an escape at every position, as lines back to back,
+ * through mk_parse_lines and mk_parse_records alike.
+ */
+static void test_tsv_scan_positions(void **state)
+{
+	(void)state;
+	char key[64], val[64], want_val[64];
+	mk_strbuf in = MK_STRBUF_INIT;
+	for (size_t kl = 0; kl <= 40; kl++)
+		for (size_t vl = 0; vl <= 40; vl++)
+			for (size_t esc = 0; esc <= vl + 1; esc += 3) {
+				/* value: vl letters, "\t" at esc when esc < vl */
+				size_t n = 0, w = 0;
+				for (size_t i = 0; i < vl; i++) {
+					if (i == esc) {
+						val[n++] = '\\';
+						val[n++] = 't';
+						want_val[w++] = '\t';
+					}
+					val[n++] = (char)('a' + i % 26);
+					want_val[w++] = (char)('a' + i % 26);
+				}
+				for (size_t i = 0; i < kl; i++)
+					key[i] = (char)('A' + i % 26);
+				mk_strbuf_reset(&in);
+				for (int line = 0; line < 2; line++) {
+					mk_strbuf_add(&in, key, kl);
+					mk_strbuf_addch(&in, '\t');
+					mk_strbuf_add(&in, val, n);
+					if (line == 0)
+						mk_strbuf_addch(&in, '\n');
+				}
+				collector c = { 0 };
+				size_t used;
+				assert_int_equal(parse(&tsv_opts, in.buf, in.len, true,
+						       &c, &used, NULL), MK_OK);
+				assert_int_equal(used, in.len);
+				assert_int_equal(c.n, 2);
+				for (int r = 0; r < 2; r++) {
+					assert_owned(&c.r[r].key, key, kl);
+					assert_owned(&c.r[r].value, want_val, w);
+				}
+				collector_free(&c);
+				/* not final: the second line stays */
+				assert_int_equal(parse(&tsv_opts, in.buf, in.len, false,
+						       &c, &used, NULL), MK_OK);
+				assert_int_equal(c.n, 1);
+				assert_int_equal(used, kl + 1 + n + 1);
+				collector_free(&c);
+				mk_parsed pr = MK_PARSED_INIT;
+				assert_int_equal(mk_parse_records(&tsv_opts, in.buf,
+								  in.len, true, &pr,
+								  &used, NULL), MK_OK);
+				assert_int_equal(pr.n, 2);
+				assert_int_equal(pr.recs[1].key.len, (int32_t)kl);
+				assert_int_equal(pr.recs[1].value.len, (int32_t)w);
+				assert_memory_equal(pr.recs[1].value.ptr, want_val, w);
+				mk_parsed_release(&pr);
+			}
+	/* headers at every offset; the 65th is refused wherever its TAB is */
+	for (size_t pad = 0; pad < 20; pad++) {
+		mk_strbuf_reset(&in);
+		mk_strbuf_addstr(&in, "k\tv");
+		for (size_t i = 0; i < pad; i++)
+			mk_strbuf_addch(&in, 'v');
+		for (int i = 0; i < MK_FORMAT_MAX_HEADERS + 1; i++)
+			mk_strbuf_addf(&in, "\th%d=x\\\\%d", i, i);
+		mk_strbuf_addch(&in, '\n');
+		tsv_bad(in.buf, in.len, "too many headers");
+		mk_parsed pr = MK_PARSED_INIT;
+		size_t used;
+		/* without the last: 64 headers, each value unescaped ("x\\\\63" gives "x\\63") */
+		char *last = strrchr(in.buf, '\t');
+		*last = '\n';
+		assert_int_equal(mk_parse_records(&tsv_opts, in.buf,
+						  (size_t)(last - in.buf) + 1, true,
+						  &pr, &used, NULL), MK_OK);
+		assert_int_equal(pr.n, 1);
+		assert_int_equal(pr.recs[0].nheaders, MK_FORMAT_MAX_HEADERS);
+		assert_int_equal(pr.recs[0].value.len, (int32_t)(1 + pad));
+		const mk_header *h = &pr.recs[0].headers[MK_FORMAT_MAX_HEADERS - 1];
+		assert_int_equal(h->name.len, 3);
+		assert_memory_equal(h->name.ptr, "h63", 3);
+		assert_int_equal(h->value.len, 4);
+		assert_memory_equal(h->value.ptr, "x\\63", 4);
+		mk_parsed_release(&pr);
+	}
+	mk_strbuf_release(&in);
+}
+
 /* ---- output ------------------------------------------------------------- */
 
 typedef struct {
@@ -1146,6 +1240,7 @@ int main(void)
 		cmocka_unit_test(test_tsv_shapes),
 		cmocka_unit_test(test_tsv_with_key_param),
 		cmocka_unit_test(test_tsv_rejections),
+		cmocka_unit_test(test_tsv_scan_positions),
 		cmocka_unit_test(test_plain_output),
 		cmocka_unit_test(test_tsv_output),
 		cmocka_unit_test(test_tsv_round_trip),

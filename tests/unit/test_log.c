@@ -1,6 +1,6 @@
 /*
  * Unit tests of the partition log (core/storage/log.c) and its internal pieces
- * (index.c, timeindex.c, segment.c), run in a temporary directory.
+ * (index.c, segment.c), run in a temporary directory.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,7 +23,6 @@
 #include "index.h"
 #include "log.h"
 #include "testlib.h"
-#include "timeindex.h"
 
 /* ---- fixture ------------------------------------------------------------- */
 
@@ -176,7 +175,15 @@ static void append_bytes(const char *path, const void *data, size_t len)
 	close(fd);
 }
 
-/* ---- the index and time index on their own ------------------------------- */
+static void write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+/* ---- the index on its own: one file, two lookups -------------------------- */
 
 static void test_index_unit(void **state)
 {
@@ -189,14 +196,17 @@ static void test_index_unit(void **state)
 	assert_int_equal(mk_index_open(&ix, path), MK_OK);
 	mk_index_entry e;
 	assert_false(mk_index_floor(&ix, 5, &e));
-	assert_int_equal(mk_index_append(&ix, 0, 0), MK_OK);
-	assert_int_equal(mk_index_append(&ix, 10, 400), MK_OK);
-	assert_int_equal(mk_index_append(&ix, 25, 900), MK_OK);
+	assert_false(mk_index_before_time(&ix, INT64_MAX, &e));
+	assert_int_equal(mk_index_append(&ix, 0, 0, 100), MK_OK);
+	assert_int_equal(mk_index_append(&ix, 10, 400, 200), MK_OK);
+	assert_int_equal(mk_index_append(&ix, 17, 650, 200), MK_OK);
+	assert_int_equal(mk_index_append(&ix, 25, 900, 300), MK_OK);
 	/* Appended entries wait in memory until written. */
 	assert_int_equal(file_size(path), 0);
-	assert_int_equal(mk_index_count(&ix), 3);
+	assert_int_equal(mk_index_count(&ix), 4);
 	assert_int_equal(mk_index_write_pending(&ix), MK_OK);
-	assert_int_equal(file_size(path), 24);
+	assert_int_equal(file_size(path), 4 * MK_INDEX_ENTRY_SIZE);
+	/* The offset face: the last entry with rel <= target. */
 	assert_true(mk_index_floor(&ix, 0, &e));
 	assert_int_equal(e.pos, 0);
 	assert_true(mk_index_floor(&ix, 9, &e));
@@ -204,10 +214,30 @@ static void test_index_unit(void **state)
 	assert_true(mk_index_floor(&ix, 10, &e));
 	assert_int_equal(e.pos, 400);
 	assert_true(mk_index_floor(&ix, 24, &e));
-	assert_int_equal(e.rel, 10);
+	assert_int_equal(e.rel, 17);
 	assert_true(mk_index_floor(&ix, 1000, &e));
 	assert_int_equal(e.rel, 25);
+	/* The time face over the same entries: the last with ts < target. */
+	assert_false(mk_index_before_time(&ix, 100, &e));
+	assert_true(mk_index_before_time(&ix, 101, &e));
+	assert_int_equal(e.rel, 0);
+	assert_true(mk_index_before_time(&ix, 300, &e));
+	assert_int_equal(e.rel, 17);   /* the later of two at 200 */
+	assert_int_equal(e.pos, 650);
+	assert_true(mk_index_before_time(&ix, 301, &e));
+	assert_int_equal(e.rel, 25);
+	assert_int_equal(e.ts, 300);
 	mk_index_close(&ix);
+	/* The disk format: i64 ts | u32 rel | u32 pos, big-endian. */
+	{
+		uint8_t raw[4 * MK_INDEX_ENTRY_SIZE];
+		int fd = open(path, O_RDONLY);
+		assert_int_equal(read(fd, raw, sizeof(raw)), sizeof(raw));
+		close(fd);
+		assert_int_equal(mk_load_be64(raw + 16), 200);
+		assert_int_equal(mk_load_be32(raw + 16 + 8), 10);
+		assert_int_equal(mk_load_be32(raw + 16 + 12), 400);
+	}
 
 	/* Reload: valid against a big enough segment, invalid otherwise. */
 	bool valid;
@@ -215,7 +245,9 @@ static void test_index_unit(void **state)
 	assert_int_equal(mk_index_open(&ix, path), MK_OK);
 	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
 	assert_true(valid);
-	assert_int_equal(mk_index_count(&ix), 3);
+	assert_int_equal(mk_index_count(&ix), 4);
+	assert_true(mk_index_before_time(&ix, 250, &e));
+	assert_int_equal(e.rel, 17);
 	assert_int_equal(mk_index_load(&ix, 900, UINT64_MAX, &valid), MK_OK);
 	assert_false(valid);   /* position 900 is not inside 900 bytes */
 	assert_int_equal(mk_index_load(&ix, 1000, 20, &valid), MK_OK);
@@ -224,14 +256,14 @@ static void test_index_unit(void **state)
 	assert_true(valid);
 	/* Truncation by offset and by position, in the file too. */
 	assert_int_equal(mk_index_truncate_rel(&ix, 25), MK_OK);
-	assert_int_equal(mk_index_count(&ix), 2);
-	assert_int_equal(file_size(path), 16);
+	assert_int_equal(mk_index_count(&ix), 3);
+	assert_int_equal(file_size(path), 3 * MK_INDEX_ENTRY_SIZE);
 	assert_int_equal(mk_index_truncate_pos(&ix, 1), MK_OK);
 	assert_int_equal(mk_index_count(&ix), 1);
-	assert_int_equal(file_size(path), 8);
+	assert_int_equal(file_size(path), MK_INDEX_ENTRY_SIZE);
 	mk_index_close(&ix);
 
-	/* A length that is not a multiple of 8, then decreasing entries. */
+	/* A length that is not a multiple of 16, then decreasing entries. */
 	append_bytes(path, "abc", 3);
 	mk_index_init(&ix);
 	assert_int_equal(mk_index_open(&ix, path), MK_OK);
@@ -239,54 +271,60 @@ static void test_index_unit(void **state)
 	assert_false(valid);
 	assert_int_equal(mk_index_count(&ix), 0);
 	mk_index_close(&ix);
-	uint8_t bad[16];
-	mk_store_be32(bad, 0);
-	mk_store_be32(bad + 4, 0);
-	mk_store_be32(bad + 8, 0);   /* offset does not increase */
-	mk_store_be32(bad + 12, 100);
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	assert_int_equal(write(fd, bad, sizeof(bad)), 16);
-	close(fd);
+	uint8_t bad[2 * MK_INDEX_ENTRY_SIZE];
+	memset(bad, 0, sizeof(bad));
+	mk_store_be64(bad, 5);
+	mk_store_be64(bad + 16, 9);
+	mk_store_be32(bad + 16 + 8, 0);   /* offset does not increase */
+	mk_store_be32(bad + 16 + 12, 100);
+	write_file(path, bad, sizeof(bad));
 	mk_index_init(&ix);
 	assert_int_equal(mk_index_open(&ix, path), MK_OK);
 	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
 	assert_false(valid);
 	mk_index_close(&ix);
-
-	/* Time index: last entry with ts < target. */
-	snprintf(path, sizeof(path), "%s/x.timeindex", f->dir);
-	mk_timeindex ti;
-	mk_timeindex_init(&ti);
-	assert_int_equal(mk_timeindex_open(&ti, path), MK_OK);
-	assert_int_equal(mk_timeindex_append(&ti, 100, 0), MK_OK);
-	assert_int_equal(mk_timeindex_append(&ti, 200, 5), MK_OK);
-	assert_int_equal(mk_timeindex_append(&ti, 300, 9), MK_OK);
-	assert_int_equal(file_size(path), 0);
-	assert_int_equal(mk_timeindex_sync(&ti), MK_OK);   /* writes them */
-	assert_int_equal(file_size(path), 36);
-	mk_time_entry t;
-	assert_false(mk_timeindex_before(&ti, 100, &t));
-	assert_true(mk_timeindex_before(&ti, 101, &t));
-	assert_int_equal(t.rel, 0);
-	assert_true(mk_timeindex_before(&ti, 300, &t));
-	assert_int_equal(t.rel, 5);
-	assert_true(mk_timeindex_before(&ti, 301, &t));
-	assert_int_equal(t.rel, 9);
-	mk_timeindex_close(&ti);
-	mk_timeindex_init(&ti);
-	assert_int_equal(mk_timeindex_open(&ti, path), MK_OK);
-	assert_int_equal(mk_timeindex_load(&ti, 50, UINT64_MAX, &valid), MK_OK);
+	/* A timestamp going down is as bad. */
+	mk_store_be64(bad + 16, 4);
+	mk_store_be32(bad + 16 + 8, 3);
+	write_file(path, bad, sizeof(bad));
+	mk_index_init(&ix);
+	assert_int_equal(mk_index_open(&ix, path), MK_OK);
+	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
+	assert_false(valid);
+	mk_store_be64(bad + 16, 5);    /* equal is fine */
+	write_file(path, bad, sizeof(bad));
+	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
 	assert_true(valid);
-	assert_int_equal(mk_timeindex_count(&ti), 3);
-	assert_int_equal(mk_timeindex_load(&ti, 50, 9, &valid), MK_OK);
+	mk_index_close(&ix);
+}
+
+/*
+ * An index of the earlier 8-byte format (u32 rel | u32 pos, no
+ * timestamps) whose length happens to be a multiple of 16 does not pass
+ * for the new one: its first 16-byte entry has the old second entry's
+ * position, never 0.
+ */
+static void test_index_old_width(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/old.index", f->dir);
+	uint8_t old[4 * 8];
+	const uint32_t rel[4] = { 0, 30, 61, 90 }, pos[4] = { 0, 4100, 8300, 12400 };
+	for (int i = 0; i < 4; i++) {
+		mk_store_be32(old + i * 8, rel[i]);
+		mk_store_be32(old + i * 8 + 4, pos[i]);
+	}
+	write_file(path, old, sizeof(old));
+	mk_index ix;
+	mk_index_init(&ix);
+	assert_int_equal(mk_index_open(&ix, path), MK_OK);
+	bool valid = true;
+	assert_int_equal(mk_index_load(&ix, 20000, UINT64_MAX, &valid), MK_OK);
 	assert_false(valid);
-	mk_timeindex_close(&ti);
-	append_bytes(path, "x", 1);
-	mk_timeindex_init(&ti);
-	assert_int_equal(mk_timeindex_open(&ti, path), MK_OK);
-	assert_int_equal(mk_timeindex_load(&ti, 50, UINT64_MAX, &valid), MK_OK);
-	assert_false(valid);
-	mk_timeindex_close(&ti);
+	assert_int_equal(mk_index_count(&ix), 0);
+	mk_index_close(&ix);
 }
 
 /*
@@ -305,12 +343,13 @@ static void test_index_pending(void **state)
 	assert_int_equal(mk_index_open(&ix, path), MK_OK);
 	const uint32_t page = MK_ENTRIES_PENDING_BYTES / MK_INDEX_ENTRY_SIZE;
 	for (uint32_t i = 0; i < page - 1; i++)
-		assert_int_equal(mk_index_append(&ix, i, i * 10), MK_OK);
+		assert_int_equal(mk_index_append(&ix, i, i * 10, i), MK_OK);
 	assert_int_equal(file_size(path), 0);
-	assert_int_equal(mk_index_append(&ix, page - 1, (page - 1) * 10), MK_OK);
+	assert_int_equal(mk_index_append(&ix, page - 1, (page - 1) * 10, page - 1),
+			 MK_OK);
 	assert_int_equal(file_size(path), MK_ENTRIES_PENDING_BYTES);
 	for (uint32_t i = page; i < page + 5; i++)
-		assert_int_equal(mk_index_append(&ix, i, i * 10), MK_OK);
+		assert_int_equal(mk_index_append(&ix, i, i * 10, i), MK_OK);
 	assert_int_equal(file_size(path), MK_ENTRIES_PENDING_BYTES);
 	/* Dropping pending entries only: the file is as it was. */
 	assert_int_equal(mk_index_truncate_rel(&ix, page + 3), MK_OK);
@@ -319,11 +358,11 @@ static void test_index_pending(void **state)
 	/* Dropping written ones cuts the file. */
 	assert_int_equal(mk_index_truncate_rel(&ix, 10), MK_OK);
 	assert_int_equal(file_size(path), 10 * MK_INDEX_ENTRY_SIZE);
-	assert_int_equal(mk_index_append(&ix, 10, 100), MK_OK);
+	assert_int_equal(mk_index_append(&ix, 10, 100, 10), MK_OK);
 	assert_int_equal(mk_index_sync(&ix), MK_OK);
 	assert_int_equal(file_size(path), 11 * MK_INDEX_ENTRY_SIZE);
 	/* A crash loses what was pending, and cuts to what was synced. */
-	assert_int_equal(mk_index_append(&ix, 11, 110), MK_OK);
+	assert_int_equal(mk_index_append(&ix, 11, 110, 11), MK_OK);
 	mk_index_crash(&ix);
 	mk_index_close(&ix);
 	assert_int_equal(file_size(path), 11 * MK_INDEX_ENTRY_SIZE);
@@ -577,9 +616,9 @@ static void test_index_lookup(void **state)
 	off_t isz = file_size(path);
 	assert_true(lagging < isz);   /* the entries were pending */
 	/* Sparse: several entries, far fewer than batches. */
-	assert_true(isz % 8 == 0);
-	assert_true(isz / 8 > 5);
-	assert_true(isz / 8 < 30);
+	assert_true(isz % MK_INDEX_ENTRY_SIZE == 0);
+	assert_true(isz / MK_INDEX_ENTRY_SIZE > 5);
+	assert_true(isz / MK_INDEX_ENTRY_SIZE < 30);
 
 	/* Every starting offset finds the batch that holds it. */
 	mk_strbuf out = MK_STRBUF_INIT;
@@ -631,8 +670,9 @@ static void test_roll(void **state)
 		assert_int_equal(file_size(path), (off_t)info.size);
 		seg_path(f, info.base_offset, "index", path, sizeof(path));
 		assert_true(exists(path));
+		/* Two files per segment: the time index is in the .index. */
 		seg_path(f, info.base_offset, "timeindex", path, sizeof(path));
-		assert_true(exists(path));
+		assert_false(exists(path));
 		prev = info.base_offset;
 	}
 	/* The 20-digit names, literally. */
@@ -733,12 +773,100 @@ static void test_offset_for_time(void **state)
 	log = open_log(f, 2000, 200, 0);
 	check_times(log, ts, N);
 	mk_log_close(log);
+	/* The time lookups are served by the .index: without it (rebuilt
+	 * on first use) they give the same answers. */
 	char path[256];
-	seg_path(f, 0, "timeindex", path, sizeof(path));
+	seg_path(f, 0, "index", path, sizeof(path));
+	off_t size = file_size(path);
+	assert_true(size > 0 && size % MK_INDEX_ENTRY_SIZE == 0);
 	assert_int_equal(unlink(path), 0);
 	log = open_log(f, 2000, 200, 0);
 	check_times(log, ts, N);
 	assert_true(exists(path));
+	assert_int_equal(file_size(path), size);
+	mk_log_close(log);
+}
+
+/* Read a segment's .index and write it in the earlier 8-byte format (u32
+ * rel | u32 pos). Returns the new-format file's size. */
+static off_t index_to_old_width(const char *path)
+{
+	off_t size = file_size(path);
+	if (size <= 0 || size > (1 << 20) || size % MK_INDEX_ENTRY_SIZE)
+		fail_msg("%s: %lld bytes", path, (long long)size);
+	size_t n = (size_t)size / MK_INDEX_ENTRY_SIZE;
+	uint8_t *cur = malloc((size_t)size), *old = malloc(n * 8);
+	int fd = open(path, O_RDONLY);
+	assert_int_equal(read(fd, cur, (size_t)size), (ssize_t)size);
+	close(fd);
+	for (size_t i = 0; i < n; i++)
+		memcpy(old + i * 8, cur + i * MK_INDEX_ENTRY_SIZE + 8, 8);
+	write_file(path, old, n * 8);
+	free(cur);
+	free(old);
+	return size;
+}
+
+/*
+ * A data directory of the earlier three-file format: 8-byte .index files
+ * and .timeindex files next to them (and a prepared.timeindex.tmp left by
+ * a crash). It opens; the stray files go; the closed segments' indexes
+ * are rebuilt at the new width on first use and the active one's at open;
+ * time lookups give the same answers.
+ */
+static void test_old_format_dir(void **state)
+{
+	fixture *f = *state;
+	enum { N = 120 };
+	int64_t ts[N];
+	for (int i = 0; i < N; i++)
+		ts[i] = 5000 + 3 * i - (i % 7 == 3 ? 40 : 0);
+	mk_log *log = open_log(f, 1500, 200, 0);
+	for (int i = 0; i < N; i += 3)
+		append_n(log, 0, 3, ts + i, 0);
+	size_t nseg = mk_log_segment_count(log);
+	assert_true(nseg >= 3);
+	int64_t bases[64];
+	assert_true(nseg <= 64);
+	for (size_t i = 0; i < nseg; i++) {
+		mk_segment_info info;
+		mk_log_segment_info(log, i, &info);
+		bases[i] = info.base_offset;
+	}
+	mk_log_close(log);
+	off_t sizes[64];
+	char path[256];
+	for (size_t i = 0; i < nseg; i++) {
+		seg_path(f, bases[i], "index", path, sizeof(path));
+		sizes[i] = index_to_old_width(path);
+		seg_path(f, bases[i], "timeindex", path, sizeof(path));
+		write_file(path, "0123456789ab", 12);
+	}
+	snprintf(path, sizeof(path), "%s/prepared.timeindex.tmp", f->dir);
+	write_file(path, "", 0);
+
+	log = open_log(f, 1500, 200, 0);
+	assert_false(exists(path));
+	for (size_t i = 0; i < nseg; i++) {
+		seg_path(f, bases[i], "timeindex", path, sizeof(path));
+		assert_false(exists(path));
+	}
+	check_times(log, ts, N);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, N, SIZE_MAX, &out), MK_OK);
+	assert_int_equal(check_frames(&out, 0, N - 1), N / 3);
+	/* An offset lookup in each segment (a read from its second batch)
+	 * loads its index: each is rebuilt at the new width, equal to
+	 * what was written before. */
+	for (size_t i = 0; i < nseg; i++) {
+		mk_strbuf_reset(&out);
+		assert_int_equal(mk_log_read(log, bases[i] + 4, N, SIZE_MAX, &out),
+				 MK_OK);
+		assert_true(out.len > 0);
+		seg_path(f, bases[i], "index", path, sizeof(path));
+		assert_int_equal(file_size(path), sizes[i]);
+	}
+	mk_strbuf_release(&out);
 	mk_log_close(log);
 }
 
@@ -775,6 +903,70 @@ static void test_time_index_max_so_far(void **state)
 	log = open_log(f, 1 << 20, interval, 0);
 	assert_int_equal(mk_log_offset_for_time(log, 4000, &off), MK_OK);
 	assert_int_equal(off, 1);
+	mk_log_close(log);
+}
+
+/*
+ * Sealing a segment adds a final index entry at its last batch when the
+ * max timestamp grew after the last entry: a closed segment's last entry
+ * carries its max timestamp, read back from the file after a reopen
+ * (retention by time reads it), and a time lookup past an earlier entry's
+ * timestamp starts at the last batch.
+ */
+static void test_seal_final_entry(void **state)
+{
+	fixture *f = *state;
+	/* An interval no batch reaches: only the first batch gets an entry
+	 * while appending. */
+	const int64_t ts[6] = { 10, 50, 20, 30, 40, 45 };
+	mk_strbuf fr = MK_STRBUF_INIT;
+	build(&fr, 0, 0, 1, ts, 60);
+	/* Four batches a segment. */
+	int64_t seg_bytes = (int64_t)(4 * fr.len + fr.len / 2);
+	mk_strbuf_release(&fr);
+	mk_log *log = open_log(f, seg_bytes, 1 << 20, 0);
+	int64_t bases[6];
+	for (int i = 0; i < 6; i++)
+		bases[i] = append_n(log, 0, 1, ts + i, 60);
+	assert_true(mk_log_segment_count(log) >= 2);
+	mk_segment_info s0, s1;
+	mk_log_segment_info(log, 0, &s0);
+	mk_log_segment_info(log, 1, &s1);
+	assert_false(s0.active);
+	/* Segment 0 holds four batches, the max of which is 50. */
+	int in0 = 0;
+	for (int i = 0; i < 6; i++)
+		in0 += bases[i] < s1.base_offset;
+	assert_int_equal(in0, 4);
+	int64_t max0 = INT64_MIN;
+	for (int i = 0; i < in0; i++)
+		max0 = ts[i] > max0 ? ts[i] : max0;
+	assert_int_equal(max0, 50);
+	for (int pass = 0; pass < 2; pass++) {
+		mk_index_row *rows;
+		size_t nr;
+		assert_int_equal(mk_log_index_rows(log, 0, &rows, &nr), MK_OK);
+		assert_int_equal(nr, 2);
+		assert_int_equal(rows[0].offset, 0);
+		assert_int_equal(rows[0].timestamp, 10);
+		assert_int_equal(rows[1].offset, bases[in0 - 1]);
+		assert_int_equal(rows[1].timestamp, 50);
+		free(rows);
+		int64_t mts = 0;
+		assert_int_equal(mk_log_segment_max_timestamp(log, 0, &mts), MK_OK);
+		assert_int_equal(mts, 50);
+		int64_t off;
+		assert_int_equal(mk_log_offset_for_time(log, 50, &off), MK_OK);
+		assert_int_equal(off, 1);
+		assert_int_equal(mk_log_offset_for_time(log, 11, &off), MK_OK);
+		assert_int_equal(off, 1);
+		mk_log_close(log);
+		/* Read back from the file (two 16-byte entries), not rebuilt. */
+		char path[256];
+		seg_path(f, 0, "index", path, sizeof(path));
+		assert_int_equal(file_size(path), 2 * MK_INDEX_ENTRY_SIZE);
+		log = open_log(f, seg_bytes, 1 << 20, 0);
+	}
 	mk_log_close(log);
 }
 
@@ -988,17 +1180,16 @@ static void test_index_rebuild(void **state)
 	mk_log_segment_info(log, n - 1, &act);
 	mk_log_close(log);
 
-	char cidx[256], ctime[256], aidx[256];
+	char cidx[256], aidx[256];
 	seg_path(f, closed.base_offset, "index", cidx, sizeof(cidx));
-	seg_path(f, closed.base_offset, "timeindex", ctime, sizeof(ctime));
 	seg_path(f, act.base_offset, "index", aidx, sizeof(aidx));
 	mk_strbuf orig_c = MK_STRBUF_INIT, orig_a = MK_STRBUF_INIT,
 		  now = MK_STRBUF_INIT;
 	read_file_bytes(cidx, &orig_c);
 	read_file_bytes(aidx, &orig_a);
-	assert_true(orig_c.len >= 16);   /* sparse but several entries */
+	/* sparse but several entries */
+	assert_true(orig_c.len >= 2 * MK_INDEX_ENTRY_SIZE);
 	assert_int_equal(unlink(cidx), 0);
-	assert_int_equal(unlink(ctime), 0);
 	assert_int_equal(unlink(aidx), 0);
 
 	log = open_log(f, 1500, 400, 0);
@@ -1013,17 +1204,18 @@ static void test_index_rebuild(void **state)
 	assert_int_equal(mk_log_read(log, from, from + 1, SIZE_MAX, &out), MK_OK);
 	check_frames(&out, from - 1, from);
 	assert_true(exists(cidx));
-	assert_true(exists(ctime));
 	read_file_bytes(cidx, &now);
 	assert_int_equal(now.len, orig_c.len);
 	assert_memory_equal(now.buf, orig_c.buf, now.len);
 	mk_log_close(log);
 
 	/* An invalid index (entries out of order) is rebuilt as well. */
-	uint8_t junk[16] = { 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 50 };
-	int fd = open(cidx, O_WRONLY | O_TRUNC);
-	assert_int_equal(write(fd, junk, sizeof(junk)), 16);
-	close(fd);
+	uint8_t junk[2 * MK_INDEX_ENTRY_SIZE];
+	memset(junk, 0, sizeof(junk));
+	mk_store_be32(junk + 8, 9);
+	mk_store_be32(junk + 16 + 8, 1);
+	mk_store_be32(junk + 16 + 12, 50);
+	write_file(cidx, junk, sizeof(junk));
 	log = open_log(f, 1500, 400, 0);
 	mk_strbuf_reset(&out);
 	assert_int_equal(mk_log_read(log, 0, 60, SIZE_MAX, &out), MK_OK);
@@ -1035,13 +1227,11 @@ static void test_index_rebuild(void **state)
 
 	/* An index that validates but points into the middle of a batch:
 	 * the read rebuilds it instead of blaming the log. */
-	mk_store_be32((uint8_t *)orig_c.buf + 12,
-		      mk_load_be32((uint8_t *)orig_c.buf + 12) + 3);
-	fd = open(cidx, O_WRONLY | O_TRUNC);
-	assert_int_equal(write(fd, orig_c.buf, orig_c.len), (ssize_t)orig_c.len);
-	close(fd);
+	uint8_t *e1 = (uint8_t *)orig_c.buf + MK_INDEX_ENTRY_SIZE;
+	mk_store_be32(e1 + 12, mk_load_be32(e1 + 12) + 3);
+	write_file(cidx, orig_c.buf, orig_c.len);
 	log = open_log(f, 1500, 400, 0);
-	from = closed.base_offset + (int64_t)mk_load_be32((uint8_t *)orig_c.buf + 8);
+	from = closed.base_offset + (int64_t)mk_load_be32(e1 + 8);
 	mk_strbuf_reset(&out);
 	assert_int_equal(mk_log_read(log, from, from + 2, SIZE_MAX, &out), MK_OK);
 	check_frames(&out, from, from + 1);
@@ -1971,6 +2161,7 @@ int main(void)
 		T(test_oversized_batch),
 		T(test_offset_for_time),
 		T(test_time_index_max_so_far),
+		T(test_seal_final_entry),
 		T(test_log_start_from_checkpoint),
 		T(test_truncate),
 		T(test_tail_repair),
@@ -1988,6 +2179,8 @@ int main(void)
 		T(test_recovery_from_recovery_point),
 #undef T
 		cmocka_unit_test_setup_teardown(test_append_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_old_width, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_format_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_append_many_short_write, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

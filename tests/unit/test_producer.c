@@ -1112,6 +1112,98 @@ static void test_acc_batch_never_overflows(void **state)
 	acc_free(acc);
 }
 
+/* Topic `one` gets recs one append each, `all` all of them in one
+ * append; partition by partition, the same batches must come out. */
+static void compare_one_and_all(fixture *f, const char *one, const char *all,
+				const mk_record_in *recs, int nrec, int npart)
+{
+	/* About ten records a batch. */
+	mk_producer_limits lim = { frame_bytes(10) + 60, 1000000 };
+	mk_producer_opts o = { .acks = -1, .seq = -1, .limits = &lim };
+	const char *names[2] = { one, all };
+	for (int t = 0; t < 2; t++) {
+		create(f, names[t], npart, 1);
+		mk_producer *p;
+		mk_strbuf why = MK_STRBUF_INIT;
+		assert_int_equal(mk_producer_open(f->ps, f->t, MK_PARTITION_ANY, &o,
+						  &p, &why), MK_OK);
+		size_t taken;
+		if (t == 0) {
+			for (int i = 0; i < nrec; i++) {
+				assert_int_equal(mk_producer_send(p, &recs[i], 1, NULL,
+								  &taken, &why), MK_OK);
+				assert_int_equal(taken, 1);
+			}
+		} else {
+			assert_int_equal(mk_producer_send(p, recs, (size_t)nrec, NULL,
+							  &taken, &why), MK_OK);
+			assert_int_equal(taken, (size_t)nrec);
+		}
+		assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+		mk_strbuf_release(&why);
+	}
+	static contents a, b;
+	int total = 0, batches = 0;
+	for (int i = 0; i < npart; i++) {
+		use_topic(f, one);
+		read_part(part(f, i), &a);
+		use_topic(f, all);
+		read_part(part(f, i), &b);
+		assert_int_equal(a.nbatches, b.nbatches);
+		for (int k = 0; k < a.nbatches; k++)
+			assert_int_equal(a.b[k].count, b.b[k].count);
+		assert_int_equal(a.n, b.n);
+		for (int k = 0; k < a.n; k++) {
+			assert_string_equal(a.key[k], b.key[k]);
+			assert_string_equal(a.val[k], b.val[k]);
+		}
+		total += a.n;
+		batches += a.nbatches;
+	}
+	assert_int_equal(total, nrec);
+	assert_true(batches >= nrec / 12);
+}
+
+/*
+ * A topic append adds its records a run at a time (one partition, one
+ * grow of the batch), and an append of keyed records only takes them
+ * partition by partition: the batches are the same as when each record
+ * is its own append. Keyed runs (keys that hash to one partition in a
+ * row), keyless runs across closes of the sticky partition's batch,
+ * records that do not fit and close a batch first, headers.
+ */
+static void test_acc_runs_match_one_at_a_time(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 1);
+	open_cluster(f);
+	enum { NREC = 300, NPART = 3 };
+	static char keys[NREC][8], vals[NREC][32];
+	static mk_record_in recs[NREC];
+	const mk_header hdr[2] = {
+		{ mk_bytes_of("h", 1), mk_bytes_of("hv", 2) },
+		{ mk_bytes_of("n", 1), MK_BYTES_NULL },
+	};
+	for (int i = 0; i < NREC; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", (i * 5) % 9);
+		int n = snprintf(vals[i], sizeof(vals[i]), "v%d-", i);
+		for (int k = 0; k < i % 13; k++)
+			vals[i][n++] = (char)('a' + k);
+		vals[i][n] = '\0';
+		recs[i] = (mk_record_in){
+			mk_bytes_of(keys[i], strlen(keys[i])),
+			mk_bytes_of(vals[i], (size_t)n),
+			i % 5 == 0 ? hdr : NULL, i % 5 == 0 ? (size_t)(i % 3) : 0 };
+	}
+	/* keyed only: grouped by partition */
+	compare_one_and_all(f, "kone", "kall", recs, NREC, NPART);
+	/* runs of keyless records among them */
+	for (int i = 0; i < NREC; i++)
+		if ((i / 7) % 3 == 0)
+			recs[i].key = MK_BYTES_NULL;
+	compare_one_and_all(f, "one", "all", recs, NREC, NPART);
+}
+
 /* Under the manual clock a lingering batch goes when linger.ms passes. */
 static void test_acc_linger(void **state)
 {
@@ -2031,6 +2123,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_acc_combine_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_combine_storage_error_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_batch_never_overflows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acc_runs_match_one_at_a_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_sticky, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_keys_flush_order, setup, teardown),

@@ -152,30 +152,37 @@ static void index_rows_are_absolute_and_point_at_batches(void **state)
 		mk_log_segment_info(f->log, s, &si);
 		mk_index_row *rows;
 		size_t nr;
-		assert_int_equal(mk_log_index_rows(f->log, si.base_offset, false, &rows, &nr), MK_OK);
+		assert_int_equal(mk_log_index_rows(f->log, si.base_offset, &rows, &nr), MK_OK);
 		assert_true(nr >= 1);
-		assert_int_equal(rows[0].first, si.base_offset);
-		assert_int_equal(rows[0].second, 0);
+		assert_int_equal(rows[0].offset, si.base_offset);
+		assert_int_equal(rows[0].position, 0);
 		for (size_t r = 0; r < nr; r++) {
+			/* A batch start, with the segment's max timestamp up to
+			 * and including that batch. */
 			bool found = false;
-			for (size_t i = 0; i < n; i++)
-				found |= bi[i].segment == si.base_offset &&
-					 bi[i].base_offset == rows[r].first &&
-					 (int64_t)bi[i].position == rows[r].second;
+			int64_t max_ts = INT64_MIN;
+			for (size_t i = 0; i < n; i++) {
+				if (bi[i].segment != si.base_offset ||
+				    bi[i].base_offset > rows[r].offset)
+					continue;
+				if (bi[i].max_timestamp > max_ts)
+					max_ts = bi[i].max_timestamp;
+				found |= bi[i].base_offset == rows[r].offset &&
+					 (int64_t)bi[i].position == rows[r].position;
+			}
 			assert_true(found);
-		}
-		free(rows);
-		assert_int_equal(mk_log_index_rows(f->log, si.base_offset, true, &rows, &nr), MK_OK);
-		assert_true(nr >= 1);
-		for (size_t r = 1; r < nr; r++) {
-			assert_true(rows[r].first >= rows[r - 1].first);   /* timestamps */
-			assert_true(rows[r].second > rows[r - 1].second);  /* offsets */
+			assert_int_equal(rows[r].timestamp, max_ts);
+			if (r > 0) {
+				assert_true(rows[r].offset > rows[r - 1].offset);
+				assert_true(rows[r].position > rows[r - 1].position);
+				assert_true(rows[r].timestamp >= rows[r - 1].timestamp);
+			}
 		}
 		free(rows);
 	}
 	mk_index_row *rows;
 	size_t nr;
-	assert_int_equal(mk_log_index_rows(f->log, 12345, false, &rows, &nr),
+	assert_int_equal(mk_log_index_rows(f->log, 12345, &rows, &nr),
 			 MK_INVALID_REQUEST);
 	free(bi);
 }
