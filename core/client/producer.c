@@ -414,6 +414,11 @@ static mk_err produce_slot(mk_producer *p, slot *s, int part, bool owed,
 		.seq = p->next_seq,
 		.count = s->b.count,
 		.defer_ack = true,
+		/* The writer awaits an owed ticket: in auto mode its thread
+		 * copies the batch to one follower (replica.h). Not acks=1
+		 * nor 0 (Kafka's leader answers those without followers),
+		 * nor a batch the sender sends in the background. */
+		.copy_inline = owed && p->acks == -1,
 	};
 	mk_produce_result res = { .base = -1 };
 	/* A transactional batch: its partition joins the transaction (which
@@ -473,8 +478,9 @@ static void hold_slot(mk_producer *p, int i)
 }
 
 /* Produce partition i's held batches, in order, as one append. Tickets go
- * to the owed list (the caller awaits them). Under p->lock. */
-static mk_err produce_held(mk_producer *p, int i, mk_strbuf *why)
+ * to the owed list (the caller awaits them); owed: the caller is the
+ * writer (not the sender). Under p->lock. */
+static mk_err produce_held(mk_producer *p, int i, bool owed, mk_strbuf *why)
 {
 	slot *s = &p->slots[i];
 	size_t n = s->nheld;
@@ -487,7 +493,8 @@ static mk_err produce_held(mk_producer *p, int i, mk_strbuf *why)
 		frames[k] = (uint8_t *)s->held[k].buf;
 		lens[k] = s->held[k].len;
 	}
-	mk_produce_args a = { .acks = p->acks, .defer_ack = true };
+	mk_produce_args a = { .acks = p->acks, .defer_ack = true,
+			      .copy_inline = owed && p->acks == -1 };
 	mk_err err = mk_partition_produce_many(mk_topic_partition(p->t, i),
 					       frames, lens, n, &a, res, why);
 	for (size_t k = 0; k < n; k++) {
@@ -511,7 +518,7 @@ static mk_err close_slot(mk_producer *p, int i, mk_strbuf *why)
 	hold_slot(p, i);
 	/* Room for the open batch that may join them at the end. */
 	if (p->slots[i].nheld + 1 >= MK_LOG_APPEND_MAX)
-		return produce_held(p, i, why);
+		return produce_held(p, i, true, why);
 	return MK_OK;
 }
 
@@ -535,7 +542,7 @@ static mk_err send_due(mk_producer *p, int64_t now, bool owed, mk_strbuf *why)
 					moved = true;
 				hold_slot(p, i);
 			}
-			mk_err err = produce_held(p, i, why);
+			mk_err err = produce_held(p, i, owed, why);
 			if (err && !first)
 				first = err;
 			continue;

@@ -36,7 +36,10 @@
  *
  * Appending and awaiting acks=all are two steps: mk_producer_append
  * appends and keeps the tickets of what it appended, mk_producer_await
- * waits for them; mk_producer_send does both. No wait ever happens under
+ * waits for them; mk_producer_send does both. In auto mode an acks=all
+ * batch the caller awaits (append, flush) is copied to the followers on
+ * the caller's thread where their fetchers have not started
+ * (mk_produce_args.copy_inline, replica.h); the sender's batches are not. No wait ever happens under
  * the producer's lock. Batches the sender (or an advance of the manual
  * clock) sends are awaited at the next flush, and their first error is
  * logged to /errors and returned (once) by the next send, poll or flush.

@@ -1269,7 +1269,8 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 	c->fdcache = mk_fdcache_new(fd_budget());
 	c->env = (mk_env){ c->data_dir, &c->cfg, &c->clock, &c->errlog,
 			   &c->shutting_down, &c->meta_dirty, NULL, NULL,
-			   fetch_wake, c, c->flush_pool, c->fdcache, NULL, NULL };
+			   fetch_wake, c, c->flush_pool, c->fdcache, NULL, NULL,
+			   false };
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->clean_lock, NULL);
 	pthread_mutex_init(&c->meta_lock, NULL);
@@ -1357,6 +1358,10 @@ void mk_cluster_start(mk_cluster *c)
 		else
 			free(fa);
 	}
+	/* An acks=all writer copies its batch to one follower itself
+	 * (replica.h, "The writer's copy"); its other followers' fetchers
+	 * run meanwhile. Set before the filesystem serves a request. */
+	c->env.writer_copy = true;
 }
 
 void mk_cluster_begin_shutdown(mk_cluster *c)

@@ -89,10 +89,12 @@ typedef struct {
 	bool fetcher_started;
 	/* Wakes this broker's fetcher (notify.h): a leader append posts its
 	 * bytes here for each broker holding a follower replica of that
-	 * partition (mk_env.fetch_wake), so a leader's own broker and
-	 * brokers with nothing to fetch sleep on; broker events, creations,
-	 * promotions and shutdown post an event to every broker's. A fetcher
-	 * whose round found nothing long-polls on its own. */
+	 * partition (mk_env.fetch_wake) — except the follower an acks=all
+	 * writer copies to itself (replica.h, "The writer's copy") — so a
+	 * leader's own broker and brokers with nothing to fetch sleep on;
+	 * broker events, creations, promotions and shutdown post an event
+	 * to every broker's. A fetcher whose round found nothing
+	 * long-polls on its own. */
 	mk_notifier wake;
 } mk_broker;
 

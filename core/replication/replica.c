@@ -1062,15 +1062,88 @@ static void wake_run(const mk_partition *p, follower_wake *wk)
 	wk->n = 0;
 }
 
+/*
+ * The writer's copy (replica.h, Locking). Under p->lock: a follower an
+ * acks=all writer may copy its batch (ticket t) to: one the ticket
+ * counts, with an open log that lacks the batch and no fetch in flight,
+ * while the leader's term is the ticket's and no change is quiescing.
+ * Its broker, or -1.
+ */
+static int writer_pick(const mk_partition *p, const mk_ack_ticket *t)
+{
+	if (!p->env->writer_copy || p->quiescing || p->leader < 0 ||
+	    p->leader_epoch != t->leader_epoch)
+		return -1;
+	for (int i = 0; i < p->nreplicas; i++) {
+		const mk_replica *r = &p->replicas[i];
+		if (i != p->leader && r->log && !r->fetching && t->captured[i] &&
+		    mk_log_end_offset(r->log) < t->target)
+			return r->broker;
+	}
+	return -1;
+}
+
+/* Under p->lock, right after the append: the follower the writer copies
+ * to first, taken out of wk (its fetcher need not wake for this append;
+ * the others' are woken as usual). */
+static int writer_claim(mk_partition *p, const mk_ack_ticket *t,
+			follower_wake *wk)
+{
+	int b = writer_pick(p, t);
+	for (int k = 0; k < wk->n && b >= 0; k++)
+		if (wk->brokers[k] == b) {
+			memmove(&wk->brokers[k], &wk->brokers[k + 1],
+				(size_t)(wk->n - k - 1) * sizeof(int));
+			wk->n--;
+			break;
+		}
+	return b;
+}
+
+static mk_err follower_fetch(mk_partition *p, int broker,
+			     const mk_ack_ticket *own, size_t *bytes,
+			     bool *behind, bool *skipped);
+
+/*
+ * Without the lock, after writer_claim chose `broker`: that replica's
+ * fetch on this thread; when it was skipped, failed or left the follower
+ * behind, that broker's fetcher is woken for the `bytes` appended
+ * instead. Then the same for each other follower the ticket still waits
+ * for whose fetch has not started (its fetcher, woken by the append, has
+ * not had a CPU yet: on two busy cores it may wait for one as long as
+ * this copy took), until one is skipped or fails. Never waits for a
+ * fetch.
+ */
+static void writer_copy(mk_partition *p, int broker, const mk_ack_ticket *t,
+			uint64_t bytes)
+{
+	size_t n;
+	bool behind = false, skipped = false;
+	mk_err err = follower_fetch(p, broker, t, &n, &behind, &skipped);
+	if ((err || skipped || behind) && p->env->fetch_wake)
+		p->env->fetch_wake(p->env->fetch_wake_arg, broker, bytes);
+	/* Bounded: a capped copy may pick its follower again. */
+	for (int k = 0; k < 2 * MK_MAX_BROKERS && !err && !skipped; k++) {
+		pthread_mutex_lock(&p->lock);
+		broker = writer_pick(p, t);
+		pthread_mutex_unlock(&p->lock);
+		if (broker < 0)
+			return;
+		err = follower_fetch(p, broker, t, &n, &behind, &skipped);
+	}
+}
+
 /* Under p->lock: check, append, and for acks=all wait (or ticket). wk
  * gets the fetchers to wake once the caller released the lock (an
- * acks=all append that waits here wakes them itself, before waiting). */
+ * acks=all append that waits here wakes them itself, before waiting);
+ * *copy the follower the caller then copies to (writer_claim), or -1. */
 static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 			     const mk_produce_args *a, const mk_waiter *w,
 			     mk_produce_result *res, follower_wake *wk,
-			     mk_strbuf *why)
+			     int *copy, mk_strbuf *why)
 {
 	wk->n = 0;
+	*copy = -1;
 	memset(res, 0, sizeof(*res));
 	res->base = -1;
 	res->count = a->count;
@@ -1116,6 +1189,8 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	issue_ticket(p, t);
 	if (a->defer_ack) {
 		res->pending = true;
+		if (a->copy_inline)
+			*copy = writer_claim(p, t, wk);
 		return MK_OK;
 	}
 	wake_run(p, wk);
@@ -1127,10 +1202,14 @@ mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
 			    mk_produce_result *res, mk_strbuf *why)
 {
 	follower_wake wk;
+	int copy;
 	pthread_mutex_lock(&p->lock);
-	mk_err err = produce_locked(p, frame, len, args, w, res, &wk, why);
+	mk_err err = produce_locked(p, frame, len, args, w, res, &wk, &copy,
+				    why);
 	pthread_mutex_unlock(&p->lock);
 	wake_run(p, &wk);
+	if (copy >= 0)
+		writer_copy(p, copy, &res->ticket, len);
 	return err;
 }
 
@@ -1215,16 +1294,21 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 		wake_take(p, bytes, &wk);
 	}
 	/* A storage error took the leader offline: nothing more to do. */
+	int copy = -1;
 	if (last < n && !err) {
 		refresh_isr(p);
 		if (a->acks == -1) {
 			/* One ticket, for the last: the others are below it. */
 			issue_ticket(p, &res[last].ticket);
 			res[last].pending = true;
+			if (a->copy_inline)
+				copy = writer_claim(p, &res[last].ticket, &wk);
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
 	wake_run(p, &wk);
+	if (copy >= 0)
+		writer_copy(p, copy, &res[last].ticket, bytes);
 	return first;
 }
 
@@ -1518,6 +1602,19 @@ static int64_t frames_end(const mk_strbuf *buf, int64_t from)
 mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 				      size_t *bytes, bool *behind)
 {
+	return follower_fetch(p, broker, NULL, bytes, behind, NULL);
+}
+
+/*
+ * A follower fetch; own: the writer's copy for that acks=all ticket
+ * (replica.h), which never waits: *skipped is set when the replica is
+ * being fetched or a change is quiescing, and it copies nothing once the
+ * leader's epoch moved or the follower has the batch.
+ */
+static mk_err follower_fetch(mk_partition *p, int broker,
+			     const mk_ack_ticket *own, size_t *bytes,
+			     bool *behind, bool *skipped)
+{
 	*bytes = 0;
 	if (behind)
 		*behind = false;
@@ -1528,10 +1625,23 @@ mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
 	/* One fetch per replica at a time, and none while a change waits
 	 * for the fetches in flight to end. */
 	while ((i = replica_index(p, broker)) >= 0 &&
-	       (p->quiescing || p->replicas[i].fetching))
+	       (p->quiescing || p->replicas[i].fetching)) {
+		if (own) {
+			*skipped = true;
+			p->writer_skips++;
+			goto out;
+		}
 		pthread_cond_wait(&p->settled, &p->lock);
+	}
 	if (i < 0 || p->leader < 0 || i == p->leader || !p->replicas[i].log)
 		goto out;
+	if (own) {
+		if (p->leader_epoch != own->leader_epoch ||
+		    mk_log_end_offset(p->replicas[i].log) >= own->target ||
+		    atomic_load(p->env->shutting_down))
+			goto out;
+		p->writer_copies++;
+	}
 	/* Step 1, under the lock: reconcile, read what the follower lacks. */
 	mk_replica *f = &p->replicas[i], *l = &p->replicas[p->leader];
 	fetch_mark mark = fetch_mark_of(f);

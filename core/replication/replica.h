@@ -25,6 +25,28 @@
  * p->lock; nothing else is taken under it but leaf locks (notify.h, the
  * saver's flag, the log's own internal locks).
  *
+ * The writer's copy (auto mode, env->writer_copy): besides the fetchers,
+ * the thread that made an acks=all leader append its caller waits for
+ * (mk_produce_args.copy_inline: a request thread, idle until its batch is
+ * acknowledged) runs one follower fetch itself, right after the append,
+ * with the partition lock released: the two followers' copies then run
+ * on two cores at once instead of one fetcher after the other. It is the
+ * same fetch as a fetcher's round for that replica (the three steps, the
+ * `fetching` mark, the shared copy, the quiesce rules), so it decides
+ * nothing a fetcher would not: nothing counts until published, crashes,
+ * promotions and the other log changes wait for it as for any fetch.
+ * The follower is chosen under the append's lock: one the ticket counts
+ * (captured), whose log is open, lacks the batch and is not being
+ * fetched; its fetcher is then not woken for this append. The copy never
+ * waits: when that replica is being fetched by then, or a change is
+ * quiescing, or the leader's epoch moved, it is skipped, and its fetcher
+ * is woken instead (as it is when the copy left the follower behind, or
+ * failed). After it, the writer copies to each other such follower whose
+ * fetch has still not started (its fetcher was woken by the append but
+ * had no CPU yet), so a busy machine's scheduler does not hold the batch
+ * back; a follower whose fetch did start is left to it.
+ * mk_partition.writer_copies and writer_skips count them.
+ *
  * `changed` is broadcast whenever something a waiter
  * may care about moves (log end, HW, leader, ISR, broker state, the manual
  * clock, shutdown); `seq` counts those moves so a waiter can tell, and
@@ -102,6 +124,14 @@ typedef struct {
 	 * none. */
 	void (*fetch_hook)(void *arg, int broker);
 	void *fetch_hook_arg;
+	/*
+	 * Auto mode (set by mk_cluster_start once the fetchers run, before
+	 * any request): an acks=all append whose caller waits for it
+	 * (mk_produce_args.copy_inline) copies its batch to one follower on
+	 * the caller's own thread (see "The writer's copy" above). False:
+	 * only fetchers and explicit fetch rounds copy (manual mode).
+	 */
+	bool writer_copy;
 } mk_env;
 
 typedef struct {
@@ -188,6 +218,8 @@ typedef struct mk_partition {
 	 */
 	struct mk_fetch_copy *copy;
 	uint64_t leader_reads;  /* leader reads made for follower fetches */
+	uint64_t writer_copies; /* follower fetches made by writers (above) */
+	uint64_t writer_skips;  /* writers' copies skipped (fetch in flight) */
 } mk_partition;
 
 /* Persistent assignment and leadership, as metadata stores it. */
@@ -283,7 +315,9 @@ void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg);
  * leader changes, REQUEST_TIMED_OUT after request.timeout.ms on the
  * cluster clock. With defer_ack it returns right after the append with a
  * ticket instead (res->pending), and mk_partition_await later waits for it
- * with the same rules (the timeout counted from the append).
+ * with the same rules (the timeout counted from the append); with
+ * copy_inline too it first makes the writer's copy (see Locking), so the
+ * ticket may already be acknowledged when it returns.
  */
 
 typedef struct {
@@ -294,6 +328,10 @@ typedef struct {
 	int32_t seq;                /* < 0: the next the leader expects */
 	int32_t count;              /* records in the batch */
 	bool defer_ack;
+	/* acks=all with defer_ack: the caller's thread waits for (or parks
+	 * on) this batch, so with env->writer_copy it copies the batch to
+	 * one follower before returning (the writer's copy, above). */
+	bool copy_inline;
 } mk_produce_args;
 
 typedef struct {
@@ -316,9 +354,10 @@ mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
  * between two refused ones are appended by one mk_log_append_leader_many
  * (one system call per run of frames between two rolls). res[i] per
  * frame: its base (-1 when not appended) and count; with acks=all only the
- * last appended frame's result is pending, its ticket covering them all.
- * Returns the first error (a storage error stops there, the frames before
- * it appended). n <= MK_LOG_APPEND_MAX.
+ * last appended frame's result is pending, its ticket covering them all
+ * (with copy_inline, the writer's copy as for one). Returns the first
+ * error (a storage error stops there, the frames before it appended).
+ * n <= MK_LOG_APPEND_MAX.
  */
 mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 				 const size_t *lens, size_t n,

@@ -32,6 +32,7 @@
 #include "config.h"
 #include "failpoint.h"
 #include "log.h"
+#include "producer.h"
 #include "replica.h"
 #include "testlib.h"
 
@@ -582,8 +583,12 @@ typedef struct {
 	mk_err err;
 	atomic_bool done;
 	pthread_t th;
-	enum { DO_FETCH, DO_CRASH, DO_PROMOTE } what;
+	enum { DO_FETCH, DO_CRASH, DO_PROMOTE, DO_WRITE } what;
+	mk_produce_result res;    /* DO_WRITE's */
 } job;
+
+static mk_err write_all(mk_partition *p, const char *val,
+			mk_produce_result *res);
 
 static void *job_main(void *arg)
 {
@@ -598,6 +603,9 @@ static void *job_main(void *arg)
 	case DO_PROMOTE:
 		j->err = mk_cluster_promote(j->f->c, j->broker, "t", 0, false,
 					    NULL);
+		break;
+	case DO_WRITE:
+		j->err = write_all(j->f->p, "w", &j->res);
 		break;
 	}
 	atomic_store(&j->done, true);
@@ -809,6 +817,336 @@ static void test_kill_after_append(void **state)
 	assert_int_equal(info(f->p).hw, 3);
 }
 
+
+/* ---- the writer's copy (replica.h) ---------------------------------------- */
+
+/* An acks=all append whose caller waits for it (copy_inline). */
+static mk_err write_all(mk_partition *p, const char *val,
+			mk_produce_result *res)
+{
+	mk_strbuf b = MK_STRBUF_INIT;
+	tl_frame(&b, 0, -1, &val, 1, NULL);
+	mk_produce_args a = { .acks = -1, .seq = -1, .count = 1,
+			      .defer_ack = true, .copy_inline = true };
+	mk_err err = mk_partition_produce(p, (uint8_t *)b.buf, b.len, &a, NULL,
+					  res, NULL);
+	mk_strbuf_release(&b);
+	return err;
+}
+
+static uint64_t copies(fixture *f, uint64_t *skips)
+{
+	pthread_mutex_lock(&f->p->lock);
+	uint64_t n = f->p->writer_copies;
+	if (skips)
+		*skips = f->p->writer_skips;
+	pthread_mutex_unlock(&f->p->lock);
+	return n;
+}
+
+static bool acked(fixture *f, const mk_produce_result *res, mk_err *err)
+{
+	bool pending;
+	*err = mk_partition_ack_check(f->p, &res->ticket, &pending, NULL);
+	return !*err && !pending;
+}
+
+/* Woken for broker 3, whose fetch then starts at once (held in flight):
+ * the writer's copy goes to broker 2 and leaves broker 3 to it. */
+static job race;
+static void wake_starts_fetch_of(void *arg, int broker, uint64_t bytes,
+				 int of)
+{
+	record_wake(arg, broker, bytes);
+	fixture *f = woke.f;
+	if (broker != 3 || race.f)
+		return;
+	f->hook_broker = of;
+	f->in_hook = hold;
+	f->held = f->release = false;
+	run(&race, f, DO_FETCH, of);
+	wait_for(is_held, f);
+}
+
+static void wake_starts_fetch_3(void *arg, int broker, uint64_t bytes)
+{
+	wake_starts_fetch_of(arg, broker, bytes, 3);
+}
+
+/*
+ * The fetchers stay out of these (manual mode, explicit fetch rounds):
+ * env.writer_copy is set by hand as mk_cluster_start sets it in auto mode.
+ * The writer copies its batch to one follower before the call returns,
+ * waking only the other's fetcher, then to the other follower too when
+ * no fetch of it has started; the batch is then acknowledged at once.
+ */
+static void test_writer_copies_followers(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	converge(f);
+	assert_false(f->c->env.writer_copy);      /* manual mode */
+	f->c->env.writer_copy = true;
+	memset(&woke, 0, sizeof(woke));
+	woke.f = f;
+	f->c->env.fetch_wake = record_wake;
+	mk_produce_result res;
+	mk_err err;
+	uint64_t r = reads(f);
+	assert_int_equal(write_all(f->p, "a", &res), MK_OK);
+	assert_true(res.pending);
+	assert_int_equal(copies(f, NULL), 2);
+	assert_int_equal(leo_of(f->p, 2), 1);     /* copied, published */
+	assert_int_equal(leo_of(f->p, 3), 1);
+	const int three[] = { 3 };
+	woke_followers(three, 1, frame_len("a"));
+	assert_true(acked(f, &res, &err));        /* no parking needed */
+	assert_int_equal(info(f->p).hw, 1);
+	/* One read: the second copy took the frames the first one read. */
+	assert_int_equal(reads(f), r + 1);
+
+	/* Broker 3's fetcher got there first: the writer copies to broker
+	 * 2 only and returns without waiting; broker 3's fetch answers. */
+	memset(&race, 0, sizeof(race));
+	f->c->env.fetch_wake = wake_starts_fetch_3;
+	job wj;
+	run(&wj, f, DO_WRITE, 0);
+	pthread_join(wj.th, NULL);
+	assert_int_equal(wj.err, MK_OK);
+	assert_true(race.f != NULL && is_held(f));
+	assert_int_equal(copies(f, NULL), 3);
+	assert_int_equal(leo_of(f->p, 2), 2);
+	assert_int_equal(leo_of(f->p, 3), 1);     /* in flight */
+	assert_false(acked(f, &wj.res, &err));
+	woke_followers(three, 1, frame_len("w"));
+	let_go(f);
+	pthread_join(race.th, NULL);
+	assert_int_equal(race.err, MK_OK);
+	assert_true(acked(f, &wj.res, &err));
+	f->in_hook = NULL;
+	f->c->env.fetch_wake = record_wake;
+
+	/* Broker 3 out: the writer's copy completes the ISR; nobody else is
+	 * woken. */
+	assert_int_equal(mk_cluster_broker_crash(f->c, 3, false, NULL), MK_OK);
+	assert_int_equal(write_all(f->p, "b", &res), MK_OK);
+	assert_int_equal(copies(f, NULL), 4);
+	assert_int_equal(woke.n, 0);
+	assert_int_equal(info(f->p).hw, 3);
+	assert_true(acked(f, &res, &err));
+	f->c->env.fetch_wake = NULL;
+	assert_int_equal(mk_cluster_broker_restart(f->c, 3, NULL), MK_OK);
+	converge(f);
+}
+
+/* No copy for acks=1, for a caller that does not wait, or in manual
+ * mode: the followers move only when fetched. */
+static void test_writer_copy_only_acks_all_auto(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	converge(f);
+	mk_produce_result res;
+	assert_int_equal(write_all(f->p, "a", &res), MK_OK);   /* manual */
+	f->c->env.writer_copy = true;
+	assert_int_equal(produce_ex(f->p, "b", 1, false, &res), MK_OK);
+	assert_int_equal(produce_ex(f->p, "c", -1, true, &res), MK_OK);
+	mk_strbuf b = MK_STRBUF_INIT;
+	const char *v = "d";
+	tl_frame(&b, 0, -1, &v, 1, NULL);
+	mk_produce_args one = { .acks = 1, .seq = -1, .count = 1,
+				.defer_ack = true, .copy_inline = true };
+	assert_int_equal(mk_partition_produce(f->p, (uint8_t *)b.buf, b.len,
+					      &one, NULL, &res, NULL), MK_OK);
+	mk_strbuf_release(&b);
+	assert_int_equal(copies(f, NULL), 0);
+	assert_int_equal(leo_of(f->p, 2), 0);
+	assert_int_equal(leo_of(f->p, 3), 0);
+	assert_int_equal(info(f->p).leo, 4);
+	converge(f);
+}
+
+/* Auto mode, its fetchers running: mk_cluster_start turns the writer's
+ * copy on; a producer's acks=all appends each make one or two (or skip
+ * one when the follower's fetcher got there first), acks=1 none. */
+static void test_writer_copy_auto_producer(void **state)
+{
+	fixture *f = *state;
+	tl_config(&f->cfg, 3);
+	f->cfg.auto_replication = 1;
+	f->c = tl_cluster_open(f->dir, &f->cfg);
+	tl_create_topic(f->c, "t", 1, 3, "min.insync.replicas=2", NULL);
+	use_topic(f);
+	assert_false(f->c->env.writer_copy);
+	mk_cluster_start(f->c);
+	assert_true(f->c->env.writer_copy);
+	mk_producers *ps = mk_producers_new(f->c);
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_record_in r = { MK_BYTES_NULL, mk_bytes_of("a", 1), NULL, 0 };
+	size_t taken;
+	for (int acks = -1; acks <= 1; acks += 2) {
+		mk_producer_opts o = { .acks = acks, .seq = -1 };
+		mk_producer *pr;
+		assert_int_equal(mk_producer_open(ps, f->t, 0, &o, &pr, &why),
+				 MK_OK);
+		uint64_t skips, made = copies(f, &skips);
+		for (int i = 0; i < 20; i++) {
+			/* Each acks=all append waits for the last to be in the
+			 * ISR: no fetch has its batch when it claims one. */
+			assert_int_equal(mk_producer_send(pr, &r, 1, NULL, &taken,
+							  &why), MK_OK);
+			assert_int_equal(taken, 1);
+		}
+		/* One or two each: the first copy made or skipped, then
+		 * the other follower's when its fetch had not started. */
+		uint64_t skips2, made2 = copies(f, &skips2);
+		uint64_t n = made2 + skips2 - made - skips;
+		if (acks == -1)
+			assert_in_range(n, 20, 40);
+		else
+			assert_int_equal(n, 0);
+		assert_int_equal(mk_producer_close(pr, NULL, &why), MK_OK);
+	}
+	mk_strbuf_release(&why);
+	mk_producers_free(ps);
+	assert_int_equal(info(f->p).leo, 40);
+}
+
+/* Woken for broker 3 (the writer copies to broker 2 next): broker 2's
+ * own fetch starts first, held in flight. */
+static void wake_starts_fetch_2(void *arg, int broker, uint64_t bytes)
+{
+	wake_starts_fetch_of(arg, broker, bytes, 2);
+}
+
+/*
+ * The writer never waits for a fetch in flight: with broker 2 being
+ * fetched when it appends, it copies to broker 3; when broker 2's fetch
+ * starts between its choice and its copy, it skips and wakes broker 2's
+ * fetcher instead.
+ */
+static void test_writer_skips_fetch_in_flight(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	converge(f);
+	f->c->env.writer_copy = true;
+	produce(f->p, "a");
+	job fj, wj;
+	fetch_held(f, &fj);
+	memset(&woke, 0, sizeof(woke));
+	woke.f = f;
+	f->c->env.fetch_wake = record_wake;
+	run(&wj, f, DO_WRITE, 0);
+	pthread_join(wj.th, NULL);         /* never waited for broker 2 */
+	assert_int_equal(wj.err, MK_OK);
+	assert_int_equal(copies(f, NULL), 1);
+	assert_int_equal(leo_of(f->p, 3), 2);
+	const int two[] = { 2 };
+	woke_followers(two, 1, frame_len("w"));
+	let_go(f);
+	pthread_join(fj.th, NULL);
+	assert_int_equal(fj.err, MK_OK);
+	assert_int_equal(leo_of(f->p, 2), 1);     /* its fetch read "a" */
+	fetch(f, 2);
+	mk_err err;
+	assert_true(acked(f, &wj.res, &err));
+
+	/* Broker 2's fetch starts after the writer chose it. */
+	memset(&race, 0, sizeof(race));
+	f->c->env.fetch_wake = wake_starts_fetch_2;
+	run(&wj, f, DO_WRITE, 0);
+	pthread_join(wj.th, NULL);
+	assert_int_equal(wj.err, MK_OK);
+	assert_true(race.f != NULL && is_held(f));
+	uint64_t skips;
+	assert_int_equal(copies(f, &skips), 1);
+	assert_int_equal(skips, 1);
+	const int three_two[] = { 3, 2 };
+	woke_followers(three_two, 2, frame_len("w"));
+	let_go(f);
+	pthread_join(race.th, NULL);
+	assert_int_equal(race.err, MK_OK);
+	assert_int_equal(leo_of(f->p, 2), 3);     /* the fetch copied it */
+	f->c->env.fetch_wake = NULL;
+	f->in_hook = NULL;
+	converge(f);
+	assert_true(acked(f, &wj.res, &err));
+}
+
+/* The writer's copy held in flight (its unlocked step, on its thread). */
+static void writer_copy_held(fixture *f, job *wj)
+{
+	f->c->env.writer_copy = true;
+	f->hook_broker = 2;
+	f->in_hook = hold;
+	f->held = f->release = false;
+	run(wj, f, DO_WRITE, 0);
+	assert_true(wait_for(is_held, f));
+}
+
+/* A crash waits for the writer's copy as for any fetch. */
+static void test_crash_waits_for_writer_copy(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	converge(f);
+	job wj, cj;
+	writer_copy_held(f, &wj);
+	run(&cj, f, DO_CRASH, 2);
+	assert_true(wait_for(is_quiescing, f));
+	assert_false(atomic_load(&cj.done));
+	assert_false(atomic_load(&wj.done));
+	let_go(f);
+	pthread_join(wj.th, NULL);
+	pthread_join(cj.th, NULL);
+	assert_int_equal(wj.err, MK_OK);
+	assert_int_equal(cj.err, MK_OK);
+	/* Then broker 3's copy too, unless the crash still quiesced. */
+	assert_in_range(copies(f, NULL), 1, 2);
+	assert_false(info(f->p).replicas[1].online);
+	assert_int_equal(f->p->nfetching, 0);
+	/* The ticket waits for broker 3 only, in the ISR. */
+	fetch(f, 3);
+	mk_err err;
+	assert_true(acked(f, &wj.res, &err));
+	f->in_hook = NULL;
+	assert_int_equal(mk_cluster_broker_restart(f->c, 2, NULL), MK_OK);
+	converge(f);
+	assert_int_equal(info(f->p).hw, 1);
+}
+
+/* A promotion waits for it too; the writer's ticket is then fenced. */
+static void test_promotion_waits_for_writer_copy(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	converge(f);
+	int32_t epoch = info(f->p).leader_epoch;
+	job wj, pj;
+	writer_copy_held(f, &wj);
+	run(&pj, f, DO_PROMOTE, 3);
+	assert_true(wait_for(is_quiescing, f));
+	assert_false(atomic_load(&pj.done));
+	assert_int_equal(info(f->p).leader, 1);
+	let_go(f);
+	pthread_join(wj.th, NULL);
+	pthread_join(pj.th, NULL);
+	assert_int_equal(wj.err, MK_OK);
+	assert_int_equal(pj.err, MK_OK);
+	mk_partition_info in = info(f->p);
+	assert_int_equal(in.leader, 3);
+	assert_int_equal(in.leader_epoch, epoch + 1);
+	assert_int_equal(in.replicas[1].leo, 1);   /* the copy landed */
+	assert_int_equal(copies(f, NULL), 1);      /* none under epoch 2 */
+	mk_err err;
+	assert_false(acked(f, &wj.res, &err));
+	assert_int_equal(err, MK_FENCED_LEADER_EPOCH);
+	f->in_hook = NULL;
+	converge(f);
+	assert_int_equal(info(f->p).leo, 0);       /* broker 3 never had it */
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -825,6 +1163,12 @@ int main(void)
 		T(test_one_fetch_per_replica),
 		T(test_copy_shared_in_flight),
 		T(test_kill_after_append),
+		T(test_writer_copies_followers),
+		T(test_writer_copy_only_acks_all_auto),
+		T(test_writer_copy_auto_producer),
+		T(test_writer_skips_fetch_in_flight),
+		T(test_crash_waits_for_writer_copy),
+		T(test_promotion_waits_for_writer_copy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
