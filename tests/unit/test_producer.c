@@ -1204,6 +1204,79 @@ static void test_acc_runs_match_one_at_a_time(void **state)
 	compare_one_and_all(f, "one", "all", recs, NREC, NPART);
 }
 
+/*
+ * Where keyless records go after an append of keyed records only must not
+ * depend on whether that append took its records one at a time or grouped
+ * by partition: the sticky partition moves on by one each time its batch
+ * closes, in the order the records close batches. Here the keyed append
+ * closes partition 1's batch and then the sticky partition 0's (sticky
+ * becomes 1); taken partition by partition, 0's closed first and then 1's
+ * too moved the sticky partition on (to 2).
+ */
+static void test_acc_sticky_after_grouped_keyed(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 1);
+	open_cluster(f);
+	/* One-byte keys hashing to partitions 0 and 1 (of 3). */
+	static char k[3][2];
+	int found = 0;
+	for (char c = 'a'; c <= 'z' && found != 3; c++) {
+		char s[2] = { c, 0 };
+		int pt = pfk(s, 3);
+		if (pt < 2 && !(found & (1 << pt))) {
+			memcpy(k[pt], s, 2);
+			found |= 1 << pt;
+		}
+	}
+	assert_int_equal(found, 3);
+	/* Every record is 2 bytes of key and value: batches of two. */
+	mk_producer_limits lim = { frame_bytes(2), 1000000 };
+	mk_producer_opts o = { .acks = 1, .seq = -1, .limits = &lim };
+	mk_record_in keyless = { MK_BYTES_NULL, mk_bytes_of("x0", 2), NULL, 0 };
+	mk_record_in keyed[3] = {
+		{ mk_bytes_of(k[1], 1), mk_bytes_of("a", 1), NULL, 0 },
+		{ mk_bytes_of(k[1], 1), mk_bytes_of("b", 1), NULL, 0 },
+		{ mk_bytes_of(k[0], 1), mk_bytes_of("c", 1), NULL, 0 },
+	};
+	mk_record_in after = { MK_BYTES_NULL, mk_bytes_of("y0", 2), NULL, 0 };
+	const char *names[2] = { "one", "all" };
+	int64_t leos[2][3];
+	for (int t = 0; t < 2; t++) {
+		create(f, names[t], 3, 1);
+		mk_producer *p;
+		mk_strbuf why = MK_STRBUF_INIT;
+		size_t taken;
+		assert_int_equal(mk_producer_open(f->ps, f->t, MK_PARTITION_ANY,
+						  &o, &p, &why), MK_OK);
+		/* The sticky partition: 0 (a new topic's first). */
+		assert_int_equal(mk_producer_send(p, &keyless, 1, NULL, &taken,
+						  &why), MK_OK);
+		if (t == 0) {
+			for (int i = 0; i < 3; i++)
+				assert_int_equal(mk_producer_send(p, &keyed[i], 1, NULL,
+								  &taken, &why), MK_OK);
+		} else {
+			assert_int_equal(mk_producer_send(p, keyed, 3, NULL, &taken,
+							  &why), MK_OK);
+		}
+		assert_int_equal(leo(f, 0), 2);
+		assert_int_equal(leo(f, 1), 2);
+		assert_int_equal(mk_producer_send(p, &after, 1, NULL, &taken,
+						  &why), MK_OK);
+		assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+		mk_strbuf_release(&why);
+		for (int i = 0; i < 3; i++)
+			leos[t][i] = leo(f, i);
+	}
+	/* One at a time: y0 on partition 1 (the one after 0). */
+	assert_int_equal(leos[0][0], 2);
+	assert_int_equal(leos[0][1], 3);
+	assert_int_equal(leos[0][2], 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(leos[1][i], leos[0][i]);
+}
+
 /* Under the manual clock a lingering batch goes when linger.ms passes. */
 static void test_acc_linger(void **state)
 {
@@ -2126,6 +2199,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_acc_runs_match_one_at_a_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_sticky, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acc_sticky_after_grouped_keyed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_keys_flush_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_receipts_acks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_free_flushes, setup, teardown),
