@@ -1277,6 +1277,62 @@ static void test_acc_sticky_after_grouped_keyed(void **state)
 		assert_int_equal(leos[1][i], leos[0][i]);
 }
 
+/*
+ * A partition append is one batch checked against message.max.bytes
+ * before it is encoded: a batch exactly at the limit goes, one byte over
+ * is refused whole (nothing appended, nothing left in the producer's
+ * batch for the next append), with and without headers.
+ */
+static void test_partition_append_max_bytes_exact(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 1);
+	open_cluster(f);
+	const mk_header hdr[1] = { { mk_bytes_of("h", 1), mk_bytes_of("hv", 2) } };
+	mk_record_in recs[3] = {
+		{ mk_bytes_of("k", 1), mk_bytes_of("v0", 2), NULL, 0 },
+		{ MK_BYTES_NULL, mk_bytes_of("v1", 2), hdr, 1 },
+		{ mk_bytes_of("kk", 2), mk_bytes_of("", 0), NULL, 0 },
+	};
+	mk_batch_builder b;
+	mk_builder_init(&b, &plain_meta);
+	for (int i = 0; i < 3; i++)
+		mk_builder_add(&b, 1000, recs[i].key, recs[i].value,
+			       recs[i].headers, recs[i].nheaders);
+	int64_t exact = (int64_t)mk_builder_size(&b);
+	mk_builder_release(&b);
+	for (int over = 1; over >= 0; over--) {
+		char name[8], cfg[64];
+		snprintf(name, sizeof(name), "m%d", over);
+		snprintf(cfg, sizeof(cfg), "message.max.bytes=%lld",
+			 (long long)(exact - over));
+		tl_create_topic(f->c, name, 1, 1, cfg, NULL);
+		use_topic(f, name);
+		mk_producer_opts o = { .acks = 1, .seq = -1 };
+		mk_producer *p;
+		mk_strbuf why = MK_STRBUF_INIT;
+		size_t taken = 99;
+		assert_int_equal(mk_producer_open(f->ps, f->t, 0, &o, &p, &why),
+				 MK_OK);
+		assert_int_equal(mk_producer_send(p, recs, 3, NULL, &taken, &why),
+				 over ? MK_MESSAGE_TOO_LARGE : MK_OK);
+		assert_int_equal(taken, over ? 0 : 3);
+		assert_int_equal(leo(f, 0), over ? 0 : 3);
+		/* The next append starts from an empty batch. */
+		mk_strbuf_reset(&why);
+		assert_int_equal(mk_producer_send(p, recs, 2, NULL, &taken, &why),
+				 MK_OK);
+		assert_int_equal(taken, 2);
+		assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+		mk_strbuf_release(&why);
+		contents r;
+		read_part(part(f, 0), &r);
+		assert_int_equal(r.nbatches, over ? 1 : 2);
+		assert_int_equal(r.b[r.nbatches - 1].count, 2);
+		assert_int_equal(r.n, over ? 2 : 5);
+	}
+}
+
 /* Under the manual clock a lingering batch goes when linger.ms passes. */
 static void test_acc_linger(void **state)
 {
@@ -2199,6 +2255,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_acc_runs_match_one_at_a_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_sticky, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_partition_append_max_bytes_exact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_sticky_after_grouped_keyed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_keys_flush_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_receipts_acks, setup, teardown),
