@@ -1224,7 +1224,7 @@ static void test_acc_sticky_after_grouped_keyed(void **state)
 	for (char c = 'a'; c <= 'z' && found != 3; c++) {
 		char s[2] = { c, 0 };
 		int pt = pfk(s, 3);
-		if (pt < 2 && !(found & (1 << pt))) {
+		if (pt >= 0 && pt < 2 && !(found & (1 << pt))) {
 			memcpy(k[pt], s, 2);
 			found |= 1 << pt;
 		}
