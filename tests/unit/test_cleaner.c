@@ -24,6 +24,7 @@
 #include "failpoint.h"
 #include "fileio.h"
 #include "log.h"
+#include "testlib.h"
 
 typedef struct {
 	char root[64];
@@ -334,26 +335,8 @@ static void check_index_times(mk_log *log)
 	for (size_t s = 0; s < mk_log_segment_count(log); s++) {
 		mk_segment_info si;
 		mk_log_segment_info(log, s, &si);
-		mk_index_row *rows;
 		size_t nr;
-		assert_int_equal(mk_log_index_rows(log, si.base_offset, &rows, &nr),
-				 MK_OK);
-		for (size_t r = 0; r < nr; r++) {
-			int64_t max_ts = INT64_MIN;
-			bool found = false;
-			for (size_t i = 0; i < n; i++) {
-				if (bi[i].segment != si.base_offset ||
-				    bi[i].base_offset > rows[r].offset)
-					continue;
-				if (bi[i].max_timestamp > max_ts)
-					max_ts = bi[i].max_timestamp;
-				found |= bi[i].base_offset == rows[r].offset &&
-					 (int64_t)bi[i].position == rows[r].position;
-			}
-			assert_true(found);
-			assert_int_equal(rows[r].timestamp, max_ts);
-		}
-		free(rows);
+		free(tl_check_index_rows(log, si.base_offset, bi, n, &nr));
 	}
 	/* The first offset whose batch reaches each time, by brute force
 	 * over the batches (every record here is alone in its batch or

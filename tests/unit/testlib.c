@@ -112,3 +112,31 @@ void tl_create_topic(mk_cluster *c, const char *name, int partitions, int rf,
 	assert_int_equal(err, MK_OK);
 	mk_strbuf_release(&why);
 }
+
+/* ---- indexes ----------------------------------------------------------- */
+
+mk_index_row *tl_check_index_rows(mk_log *log, int64_t segment,
+				  const mk_batch_info *bi, size_t n,
+				  size_t *nrows)
+{
+	mk_index_row *rows;
+	size_t nr;
+	assert_int_equal(mk_log_index_rows(log, segment, &rows, &nr), MK_OK);
+	for (size_t r = 0; r < nr; r++) {
+		int64_t max_ts = INT64_MIN;
+		bool found = false;
+		for (size_t i = 0; i < n; i++) {
+			if (bi[i].segment != segment ||
+			    bi[i].base_offset > rows[r].offset)
+				continue;
+			if (bi[i].max_timestamp > max_ts)
+				max_ts = bi[i].max_timestamp;
+			found |= bi[i].base_offset == rows[r].offset &&
+				 (int64_t)bi[i].position == rows[r].position;
+		}
+		assert_true(found);
+		assert_int_equal(rows[r].timestamp, max_ts);
+	}
+	*nrows = nr;
+	return rows;
+}

@@ -18,6 +18,7 @@
 #include "cluster.h"
 #include "codec.h"
 #include "config.h"
+#include "log.h"
 #include "strbuf.h"
 
 /* ---- temporary directories ------------------------------------------- */
@@ -51,6 +52,18 @@ int tl_logdir_teardown(void **state);
  */
 void tl_frame(mk_strbuf *out, int64_t base, int32_t epoch,
 	      const char *const *vals, int n, const int64_t *ts);
+
+/* ---- indexes ----------------------------------------------------------- */
+
+/*
+ * Check one segment's index rows against the log's batches bi[0..n) (from
+ * mk_log_batches): every row is the start of a batch of that segment and
+ * carries the largest timestamp of the segment's batches up to and
+ * including it. Returns the rows (free them) and their count.
+ */
+mk_index_row *tl_check_index_rows(mk_log *log, int64_t segment,
+				  const mk_batch_info *bi, size_t n,
+				  size_t *nrows);
 
 /* ---- a cluster ---------------------------------------------------------- */
 
