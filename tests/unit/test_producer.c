@@ -1333,6 +1333,51 @@ static void test_partition_append_max_bytes_exact(void **state)
 	}
 }
 
+/*
+ * A topic append checks every record against message.max.bytes before
+ * adding any: a record whose one-record batch is exactly the limit goes;
+ * one byte more refuses the whole append (the records before it too).
+ */
+static void test_topic_append_max_bytes_exact(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 1);
+	open_cluster(f);
+	static char big[101];
+	memset(big, 'b', 100);
+	mk_record_in recs[3] = {
+		{ MK_BYTES_NULL, mk_bytes_of("s0", 2), NULL, 0 },
+		{ mk_bytes_of("k", 1), mk_bytes_of(big, 99), NULL, 0 },
+		{ MK_BYTES_NULL, mk_bytes_of("s1", 2), NULL, 0 },
+	};
+	int64_t limit = (int64_t)mk_frame_size_of_one(recs[1].key, recs[1].value,
+						      NULL, 0);
+	char cfg[64];
+	snprintf(cfg, sizeof(cfg), "message.max.bytes=%lld", (long long)limit);
+	tl_create_topic(f->c, "t", 2, 1, cfg, NULL);
+	use_topic(f, "t");
+	mk_producer_limits lim = { 1 << 20, 1000000 };
+	mk_producer_opts o = { .acks = 1, .seq = -1, .limits = &lim };
+	mk_producer *p;
+	mk_strbuf why = MK_STRBUF_INIT;
+	size_t taken = 99;
+	assert_int_equal(mk_producer_open(f->ps, f->t, MK_PARTITION_ANY, &o, &p,
+					  &why), MK_OK);
+	recs[1].value = mk_bytes_of(big, 100);
+	assert_int_equal(mk_producer_send(p, recs, 3, NULL, &taken, &why),
+			 MK_MESSAGE_TOO_LARGE);
+	assert_int_equal(taken, 0);
+	assert_int_equal(mk_producer_flush(p, NULL, &why), MK_OK);
+	assert_int_equal(leo(f, 0) + leo(f, 1), 0);
+	recs[1].value = mk_bytes_of(big, 99);
+	mk_strbuf_reset(&why);
+	assert_int_equal(mk_producer_send(p, recs, 3, NULL, &taken, &why), MK_OK);
+	assert_int_equal(taken, 3);
+	assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+	assert_int_equal(leo(f, 0) + leo(f, 1), 3);
+	mk_strbuf_release(&why);
+}
+
 /* Under the manual clock a lingering batch goes when linger.ms passes. */
 static void test_acc_linger(void **state)
 {
@@ -2256,6 +2301,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_acc_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_sticky, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partition_append_max_bytes_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_topic_append_max_bytes_exact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_sticky_after_grouped_keyed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_keys_flush_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_receipts_acks, setup, teardown),
