@@ -140,7 +140,12 @@ static int nf_open(const char *path, struct fuse_file_info *fi)
     int acc = fi->flags & O_ACCMODE;
     switch (node_of(path)) {
     case N_SINK:
+        break;
     case N_STORE:
+        /* libfuse enables atomic O_TRUNC: the flag comes with the open,
+         * no truncate follows. */
+        if ((fi->flags & O_TRUNC) && ftruncate(store_fd, 0))
+            return -errno;
         break;
     case N_SOURCE:
     case N_STATS:
@@ -156,7 +161,7 @@ static int nf_open(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
-/* `> /sink` opens with O_TRUNC, which arrives as a truncate. */
+/* A truncate (open's O_TRUNC arrives with the open: nf_open). */
 static int nf_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
     (void)size;

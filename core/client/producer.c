@@ -708,7 +708,9 @@ static size_t accumulate(mk_producer *p, const mk_record_in *recs,
  * ones record by record would make; and a combining producer produces
  * them partition by partition at the end of the append anyway (a
  * partition whose held batches fill up is produced during it, in either
- * order). Under p->lock.
+ * order). Only while no keyless record chose a sticky partition: the
+ * sticky partition moves on each time its batch closes, so where later
+ * keyless records go depends on the order of the closes. Under p->lock.
  */
 static void group_by_partition(mk_producer *p, const mk_record_in *recs,
 			       size_t n)
@@ -760,7 +762,9 @@ static mk_err append_topic(mk_producer *p, const mk_record_in *recs, size_t n,
 		}
 	}
 	*taken = n;
-	if (keyed && p->combine && p->n > 1 && n > 1) {
+	/* Not once keyless records have a sticky partition: its batch's
+	 * close moves it on, and grouping changes the order of closes. */
+	if (keyed && p->combine && p->n > 1 && n > 1 && p->sticky < 0) {
 		group_by_partition(p, recs, n);
 		recs = p->grouped;
 		plan = p->gplan;

@@ -29,7 +29,9 @@
  *     (How: each record is sized and routed once per call; records in a
  *     row for one partition are added as one run, mk_builder_add_many;
  *     a call of keyed records only, on a producer that combines, takes
- *     them partition by partition, which makes the same batches.)
+ *     them partition by partition, which makes the same batches; not
+ *     once keyless records chose a sticky partition, whose moves depend
+ *     on the order batches close in.)
  * Keyless records of a new topic producer start at a partition that
  * rotates per topic (mk_topic.next_sticky), then move on by one partition
  * each time their batch closes.

@@ -195,6 +195,27 @@ static void test_log_through_tiny_cache(void **state)
 	mk_fdcache_get_stats(c, &st);
 	assert_true(st.open_fds <= 4);
 	assert_true(count_fds() - before <= 4 + 1);
+	/* Time lookups and each closed segment's max timestamp (the last
+	 * entry of its index, loaded through the cache); the cache accounts
+	 * for every descriptor open. */
+	for (int64_t k = N - 1; k >= 0; k -= 5) {
+		int64_t off;
+		assert_int_equal(mk_log_offset_for_time(log, 1000 + k, &off), MK_OK);
+		assert_int_equal(off, k);
+	}
+	size_t nseg = mk_log_segment_count(log);
+	for (size_t i = 0; i + 1 < nseg; i++) {
+		mk_segment_info next;
+		mk_log_segment_info(log, i + 1, &next);
+		int64_t ts = 0;
+		assert_int_equal(mk_log_segment_max_timestamp(log, i, &ts), MK_OK);
+		assert_int_equal(ts, 1000 + next.base_offset - 1);
+	}
+	mk_log_wait_prepared(log);
+	assert_int_equal(mk_log_wait_flusher(log), MK_OK);
+	mk_fdcache_get_stats(c, &st);
+	assert_true(st.open_fds <= 4);
+	assert_int_equal(count_fds() - before, st.open_fds);
 	/* Truncation deletes cached segments; appends go on after it. */
 	assert_int_equal(mk_log_truncate_to(log, N / 2), MK_OK);
 	for (int i = N / 2; i < N; i++)

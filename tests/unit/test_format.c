@@ -622,6 +622,55 @@ static void test_tsv_scan_positions(void **state)
 	mk_strbuf_release(&in);
 }
 
+/*
+ * The scan never reads past the buffer it is given: a buffer of exactly
+ * the bytes written (no slack for a sixteen-byte load to hide in, which
+ * ASan then watches), its last line of every length up to 48 with no
+ * newline, a TAB or a backslash at its very last byte, final and not
+ * (carried: only the complete lines are taken).
+ */
+static void test_tsv_scan_buffer_end(void **state)
+{
+	(void)state;
+	for (size_t len = 0; len <= 48; len++)
+		for (int last = 0; last < 3; last++)
+			for (int final = 0; final < 2; final++) {
+				/* "a\n" then len bytes of 'x' ending in 'x', TAB or
+				 * "\\" (an escape cut off: refused when final) */
+				size_t n = 2 + len;
+				char *buf = malloc(n ? n : 1);
+				assert_non_null(buf);
+				buf[0] = 'a';
+				buf[1] = '\n';
+				memset(buf + 2, 'x', len);
+				if (len && last == 1)
+					buf[n - 1] = '\t';
+				if (len && last == 2)
+					buf[n - 1] = '\\';
+				mk_parsed pr = MK_PARSED_INIT;
+				size_t used = 0;
+				mk_err err = mk_parse_records(&tsv_opts, buf, n,
+							      final, &pr, &used,
+							      NULL);
+				if (!final || len == 0) {
+					assert_int_equal(err, MK_OK);
+					assert_int_equal(pr.n, 1);
+					assert_int_equal(used, 2);
+				} else if (last == 2) {
+					assert_int_not_equal(err, MK_OK);
+				} else {
+					assert_int_equal(err, MK_OK);
+					assert_int_equal(pr.n, 2);
+					assert_int_equal(used, n);
+					/* "x..x<TAB>": key x..x, empty value */
+					assert_int_equal(pr.recs[1].value.len,
+							 last == 1 ? 0 : (int32_t)len);
+				}
+				mk_parsed_release(&pr);
+				free(buf);
+			}
+}
+
 /* ---- output ------------------------------------------------------------- */
 
 typedef struct {
@@ -1241,6 +1290,7 @@ int main(void)
 		cmocka_unit_test(test_tsv_with_key_param),
 		cmocka_unit_test(test_tsv_rejections),
 		cmocka_unit_test(test_tsv_scan_positions),
+		cmocka_unit_test(test_tsv_scan_buffer_end),
 		cmocka_unit_test(test_plain_output),
 		cmocka_unit_test(test_tsv_output),
 		cmocka_unit_test(test_tsv_round_trip),

@@ -16,9 +16,11 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "codec.h"
+#include "failpoint.h"
 #include "fileio.h"
 #include "index.h"
 #include "log.h"
@@ -968,6 +970,73 @@ static void test_seal_final_entry(void **state)
 		log = open_log(f, seg_bytes, 1 << 20, 0);
 	}
 	mk_log_close(log);
+}
+
+/*
+ * A truncation into a sealed segment drops its final entry with the
+ * batches: the segment is active again with the max timestamp of what is
+ * left; sealed again by the next roll, its last entry carries the max of
+ * what is left and what came since (not the truncated 50), also read back
+ * from the file after a reopen; likewise after a crash right after the cut
+ * (the segment then recovered by a scan).
+ */
+static void test_truncate_sealed_max_timestamp(void **state)
+{
+	fixture *f = *state;
+	const int64_t ts[6] = { 10, 50, 20, 30, 40, 45 };
+	const int64_t more[4] = { 15, 12, 11, 60 };
+	mk_strbuf fr = MK_STRBUF_INIT;
+	build(&fr, 0, 0, 1, ts, 60);
+	/* Four batches a segment. */
+	int64_t seg_bytes = (int64_t)(4 * fr.len + fr.len / 2);
+	mk_strbuf_release(&fr);
+	for (int crash = 0; crash < 2; crash++) {
+		tl_rmtree(f->dir);
+		assert_int_equal(mkdir(f->dir, 0755), 0);
+		fflush(NULL);
+		pid_t pid = crash ? fork() : 0;
+		assert_true(pid >= 0);
+		mk_log *log = NULL;
+		if (pid == 0) {
+			log = open_log(f, seg_bytes, 1 << 20, 0);
+			for (int i = 0; i < 6; i++)
+				append_n(log, 0, 1, ts + i, 60);
+			assert_int_equal(mk_log_segment_count(log), 2);
+			int64_t mts = 0;
+			assert_int_equal(mk_log_segment_max_timestamp(log, 0, &mts),
+					 MK_OK);
+			assert_int_equal(mts, 50);
+			if (crash)
+				mk_failpoint_arm("log.truncate.after-cut", 1);
+			assert_int_equal(mk_log_truncate_to(log, 1), MK_OK);
+			if (crash)
+				_exit(3);   /* the point was never reached */
+		} else {
+			int status = 0;
+			assert_int_equal(waitpid(pid, &status, 0), pid);
+			assert_true(WIFSIGNALED(status));
+			log = open_log(f, seg_bytes, 1 << 20, 0);
+		}
+		assert_int_equal(mk_log_end_offset(log), 1);
+		assert_int_equal(mk_log_segment_count(log), 1);
+		/* Three batches join segment 0, the fourth rolls. */
+		for (int i = 0; i < 4; i++)
+			append_n(log, 0, 1, more + i, 60);
+		assert_int_equal(mk_log_segment_count(log), 2);
+		for (int pass = 0; pass < 2; pass++) {
+			int64_t mts = 0, off;
+			assert_int_equal(mk_log_segment_max_timestamp(log, 0, &mts),
+					 MK_OK);
+			assert_int_equal(mts, 15);
+			assert_int_equal(mk_log_offset_for_time(log, 13, &off), MK_OK);
+			assert_int_equal(off, 1);
+			assert_int_equal(mk_log_offset_for_time(log, 16, &off), MK_OK);
+			assert_int_equal(off, 4);
+			mk_log_close(log);
+			log = open_log(f, seg_bytes, 1 << 20, 0);
+		}
+		mk_log_close(log);
+	}
 }
 
 /* The log start offset comes from the checkpoint and bounds reads. */
@@ -2160,6 +2229,7 @@ int main(void)
 		T(test_roll),
 		T(test_oversized_batch),
 		T(test_offset_for_time),
+		T(test_truncate_sealed_max_timestamp),
 		T(test_time_index_max_so_far),
 		T(test_seal_final_entry),
 		T(test_log_start_from_checkpoint),

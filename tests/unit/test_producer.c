@@ -1204,6 +1204,180 @@ static void test_acc_runs_match_one_at_a_time(void **state)
 	compare_one_and_all(f, "one", "all", recs, NREC, NPART);
 }
 
+/*
+ * Where keyless records go after an append of keyed records only must not
+ * depend on whether that append took its records one at a time or grouped
+ * by partition: the sticky partition moves on by one each time its batch
+ * closes, in the order the records close batches. Here the keyed append
+ * closes partition 1's batch and then the sticky partition 0's (sticky
+ * becomes 1); taken partition by partition, 0's closed first and then 1's
+ * too moved the sticky partition on (to 2).
+ */
+static void test_acc_sticky_after_grouped_keyed(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 1);
+	open_cluster(f);
+	/* One-byte keys hashing to partitions 0 and 1 (of 3). */
+	static char k[3][2];
+	int found = 0;
+	for (char c = 'a'; c <= 'z' && found != 3; c++) {
+		char s[2] = { c, 0 };
+		int pt = pfk(s, 3);
+		if (pt >= 0 && pt < 2 && !(found & (1 << pt))) {
+			memcpy(k[pt], s, 2);
+			found |= 1 << pt;
+		}
+	}
+	assert_int_equal(found, 3);
+	/* Every record is 2 bytes of key and value: batches of two. */
+	mk_producer_limits lim = { frame_bytes(2), 1000000 };
+	mk_producer_opts o = { .acks = 1, .seq = -1, .limits = &lim };
+	mk_record_in keyless = { MK_BYTES_NULL, mk_bytes_of("x0", 2), NULL, 0 };
+	mk_record_in keyed[3] = {
+		{ mk_bytes_of(k[1], 1), mk_bytes_of("a", 1), NULL, 0 },
+		{ mk_bytes_of(k[1], 1), mk_bytes_of("b", 1), NULL, 0 },
+		{ mk_bytes_of(k[0], 1), mk_bytes_of("c", 1), NULL, 0 },
+	};
+	mk_record_in after = { MK_BYTES_NULL, mk_bytes_of("y0", 2), NULL, 0 };
+	const char *names[2] = { "one", "all" };
+	int64_t leos[2][3];
+	for (int t = 0; t < 2; t++) {
+		create(f, names[t], 3, 1);
+		mk_producer *p;
+		mk_strbuf why = MK_STRBUF_INIT;
+		size_t taken;
+		assert_int_equal(mk_producer_open(f->ps, f->t, MK_PARTITION_ANY,
+						  &o, &p, &why), MK_OK);
+		/* The sticky partition: 0 (a new topic's first). */
+		assert_int_equal(mk_producer_send(p, &keyless, 1, NULL, &taken,
+						  &why), MK_OK);
+		if (t == 0) {
+			for (int i = 0; i < 3; i++)
+				assert_int_equal(mk_producer_send(p, &keyed[i], 1, NULL,
+								  &taken, &why), MK_OK);
+		} else {
+			assert_int_equal(mk_producer_send(p, keyed, 3, NULL, &taken,
+							  &why), MK_OK);
+		}
+		assert_int_equal(leo(f, 0), 2);
+		assert_int_equal(leo(f, 1), 2);
+		assert_int_equal(mk_producer_send(p, &after, 1, NULL, &taken,
+						  &why), MK_OK);
+		assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+		mk_strbuf_release(&why);
+		for (int i = 0; i < 3; i++)
+			leos[t][i] = leo(f, i);
+	}
+	/* One at a time: y0 on partition 1 (the one after 0). */
+	assert_int_equal(leos[0][0], 2);
+	assert_int_equal(leos[0][1], 3);
+	assert_int_equal(leos[0][2], 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(leos[1][i], leos[0][i]);
+}
+
+/*
+ * A partition append is one batch checked against message.max.bytes
+ * before it is encoded: a batch exactly at the limit goes, one byte over
+ * is refused whole (nothing appended, nothing left in the producer's
+ * batch for the next append), with and without headers.
+ */
+static void test_partition_append_max_bytes_exact(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 1);
+	open_cluster(f);
+	const mk_header hdr[1] = { { mk_bytes_of("h", 1), mk_bytes_of("hv", 2) } };
+	mk_record_in recs[3] = {
+		{ mk_bytes_of("k", 1), mk_bytes_of("v0", 2), NULL, 0 },
+		{ MK_BYTES_NULL, mk_bytes_of("v1", 2), hdr, 1 },
+		{ mk_bytes_of("kk", 2), mk_bytes_of("", 0), NULL, 0 },
+	};
+	mk_batch_builder b;
+	mk_builder_init(&b, &plain_meta);
+	for (int i = 0; i < 3; i++)
+		mk_builder_add(&b, 1000, recs[i].key, recs[i].value,
+			       recs[i].headers, recs[i].nheaders);
+	int64_t exact = (int64_t)mk_builder_size(&b);
+	mk_builder_release(&b);
+	for (int over = 1; over >= 0; over--) {
+		char name[8], cfg[64];
+		snprintf(name, sizeof(name), "m%d", over);
+		snprintf(cfg, sizeof(cfg), "message.max.bytes=%lld",
+			 (long long)(exact - over));
+		tl_create_topic(f->c, name, 1, 1, cfg, NULL);
+		use_topic(f, name);
+		mk_producer_opts o = { .acks = 1, .seq = -1 };
+		mk_producer *p;
+		mk_strbuf why = MK_STRBUF_INIT;
+		size_t taken = 99;
+		assert_int_equal(mk_producer_open(f->ps, f->t, 0, &o, &p, &why),
+				 MK_OK);
+		assert_int_equal(mk_producer_send(p, recs, 3, NULL, &taken, &why),
+				 over ? MK_MESSAGE_TOO_LARGE : MK_OK);
+		assert_int_equal(taken, over ? 0 : 3);
+		assert_int_equal(leo(f, 0), over ? 0 : 3);
+		/* The next append starts from an empty batch. */
+		mk_strbuf_reset(&why);
+		assert_int_equal(mk_producer_send(p, recs, 2, NULL, &taken, &why),
+				 MK_OK);
+		assert_int_equal(taken, 2);
+		assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+		mk_strbuf_release(&why);
+		contents r;
+		read_part(part(f, 0), &r);
+		assert_int_equal(r.nbatches, over ? 1 : 2);
+		assert_int_equal(r.b[r.nbatches - 1].count, 2);
+		assert_int_equal(r.n, over ? 2 : 5);
+	}
+}
+
+/*
+ * A topic append checks every record against message.max.bytes before
+ * adding any: a record whose one-record batch is exactly the limit goes;
+ * one byte more refuses the whole append (the records before it too).
+ */
+static void test_topic_append_max_bytes_exact(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 1);
+	open_cluster(f);
+	static char big[101];
+	memset(big, 'b', 100);
+	mk_record_in recs[3] = {
+		{ MK_BYTES_NULL, mk_bytes_of("s0", 2), NULL, 0 },
+		{ mk_bytes_of("k", 1), mk_bytes_of(big, 99), NULL, 0 },
+		{ MK_BYTES_NULL, mk_bytes_of("s1", 2), NULL, 0 },
+	};
+	int64_t limit = (int64_t)mk_frame_size_of_one(recs[1].key, recs[1].value,
+						      NULL, 0);
+	char cfg[64];
+	snprintf(cfg, sizeof(cfg), "message.max.bytes=%lld", (long long)limit);
+	tl_create_topic(f->c, "t", 2, 1, cfg, NULL);
+	use_topic(f, "t");
+	mk_producer_limits lim = { 1 << 20, 1000000 };
+	mk_producer_opts o = { .acks = 1, .seq = -1, .limits = &lim };
+	mk_producer *p;
+	mk_strbuf why = MK_STRBUF_INIT;
+	size_t taken = 99;
+	assert_int_equal(mk_producer_open(f->ps, f->t, MK_PARTITION_ANY, &o, &p,
+					  &why), MK_OK);
+	recs[1].value = mk_bytes_of(big, 100);
+	assert_int_equal(mk_producer_send(p, recs, 3, NULL, &taken, &why),
+			 MK_MESSAGE_TOO_LARGE);
+	assert_int_equal(taken, 0);
+	assert_int_equal(mk_producer_flush(p, NULL, &why), MK_OK);
+	assert_int_equal(leo(f, 0) + leo(f, 1), 0);
+	recs[1].value = mk_bytes_of(big, 99);
+	mk_strbuf_reset(&why);
+	assert_int_equal(mk_producer_send(p, recs, 3, NULL, &taken, &why), MK_OK);
+	assert_int_equal(taken, 3);
+	assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+	assert_int_equal(leo(f, 0) + leo(f, 1), 3);
+	mk_strbuf_release(&why);
+}
+
 /* Under the manual clock a lingering batch goes when linger.ms passes. */
 static void test_acc_linger(void **state)
 {
@@ -2126,6 +2300,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_acc_runs_match_one_at_a_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_sticky, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_partition_append_max_bytes_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_topic_append_max_bytes_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acc_sticky_after_grouped_keyed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_keys_flush_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_receipts_acks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acc_free_flushes, setup, teardown),
