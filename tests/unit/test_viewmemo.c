@@ -278,6 +278,21 @@ static void test_step(void **state)
 	assert_int_equal(refs(&t), 100);
 }
 
+/* Learn path as a view of partition part of t (10 records, 1000 bytes)
+ * and open it paged; the view is told 1000 bytes. */
+static mk_view_pages *open_learned(mk_viewmemo *vm, mk_topic *t,
+				   const char *path, int part)
+{
+	mk_view_id id = { t, part, 5, 0 };
+	int64_t end;
+	bool fresh;
+	mk_viewmemo_learn(vm, path, &id, 10, 1000, ref(t));
+	mk_view_pages *pg = mk_viewmemo_open(vm, path, &id, 0, &end, &fresh);
+	assert_non_null(pg);
+	mk_viewmemo_opened(vm, pg, 42, NULL, fresh);
+	return pg;
+}
+
 /*
  * Steps wait in the kernel for reads that other workers answer: at most
  * max_stepping run at once, across names; a stat that finds them taken
@@ -292,15 +307,10 @@ static void test_step_budget(void **state)
 	mk_view_pages *pg[3];
 	int64_t end;
 	long long size;
-	bool fresh;
 	for (int i = 0; i < 3; i++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/topics/t/%d/records", i);
-		mk_view_id id = { &t, i, 5, 0 };
-		mk_viewmemo_learn(vm, path, &id, 10, 1000, ref(&t));
-		pg[i] = mk_viewmemo_open(vm, path, &id, 0, &end, &fresh);
-		assert_non_null(pg[i]);
-		mk_viewmemo_opened(vm, pg[i], 42, NULL, fresh);
+		pg[i] = open_learned(vm, &t, path, i);
 	}
 	assert_true(mk_viewmemo_step_begin(vm, pg[0], 6, &end, &size));
 	assert_true(mk_viewmemo_step_begin(vm, pg[1], 6, &end, &size));
@@ -323,10 +333,7 @@ static void test_step_budget(void **state)
 	/* None allowed: never a step. */
 	mk_viewmemo_free(vm);
 	vm = mk_viewmemo_new(NULL, 0);
-	mk_view_id id = { &t, 0, 5, 0 };
-	mk_viewmemo_learn(vm, "/r", &id, 10, 1000, ref(&t));
-	mk_view_pages *a = mk_viewmemo_open(vm, "/r", &id, 0, &end, &fresh);
-	mk_viewmemo_opened(vm, a, 42, NULL, fresh);
+	mk_view_pages *a = open_learned(vm, &t, "/r", 0);
 	assert_false(mk_viewmemo_step_begin(vm, a, 6, &end, &size));
 	mk_viewmemo_close(vm, a, false);
 	mk_viewmemo_free(vm);
@@ -357,14 +364,10 @@ static void test_stop(void **state)
 	mk_view_pages *pg[2];
 	int64_t end;
 	long long size;
-	bool fresh;
 	for (int i = 0; i < 2; i++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/topics/t/%d/records", i);
-		mk_view_id id = { &t, i, 5, 0 };
-		mk_viewmemo_learn(vm, path, &id, 10, 1000, ref(&t));
-		pg[i] = mk_viewmemo_open(vm, path, &id, 0, &end, &fresh);
-		mk_viewmemo_opened(vm, pg[i], 42, NULL, fresh);
+		pg[i] = open_learned(vm, &t, path, i);
 	}
 	ndrained = 0;
 	assert_true(mk_viewmemo_step_begin(vm, pg[0], 6, &end, &size));
