@@ -364,11 +364,6 @@ bool mk_header_next(const mk_record_view *rec, size_t *pos, mk_header *h)
 /* ---- encoding ------------------------------------------------------------ */
 
 /* Bytes a field takes after its length prefix. */
-static size_t blob_size(mk_bytes b)
-{
-	assert(b.len >= -1);
-	return b.len > 0 ? (size_t)b.len : 0;
-}
 
 static uint8_t *put_bytes(uint8_t *p, mk_bytes b)
 {
@@ -402,7 +397,7 @@ static size_t begin_frame(mk_strbuf *sb, const mk_batch_meta *meta,
 	check_meta(meta, flags);
 	size_t start = sb->len;
 	size_t n = MK_FRAME_HEADER + MK_BATCH_FIXED + 2 +
-		   blob_size(meta->txn_id) + 4;
+		   mk_blob_size(meta->txn_id) + 4;
 	mk_strbuf_grow(sb, n);
 	uint8_t *f = (uint8_t *)sb->buf + start;
 	memset(f, 0, n);
@@ -520,16 +515,8 @@ void mk_builder_reset(mk_batch_builder *b, const mk_batch_meta *meta)
 void mk_builder_add(mk_batch_builder *b, int64_t timestamp, mk_bytes key,
 		    mk_bytes value, const mk_header *headers, size_t nheaders)
 {
-	assert(!b->finished);
-	assert(b->next_delta < INT32_MAX);
 	mk_record_in r = { key, value, headers, nheaders };
-	add_record(&b->frame, b->next_delta, timestamp, &r);
-	if (b->count == 0 || timestamp > b->max_timestamp)
-		b->max_timestamp = timestamp;
-	if (b->count == 0)
-		b->first_timestamp = timestamp;
-	b->count++;
-	b->next_delta++;
+	mk_builder_add_many(b, timestamp, &r, 1, mk_record_size(&r));
 }
 
 void mk_builder_add_many(mk_batch_builder *b, int64_t timestamp,

@@ -54,6 +54,7 @@
 #ifndef MK_CODEC_H
 #define MK_CODEC_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -233,16 +234,22 @@ typedef struct {
 #define MK_RECORD_FIXED (4 + 8 + 4 + 4 + 4)
 #define MK_HEADER_FIXED (2 + 4)
 
+/* Bytes a length-prefixed field's content takes (null: none). */
+static inline size_t mk_blob_size(mk_bytes b)
+{
+	assert(b.len >= -1);
+	return b.len > 0 ? (size_t)b.len : 0;
+}
+
 /* Bytes one record takes inside a batch (inline: a producer sizes every
  * record it routes). */
 static inline size_t mk_record_size(const mk_record_in *r)
 {
-	size_t n = MK_RECORD_FIXED + (r->key.len > 0 ? (size_t)r->key.len : 0) +
-		   (r->value.len > 0 ? (size_t)r->value.len : 0);
+	size_t n = MK_RECORD_FIXED + mk_blob_size(r->key) +
+		   mk_blob_size(r->value);
 	for (size_t i = 0; i < r->nheaders; i++)
-		n += MK_HEADER_FIXED +
-		     (r->headers[i].name.len > 0 ? (size_t)r->headers[i].name.len : 0) +
-		     (r->headers[i].value.len > 0 ? (size_t)r->headers[i].value.len : 0);
+		n += MK_HEADER_FIXED + mk_blob_size(r->headers[i].name) +
+		     mk_blob_size(r->headers[i].value);
 	return n;
 }
 
