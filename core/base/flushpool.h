@@ -19,6 +19,9 @@
  * milliseconds, and the next segments' files, queued behind them, were
  * made by the rolls themselves on the append path).
  *
+ * Its threads run under SCHED_BATCH (flushpool.c says why): their work
+ * shares the CPU fairly but never preempts the thread that woke them.
+ *
  * Locking: pool->lock guards the queue and every task's queued/running/
  * again flags; it is never held while a task runs, so a task may take its
  * owner's locks and submit itself again. Owners may submit while holding

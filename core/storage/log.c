@@ -45,10 +45,13 @@
  * Threads. Everything but the flusher runs on the owner's thread, under the
  * owner's lock (log.h). The flusher touches: its queue (fl.lock); the
  * segments queued, through mk_segment_flush() only (see segment.h for why
- * reads of them may go on meanwhile); and, under state_lock, the recovery
- * point, the epoch cache (read) and the checkpoint file. So the owner's
- * thread takes state_lock to change the epoch cache or the recovery point
- * and to write the checkpoint, and waits for the flusher to be idle
+ * reads of them may go on meanwhile); under state_lock, the recovery
+ * point and the epoch cache (read); and, under ckpt_lock (outer to
+ * state_lock), the checkpoint file. So the owner's thread takes state_lock
+ * to change the epoch cache or the recovery point, ckpt_lock to write the
+ * checkpoint (its text is made under both, the file written with
+ * state_lock released: a roll's mirror_bases never waits behind a
+ * checkpoint's fsyncs), and waits for the flusher to be idle
  * (flusher_wait) before it changes or removes anything but the active
  * segment: truncation, index rebuilds, flush, close. The prepare task
  * (prep_run) touches only the prepared.*.tmp files and fl.prep (under
@@ -149,15 +152,19 @@ struct mk_log {
 	/* Under state_lock (written by the owner's thread, or the flusher;
 	 * start_offset by the owner's, read by the flusher's checkpoint): */
 	int64_t start_offset;       /* set at open and by the cleaner hooks */
-	pthread_mutex_t state_lock; /* also serialises checkpoint writes */
+	pthread_mutex_t state_lock;
 	int64_t recovery_point;     /* below it, everything was fsynced */
-	mk_strbuf ckpt_last;        /* what the checkpoint file last got */
 	int64_t ckpt_at_ms;         /* the flusher's last write (monotonic) */
 	uint64_t ckpt_lag;          /* bytes flushed since, not in the file */
 	mk_epoch_entry *epochs;     /* epochs and starts strictly increasing */
 	size_t nepochs, epochs_cap;
 	int64_t *bases;             /* segs' base offsets, as the checkpoint */
 	size_t nbases, bases_cap;   /* lists them (mirrored by the owner) */
+	/* ckpt_lock serialises checkpoint file writes (outer to state_lock,
+	 * which is only held to format the text): a write's fsyncs never
+	 * hold up the owner's state_lock (mirror_bases at every roll). */
+	pthread_mutex_t ckpt_lock;
+	mk_strbuf ckpt_last;        /* what the checkpoint file last got */
 	/* The owner's thread only: */
 	int64_t unflushed;          /* records appended since the last fsync */
 	int64_t prep_base;          /* the active segment whose successor's
@@ -369,13 +376,15 @@ static void mirror_bases(mk_log *log)
 	pthread_mutex_unlock(&log->state_lock);
 }
 
-/* Under state_lock (or before the flusher exists). */
-/* Replace the checkpoint, unless it already says exactly this (a close
- * or flush with nothing new then costs no fsync). */
-static mk_err ckpt_write_locked(mk_log *log, mk_strbuf *why)
+/* Under ckpt_lock, state_lock not held (or before the flusher exists):
+ * replace the checkpoint with text (ckpt_format's, made under state_lock
+ * after ckpt_lock was taken, so writes land in the order of the states
+ * they show), unless it already says exactly this (a close or flush with
+ * nothing new then costs no fsync). Takes text. */
+static mk_err ckpt_store(mk_log *log, mk_strbuf *text_in, mk_strbuf *why)
 {
-	mk_strbuf text = MK_STRBUF_INIT;
-	ckpt_format(log, &text);
+	mk_strbuf text = *text_in;
+	*text_in = (mk_strbuf)MK_STRBUF_INIT;
 	if (log->ckpt_last.len == text.len &&
 	    memcmp(log->ckpt_last.buf, text.buf, text.len) == 0) {
 		mk_strbuf_release(&text);
@@ -395,11 +404,14 @@ static mk_err ckpt_write_locked(mk_log *log, mk_strbuf *why)
 
 static mk_err ckpt_write(mk_log *log)
 {
-	mk_strbuf why = MK_STRBUF_INIT;
+	mk_strbuf why = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
 	mirror_bases(log);
+	pthread_mutex_lock(&log->ckpt_lock);
 	pthread_mutex_lock(&log->state_lock);
-	mk_err err = ckpt_write_locked(log, &why);
+	ckpt_format(log, &text);
 	pthread_mutex_unlock(&log->state_lock);
+	mk_err err = ckpt_store(log, &text, &why);
+	pthread_mutex_unlock(&log->ckpt_lock);
 	if (err) {
 		mk_strbuf_reset(&log->err);
 		mk_strbuf_add(&log->err, why.buf, why.len);
@@ -560,18 +572,24 @@ static mk_err run_jobs(mk_log *log, const flush_job *jobs, size_t n,
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	mk_err err = MK_OK;
+	mk_strbuf text = MK_STRBUF_INIT;
+	pthread_mutex_lock(&log->ckpt_lock);
 	pthread_mutex_lock(&log->state_lock);
 	if (jobs[n - 1].next > log->recovery_point)
 		log->recovery_point = jobs[n - 1].next;
 	for (size_t i = 0; i < n; i++)
 		log->ckpt_lag += jobs[i].bytes;
-	if (log->ckpt_lag >= CKPT_LAG_BYTES ||
-	    now - log->ckpt_at_ms >= CKPT_INTERVAL_MS) {
-		err = ckpt_write_locked(log, why);
+	bool write = log->ckpt_lag >= CKPT_LAG_BYTES ||
+		     now - log->ckpt_at_ms >= CKPT_INTERVAL_MS;
+	if (write) {
+		ckpt_format(log, &text);
 		log->ckpt_at_ms = now;
 		log->ckpt_lag = 0;
 	}
 	pthread_mutex_unlock(&log->state_lock);
+	if (write)
+		err = ckpt_store(log, &text, why);
+	pthread_mutex_unlock(&log->ckpt_lock);
 	return err;
 }
 
@@ -876,6 +894,7 @@ static void log_free(mk_log *log)
 	pthread_mutex_destroy(&log->fl.lock);
 	pthread_cond_destroy(&log->fl.cond);
 	pthread_mutex_destroy(&log->state_lock);
+	pthread_mutex_destroy(&log->ckpt_lock);
 	free(log);
 }
 
@@ -925,6 +944,7 @@ static mk_log *log_new(const char *dir, const mk_log_config *cfg)
 	mk_strbuf_init(&log->err, 0);
 	mk_strbuf_init(&log->ckpt_last, 0);
 	pthread_mutex_init(&log->state_lock, NULL);
+	pthread_mutex_init(&log->ckpt_lock, NULL);
 	pthread_mutex_init(&log->fl.lock, NULL);
 	pthread_cond_init(&log->fl.cond, NULL);
 	log->fl.task.run = flusher_run;
@@ -2058,12 +2078,16 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	 * so that a crash at any step of the swap never finds a listed
 	 * segment missing at open; it lists the new ones once they are in. */
 	mirror_bases(log);
+	mk_strbuf text = MK_STRBUF_INIT;
+	pthread_mutex_lock(&log->ckpt_lock);
 	pthread_mutex_lock(&log->state_lock);
 	memmove(log->bases + first, log->bases + first + n,
 		(log->nbases - first - n) * sizeof(*log->bases));
 	log->nbases -= n;
-	err = ckpt_write_locked(log, &msg);
+	ckpt_format(log, &text);
 	pthread_mutex_unlock(&log->state_lock);
+	err = ckpt_store(log, &text, &msg);
+	pthread_mutex_unlock(&log->ckpt_lock);
 	if (err) {
 		storage_error(log, &msg);
 		goto out;

@@ -3,7 +3,8 @@
  * it (core/storage/log.c): order and re-submission of tasks, removal, one pool for
  * many logs (the thread count does not grow with them), and a roll whose
  * fsync cannot start (the pool's only thread is held by a gated task)
- * never blocking appends. Every wait is on an explicit event.
+ * never blocking appends; pool threads run under SCHED_BATCH. Every wait is
+ * on an explicit event.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -101,6 +103,46 @@ static void test_resubmit_while_running(void **state)
 	mk_flush_pool_remove(p, &b.task);
 	assert_string_equal(order, "ABA");
 	mk_flush_pool_free(p);
+}
+
+/* Every pool thread, the quick one included, runs its tasks under
+ * SCHED_BATCH: waking one never preempts the thread that woke it. */
+typedef struct {
+	mk_flush_task task;
+	int policy;
+	bool ran;
+} policy_task;
+
+static void policy_run(mk_flush_task *t)
+{
+	policy_task *r = (policy_task *)t;
+	pthread_mutex_lock(&mu);
+	r->policy = sched_getscheduler(0);
+	r->ran = true;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static void test_threads_are_batch(void **state)
+{
+	(void)state;
+	mk_flush_pool *p = mk_flush_pool_new(2);
+	assert_int_equal(mk_flush_pool_threads(p), 2);
+	policy_task slow = { { .run = policy_run }, -1, false };
+	policy_task quick = { { .run = policy_run, .quick = true }, -1, false };
+	mk_flush_pool_submit(p, &slow.task);
+	mk_flush_pool_submit(p, &quick.task);
+	pthread_mutex_lock(&mu);
+	while (!slow.ran || !quick.ran)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	mk_flush_pool_remove(p, &slow.task);
+	mk_flush_pool_remove(p, &quick.task);
+	mk_flush_pool_free(p);
+	assert_int_equal(slow.policy, SCHED_BATCH);
+	assert_int_equal(quick.policy, SCHED_BATCH);
+	/* The caller's own policy is untouched. */
+	assert_int_not_equal(sched_getscheduler(0), SCHED_BATCH);
 }
 
 /* A removed task that was queued never runs. */
@@ -342,6 +384,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resubmit_while_running),
 		cmocka_unit_test(test_remove_queued),
+		cmocka_unit_test(test_threads_are_batch),
 		cmocka_unit_test(test_quick_task_never_waits),
 		cmocka_unit_test(test_created_pool_runs_after_start),
 		cmocka_unit_test(test_partial_start_runs_every_task),
