@@ -3,9 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -176,6 +178,21 @@ mk_err mk_mkdirs(const char *path)
 	}
 	mk_strbuf_release(&p);
 	return err;
+}
+
+bool mk_dir_spread_subdirs(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	int flags = 0;
+	bool ok = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+	if (ok && !(flags & FS_TOPDIR_FL)) {
+		flags |= FS_TOPDIR_FL;
+		ok = ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+	}
+	close(fd);
+	return ok;
 }
 
 static int remove_one(const char *path, const struct stat *st, int flag,

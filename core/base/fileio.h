@@ -31,6 +31,16 @@ mk_err mk_fsync_dir(const char *dir);
 /* mkdir -p; existing directories are fine. Each directory it creates is
  * fsynced into its parent. */
 mk_err mk_mkdirs(const char *path);
+/*
+ * Ask the file system to place dir's subdirectories apart from each other
+ * (ext2/3/4: the FS_TOPDIR_FL attribute, `chattr +T`, read by the Orlov
+ * allocator: each new subdirectory goes to a block group of its own
+ * choosing instead of its parent's). A hint, for a directory whose
+ * subdirectories are unrelated trees (a broker's partition directories):
+ * false when the file system has no such attribute or refused it, which
+ * changes nothing else. Already set: no write.
+ */
+bool mk_dir_spread_subdirs(const char *dir);
 /* rm -rf of a directory we own. */
 mk_err mk_remove_tree(const char *path);
 /* Write all of buf at off, retrying short writes and EINTR. */

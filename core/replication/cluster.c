@@ -1181,7 +1181,8 @@ static bool known_replica(const mk_metadata *md, int broker, const char *part)
 /*
  * Partition directories the metadata does not know are left by a creation
  * that crashed before its save (or a deletion of old): not a topic's data.
- * They go at mount, each with an /errors line.
+ * They go at mount, each with an /errors line. Every broker directory is
+ * marked for spread partition directories on the way.
  */
 static void sweep_strays(mk_cluster *c, const mk_metadata *md)
 {
@@ -1197,6 +1198,9 @@ static void sweep_strays(mk_cluster *c, const mk_metadata *md)
 			continue;
 		mk_strbuf_reset(&path);
 		mk_strbuf_addf(&path, "%s/%s", c->data_dir, e->d_name);
+		/* A broker directory made before they were marked gets the
+		 * mark (replica.c, broker_dir): a no-op once set. */
+		mk_dir_spread_subdirs(path.buf);
 		DIR *bd = opendir(path.buf);
 		if (!bd)
 			continue;

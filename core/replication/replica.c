@@ -35,6 +35,30 @@ static void log_dir(const mk_env *env, int broker, const char *topic, int id,
 	mk_strbuf_addf(out, "%s/broker-%d/%s-%d", env->data_dir, broker, topic, id);
 }
 
+/*
+ * Make a broker's directory when missing, marked so that the file system
+ * spreads its partition directories (mk_dir_spread_subdirs). Why: on ext4,
+ * files go to their directory's block group, and an inode allocation scans
+ * past every inode of that group deleted in the last minutes (journal-less
+ * ext4 does not reuse them at once). With every partition in its parent's
+ * group, deletions anywhere near (retention, a deleted topic, another
+ * program's) made each segment file creation cost up to a millisecond
+ * (issue 11: 1 MiB segments on a disk with recent deletions appended at
+ * 440 MB/s, 740 with the partitions spread).
+ */
+static mk_err broker_dir(const mk_env *env, int broker, mk_strbuf *out)
+{
+	mk_strbuf_reset(out);
+	mk_strbuf_addf(out, "%s/broker-%d", env->data_dir, broker);
+	struct stat sb;
+	if (stat(out->buf, &sb) == 0)
+		return MK_OK;
+	mk_err err = mk_mkdirs(out->buf);
+	if (!err)
+		mk_dir_spread_subdirs(out->buf);
+	return err;
+}
+
 static mk_log_config log_config(const mk_topic_config *tc)
 {
 	mk_log_config lc = {
@@ -565,8 +589,11 @@ mk_err mk_partition_create(const mk_env *env, const char *topic, int id,
 	mk_strbuf dir = MK_STRBUF_INIT;
 	mk_err err = MK_OK;
 	for (int i = 0; i < st->nreplicas && !err; i++) {
-		log_dir(env, st->brokers[i], topic, id, &dir);
-		err = mk_mkdirs(dir.buf);
+		err = broker_dir(env, st->brokers[i], &dir);
+		if (!err) {
+			log_dir(env, st->brokers[i], topic, id, &dir);
+			err = mk_mkdirs(dir.buf);
+		}
 	}
 	mk_strbuf_release(&dir);
 	if (err) {
