@@ -520,6 +520,37 @@ static void copy_keep(mk_partition *p, int i, int64_t from, mk_fetch_copy *fc)
 }
 
 /*
+ * Under p->lock, right after the leader appended frames [0, n) (stamped:
+ * the bytes its log now ends with, from offset `from` on) for a writer
+ * that will copy them to its followers: they become the kept copy, so the
+ * writer's fetches (and a fetcher's at the same position) take them from
+ * memory instead of reading back what was just written (a read of the
+ * page cache and a walk of every record, per write). Above
+ * replica.fetch.max.bytes the followers read as usual.
+ */
+static void copy_seed(mk_partition *p, uint8_t *const *frames,
+		      const size_t *lens, size_t n, int64_t from)
+{
+	copy_drop(p);
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += lens[i];
+	if (n == 0 || total > (size_t)p->env->cfg->replica_fetch_max_bytes)
+		return;
+	mk_fetch_copy *fc = copy_new();
+	mk_strbuf_grow(&fc->buf, total);
+	for (size_t i = 0; i < n; i++)
+		mk_strbuf_add(&fc->buf, frames[i], lens[i]);
+	const mk_replica *l = &p->replicas[p->leader];
+	fc->leader = p->leader;
+	fc->epoch = p->leader_epoch;
+	fc->from = from;
+	fc->leader_start = mk_log_start_offset(l->log);
+	fc->leader_end = mk_log_end_offset(l->log);
+	p->copy = fc;
+}
+
+/*
  * Under p->lock: wait until no follower fetch is in flight. None starts
  * before the caller unlocks, so until then every log is the caller's to
  * call (and the leader cannot change under a fetch). The kept copy goes:
@@ -1206,7 +1237,10 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 		return err;
 	}
 	note_append(l, frame, len);
-	copy_drop(p);
+	if (a->acks == -1 && a->copy_inline)
+		copy_seed(p, &frame, &len, 1, res->base);
+	else
+		copy_drop(p);
 	changed(p);
 	wake_take(p, len, wk);
 	refresh_isr(p);
@@ -1316,7 +1350,11 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 		first = err;
 	follower_wake wk = { 0 };
 	if (last < n) {
-		copy_drop(p);
+		/* Seeded only when every frame went in (one run). */
+		if (a->acks == -1 && a->copy_inline && !first)
+			copy_seed(p, frames, lens, n, res[0].base);
+		else
+			copy_drop(p);
 		changed(p);
 		wake_take(p, bytes, &wk);
 	}
@@ -1681,7 +1719,9 @@ static mk_err follower_fetch(mk_partition *p, int broker,
 		goto out;
 	int64_t hw_before = p->hw;
 	int64_t from = mk_log_end_offset(f->log);
-	if (!(fc = copy_reuse(p, from))) {
+	if ((fc = copy_reuse(p, from))) {
+		copy_keep(p, i, from, fc);    /* the other follower's too */
+	} else {
 		fc = copy_new();
 		p->leader_reads++;
 		err = mk_log_read(l->log, from, mk_log_end_offset(l->log),
