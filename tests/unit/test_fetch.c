@@ -1081,6 +1081,35 @@ static void test_seeded_copy_is_the_log(void **state)
 }
 
 /*
+ * Nothing is kept for followers that will not fetch from where the
+ * writer's frames start: both behind, or none at all (RF 1).
+ */
+static void test_seed_only_for_a_follower_at_its_start(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	produce(f->p, "a");                 /* the followers stay at 0 */
+	mk_produce_result res;
+	assert_int_equal(write_all(f->p, "b", &res), MK_OK);
+	assert_false(kept(f));
+	fetch(f, 2);                        /* one read: "a" and "b" */
+	assert_int_equal(leo_of(f->p, 2), 2);
+	assert_int_equal(write_all(f->p, "c", &res), MK_OK);
+	assert_true(kept(f));               /* broker 2 starts at 2 */
+	converge(f);
+
+	tl_create_topic(f->c, "one", 1, 1, NULL, NULL);
+	mk_topic *t = mk_cluster_topic(f->c, "one");
+	assert_non_null(t);
+	mk_partition *p = mk_topic_partition(t, 0);
+	assert_int_equal(write_all(p, "x", &res), MK_OK);
+	pthread_mutex_lock(&p->lock);
+	assert_null(p->copy);
+	pthread_mutex_unlock(&p->lock);
+	mk_topic_put(t);
+}
+
+/*
  * A kept copy of the writer's frames is used only while the leader's log
  * is as it was: a log start moved by a deletion (which does not settle),
  * another append, or a leader change in between make the followers read
@@ -1348,6 +1377,7 @@ int main(void)
 		T(test_writer_copy_only_acks_all_auto),
 		T(test_seeded_copy_is_the_log),
 		T(test_seeded_copy_not_used_after_change),
+		T(test_seed_only_for_a_follower_at_its_start),
 		T(test_writer_copy_auto_producer),
 		T(test_writer_skips_fetch_in_flight),
 		T(test_crash_waits_for_writer_copy),
