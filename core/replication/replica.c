@@ -537,6 +537,19 @@ static void copy_seed(mk_partition *p, uint8_t *const *frames,
 		total += lens[i];
 	if (n == 0 || total > (size_t)p->env->cfg->replica_fetch_max_bytes)
 		return;
+	/* Only for a follower whose next fetch starts at `from` (its log
+	 * ends there, or its fetch in flight will end there): not at RF 1,
+	 * nor with every follower offline or behind, where the copy would
+	 * cost a memcpy per write and stay until the next append. */
+	bool wanted = false;
+	for (int k = 0; k < p->nreplicas && !wanted; k++) {
+		const mk_replica *r = &p->replicas[k];
+		wanted = k != p->leader && r->log &&
+			 (r->fetching ? r->fetch_target
+				      : mk_log_end_offset(r->log)) == from;
+	}
+	if (!wanted)
+		return;
 	mk_fetch_copy *fc = copy_new();
 	mk_strbuf_grow(&fc->buf, total);
 	for (size_t i = 0; i < n; i++)

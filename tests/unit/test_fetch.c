@@ -182,7 +182,7 @@ static bool in_isr(mk_partition *p, int b)
 }
 
 /* Every online follower fetched until nothing moves; then every replica
- * holds the leader's frames byte for byte. */
+ * holds the leader's frames byte for byte (from the leader's log start). */
 static void converge(fixture *f)
 {
 	for (int round = 0; round < 4; round++)
@@ -191,14 +191,16 @@ static void converge(fixture *f)
 	assert_int_equal(in.hw, in.leo);
 	mk_strbuf lead = MK_STRBUF_INIT, copy = MK_STRBUF_INIT;
 	int64_t vis;
-	assert_int_equal(mk_partition_replica_fetch(f->p, -1, 0, false, SIZE_MAX,
-						    &lead, &vis, NULL), MK_OK);
+	assert_int_equal(mk_partition_replica_fetch(f->p, -1, in.log_start, false,
+						    SIZE_MAX, &lead, &vis, NULL),
+			 MK_OK);
 	for (int b = 1; b <= 3; b++) {
 		if (!in.replicas[b - 1].online)
 			continue;
 		assert_int_equal(in.replicas[b - 1].leo, in.leo);
 		mk_strbuf_reset(&copy);
-		assert_int_equal(mk_partition_replica_fetch(f->p, b, 0, false,
+		assert_int_equal(mk_partition_replica_fetch(f->p, b,
+							    in.log_start, false,
 							    SIZE_MAX, &copy,
 							    &vis, NULL), MK_OK);
 		assert_int_equal(copy.len, lead.len);
@@ -967,6 +969,213 @@ static void test_writer_copy_only_acks_all_auto(void **state)
 	converge(f);
 }
 
+/* ---- the writer's frames as the kept copy (copy_seed) --------------------- */
+
+/* An acks=all append of frames [0, n) whose writer waits (copy_inline);
+ * values vals[i], one record each. Returns the first error. */
+static mk_err write_all_many(mk_partition *p, const char *const *vals,
+			     size_t n)
+{
+	mk_strbuf b[8];
+	uint8_t *frames[8];
+	size_t lens[8];
+	mk_produce_result res[8];
+	assert_true(n <= 8);
+	for (size_t i = 0; i < n; i++) {
+		mk_strbuf_init(&b[i], 0);
+		tl_frame(&b[i], 0, -1, &vals[i], 1, NULL);
+		frames[i] = (uint8_t *)b[i].buf;
+		lens[i] = b[i].len;
+	}
+	mk_produce_args a = { .acks = -1, .defer_ack = true,
+			      .copy_inline = true };
+	mk_err err = mk_partition_produce_many(p, frames, lens, n, &a, res,
+					       NULL);
+	for (size_t i = 0; i < n; i++)
+		mk_strbuf_release(&b[i]);
+	return err;
+}
+
+static size_t leader_segments(fixture *f)
+{
+	mk_segment_info *infos = NULL;
+	size_t n = mk_partition_segments(f->p, &infos, NULL);
+	free(infos);
+	return n;
+}
+
+/*
+ * In manual mode no writer copies, so what an acks=all append keeps stays
+ * for the explicit fetches. The kept frames are byte for byte what the
+ * leader's log holds from the followers' end (converge compares every
+ * replica with the leader): frames stamped in place, an idempotent
+ * producer's fields, several frames across rolls. Both followers take
+ * them without a read of the leader's log. Not kept: a write whose frames
+ * were not all appended, or that is above replica.fetch.max.bytes (the
+ * followers then read, capped as usual).
+ */
+static void test_seeded_copy_is_the_log(void **state)
+{
+	fixture *f = *state;
+	start(f, "segment.bytes=200");
+	converge(f);
+	mk_strbuf b = MK_STRBUF_INIT;
+	mk_produce_result res;
+
+	/* Idempotent: producer id, epoch and sequence stamped first. */
+	const char *v = "idem";
+	tl_frame(&b, 0, -1, &v, 1, NULL);
+	mk_produce_args ia = { .acks = -1, .idempotent = true, .pid = 4242,
+			       .epoch = 3, .seq = -1, .count = 1,
+			       .defer_ack = true, .copy_inline = true };
+	assert_int_equal(mk_partition_produce(f->p, (uint8_t *)b.buf, b.len,
+					      &ia, NULL, &res, NULL), MK_OK);
+	assert_true(kept(f));
+	uint64_t r = reads(f);
+	fetch(f, 2);
+	assert_true(kept(f));              /* broker 3 still wants it */
+	fetch(f, 3);
+	assert_false(kept(f));
+	assert_int_equal(reads(f), r);
+	assert_int_equal(leo_of(f->p, 3), 1);
+	converge(f);
+
+	/* Several frames, rolling twice on the way (200-byte segments). */
+	size_t segs = leader_segments(f);
+	const char *six[] = { "s0", "s1", "s2", "s3", "s4", "s5" };
+	assert_int_equal(write_all_many(f->p, six, 6), MK_OK);
+	assert_true(leader_segments(f) >= segs + 2);
+	assert_true(kept(f));
+	r = reads(f);
+	fetch(f, 3);
+	fetch(f, 2);
+	assert_int_equal(reads(f), r);
+	assert_int_equal(leo_of(f->p, 2), 7);
+	converge(f);
+
+	/* A refused frame in the middle: not seeded, read back. */
+	f->p->cfg.message_max_bytes = frame_len("s0") + 1;
+	const char *mixed[] = { "m0", "a-value-far-too-large", "m2" };
+	assert_int_equal(write_all_many(f->p, mixed, 3), MK_MESSAGE_TOO_LARGE);
+	f->p->cfg.message_max_bytes = 1000000;
+	assert_false(kept(f));
+	r = reads(f);
+	fetch(f, 2);
+	assert_int_equal(reads(f), r + 1);
+	assert_int_equal(leo_of(f->p, 2), 9);
+	converge(f);
+
+	/* Above replica.fetch.max.bytes: each fetch reads at most that. */
+	int64_t max = f->c->cfg.replica_fetch_max_bytes;
+	f->c->cfg.replica_fetch_max_bytes = 2 * (int64_t)frame_len("x0");
+	const char *four[] = { "x0", "x1", "x2", "x3" };
+	assert_int_equal(write_all_many(f->p, four, 4), MK_OK);
+	assert_false(kept(f));
+	r = reads(f);
+	fetch(f, 2);
+	assert_int_equal(reads(f), r + 1);
+	assert_int_equal(leo_of(f->p, 2), 11);     /* two of the four */
+	f->c->cfg.replica_fetch_max_bytes = max;
+	converge(f);
+	mk_strbuf_release(&b);
+}
+
+/*
+ * Nothing is kept for followers that will not fetch from where the
+ * writer's frames start: both behind, or none at all (RF 1).
+ */
+static void test_seed_only_for_a_follower_at_its_start(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	produce(f->p, "a");                 /* the followers stay at 0 */
+	mk_produce_result res;
+	assert_int_equal(write_all(f->p, "b", &res), MK_OK);
+	assert_false(kept(f));
+	fetch(f, 2);                        /* one read: "a" and "b" */
+	assert_int_equal(leo_of(f->p, 2), 2);
+	assert_int_equal(write_all(f->p, "c", &res), MK_OK);
+	assert_true(kept(f));               /* broker 2 starts at 2 */
+	converge(f);
+
+	tl_create_topic(f->c, "one", 1, 1, NULL, NULL);
+	mk_topic *t = mk_cluster_topic(f->c, "one");
+	assert_non_null(t);
+	mk_partition *p = mk_topic_partition(t, 0);
+	assert_int_equal(write_all(p, "x", &res), MK_OK);
+	pthread_mutex_lock(&p->lock);
+	assert_null(p->copy);
+	pthread_mutex_unlock(&p->lock);
+	mk_topic_put(t);
+}
+
+/*
+ * A kept copy of the writer's frames is used only while the leader's log
+ * is as it was: a log start moved by a deletion (which does not settle),
+ * another append, or a leader change in between make the followers read
+ * (and get the new leader's frames, never the old ones).
+ */
+static void test_seeded_copy_not_used_after_change(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	produce(f->p, "a");
+	produce(f->p, "b");
+	converge(f);
+	mk_produce_result res;
+
+	/* The log start moves: the copy says another start. */
+	assert_int_equal(write_all(f->p, "c", &res), MK_OK);
+	assert_true(kept(f));
+	int64_t low;
+	assert_int_equal(mk_partition_delete_records(f->p, 1, &low, NULL),
+			 MK_OK);
+	assert_int_equal(low, 1);
+	uint64_t r = reads(f);
+	fetch(f, 2);
+	assert_int_equal(reads(f), r + 1);
+	assert_int_equal(leo_of(f->p, 2), 3);
+	converge(f);
+
+	/* Another append: the copy goes; the follower reads both. */
+	assert_int_equal(write_all(f->p, "d", &res), MK_OK);
+	assert_true(kept(f));
+	produce(f->p, "e");
+	assert_false(kept(f));
+	r = reads(f);
+	fetch(f, 3);
+	assert_int_equal(reads(f), r + 1);
+	assert_int_equal(leo_of(f->p, 3), 5);
+	converge(f);
+
+	/* Broker 3 is made leader with broker 1's copy of "f" kept: broker 3
+	 * never had "f"; its own "g" is what broker 2 and broker 1 (whose
+	 * "f" is a divergent tail now) must get at offset 5. */
+	assert_int_equal(write_all(f->p, "f", &res), MK_OK);
+	assert_true(kept(f));
+	int32_t epoch = info(f->p).leader_epoch;
+	assert_int_equal(mk_cluster_promote(f->c, 3, "t", 0, false, NULL),
+			 MK_OK);
+	assert_false(kept(f));
+	assert_int_equal(info(f->p).leader, 3);
+	assert_int_equal(info(f->p).leader_epoch, epoch + 1);
+	produce(f->p, "g");
+	assert_int_equal(info(f->p).leo, 6);
+	r = reads(f);
+	fetch(f, 2);
+	assert_int_equal(reads(f), r + 1);
+	converge(f);      /* every replica is the new leader's, byte for byte */
+	mk_strbuf out = MK_STRBUF_INIT;
+	int64_t vis;
+	assert_int_equal(mk_partition_replica_fetch(f->p, 1, 5, false, SIZE_MAX,
+						    &out, &vis, NULL), MK_OK);
+	mk_batch_view bv;
+	assert_int_equal(mk_frame_decode((const uint8_t *)out.buf, out.len, 0, &bv, NULL), MK_OK);
+	assert_int_equal(bv.meta.base_offset, 5);
+	assert_int_equal(bv.meta.leader_epoch, epoch + 1);
+	mk_strbuf_release(&out);
+}
+
 /* Auto mode, its fetchers running: mk_cluster_start turns the writer's
  * copy on; a producer's acks=all appends each make one or two (or skip
  * one when the follower's fetcher got there first), acks=1 none. */
@@ -1166,6 +1375,9 @@ int main(void)
 		T(test_kill_after_append),
 		T(test_writer_copies_followers),
 		T(test_writer_copy_only_acks_all_auto),
+		T(test_seeded_copy_is_the_log),
+		T(test_seeded_copy_not_used_after_change),
+		T(test_seed_only_for_a_follower_at_its_start),
 		T(test_writer_copy_auto_producer),
 		T(test_writer_skips_fetch_in_flight),
 		T(test_crash_waits_for_writer_copy),

@@ -1935,6 +1935,54 @@ static void test_roll_advances_recovery_point(void **state)
 }
 
 /*
+ * The checkpoint is written by the owner's thread (here: at each new
+ * epoch) and by the flusher (after a roll's flush) at the same time. The
+ * writes land in the order of the states they show: once an append that
+ * saw a new epoch returned, the file names that epoch (no flusher write of
+ * older text lands after it), and every segment it lists exists. Under
+ * TSan this also checks the locking of the checkpoint's state.
+ */
+static void test_checkpoint_owner_and_flusher(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1000, 100, 0);
+	char ck[256], path[256], want[64];
+	snprintf(ck, sizeof(ck), "%s/checkpoint", f->dir);
+	mk_strbuf text = MK_STRBUF_INIT;
+	const int epochs = 120;
+	for (int e = 0; e < epochs; e++) {
+		append_n(log, e, 2, NULL, 100);     /* new epoch: written */
+		append_n(log, e, 2, NULL, 100);     /* rolls now and then */
+		mk_strbuf_reset(&text);
+		read_file_bytes(ck, &text);
+		snprintf(want, sizeof(want), "\nepoch %d ", e);
+		assert_non_null(strstr(text.buf, want));
+		const char *segs = strstr(text.buf, "\nsegments ");
+		for (const char *p = segs ? segs + 10 : NULL; p && *p != '\n';) {
+			char *end;
+			long long base = strtoll(p, &end, 10);
+			assert_true(end > p);
+			seg_path(f, base, "log", path, sizeof(path));
+			assert_true(exists(path));
+			p = *end == ' ' ? end + 1 : end;
+		}
+	}
+	assert_true(mk_log_segment_count(log) > 10);
+	assert_int_equal(mk_log_wait_flusher(log), MK_OK);
+	mk_segment_info act;
+	mk_log_segment_info(log, mk_log_segment_count(log) - 1, &act);
+	assert_int_equal(ckpt_recovery_point(f), act.base_offset);
+	int64_t leo = mk_log_end_offset(log);
+	mk_log_close(log);
+	log = open_log(f, 1000, 100, 0);
+	const mk_epoch_entry *ep;
+	assert_int_equal(mk_log_epochs(log, &ep), epochs);
+	assert_int_equal(mk_log_end_offset(log), leo);
+	mk_log_close(log);
+	mk_strbuf_release(&text);
+}
+
+/*
  * The daemon killed: the files stay as they are (the page cache survives)
  * and nothing more is flushed. Simulated by copying the log's directory
  * while the log is open, dropping the log, and putting the copy in its
@@ -2246,6 +2294,7 @@ int main(void)
 		T(test_crash),
 		T(test_crash_after_roll),
 		T(test_roll_advances_recovery_point),
+		T(test_checkpoint_owner_and_flusher),
 		T(test_recovery_from_recovery_point),
 #undef T
 		cmocka_unit_test_setup_teardown(test_append_many, setup, teardown),
