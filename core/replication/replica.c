@@ -152,6 +152,22 @@ static int replica_index(const mk_partition *p, int broker)
 	return -1;
 }
 
+/*
+ * A replica enters or leaves the ISR after open only through here, where
+ * it is counted: Kafka's IsrExpandsPerSec and IsrShrinksPerSec meters,
+ * as totals since the mount, one per replica moved.
+ */
+static void isr_set(mk_partition *p, mk_replica *r, bool in)
+{
+	if (r->in_isr == in)
+		return;
+	r->in_isr = in;
+	if (in)
+		p->isr_expands++;
+	else
+		p->isr_shrinks++;
+}
+
 static int isr_size(const mk_partition *p)
 {
 	int n = 0;
@@ -195,7 +211,7 @@ static void replica_failed(mk_partition *p, int i, const char *what)
 	r->log = NULL;
 	r->failed = true;
 	if (isr_size(p) > 1 && r->in_isr) {
-		r->in_isr = false;
+		isr_set(p, r, false);
 		meta_changed(p);
 	}
 	if (p->leader == i) {
@@ -591,7 +607,7 @@ static void hand_off_if_cut(mk_partition *p)
 			      MK_KAFKA_STORAGE_ERROR,
 			      "%s-%d: leadership moves from broker %d (its log was cut below the high watermark) to broker %d, which has the records",
 			      p->topic, p->id, l->broker, r->broker);
-		l->in_isr = false;
+		isr_set(p, l, false);
 		p->leader = j;
 		p->leader_epoch++;
 		meta_changed(p);
@@ -808,7 +824,7 @@ static void refresh_isr(mk_partition *p)
 			  now - r->last_fetch_ms <= cfg->replica_lag_time_max_ms &&
 			  end >= p->hw;
 		if (in != r->in_isr) {
-			r->in_isr = in;
+			isr_set(p, r, in);
 			meta_changed(p);
 			moved = true;
 		}
@@ -884,6 +900,8 @@ void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 	info->leader = l ? l->broker : -1;
 	info->leader_epoch = p->leader_epoch;
 	info->nreplicas = p->nreplicas;
+	info->isr_shrinks = p->isr_shrinks;
+	info->isr_expands = p->isr_expands;
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
 		info->replicas[i].broker = r->broker;
@@ -1237,7 +1255,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 		return err;
 	}
 	note_append(l, frame, len);
-	if (a->acks == -1 && a->copy_inline)
+	if (p->env->writer_copy)
 		copy_seed(p, &frame, &len, 1, res->base);
 	else
 		copy_drop(p);
@@ -1351,7 +1369,7 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 	follower_wake wk = { 0 };
 	if (last < n) {
 		/* Seeded only when every frame went in (one run). */
-		if (a->acks == -1 && a->copy_inline && !first)
+		if (p->env->writer_copy && !first)
 			copy_seed(p, frames, lens, n, res[0].base);
 		else
 			copy_drop(p);
@@ -1837,7 +1855,7 @@ void mk_partition_broker_crash(mk_partition *p, int broker, bool torn)
 		r->log = NULL;
 		r->online = false;
 		if (r->in_isr && isr_size(p) > 1) {
-			r->in_isr = false;
+			isr_set(p, r, false);
 			meta_changed(p);
 		}
 		if (p->leader == i) {
@@ -1982,7 +2000,7 @@ mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
 	bool alone = plan->nisr == 1 && plan->isr[0] == broker && !r->in_isr;
 	if (alone && unclean)
 		for (int j = 0; j < p->nreplicas; j++)
-			p->replicas[j].in_isr = j == i;
+			isr_set(p, &p->replicas[j], j == i);
 	p->leader = i;
 	int64_t leo = mk_log_end_offset(r->log);
 	if (p->env->cfg->truncation == MK_TRUNCATE_HW && leo > p->hw) {
@@ -1995,7 +2013,7 @@ mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
 	}
 	if (p->hw > leo)
 		p->hw = leo;     /* unclean: what B lacks is gone */
-	r->in_isr = true;
+	isr_set(p, r, true);
 	meta_changed(p);
 	changed(p);
 	refresh_isr(p);
