@@ -223,6 +223,8 @@ typedef struct mk_partition {
 	/* Replicas that left / joined the ISR since open (Kafka's
 	 * IsrShrinksPerSec / IsrExpandsPerSec, as totals), under the lock. */
 	uint64_t isr_shrinks, isr_expands;
+	int64_t isr_check_ms;   /* auto mode: the last message-lag check
+				 * (refresh_isr), cluster clock; under the lock */
 } mk_partition;
 
 /* Persistent assignment and leadership, as metadata stores it. */

@@ -1498,6 +1498,47 @@ static bool topdir_flag(const char *dir)
 }
 
 /*
+ * In auto mode the message-lag rule takes a follower out of the ISR only
+ * at the leader's periodic check (every replica.lag.time.max.ms, as
+ * Kafka 0.8's isr-expiration task): behind by more than the bound between
+ * two checks, it stays; behind at a check, it leaves; it joins again only
+ * within the bound. (The fetchers are not started: the fixture fetches.)
+ */
+static void test_isr_offset_lag_checked_periodically(void **state)
+{
+	fixture *f = *state;
+	config(f, 2);
+	f->cfg.auto_replication = 1;
+	f->cfg.replica_lag_max_messages = 2;
+	f->cfg.replica_lag_time_max_ms = 1000;
+	open_cluster(f);
+	create(f, "t", 2, NULL, NULL);
+	for (int i = 0; i < 3; i++)
+		produce(f->p, "m", 1);
+	assert_isr(f->p, "1 2");                 /* lag 3, no check yet */
+	assert_int_equal(info(f->p).hw, 0);      /* 2 still holds it */
+	broker_fetch(f, 2);                      /* caught up in time */
+	assert_int_equal(info(f->p).hw, 3);
+	advance(f, 1000);                        /* a check: lag 0 */
+	assert_isr(f->p, "1 2");
+	assert_int_equal(info(f->p).isr_shrinks, 0);
+	for (int i = 0; i < 3; i++)
+		produce(f->p, "n", 1);
+	broker_fetch(f, 2);                      /* fresh, not lagging in time */
+	for (int i = 0; i < 3; i++)
+		produce(f->p, "o", 1);
+	advance(f, 999);
+	assert_isr(f->p, "1 2");                 /* lag 3, the check is due at 2000 */
+	advance(f, 1);
+	assert_isr(f->p, "1");                   /* lag 3 at the check: out */
+	assert_int_equal(info(f->p).isr_shrinks, 1);
+	assert_int_equal(info(f->p).hw, 9);
+	broker_fetch(f, 2);                      /* within the bound: back */
+	assert_isr(f->p, "1 2");
+	assert_int_equal(info(f->p).isr_expands, 1);
+}
+
+/*
  * Every broker directory a topic creation makes is marked so that the file
  * system spreads its partition directories (ext4's Orlov top-directory
  * hint): on a file system that takes the mark (the probe says), both
@@ -1550,6 +1591,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 		T(test_follower_fetch_batches),
 		T(test_broker_dirs_spread_partitions),
+		T(test_isr_offset_lag_checked_periodically),
 		T(test_watch_and_ack_check),
 		T(test_reads_stop_at_hw),
 		T(test_acks_0_and_1),
