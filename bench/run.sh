@@ -240,7 +240,7 @@ echo
 PLAIN_W='' PLAIN_R='' PLAIN_OPS='' NULL_W='' NULL_R='' NULL_OPS='' NULL_REQ='' NULL_STORE=''
 APPEND='' FETCH='' SINGLE='' POLL='' APPEND_1G=''
 R_SINGLE_ALL='' R_SINGLE_ONE='' R_APPEND_ONE='' R_APPEND_ALL=''
-ISR_ALL='' ISR_ONE=''
+ISR_ALL='' ISR_ONE='' SHRINKS_ALL='' SHRINKS_ONE=''
 TOPIC_ROWS=(plain1 plain4 plain16 keyed1 keyed4 keyed16)
 for key in "${TOPIC_ROWS[@]}"; do
     printf -v "TOPIC_$key" '%s' ""
@@ -390,10 +390,31 @@ repl_round() {
     worth R_SINGLE_ALL && measure R_SINGLE_ALL opsps ops "$T/r$r/0/append" "$OPS"
     # acks=all first: a burst of acks=1 can leave the followers more than
     # replica.lag.max.messages behind, out of the ISR for a while.
+    local s0
+    s0=$(shrinks_of "$T/r$r/0")
     worth R_APPEND_ALL && measure R_APPEND_ALL mbps write "$T/r$r/0/append" "$TOPIC_BYTES_N" "$CHUNK_N" &&
-        isr_after ISR_ALL "$T/r$r/0/isr"
+        isr_after ISR_ALL "$T/r$r/0/isr" && shrinks_during SHRINKS_ALL "$T/r$r/0" "$s0"
+    s0=$(shrinks_of "$T/r$r/0")
     worth R_APPEND_ONE && measure R_APPEND_ONE mbps write "$T/r$r/0/append:acks=1" "$TOPIC_BYTES_N" "$CHUNK_N" &&
-        isr_after ISR_ONE "$T/r$r/0/isr"
+        isr_after ISR_ONE "$T/r$r/0/isr" && shrinks_during SHRINKS_ONE "$T/r$r/0" "$s0"
+}
+
+# The partition's isr_shrinks (replicas that left its ISR since the mount;
+# "?" when unreadable).
+shrinks_of() {
+    local n
+    n=$(cat "$1/isr_shrinks" 2>/dev/null) && [[ $n =~ ^[0-9]+$ ]] || n='?'
+    echo "$n"
+}
+
+# shrinks_during VAR PARTITION_DIR BEFORE: how many replicas left the ISR
+# during the burst (at any moment, not only at its end), appended to the
+# variable named VAR as isr_after does.
+shrinks_during() {
+    local now n
+    now=$(shrinks_of "$2")
+    if [[ $now =~ ^[0-9]+$ && $3 =~ ^[0-9]+$ ]]; then n=$((now - $3)); else n='?'; fi
+    printf -v "$1" '%s' "${!1:+${!1}/}$n"
 }
 
 # Issue 11 point 2 asks that sustained appends keep the ISR full: the
@@ -485,7 +506,7 @@ why R_APPEND_ALL
 row "append rf3 all" "$R_APPEND_ALL" MB/s "rf1 acks=1" "$APPEND" 0.5
 echo "(rf3 rows: three brokers, mode = auto, min.insync.replicas = 2; appends of $TOPIC_BYTES_N bytes)"
 [ -n "$ISR_ALL$ISR_ONE" ] &&
-    echo "(ISR members right after each burst, per run, of 3: acks=all ${ISR_ALL:-n/a}, acks=1 ${ISR_ONE:-n/a})"
+    echo "(ISR members right after each burst, per run, of 3: acks=all ${ISR_ALL:-n/a}, acks=1 ${ISR_ONE:-n/a}; replicas that left the ISR during each burst: acks=all ${SHRINKS_ALL:-n/a}, acks=1 ${SHRINKS_ONE:-n/a})"
 why SINGLE
 row single "$SINGLE" writes/s "nullfs-4K" "$NULL_OPS" 0.5
 row single "$SINGLE" writes/s "plain-100B" "$PLAIN_OPS"

@@ -21,6 +21,7 @@ enum {
 	K_TOPICS, K_TOPIC, K_TOPIC_CONFIG, K_TOPIC_APPEND,
 	K_PART, K_PART_APPEND, K_PART_RECORDS,
 	K_LEO, K_HW, K_LSO, K_LSTART, K_LEADER, K_EPOCH, K_REPLICAS, K_ISR,
+	K_ISR_SHRINKS, K_ISR_EXPANDS,
 	K_STATE, K_SEGMENTS, K_SEGFILE, K_DELREC,
 	K_BROKERS, K_BROKER, K_BSTATE, K_BREPLICAS, K_BFETCH, K_BCRASH,
 	K_BRESTART, K_BPROMOTE, K_BROKERS_FETCH,
@@ -382,6 +383,12 @@ static mk_err read_epochs(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strb
 }
 PART_VALUE(read_replicas, add_broker_ids(out, &pi, false))
 PART_VALUE(read_isr, add_broker_ids(out, &pi, true))
+/* Replicas that left / joined the ISR since the mount (Kafka's
+ * IsrShrinksPerSec / IsrExpandsPerSec meters, as totals). */
+PART_VALUE(read_isr_shrinks,
+	   mk_strbuf_addf(out, "%llu\n", (unsigned long long)pi.isr_shrinks))
+PART_VALUE(read_isr_expands,
+	   mk_strbuf_addf(out, "%llu\n", (unsigned long long)pi.isr_expands))
 
 /* A bar of `width` cells for offsets [0, max): '#' below the HW, '+' above
  * it up to the replica's end, 'x' for a divergent tail (from where the
@@ -448,6 +455,9 @@ static mk_err read_state(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbu
 	add_broker_ids(out, &pi, false);
 	mk_strbuf_addstr(out, "isr ");
 	add_broker_ids(out, &pi, true);
+	mk_strbuf_addf(out, "isr_shrinks %llu isr_expands %llu\n",
+		       (unsigned long long)pi.isr_shrinks,
+		       (unsigned long long)pi.isr_expands);
 	int64_t max = pi.hw;
 	for (int i = 0; i < pi.nreplicas; i++)
 		if (pi.replicas[i].leo > max)
@@ -878,6 +888,8 @@ static const node_def nodes[] = {
 	{ K_EPOCH, K_PART, "leader_epoch", NULL, NODE_VALUE, 0444, read_epoch, NULL, NULL },
 	{ K_REPLICAS, K_PART, "replicas", NULL, NODE_VALUE, 0444, read_replicas, NULL, NULL },
 	{ K_ISR, K_PART, "isr", NULL, NODE_VALUE, 0444, read_isr, NULL, NULL },
+	{ K_ISR_SHRINKS, K_PART, "isr_shrinks", NULL, NODE_VALUE, 0444, read_isr_shrinks, NULL, NULL },
+	{ K_ISR_EXPANDS, K_PART, "isr_expands", NULL, NODE_VALUE, 0444, read_isr_expands, NULL, NULL },
 	{ K_STATE, K_PART, "state", NULL, NODE_VALUE, 0444, read_state, NULL, NULL },
 	{ K_DELREC, K_PART, "delete-records", NULL, NODE_CONTROL, 0200, NULL, write_delete_records, NULL },
 	{ K_SEGMENTS, K_PART, "segments", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_segments },

@@ -152,6 +152,22 @@ static int replica_index(const mk_partition *p, int broker)
 	return -1;
 }
 
+/*
+ * A replica enters or leaves the ISR after open only through here, where
+ * it is counted: Kafka's IsrExpandsPerSec and IsrShrinksPerSec meters,
+ * as totals since the mount, one per replica moved.
+ */
+static void isr_set(mk_partition *p, mk_replica *r, bool in)
+{
+	if (r->in_isr == in)
+		return;
+	r->in_isr = in;
+	if (in)
+		p->isr_expands++;
+	else
+		p->isr_shrinks++;
+}
+
 static int isr_size(const mk_partition *p)
 {
 	int n = 0;
@@ -195,7 +211,7 @@ static void replica_failed(mk_partition *p, int i, const char *what)
 	r->log = NULL;
 	r->failed = true;
 	if (isr_size(p) > 1 && r->in_isr) {
-		r->in_isr = false;
+		isr_set(p, r, false);
 		meta_changed(p);
 	}
 	if (p->leader == i) {
@@ -604,7 +620,7 @@ static void hand_off_if_cut(mk_partition *p)
 			      MK_KAFKA_STORAGE_ERROR,
 			      "%s-%d: leadership moves from broker %d (its log was cut below the high watermark) to broker %d, which has the records",
 			      p->topic, p->id, l->broker, r->broker);
-		l->in_isr = false;
+		isr_set(p, l, false);
 		p->leader = j;
 		p->leader_epoch++;
 		meta_changed(p);
@@ -666,6 +682,7 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 	p->leader_epoch = st->leader_epoch;
 	p->creating = create;
 	int64_t now = mk_clock_now(env->clock);
+	p->isr_check_ms = now;
 	for (int i = 0; i < st->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
 		r->broker = st->brokers[i];
@@ -798,6 +815,16 @@ void mk_partition_state_get(mk_partition *p, mk_partition_state *st)
  * online, lags at most replica.lag.max.messages behind the leader's end,
  * fetched within replica.lag.time.max.ms, and covers the current HW (so
  * joining can never shrink the committed prefix).
+ *
+ * The message-lag rule takes an ISR member out only at a lag check. In
+ * manual mode every recomputation is one (nothing moves between the
+ * steps one asks for, as in the teaching model). In auto mode the leader
+ * checks once every replica.lag.time.max.ms, as Kafka 0.8's
+ * isr-expiration task did for this rule: a follower is slow when it is
+ * behind at a check, not when its fetcher waited for a CPU for a moment
+ * during a burst (on two cores shared by three brokers, 64 MB of acks=1
+ * appends put a follower more than 10,000 messages behind ten times).
+ * Joining always needs the lag within the bound.
  */
 static void refresh_isr(mk_partition *p)
 {
@@ -808,6 +835,10 @@ static void refresh_isr(mk_partition *p)
 	mk_replica *leader = &p->replicas[p->leader];
 	int64_t leo = mk_log_end_offset(leader->log);
 	bool moved = false;
+	bool lag_check = !cfg->auto_replication ||
+			 now - p->isr_check_ms >= cfg->replica_lag_time_max_ms;
+	if (lag_check)
+		p->isr_check_ms = now;
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
 		if (i == p->leader)
@@ -816,12 +847,13 @@ static void refresh_isr(mk_partition *p)
 		/* A fetch in flight is behind by what it has yet to write,
 		 * not more (Kafka counts a follower's fetch position). */
 		int64_t fetched = r->fetching ? r->fetch_target : end;
+		bool slow = leo - fetched > cfg->replica_lag_max_messages;
 		bool in = r->log != NULL && !r->rejoining &&
-			  leo - fetched <= cfg->replica_lag_max_messages &&
+			  (!slow || (r->in_isr && !lag_check)) &&
 			  now - r->last_fetch_ms <= cfg->replica_lag_time_max_ms &&
 			  end >= p->hw;
 		if (in != r->in_isr) {
-			r->in_isr = in;
+			isr_set(p, r, in);
 			meta_changed(p);
 			moved = true;
 		}
@@ -897,6 +929,8 @@ void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 	info->leader = l ? l->broker : -1;
 	info->leader_epoch = p->leader_epoch;
 	info->nreplicas = p->nreplicas;
+	info->isr_shrinks = p->isr_shrinks;
+	info->isr_expands = p->isr_expands;
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
 		info->replicas[i].broker = r->broker;
@@ -1250,7 +1284,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 		return err;
 	}
 	note_append(l, frame, len);
-	if (a->acks == -1 && a->copy_inline)
+	if (p->env->writer_copy)
 		copy_seed(p, &frame, &len, 1, res->base);
 	else
 		copy_drop(p);
@@ -1364,7 +1398,7 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 	follower_wake wk = { 0 };
 	if (last < n) {
 		/* Seeded only when every frame went in (one run). */
-		if (a->acks == -1 && a->copy_inline && !first)
+		if (p->env->writer_copy && !first)
 			copy_seed(p, frames, lens, n, res[0].base);
 		else
 			copy_drop(p);
@@ -1850,7 +1884,7 @@ void mk_partition_broker_crash(mk_partition *p, int broker, bool torn)
 		r->log = NULL;
 		r->online = false;
 		if (r->in_isr && isr_size(p) > 1) {
-			r->in_isr = false;
+			isr_set(p, r, false);
 			meta_changed(p);
 		}
 		if (p->leader == i) {
@@ -1995,7 +2029,7 @@ mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
 	bool alone = plan->nisr == 1 && plan->isr[0] == broker && !r->in_isr;
 	if (alone && unclean)
 		for (int j = 0; j < p->nreplicas; j++)
-			p->replicas[j].in_isr = j == i;
+			isr_set(p, &p->replicas[j], j == i);
 	p->leader = i;
 	int64_t leo = mk_log_end_offset(r->log);
 	if (p->env->cfg->truncation == MK_TRUNCATE_HW && leo > p->hw) {
@@ -2008,7 +2042,7 @@ mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
 	}
 	if (p->hw > leo)
 		p->hw = leo;     /* unclean: what B lacks is gone */
-	r->in_isr = true;
+	isr_set(p, r, true);
 	meta_changed(p);
 	changed(p);
 	refresh_isr(p);

@@ -220,6 +220,11 @@ typedef struct mk_partition {
 	uint64_t leader_reads;  /* leader reads made for follower fetches */
 	uint64_t writer_copies; /* follower fetches made by writers (above) */
 	uint64_t writer_skips;  /* writers' copies skipped (fetch in flight) */
+	/* Replicas that left / joined the ISR since open (Kafka's
+	 * IsrShrinksPerSec / IsrExpandsPerSec, as totals), under the lock. */
+	uint64_t isr_shrinks, isr_expands;
+	int64_t isr_check_ms;   /* auto mode: the last message-lag check
+				 * (refresh_isr), cluster clock; under the lock */
 } mk_partition;
 
 /* Persistent assignment and leadership, as metadata stores it. */
@@ -241,6 +246,7 @@ typedef struct {
 	int64_t log_start;
 	int leader;             /* broker id or -1 */
 	int32_t leader_epoch;
+	uint64_t isr_shrinks, isr_expands;   /* since open (mk_partition) */
 	int nreplicas;
 	struct {
 		int broker;

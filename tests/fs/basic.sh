@@ -109,6 +109,8 @@ assert_eq "1" "$(mk_read "$R/leader")" "leader is broker 1"
 assert_eq "0" "$(mk_read "$R/leader_epoch")" "leader_epoch 0"
 assert_eq "1" "$(mk_read "$R/replicas")" "replicas"
 assert_eq "1" "$(mk_read "$R/isr")" "isr"
+assert_eq "0" "$(mk_read "$R/isr_shrinks")" "isr_shrinks of a new partition"
+assert_eq "0" "$(mk_read "$R/isr_expands")" "isr_expands of a new partition"
 raw=$(mk_read "$R/leo"; echo x)
 assert_eq $'7\nx' "$raw" "a value file is the value and one newline"
 state=$(mk_read "$R/state")
@@ -123,7 +125,7 @@ assert_eq "README brokers clock config ctl errors groups producers topics transa
 	"$(lsl "$MNT")" "ls /"
 assert_eq "pos t ts" "$(lsl "$MNT/topics")" "ls /topics"
 assert_eq "0 append config" "$(lsl "$MNT/topics/t")" "ls /topics/t"
-assert_eq "append batches delete-records epochs hw isr leader leader_epoch leo log_start_offset lso records replicas segments state" \
+assert_eq "append batches delete-records epochs hw isr isr_expands isr_shrinks leader leader_epoch leo log_start_offset lso records replicas segments state" \
 	"$(lsl "$P")" "ls /topics/t/0 (parameterised names not listed)"
 assert_eq "00000000000000000000.index 00000000000000000000.log" \
 	"$(lsl "$P/segments")" "ls segments/"

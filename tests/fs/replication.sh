@@ -339,6 +339,9 @@ assert_eq "1" "$(val t 0 isr)" "3 behind: broker 2 leaves the ISR"
 assert_eq "3" "$(val t 0 hw)" "the HW is the leader's end"
 cmd "$MNT/brokers/2/fetch" || fail "fetch"
 assert_eq "1 2" "$(val t 0 isr)" "caught up: back in the ISR"
+assert_eq "1 1" "$(val t 0 isr_shrinks) $(val t 0 isr_expands)" \
+	"isr_shrinks and isr_expands count the departure and the return"
+assert_match 'isr_shrinks 1 isr_expands 1' "$(<"$P/state")" "state shows both counts"
 # The lag rules are cluster keys ([replication]); a topic cannot override them.
 assert_fails_with EINVAL mk_ctl "create-topic v replica.lag.max.messages=2"
 

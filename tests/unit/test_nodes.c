@@ -108,7 +108,7 @@ static void lists_children_but_not_parameters(void **state)
 	mk_node_list(&f->fs, &ref, add_name, &names);
 	mk_node_ref_release(&ref);
 	assert_string_equal(names.buf, "append records leo hw lso log_start_offset leader "
-			    "leader_epoch replicas isr state delete-records segments epochs batches ");
+			    "leader_epoch replicas isr isr_shrinks isr_expands state delete-records segments epochs batches ");
 	mk_strbuf_reset(&names);
 	/* A replica's own directory keeps the rows that make sense for one log. */
 	assert_int_equal(resolve(f, "/brokers/2/logs/t/1", &ref), MK_OK);

@@ -812,11 +812,14 @@ static void test_isr_time_lag(void **state)
 	open_cluster(f);
 	create(f, "t", 3, NULL, NULL);
 	assert_isr(f->p, "1 2 3");
+	assert_int_equal(info(f->p).isr_shrinks, 0);
+	assert_int_equal(info(f->p).isr_expands, 0);
 	advance(f, 1000);                        /* at the limit: still in */
 	assert_isr(f->p, "1 2 3");
 	broker_fetch(f, 2);                      /* 2 fetches (nothing new) */
 	advance(f, 1);
 	assert_isr(f->p, "1 2");                 /* 3 is out, 2 is not */
+	assert_int_equal(info(f->p).isr_shrinks, 1);
 	assert_int_equal(produce(f->p, "m0", 1), 0);
 	broker_fetch(f, 2);
 	assert_int_equal(info(f->p).hw, 1);      /* 3 no longer holds it back */
@@ -824,10 +827,14 @@ static void test_isr_time_lag(void **state)
 	assert_isr(f->p, "1");
 	assert_int_equal(produce(f->p, "m1", 1), 1);
 	assert_int_equal(info(f->p).hw, 2);      /* the leader alone */
+	assert_int_equal(info(f->p).isr_shrinks, 2);
 	/* A fetch that covers the HW brings them back. */
 	replicate(f);
 	assert_isr(f->p, "1 2 3");
 	assert_int_equal(info(f->p).hw, 2);
+	/* Counted per replica moved, as Kafka's meters count ISR changes. */
+	assert_int_equal(info(f->p).isr_shrinks, 2);
+	assert_int_equal(info(f->p).isr_expands, 2);
 }
 
 /* A follower more than replica.lag.max.messages behind leaves. */
@@ -1491,6 +1498,47 @@ static bool topdir_flag(const char *dir)
 }
 
 /*
+ * In auto mode the message-lag rule takes a follower out of the ISR only
+ * at the leader's periodic check (every replica.lag.time.max.ms, as
+ * Kafka 0.8's isr-expiration task): behind by more than the bound between
+ * two checks, it stays; behind at a check, it leaves; it joins again only
+ * within the bound. (The fetchers are not started: the fixture fetches.)
+ */
+static void test_isr_offset_lag_checked_periodically(void **state)
+{
+	fixture *f = *state;
+	config(f, 2);
+	f->cfg.auto_replication = 1;
+	f->cfg.replica_lag_max_messages = 2;
+	f->cfg.replica_lag_time_max_ms = 1000;
+	open_cluster(f);
+	create(f, "t", 2, NULL, NULL);
+	for (int i = 0; i < 3; i++)
+		produce(f->p, "m", 1);
+	assert_isr(f->p, "1 2");                 /* lag 3, no check yet */
+	assert_int_equal(info(f->p).hw, 0);      /* 2 still holds it */
+	broker_fetch(f, 2);                      /* caught up in time */
+	assert_int_equal(info(f->p).hw, 3);
+	advance(f, 1000);                        /* a check: lag 0 */
+	assert_isr(f->p, "1 2");
+	assert_int_equal(info(f->p).isr_shrinks, 0);
+	for (int i = 0; i < 3; i++)
+		produce(f->p, "n", 1);
+	broker_fetch(f, 2);                      /* fresh, not lagging in time */
+	for (int i = 0; i < 3; i++)
+		produce(f->p, "o", 1);
+	advance(f, 999);
+	assert_isr(f->p, "1 2");                 /* lag 3, the check is due at 2000 */
+	advance(f, 1);
+	assert_isr(f->p, "1");                   /* lag 3 at the check: out */
+	assert_int_equal(info(f->p).isr_shrinks, 1);
+	assert_int_equal(info(f->p).hw, 9);
+	broker_fetch(f, 2);                      /* within the bound: back */
+	assert_isr(f->p, "1 2");
+	assert_int_equal(info(f->p).isr_expands, 1);
+}
+
+/*
  * Every broker directory a topic creation makes is marked so that the file
  * system spreads its partition directories (ext4's Orlov top-directory
  * hint): on a file system that takes the mark (the probe says), both
@@ -1546,6 +1594,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 		T(test_follower_fetch_batches),
 		T(test_broker_dirs_spread_partitions),
+		T(test_isr_offset_lag_checked_periodically),
 		T(test_watch_and_ack_check),
 		T(test_reads_stop_at_hw),
 		T(test_acks_0_and_1),
