@@ -1284,7 +1284,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 		return err;
 	}
 	note_append(l, frame, len);
-	if (p->env->writer_copy)
+	if (a->acks == -1 && a->copy_inline)
 		copy_seed(p, &frame, &len, 1, res->base);
 	else
 		copy_drop(p);
@@ -1398,7 +1398,7 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 	follower_wake wk = { 0 };
 	if (last < n) {
 		/* Seeded only when every frame went in (one run). */
-		if (p->env->writer_copy && !first)
+		if (a->acks == -1 && a->copy_inline && !first)
 			copy_seed(p, frames, lens, n, res[0].base);
 		else
 			copy_drop(p);
