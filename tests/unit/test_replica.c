@@ -1642,6 +1642,37 @@ static void slow_member_between_checks(void **state, int how)
 	assert_int_equal(info(f->p).isr_expands, 1);
 }
 
+/*
+ * The message-lag check's schedule is the partition's: a promotion
+ * neither checks at once nor starts a new period (docs/filesystem.md,
+ * "Decision (ISR, the message-lag rule)").
+ */
+static void test_isr_lag_check_schedule_survives_promotion(void **state)
+{
+	fixture *f = *state;
+	config(f, 3);
+	f->cfg.auto_replication = 1;
+	f->cfg.replica_lag_max_messages = 2;
+	f->cfg.replica_lag_time_max_ms = 1000;
+	open_cluster(f);
+	create(f, "t", 3, NULL, NULL);
+	for (int i = 0; i < 3; i++)
+		produce(f->p, "m", 1);
+	broker_fetch(f, 2);
+	advance(f, 600);
+	broker_fetch(f, 2);
+	assert_int_equal(promote(f, 2, false), MK_OK);
+	assert_int_equal(info(f->p).leader, 2);
+	assert_isr(f->p, "1 2 3");               /* 3 lags 3, no check yet */
+	assert_int_equal(info(f->p).hw, 0);
+	advance(f, 399);
+	assert_isr(f->p, "1 2 3");
+	advance(f, 1);                           /* 1000: the check */
+	assert_isr(f->p, "1 2");
+	assert_int_equal(info(f->p).hw, 3);
+	assert_int_equal(info(f->p).isr_shrinks, 1);
+}
+
 static void test_isr_slow_member_catches_up_before_check(void **state)
 {
 	slow_member_between_checks(state, SLOW_CATCHES_UP);
@@ -1719,6 +1750,7 @@ int main(void)
 		T(test_follower_fetch_batches),
 		T(test_broker_dirs_spread_partitions),
 		T(test_isr_offset_lag_checked_periodically),
+		T(test_isr_lag_check_schedule_survives_promotion),
 		T(test_isr_shrinks_count_replicas),
 		T(test_isr_slow_member_catches_up_before_check),
 		T(test_isr_slow_member_leaves_at_check),
