@@ -856,6 +856,34 @@ static void test_isr_shrinks_count_replicas(void **state)
 	assert_int_equal(info(f->p).isr_expands, 2);
 }
 
+/* Crashes, restarts and an unclean election move replicas through the
+ * counters too (one per replica moved); the last member's crash moves
+ * nothing. */
+static void test_isr_counters_crash_and_unclean(void **state)
+{
+	fixture *f = *state;
+	config(f, 3);
+	open_cluster(f);
+	create(f, "t", 3, "unclean.leader.election.enable=true", NULL);
+	crash(f, 2, false);
+	crash(f, 3, false);
+	assert_isr(f->p, "1");
+	assert_int_equal(info(f->p).isr_shrinks, 2);
+	crash(f, 1, false);                      /* the last member stays */
+	assert_int_equal(info(f->p).isr_shrinks, 2);
+	restart(f, 2);                           /* back, not in the ISR yet */
+	assert_int_equal(info(f->p).isr_expands, 0);
+	assert_int_equal(promote(f, 2, true), MK_OK);
+	assert_isr(f->p, "2");                   /* 1 out, 2 in */
+	assert_int_equal(info(f->p).isr_shrinks, 3);
+	assert_int_equal(info(f->p).isr_expands, 1);
+	restart(f, 3);
+	broker_fetch(f, 3);
+	assert_isr(f->p, "2 3");
+	assert_int_equal(info(f->p).isr_expands, 2);
+	assert_int_equal(info(f->p).isr_shrinks, 3);
+}
+
 /* A follower more than replica.lag.max.messages behind leaves. */
 static void test_isr_offset_lag(void **state)
 {
@@ -1750,6 +1778,7 @@ int main(void)
 		T(test_follower_fetch_batches),
 		T(test_broker_dirs_spread_partitions),
 		T(test_isr_offset_lag_checked_periodically),
+		T(test_isr_counters_crash_and_unclean),
 		T(test_isr_lag_check_schedule_survives_promotion),
 		T(test_isr_shrinks_count_replicas),
 		T(test_isr_slow_member_catches_up_before_check),
