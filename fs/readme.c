@@ -19,6 +19,8 @@ const char mk_readme_text[] =
 "  /topics/T/P/records@POS from POS: N, earliest, latest, -N or ts=MS;\n"
 "                          flags :tsv :json :max=N :follow :committed\n"
 "  /topics/T/P/{leo,hw,lso,log_start_offset,leader,leader_epoch,replicas,isr}\n"
+"  /topics/T/P/isr_shrinks, isr_expands  replicas that left / joined the ISR\n"
+"                          since the mount (Kafka's IsrShrinks, IsrExpands)\n"
 "  /topics/T/P/state       all of it, with a picture of each replica's log\n"
 "  /topics/T/P/delete-records  OFFSET: move the log start (at most the hw)\n"
 "  /topics/T/P/epochs      the leader-epoch cache: EPOCH START_OFFSET\n"

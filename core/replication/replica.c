@@ -511,6 +511,18 @@ static mk_fetch_copy *copy_reuse(mk_partition *p, int64_t from)
 	return fc;
 }
 
+/* Under p->lock: fc holds the leader's log from `from` to its end, as it
+ * is now (what copy_reuse compares). */
+static void copy_stamp(mk_partition *p, mk_fetch_copy *fc, int64_t from)
+{
+	const mk_replica *l = &p->replicas[p->leader];
+	fc->leader = p->leader;
+	fc->epoch = p->leader_epoch;
+	fc->from = from;
+	fc->leader_start = mk_log_start_offset(l->log);
+	fc->leader_end = mk_log_end_offset(l->log);
+}
+
 /* Under p->lock, after follower i read fc from `from`: keep it when
  * another follower's log ends at `from` too (its fetch will want it). */
 static void copy_keep(mk_partition *p, int i, int64_t from, mk_fetch_copy *fc)
@@ -525,12 +537,7 @@ static void copy_keep(mk_partition *p, int i, int64_t from, mk_fetch_copy *fc)
 	}
 	if (!wanted)
 		return;
-	const mk_replica *l = &p->replicas[p->leader];
-	fc->leader = p->leader;
-	fc->epoch = p->leader_epoch;
-	fc->from = from;
-	fc->leader_start = mk_log_start_offset(l->log);
-	fc->leader_end = mk_log_end_offset(l->log);
+	copy_stamp(p, fc, from);
 	copy_drop(p);
 	fc->refs++;
 	p->copy = fc;
@@ -571,12 +578,7 @@ static void copy_seed(mk_partition *p, uint8_t *const *frames,
 	mk_strbuf_grow(&fc->buf, total);
 	for (size_t i = 0; i < n; i++)
 		mk_strbuf_add(&fc->buf, frames[i], lens[i]);
-	const mk_replica *l = &p->replicas[p->leader];
-	fc->leader = p->leader;
-	fc->epoch = p->leader_epoch;
-	fc->from = from;
-	fc->leader_start = mk_log_start_offset(l->log);
-	fc->leader_end = mk_log_end_offset(l->log);
+	copy_stamp(p, fc, from);
 	p->copy = fc;
 }
 
