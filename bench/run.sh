@@ -391,19 +391,21 @@ repl_round() {
     # acks=all first: a burst of acks=1 can leave the followers more than
     # replica.lag.max.messages behind, out of the ISR for a while.
     local s0
-    s0=$(shrinks_of "$T/r$r/0")
-    worth R_APPEND_ALL && measure R_APPEND_ALL mbps write "$T/r$r/0/append" "$TOPIC_BYTES_N" "$CHUNK_N" &&
+    worth R_APPEND_ALL && s0=$(shrinks_of "$T/r$r/0") && measure R_APPEND_ALL mbps write "$T/r$r/0/append" "$TOPIC_BYTES_N" "$CHUNK_N" &&
         isr_after ISR_ALL "$T/r$r/0/isr" && shrinks_during SHRINKS_ALL "$T/r$r/0" "$s0"
-    s0=$(shrinks_of "$T/r$r/0")
-    worth R_APPEND_ONE && measure R_APPEND_ONE mbps write "$T/r$r/0/append:acks=1" "$TOPIC_BYTES_N" "$CHUNK_N" &&
+    worth R_APPEND_ONE && s0=$(shrinks_of "$T/r$r/0") && measure R_APPEND_ONE mbps write "$T/r$r/0/append:acks=1" "$TOPIC_BYTES_N" "$CHUNK_N" &&
         isr_after ISR_ONE "$T/r$r/0/isr" && shrinks_during SHRINKS_ONE "$T/r$r/0" "$s0"
 }
 
 # The partition's isr_shrinks (replicas that left its ISR since the mount;
-# "?" when unreadable).
+# "?" when unreadable or not read within the step timeout: a hung daemon
+# must not hang the run).
 shrinks_of() {
-    local n
-    n=$(cat "$1/isr_shrinks" 2>/dev/null) && [[ $n =~ ^[0-9]+$ ]] || n='?'
+    local n='?'
+    if bounded cat "$1/isr_shrinks"; then
+        n=$(<"$TMP/out")
+        [[ $n =~ ^[0-9]+$ ]] || n='?'
+    fi
     echo "$n"
 }
 

@@ -153,9 +153,10 @@ static int replica_index(const mk_partition *p, int broker)
 }
 
 /*
- * A replica enters or leaves the ISR after open only through here, where
- * it is counted: Kafka's IsrExpandsPerSec and IsrShrinksPerSec meters,
- * as totals since the mount, one per replica moved.
+ * A replica enters or leaves the ISR, once open has loaded the saved ISR,
+ * only through here, where it is counted (a hand-off at open included):
+ * after Kafka's IsrExpandsPerSec and IsrShrinksPerSec meters, as totals
+ * since the mount, one per replica moved (Kafka marks once per update).
  */
 static void isr_set(mk_partition *p, mk_replica *r, bool in)
 {

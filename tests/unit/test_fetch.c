@@ -300,6 +300,59 @@ static void test_isr_lag_of_fetch_in_flight(void **state)
 	assert_true(in_isr(f->p, 3));
 }
 
+/*
+ * Auto mode: the message-lag check (every replica.lag.time.max.ms) that
+ * falls while a fetch is in flight judges that follower by where the
+ * fetch will end, not by its log end; a follower behind by more than the
+ * bound is kept until the check, and one whose fetch in flight still
+ * ends too far behind leaves at it.
+ */
+static void lag_check_in_flight(fixture *f, int broker)
+{
+	(void)broker;
+	mk_partition_refresh(f->p);
+	/* No check yet: 2 (and at first 3) in, however far behind. */
+	CHECK(in_isr(f->p, 2) && (f->hook_calls > 1 || in_isr(f->p, 3)));
+	CHECK(info(f->p).hw == (f->hook_calls == 1 ? 0 : 5));
+	CHECK(mk_clock_advance(&f->c->clock, 1000)); /* the check is due */
+	mk_partition_refresh(f->p);
+	if (f->hook_calls == 1) {
+		CHECK(in_isr(f->p, 2));  /* its log 5 behind; its fetch to 5 */
+		CHECK(!in_isr(f->p, 3)); /* 5 behind at the check */
+	} else {
+		CHECK(!in_isr(f->p, 2)); /* its fetch ends 4 behind */
+	}
+}
+
+static void test_isr_lag_check_during_fetch_auto(void **state)
+{
+	fixture *f = *state;
+	start(f, NULL);
+	f->c->cfg.auto_replication = 1;          /* the rule only: no fetchers */
+	f->c->cfg.replica_lag_max_messages = 2;
+	f->c->cfg.replica_lag_time_max_ms = 1000;
+	for (int i = 0; i < 5; i++)
+		produce(f->p, "x");
+	f->hook_broker = 2;
+	f->in_hook = lag_check_in_flight;
+	fetch(f, 2);
+	no_hook_failure(f);
+	assert_true(in_isr(f->p, 2));
+	assert_false(in_isr(f->p, 3));
+	assert_int_equal(info(f->p).hw, 5);
+	/* One batch per fetch: broker 2's next fetch ends 4 behind. */
+	for (int i = 0; i < 5; i++)
+		produce(f->p, "y");
+	f->c->cfg.replica_fetch_max_bytes = 1;
+	fetch(f, 2);
+	no_hook_failure(f);
+	assert_int_equal(f->hook_calls, 2);
+	assert_false(in_isr(f->p, 2));
+	assert_int_equal(leo_of(f->p, 2), 6);
+	assert_int_equal(info(f->p).isr_shrinks, 2);
+	assert_int_equal(info(f->p).hw, 10);     /* the leader alone */
+}
+
 /* Caught up, a fetch has nothing to write: no unlocked step. */
 static void test_caught_up_fetch_is_one_step(void **state)
 {
@@ -1364,6 +1417,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_leader_appends_during_fetch),
 		T(test_isr_lag_of_fetch_in_flight),
+		T(test_isr_lag_check_during_fetch_auto),
 		T(test_caught_up_fetch_is_one_step),
 		T(test_append_wakes_followers_unlocked),
 		T(test_progress_wakes_no_pending_writer),

@@ -832,9 +832,56 @@ static void test_isr_time_lag(void **state)
 	replicate(f);
 	assert_isr(f->p, "1 2 3");
 	assert_int_equal(info(f->p).hw, 2);
-	/* Counted per replica moved, as Kafka's meters count ISR changes. */
+	/* Counted per replica moved (Kafka marks once per ISR update). */
 	assert_int_equal(info(f->p).isr_shrinks, 2);
 	assert_int_equal(info(f->p).isr_expands, 2);
+}
+
+/* Two followers leaving at one recomputation count two shrinks, one per
+ * replica moved (docs/filesystem.md; Kafka's meter would mark once). */
+static void test_isr_shrinks_count_replicas(void **state)
+{
+	fixture *f = *state;
+	config(f, 3);
+	f->cfg.replica_lag_max_messages = 2;
+	open_cluster(f);
+	create(f, "t", 3, NULL, NULL);
+	for (int i = 0; i < 3; i++)
+		produce(f->p, "m", 1);
+	assert_isr(f->p, "1");
+	assert_int_equal(info(f->p).isr_shrinks, 2);
+	assert_int_equal(info(f->p).isr_expands, 0);
+	replicate(f);
+	assert_isr(f->p, "1 2 3");
+	assert_int_equal(info(f->p).isr_expands, 2);
+}
+
+/* Crashes, restarts and an unclean election move replicas through the
+ * counters too (one per replica moved); the last member's crash moves
+ * nothing. */
+static void test_isr_counters_crash_and_unclean(void **state)
+{
+	fixture *f = *state;
+	config(f, 3);
+	open_cluster(f);
+	create(f, "t", 3, "unclean.leader.election.enable=true", NULL);
+	crash(f, 2, false);
+	crash(f, 3, false);
+	assert_isr(f->p, "1");
+	assert_int_equal(info(f->p).isr_shrinks, 2);
+	crash(f, 1, false);                      /* the last member stays */
+	assert_int_equal(info(f->p).isr_shrinks, 2);
+	restart(f, 2);                           /* back, not in the ISR yet */
+	assert_int_equal(info(f->p).isr_expands, 0);
+	assert_int_equal(promote(f, 2, true), MK_OK);
+	assert_isr(f->p, "2");                   /* 1 out, 2 in */
+	assert_int_equal(info(f->p).isr_shrinks, 3);
+	assert_int_equal(info(f->p).isr_expands, 1);
+	restart(f, 3);
+	broker_fetch(f, 3);
+	assert_isr(f->p, "2 3");
+	assert_int_equal(info(f->p).isr_expands, 2);
+	assert_int_equal(info(f->p).isr_shrinks, 3);
 }
 
 /* A follower more than replica.lag.max.messages behind leaves. */
@@ -1539,6 +1586,142 @@ static void test_isr_offset_lag_checked_periodically(void **state)
 }
 
 /*
+ * Auto mode, between two lag checks: an ISR member more than
+ * replica.lag.max.messages behind still counts for acks=all and holds the
+ * HW back; the waiting writer is answered by the first of: the member
+ * catching up (OK, no shrink), the check at replica.lag.time.max.ms
+ * (it leaves: OK, or NOT_ENOUGH_REPLICAS_AFTER_APPEND below
+ * min.insync.replicas), request.timeout.ms (REQUEST_TIMED_OUT, still in).
+ * Broker 3 fetches one batch per round; broker 2 keeps up.
+ */
+enum { SLOW_CATCHES_UP, SLOW_CHECKED, SLOW_CHECKED_MIN3, SLOW_TIMES_OUT };
+
+static bool produce_done(void *arg)
+{
+	return atomic_load(&((async_produce *)arg)->done);
+}
+
+/* The writer's answer, failing (bounded) rather than hanging. */
+static mk_err answer(async_produce *a)
+{
+	assert_true(poll_until(produce_done, a));
+	return finish_produce(a);
+}
+
+static void slow_member_between_checks(void **state, int how)
+{
+	fixture *f = *state;
+	config(f, 3);
+	f->cfg.auto_replication = 1;
+	f->cfg.replica_lag_max_messages = 2;
+	f->cfg.replica_lag_time_max_ms = 1000;
+	f->cfg.replica_fetch_max_bytes = 1;
+	f->cfg.log.min_insync_replicas = how == SLOW_CHECKED_MIN3 ? 3 : 2;
+	if (how == SLOW_TIMES_OUT)
+		f->cfg.request_timeout_ms = 300;
+	open_cluster(f);
+	create(f, "t", 3, NULL, NULL);
+	for (int i = 0; i < 3; i++)
+		produce(f->p, "m", 1);
+	for (int i = 0; i < 3; i++)
+		broker_fetch(f, 2);
+	advance(f, 500);
+	async_produce a;
+	start_produce(&a, f->p, "all");          /* target 4 */
+	broker_fetch(f, 2);
+	broker_fetch(f, 3);                      /* 3 has 1 of 4: lag 3 */
+	assert_isr(f->p, "1 2 3");               /* no check before 1000 */
+	assert_int_equal(info(f->p).hw, 1);      /* 3 holds it back */
+	switch (how) {
+	case SLOW_CATCHES_UP:
+		for (int i = 0; i < 3; i++)
+			broker_fetch(f, 3);
+		assert_int_equal(answer(&a), MK_OK);
+		assert_int_equal(a.base, 3);
+		advance(f, 500);                 /* the check finds lag 0 */
+		assert_isr(f->p, "1 2 3");
+		assert_int_equal(info(f->p).isr_shrinks, 0);
+		assert_int_equal(info(f->p).hw, 4);
+		return;
+	case SLOW_TIMES_OUT:
+		advance(f, 300);                 /* 300 ms after the append */
+		assert_int_equal(answer(&a), MK_REQUEST_TIMED_OUT);
+		assert_isr(f->p, "1 2 3");       /* still no check */
+		assert_int_equal(info(f->p).hw, 1);
+		return;
+	default:
+		break;
+	}
+	broker_fetch(f, 2);                      /* 2 stays fresh */
+	advance(f, 499);
+	assert_isr(f->p, "1 2 3");
+	advance(f, 1);                           /* the check: 3 is out */
+	assert_int_equal(answer(&a),
+			 how == SLOW_CHECKED ? MK_OK : MK_NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+	assert_isr(f->p, "1 2");
+	assert_int_equal(info(f->p).isr_shrinks, 1);
+	assert_int_equal(info(f->p).hw, 4);      /* the batch stays, committed */
+	/* Out, it joins again at any time, once it covers the HW. */
+	broker_fetch(f, 3);                      /* 2 of 4: below the HW */
+	assert_isr(f->p, "1 2");
+	broker_fetch(f, 3);
+	broker_fetch(f, 3);
+	assert_isr(f->p, "1 2 3");
+	assert_int_equal(info(f->p).isr_expands, 1);
+}
+
+/*
+ * The message-lag check's schedule is the partition's: a promotion
+ * neither checks at once nor starts a new period (docs/filesystem.md,
+ * "Decision (ISR, the message-lag rule)").
+ */
+static void test_isr_lag_check_schedule_survives_promotion(void **state)
+{
+	fixture *f = *state;
+	config(f, 3);
+	f->cfg.auto_replication = 1;
+	f->cfg.replica_lag_max_messages = 2;
+	f->cfg.replica_lag_time_max_ms = 1000;
+	open_cluster(f);
+	create(f, "t", 3, NULL, NULL);
+	for (int i = 0; i < 3; i++)
+		produce(f->p, "m", 1);
+	broker_fetch(f, 2);
+	advance(f, 600);
+	broker_fetch(f, 2);
+	assert_int_equal(promote(f, 2, false), MK_OK);
+	assert_int_equal(info(f->p).leader, 2);
+	assert_isr(f->p, "1 2 3");               /* 3 lags 3, no check yet */
+	assert_int_equal(info(f->p).hw, 0);
+	advance(f, 399);
+	assert_isr(f->p, "1 2 3");
+	advance(f, 1);                           /* 1000: the check */
+	assert_isr(f->p, "1 2");
+	assert_int_equal(info(f->p).hw, 3);
+	assert_int_equal(info(f->p).isr_shrinks, 1);
+}
+
+static void test_isr_slow_member_catches_up_before_check(void **state)
+{
+	slow_member_between_checks(state, SLOW_CATCHES_UP);
+}
+
+static void test_isr_slow_member_leaves_at_check(void **state)
+{
+	slow_member_between_checks(state, SLOW_CHECKED);
+}
+
+static void test_isr_slow_member_leaves_below_min_isr(void **state)
+{
+	slow_member_between_checks(state, SLOW_CHECKED_MIN3);
+}
+
+static void test_isr_slow_member_request_times_out(void **state)
+{
+	slow_member_between_checks(state, SLOW_TIMES_OUT);
+}
+
+/*
  * Every broker directory a topic creation makes is marked so that the file
  * system spreads its partition directories (ext4's Orlov top-directory
  * hint): on a file system that takes the mark (the probe says), both
@@ -1595,6 +1778,13 @@ int main(void)
 		T(test_follower_fetch_batches),
 		T(test_broker_dirs_spread_partitions),
 		T(test_isr_offset_lag_checked_periodically),
+		T(test_isr_counters_crash_and_unclean),
+		T(test_isr_lag_check_schedule_survives_promotion),
+		T(test_isr_shrinks_count_replicas),
+		T(test_isr_slow_member_catches_up_before_check),
+		T(test_isr_slow_member_leaves_at_check),
+		T(test_isr_slow_member_leaves_below_min_isr),
+		T(test_isr_slow_member_request_times_out),
 		T(test_watch_and_ack_check),
 		T(test_reads_stop_at_hw),
 		T(test_acks_0_and_1),
