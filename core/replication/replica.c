@@ -523,19 +523,28 @@ static void copy_stamp(mk_partition *p, mk_fetch_copy *fc, int64_t from)
 	fc->leader_end = mk_log_end_offset(l->log);
 }
 
+/* Under p->lock: is there a follower (other than replica `skip`) whose
+ * next fetch starts at `from`: its log ends there and no fetch of it is in
+ * flight, or (in_flight) the fetch in flight will end there? */
+static bool follower_next_at(const mk_partition *p, int64_t from, int skip,
+			     bool in_flight)
+{
+	for (int k = 0; k < p->nreplicas; k++) {
+		const mk_replica *r = &p->replicas[k];
+		if (k == skip || k == p->leader || !r->log)
+			continue;
+		if (r->fetching ? in_flight && r->fetch_target == from
+				: mk_log_end_offset(r->log) == from)
+			return true;
+	}
+	return false;
+}
+
 /* Under p->lock, after follower i read fc from `from`: keep it when
  * another follower's log ends at `from` too (its fetch will want it). */
 static void copy_keep(mk_partition *p, int i, int64_t from, mk_fetch_copy *fc)
 {
-	if (fc->buf.len == 0)
-		return;
-	bool wanted = false;
-	for (int k = 0; k < p->nreplicas && !wanted; k++) {
-		const mk_replica *r = &p->replicas[k];
-		wanted = k != i && k != p->leader && r->log && !r->fetching &&
-			 mk_log_end_offset(r->log) == from;
-	}
-	if (!wanted)
+	if (fc->buf.len == 0 || !follower_next_at(p, from, i, false))
 		return;
 	copy_stamp(p, fc, from);
 	copy_drop(p);
@@ -565,14 +574,7 @@ static void copy_seed(mk_partition *p, uint8_t *const *frames,
 	 * ends there, or its fetch in flight will end there): not at RF 1,
 	 * nor with every follower offline or behind, where the copy would
 	 * cost a memcpy per write and stay until the next append. */
-	bool wanted = false;
-	for (int k = 0; k < p->nreplicas && !wanted; k++) {
-		const mk_replica *r = &p->replicas[k];
-		wanted = k != p->leader && r->log &&
-			 (r->fetching ? r->fetch_target
-				      : mk_log_end_offset(r->log)) == from;
-	}
-	if (!wanted)
+	if (!follower_next_at(p, from, -1, true))
 		return;
 	mk_fetch_copy *fc = copy_new();
 	mk_strbuf_grow(&fc->buf, total);
