@@ -1483,6 +1483,9 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 		if (log->prep_base != a->base &&
 		    (int64_t)(a->size + run) * 2 >= log->cfg.segment_bytes)
 			prep_request(log);
+		/* The runway (segment.h) never runs past where the segment
+		 * rolls. */
+		a->fill_limit = (uint64_t)log->cfg.segment_bytes;
 		mk_strbuf msg = MK_STRBUF_INIT;
 		err = mk_segment_append_many(a, frames + i, b + i, j - i,
 					     log->cfg.index_interval_bytes, &msg);

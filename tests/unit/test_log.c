@@ -24,6 +24,7 @@
 #include "fileio.h"
 #include "index.h"
 #include "log.h"
+#include "segment.h"
 #include "testlib.h"
 
 /* ---- fixture ------------------------------------------------------------- */
@@ -2263,6 +2264,202 @@ static void test_append_many_short_write(void **state)
 	mk_log_close(log);
 }
 
+
+/* ---- the runway (segment.h): zeros ahead of small appends --------------- */
+
+typedef struct {
+	mk_fdcache *cache;
+	mk_segment *s;
+	int64_t next;            /* the next batch's base offset */
+	char path[256];
+} runway_fx;
+
+static void count_batch(void *arg, const mk_batch_view *b, uint64_t pos)
+{
+	(void)b;
+	(void)pos;
+	(*(int *)arg)++;
+}
+
+/* One batch of 10 records of ~200 bytes each appended to the segment. */
+static void runway_append(runway_fx *r, size_t pad)
+{
+	mk_strbuf fr = MK_STRBUF_INIT;
+	build(&fr, r->next, 0, 10, NULL, pad);
+	mk_batch_view b;
+	const char *why = NULL;
+	assert_int_equal(mk_frame_decode((const uint8_t *)fr.buf, fr.len, 0, &b, &why),
+			 MK_OK);
+	mk_strbuf msg = MK_STRBUF_INIT;
+	mk_err err = mk_segment_append(r->s, (const uint8_t *)fr.buf, &b, 4096, &msg);
+	if (err)
+		print_error("append: %s\n", msg.buf);
+	assert_int_equal(err, MK_OK);
+	r->next += 10;
+	mk_strbuf_release(&msg);
+	mk_strbuf_release(&fr);
+}
+
+static void runway_open(runway_fx *r, const fixture *f, uint64_t *cut,
+			mk_strbuf *why)
+{
+	mk_err err = mk_segment_open_active(f->dir, 0, INT64_MAX, -1, r->cache,
+					    4096, NULL, NULL, &r->s, cut, why);
+	assert_int_equal(err, MK_OK);
+	r->next = r->s->next_offset;
+}
+
+static int runway_batches(runway_fx *r)
+{
+	int n = 0;
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(mk_segment_scan(r->s, INT64_MAX, count_batch, &n, &why),
+			 MK_OK);
+	mk_strbuf_release(&why);
+	return n;
+}
+
+static void append_zeros(const char *path, size_t n)
+{
+	void *z = calloc(1, n);
+	assert_non_null(z);
+	append_bytes(path, z, n);
+	free(z);
+}
+
+static void test_runway(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
+	runway_fx r = { .cache = mk_fdcache_new(64) };
+	mk_strbuf why = MK_STRBUF_INIT;
+	seg_path(f, 0, "log", r.path, sizeof(r.path));
+	assert_int_equal(mk_segment_create(f->dir, 0, r.cache, &r.s, &why), MK_OK);
+	r.s->fill_limit = 4u << 20;
+
+	/* Below MK_SEGMENT_RUNWAY_FROM the file is its frames. */
+	while (r.s->size < MK_SEGMENT_RUNWAY_FROM) {
+		runway_append(&r, 200);
+		assert_int_equal(file_size(r.path), (off_t)r.s->size);
+		assert_int_equal(r.s->runway_end, 0);
+	}
+	/* Then an append past the file's end zero-fills to the next 256 KiB. */
+	runway_append(&r, 200);
+	assert_int_equal(file_size(r.path), MK_SEGMENT_RUNWAY);
+	assert_int_equal(r.s->runway_end, MK_SEGMENT_RUNWAY);
+	assert_true(r.s->size < MK_SEGMENT_RUNWAY);
+	while (r.s->size + 4096 < MK_SEGMENT_RUNWAY) {
+		runway_append(&r, 200);
+		assert_int_equal(file_size(r.path), MK_SEGMENT_RUNWAY);
+	}
+	while (r.s->size < MK_SEGMENT_RUNWAY)
+		runway_append(&r, 200);
+	assert_int_equal(file_size(r.path), 2 * MK_SEGMENT_RUNWAY);
+	/* Readers stop at size: every batch, no zeros. */
+	int batches = (int)(r.next / 10);
+	assert_int_equal(runway_batches(&r), batches);
+
+	/* A close cuts the runway; the reopened segment is its frames. */
+	uint64_t size = r.s->size;
+	mk_segment_close(r.s);
+	assert_int_equal(file_size(r.path), (off_t)size);
+	uint64_t cut = 1;
+	runway_open(&r, f, &cut, &why);
+	assert_int_equal(cut, 0);
+	assert_int_equal(r.s->size, size);
+	assert_int_equal(runway_batches(&r), batches);
+
+	/* A stop that left a runway (zeros past the frames): cut at open,
+	 * silently — no loss, nothing to report. */
+	mk_segment_close(r.s);
+	append_zeros(r.path, 100000);
+	mk_strbuf_reset(&why);
+	runway_open(&r, f, &cut, &why);
+	assert_int_equal(cut, 0);
+	assert_int_equal(why.len, 0);
+	assert_int_equal(r.s->size, size);
+	assert_int_equal(file_size(r.path), (off_t)size);
+	assert_int_equal(runway_batches(&r), batches);
+
+	/* A torn frame before zeros is a torn write: cut and reported. */
+	mk_segment_close(r.s);
+	append_bytes(r.path, MK_FRAME_MAGIC "\x00\x00\x01\x00", 8);
+	append_zeros(r.path, 5000);
+	mk_strbuf_reset(&why);
+	runway_open(&r, f, &cut, &why);
+	assert_int_equal(cut, 8 + 5000);
+	assert_true(why.len > 0);
+	assert_int_equal(file_size(r.path), (off_t)size);
+
+	/* More zeros than a runway leaves: not taken for one. */
+	mk_segment_close(r.s);
+	append_zeros(r.path, 2 * MK_SEGMENT_RUNWAY + 1);
+	mk_strbuf_reset(&why);
+	runway_open(&r, f, &cut, &why);
+	assert_int_equal(cut, 2 * MK_SEGMENT_RUNWAY + 1);
+	assert_int_equal(file_size(r.path), (off_t)size);
+
+	/* Seal (a roll) cuts the runway: a closed segment is its frames. */
+	r.s->fill_limit = 4u << 20;
+	runway_append(&r, 200);
+	assert_true(file_size(r.path) > (off_t)r.s->size);
+	mk_strbuf_reset(&why);
+	assert_int_equal(mk_segment_seal(r.s, &why), MK_OK);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	assert_int_equal(r.s->runway_end, 0);
+	size = r.s->size;
+	mk_segment_close(r.s);
+	assert_int_equal(file_size(r.path), (off_t)size);
+
+	/* A simulated crash keeps only what was flushed: no runway. */
+	runway_open(&r, f, &cut, &why);
+	r.s->fill_limit = 4u << 20;
+	mk_strbuf_reset(&why);
+	assert_int_equal(mk_segment_flush(r.s, &why), MK_OK);
+	uint64_t flushed = r.s->flushed;
+	runway_append(&r, 200);
+	assert_true(r.s->runway_end > r.s->size);
+	mk_segment_crash(r.s, false);
+	assert_int_equal(file_size(r.path), (off_t)flushed);
+
+	/* fill_limit caps the runway; without one there is none; an
+	 * append as large as a runway makes none. */
+	runway_open(&r, f, &cut, &why);
+	r.s->fill_limit = r.s->size + 8192;
+	runway_append(&r, 200);
+	assert_true(file_size(r.path) <= (off_t)r.s->fill_limit);
+	assert_true(r.s->runway_end == 0 || r.s->runway_end == r.s->fill_limit);
+	r.s->fill_limit = 0;
+	while (file_size(r.path) > (off_t)r.s->size)
+		runway_append(&r, 200);
+	runway_append(&r, 200);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	r.s->fill_limit = 4u << 20;
+	runway_append(&r, 0);          /* small: a runway again */
+	assert_true(file_size(r.path) > (off_t)r.s->size);
+	while (file_size(r.path) > (off_t)r.s->size)
+		runway_append(&r, 200);
+	mk_strbuf big = MK_STRBUF_INIT;
+	{
+		/* 1300 records of 300 bytes: one frame past a runway. */
+		build(&big, r.next, 0, 1300, NULL, 300);
+		mk_batch_view b;
+		const char *dwhy = NULL;
+		assert_int_equal(mk_frame_decode((const uint8_t *)big.buf, big.len,
+						 0, &b, &dwhy), MK_OK);
+		assert_true(big.len >= MK_SEGMENT_RUNWAY);
+		mk_strbuf_reset(&why);
+		assert_int_equal(mk_segment_append(r.s, (const uint8_t *)big.buf,
+						   &b, 4096, &why), MK_OK);
+		r.next += 1300;
+	}
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	mk_strbuf_release(&big);
+	mk_segment_close(r.s);
+	mk_fdcache_free(r.cache);
+	mk_strbuf_release(&why);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2296,6 +2493,7 @@ int main(void)
 		T(test_roll_advances_recovery_point),
 		T(test_checkpoint_owner_and_flusher),
 		T(test_recovery_from_recovery_point),
+		T(test_runway),
 #undef T
 		cmocka_unit_test_setup_teardown(test_append_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_old_width, setup, teardown),
