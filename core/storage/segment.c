@@ -440,6 +440,26 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 	return err;
 }
 
+/* Zeros into [from, to) of fd (to - from at most MK_SEGMENT_ZERO_TAIL_MAX):
+ * one pwritev. Returns where the file's zeros end (from when nothing was
+ * written). */
+static uint64_t write_zeros(int fd, uint64_t from, uint64_t to)
+{
+	/* Read-only zeros; the .bss keeps them out of the binary. */
+	static uint8_t zeros[64 * 1024];
+	struct iovec z[MK_SEGMENT_ZERO_TAIL_MAX / sizeof(zeros) + 1];
+	int nz = 0;
+	assert(to >= from && to - from <= MK_SEGMENT_ZERO_TAIL_MAX);
+	for (uint64_t at = from; at < to; nz++) {
+		uint64_t l = to - at < sizeof(zeros) ? to - at : sizeof(zeros);
+		z[nz].iov_base = zeros;
+		z[nz].iov_len = (size_t)l;
+		at += l;
+	}
+	ssize_t w = nz ? pwritev(fd, z, nz, (off_t)from) : 0;
+	return w > 0 ? from + (uint64_t)w : from;
+}
+
 /* ---- lifecycle ----------------------------------------------------------- */
 
 static char *seg_path(const char *dir, size_t dlen, const char digits[20],
@@ -587,8 +607,10 @@ bool mk_segment_prepared_name(const char *name)
 	return !strcmp(name, "prepared.timeindex.tmp");
 }
 
-mk_err mk_segment_prepare(const char *dir, mk_strbuf *why)
+mk_err mk_segment_prepare(const char *dir, uint64_t prefill, mk_strbuf *why)
 {
+	if (prefill > MK_SEGMENT_PREFILL_MAX)
+		prefill = MK_SEGMENT_PREFILL_MAX;
 	for (int i = 0; i < NPREPARED; i++) {
 		char *path = prepared_path(dir, i);
 		/* A new inode, never one truncated in place: a prepared name
@@ -610,6 +632,10 @@ mk_err mk_segment_prepare(const char *dir, mk_strbuf *why)
 		free(path);
 		if (err)
 			return err;
+		/* The new segment's first runway (best effort: adoption
+		 * takes the length the file has). */
+		if (i == 0 && prefill)
+			write_zeros(fd, 0, prefill);
 		close(fd);
 		if (i == 0)
 			MK_FAILPOINT("segment.prepare.after-log");
@@ -676,8 +702,12 @@ mk_err mk_segment_create_prepared(const char *dir, int64_t base,
 			close(fd);
 	}
 	free(from);
-	/* Two empty files: the index file holds exactly what memory does
-	 * (nothing), and nothing needs an fsync yet. */
+	/* The .log holds no frame, maybe a runway of zeros (prepare); the
+	 * index file holds exactly what memory does (nothing); nothing needs
+	 * an fsync yet. */
+	struct stat st;
+	if (!err && !stat(s->log_path, &st) && st.st_size > 0)
+		s->runway_end = (uint64_t)st.st_size;
 	return seg_made(s, err, out);
 }
 
@@ -733,7 +763,7 @@ mk_err mk_segment_open_closed_at(int dirfd, const char *dir, int64_t base,
 static bool zero_tail(mk_segment *s, uint64_t from, uint64_t to)
 {
 	uint8_t buf[16 * 1024];
-	if (to - from > 2 * (uint64_t)MK_SEGMENT_RUNWAY)
+	if (to - from > MK_SEGMENT_ZERO_TAIL_MAX)
 		return false;
 	while (from < to) {
 		size_t want = to - from < sizeof(buf) ? (size_t)(to - from) : sizeof(buf);
@@ -932,8 +962,6 @@ bool mk_segment_can_hold(const mk_segment *s, size_t len, int64_t last_offset)
  */
 static void extend_runway(mk_segment *s, uint64_t end, uint64_t len)
 {
-	/* Read-only zeros; the .bss keeps them out of the binary. */
-	static uint8_t zeros[64 * 1024];
 	if (!s->fill_limit || len >= MK_SEGMENT_RUNWAY ||
 	    s->size < MK_SEGMENT_RUNWAY_FROM || end <= s->runway_end)
 		return;
@@ -944,18 +972,9 @@ static void extend_runway(mk_segment *s, uint64_t end, uint64_t len)
 		to = s->fill_limit;
 	if (to <= end || to > UINT32_MAX)
 		return;
-	struct iovec z[2 * MK_SEGMENT_RUNWAY / sizeof(zeros) + 1];
-	int nz = 0;
-	for (uint64_t at = from; at < to; nz++) {
-		uint64_t l = to - at < sizeof(zeros) ? to - at : sizeof(zeros);
-		z[nz].iov_base = zeros;
-		z[nz].iov_len = (size_t)l;
-		at += l;
-	}
-	assert((size_t)nz <= sizeof(z) / sizeof(z[0]));
-	ssize_t w = pwritev(s->fd, z, nz, (off_t)from);
-	if (w > 0 && from + (uint64_t)w > s->size)
-		s->runway_end = from + (uint64_t)w;
+	uint64_t w = write_zeros(s->fd, from, to);
+	if (w > s->size)
+		s->runway_end = w;
 }
 
 mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,

@@ -46,7 +46,9 @@
  * way, for the same reader rules: nothing reads past size; seal and close
  * cut the file to size; a crash leaves the zeros, which the recovery scan
  * cuts without calling them a torn write (a tail of zeros at most
- * 2 * MK_SEGMENT_RUNWAY long); crash simulation cuts to flushed as before.
+ * MK_SEGMENT_ZERO_TAIL_MAX long); crash simulation cuts to flushed as
+ * before. A prepared segment (below) starts with its first runway,
+ * written by the pool thread that prepares it.
  *
  * Errors name the file and position: "PATH at byte POS: REASON".
  *
@@ -116,8 +118,10 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
  * garbage, which the next open deletes.
  */
 /* Make the two prepared files in dir, new (an earlier one is unlinked,
- * never truncated). */
-mk_err mk_segment_prepare(const char *dir, mk_strbuf *why);
+ * never truncated). The .log starts with prefill bytes of zeros (at most
+ * MK_SEGMENT_PREFILL_MAX): the adopted segment's first runway, written
+ * here, off the append path; 0 leaves it empty. */
+mk_err mk_segment_prepare(const char *dir, uint64_t prefill, mk_strbuf *why);
 /* Is name (a directory entry) one of the prepared files? */
 bool mk_segment_prepared_name(const char *name);
 /* Delete the prepared files of dir (those missing are fine). */
@@ -198,6 +202,10 @@ mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 #define MK_SEGMENT_APPEND_MAX 64
 #define MK_SEGMENT_RUNWAY (256u * 1024)
 #define MK_SEGMENT_RUNWAY_FROM (64u * 1024)
+/* The most zeros a prepared .log starts with, and the longest tail of
+ * zeros the recovery scan cuts as a runway (at least 2 runways). */
+#define MK_SEGMENT_PREFILL_MAX (1024u * 1024)
+#define MK_SEGMENT_ZERO_TAIL_MAX MK_SEGMENT_PREFILL_MAX
 mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
 			      const mk_batch_view *b, size_t n,
 			      int64_t interval, mk_strbuf *why);

@@ -2393,10 +2393,10 @@ static void test_runway(void **state)
 
 	/* More zeros than a runway leaves: not taken for one. */
 	mk_segment_close(r.s);
-	append_zeros(r.path, 2 * MK_SEGMENT_RUNWAY + 1);
+	append_zeros(r.path, MK_SEGMENT_ZERO_TAIL_MAX + 1);
 	mk_strbuf_reset(&why);
 	runway_open(&r, f, &cut, &why);
-	assert_int_equal(cut, 2 * MK_SEGMENT_RUNWAY + 1);
+	assert_int_equal(cut, MK_SEGMENT_ZERO_TAIL_MAX + 1);
 	assert_int_equal(file_size(r.path), (off_t)size);
 
 	/* Seal (a roll) cuts the runway: a closed segment is its frames. */
