@@ -44,7 +44,10 @@
  * gets large folios, which the following appends overwrite. Kafka's
  * log.preallocate makes segment files longer than their data the same
  * way, for the same reader rules: nothing reads past size; seal and close
- * cut the file to size; a crash leaves the zeros, which the recovery scan
+ * cut the file to size (seal's cut marks the segment dirty, so that the
+ * roll's flush makes the new length durable before the recovery point
+ * passes the segment: a closed segment is never scanned at open, its
+ * size is its stat's); a crash leaves the zeros, which the recovery scan
  * cuts without calling them a torn write (a tail of zeros at most
  * 2 * MK_SEGMENT_RUNWAY long); crash simulation cuts to flushed as before.
  *

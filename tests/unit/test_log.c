@@ -2460,6 +2460,43 @@ static void test_runway(void **state)
 	mk_strbuf_release(&why);
 }
 
+/* A runway made before the last flush, cut by the seal: the cut is a
+ * change of the file the roll's flush must fsync (a closed segment below
+ * the recovery point is trusted by its stat size), so seal marks the
+ * segment dirty and the flush clears it. */
+static void test_runway_seal_durable(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
+	runway_fx r = { .cache = mk_fdcache_new(64) };
+	mk_strbuf why = MK_STRBUF_INIT;
+	seg_path(f, 0, "log", r.path, sizeof(r.path));
+	assert_int_equal(mk_segment_create(f->dir, 0, r.cache, &r.s, &why), MK_OK);
+	r.s->fill_limit = 4u << 20;
+	while (r.s->runway_end == 0)
+		runway_append(&r, 200);
+	assert_int_equal(mk_segment_flush(r.s, &why), MK_OK);
+	assert_false(r.s->dirty);
+	assert_true(file_size(r.path) > (off_t)r.s->size);
+	assert_int_equal(mk_segment_seal(r.s, &why), MK_OK);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	assert_true(r.s->dirty);
+	assert_int_equal(mk_segment_flush(r.s, &why), MK_OK);
+	assert_false(r.s->dirty);
+	assert_int_equal(r.s->flushed, r.s->size);
+	/* Without a runway, a flushed segment's seal changes no byte. */
+	uint64_t size = r.s->size;
+	mk_segment_close(r.s);
+	uint64_t cut = 1;
+	runway_open(&r, f, &cut, &why);
+	assert_int_equal(r.s->size, size);
+	assert_int_equal(mk_segment_seal(r.s, &why), MK_OK);
+	assert_false(r.s->dirty);
+	mk_segment_close(r.s);
+	mk_fdcache_free(r.cache);
+	mk_strbuf_release(&why);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2494,6 +2531,7 @@ int main(void)
 		T(test_checkpoint_owner_and_flusher),
 		T(test_recovery_from_recovery_point),
 		T(test_runway),
+		T(test_runway_seal_durable),
 #undef T
 		cmocka_unit_test_setup_teardown(test_append_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_old_width, setup, teardown),
