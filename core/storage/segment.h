@@ -28,7 +28,10 @@
  *   - an active segment has indexes_loaded, and next_offset, max_ts,
  *     last_base and last_pos describe its batches;
  *   - runway_end is 0, or > size: then the .log is runway_end bytes long
- *     and [size, runway_end) holds zeros (the runway, below).
+ *     and [size, runway_end) holds zeros (the runway, below), or what an
+ *     append that failed inside the runway left (the next append, the
+ *     seal or the close overwrites or cuts it; a crash leaves it to the
+ *     recovery scan, as any failed append's bytes).
  *
  * The runway. The page cache gives a small write into new pages of a file
  * a small folio, often one per 4 KiB page, and each folio costs its
