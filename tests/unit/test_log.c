@@ -2562,6 +2562,32 @@ static void test_runway_errors(void **state)
 	assert_int_equal(file_size(r.path), (off_t)r.s->size);
 	assert_int_equal(runway_batches(&r), (int)(r.next / 10));
 
+	/* An append as large as a runway passing the runway's end makes
+	 * none, and ends the one there was; the next small one makes one
+	 * from the end of the frames. */
+	runway_append(&r, 200);
+	assert_true(r.s->runway_end > r.s->size);
+	{
+		mk_strbuf big = MK_STRBUF_INIT;
+		build(&big, r.next, 0, 1300, NULL, 300);
+		mk_batch_view b;
+		const char *dwhy = NULL;
+		assert_int_equal(mk_frame_decode((const uint8_t *)big.buf, big.len,
+						 0, &b, &dwhy), MK_OK);
+		assert_true(big.len >= MK_SEGMENT_RUNWAY &&
+			    r.s->size + big.len > r.s->runway_end);
+		assert_int_equal(mk_segment_append(r.s, (const uint8_t *)big.buf,
+						   &b, 4096, &why), MK_OK);
+		r.next += 1300;
+		mk_strbuf_release(&big);
+	}
+	assert_int_equal(r.s->runway_end, 0);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	runway_append(&r, 200);
+	check_runway(&r);
+	assert_true(r.s->runway_end > r.s->size);
+	assert_int_equal(runway_batches(&r), (int)((r.next - 1300) / 10) + 1);
+
 	/* A crash after a flush that came after the runway was made: the
 	 * page cache held nothing unflushed but the zeros, which go too. */
 	runway_append(&r, 200);
