@@ -40,3 +40,31 @@ assert_eq "$valid" "$(stat -c %s "$P/segments/$F")" "and the raw view shows all 
 
 mk_unmount
 assert_eq "$(mk_valid_size "$D/$F")" "$(mk_size "$D/$F")" "after the unmount the file is its frames"
+
+# ---- SIGKILL with a runway: the remount cuts the zeros, loses nothing ----------
+mk_mount
+assert_ok "create-topic k" mk_ctl "create-topic k"
+K=$MNT/topics/k/0
+DK=$DATA/broker-1/k-0
+assert_ok "a 70 KB append to k" mk_write "$K/append" "$big"$'\n'
+assert_ok "a small append to k" mk_write "$K/append" $'last\n'
+kvalid=$(mk_valid_size "$DK/$F")
+mk_kill
+assert_true "the kill left the runway ($(mk_size "$DK/$F") bytes, frames $kvalid)" \
+	test "$(mk_size "$DK/$F")" -gt "$kvalid"
+mk_mount
+assert_eq "641" "$(mk_read "$K/leo")" "k: every record after the remount"
+assert_eq "last" "$(mk_read "$K/records@640")" "k: the last record"
+assert_eq "$kvalid" "$(mk_size "$DK/$F")" "the remount cut the zeros"
+assert_eq "$kvalid" "$(stat -c %s "$K/segments/$F")" "the raw view agrees"
+# A roll after a runway, then a kill: the closed segment is its frames.
+assert_ok "a small append to k" mk_write "$K/append" $'more\n'
+assert_true "a runway again" test "$(mk_size "$DK/$F")" -gt "$(mk_valid_size "$DK/$F")"
+assert_ok "k: segment.bytes=70000" mk_write "$MNT/topics/k/config" "segment.bytes=70000"
+assert_ok "an append that rolls k" mk_write "$K/append" $'rolled\n'
+mk_kill
+assert_eq "$(mk_valid_size "$DK/$F")" "$(mk_size "$DK/$F")" "the sealed segment is its frames after the kill"
+mk_mount
+assert_eq "643" "$(mk_read "$K/leo")" "k: every record after the second remount"
+assert_eq "$(printf 'last\nmore\nrolled')" "$(mk_read "$K/records@640")" "k: the records around the roll"
+mk_unmount
