@@ -605,6 +605,9 @@ mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path)
 int64_t mk_node_raw_limit(mkfs *fs, const node_ref *ref)
 {
 	(void)fs;
+	size_t len = strlen(ref->name), slen = strlen(seg_suffixes[0]);
+	if (len < slen || strcmp(ref->name + len - slen, seg_suffixes[0]))
+		return -1;      /* an .index: no runway */
 	mk_segment_info *segs;
 	size_t n = ref_segments(ref, &segs, NULL);
 	int64_t limit = -1;
