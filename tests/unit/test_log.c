@@ -2637,6 +2637,54 @@ static void test_runway_seal_durable(void **state)
 	mk_strbuf_release(&why);
 }
 
+/* Through the log: the active segment gets a runway (log.c sets
+ * fill_limit to segment.bytes), never past segment.bytes; the roll leaves
+ * the closed segment its frames; a crash and a close leave every file
+ * its frames, and nothing is lost. */
+static void test_runway_log(void **state)
+{
+	fixture *f = *state;
+	const int64_t seg_bytes = 300000;
+	mk_log *log = open_log(f, seg_bytes, 4096, 0);
+	char p0[256], p1[256];
+	seg_path(f, 0, "log", p0, sizeof(p0));
+	mk_segment_info info;
+	bool runway = false;
+	while (mk_log_segment_count(log) == 1) {
+		append_n(log, 1, 10, NULL, 200);
+		mk_log_segment_info(log, 0, &info);
+		if (info.active && file_size(p0) > (off_t)info.size) {
+			runway = true;
+			assert_true(info.size >= MK_SEGMENT_RUNWAY_FROM);
+		}
+		assert_true(file_size(p0) <= seg_bytes);
+	}
+	assert_true(runway);
+	mk_log_segment_info(log, 0, &info);
+	assert_int_equal(file_size(p0), (off_t)info.size);
+	mk_log_segment_info(log, 1, &info);
+	seg_path(f, info.base_offset, "log", p1, sizeof(p1));
+	while (file_size(p1) == (off_t)info.size) {
+		append_n(log, 1, 10, NULL, 200);
+		mk_log_segment_info(log, 1, &info);
+	}
+	int64_t leo = mk_log_end_offset(log);
+	assert_int_equal(mk_log_flush(log), MK_OK);
+	mk_log_crash(log, false);
+	assert_int_equal(file_size(p1), (off_t)info.size);
+	log = open_log(f, seg_bytes, 4096, 0);
+	assert_int_equal(mk_log_end_offset(log), leo);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, leo, SIZE_MAX, &out), MK_OK);
+	assert_int_equal(check_frames(&out, 0, leo - 1), (int)(leo / 10));
+	append_n(log, 1, 10, NULL, 200);
+	mk_log_segment_info(log, 1, &info);
+	assert_true(file_size(p1) > (off_t)info.size);
+	mk_log_close(log);
+	assert_int_equal(file_size(p1), (off_t)info.size);
+	mk_strbuf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2673,6 +2721,7 @@ int main(void)
 		T(test_runway),
 		T(test_runway_seal_durable),
 		T(test_runway_errors),
+		T(test_runway_log),
 #undef T
 		cmocka_unit_test_setup_teardown(test_append_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_old_width, setup, teardown),
