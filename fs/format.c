@@ -234,49 +234,98 @@ typedef struct {
 } tsv_state;
 
 /*
- * The first '\n', '\t' or '\\' in [p, end), or end: the one scan of a TSV
- * line finds its field ends, its backslashes and its own end together,
- * sixteen bytes a step where SSE2 is there.
+ * The TSV line scanner: the bytes of one parse call are classified once,
+ * 64 at a time, into three bit masks of a block (bit i: byte i of the
+ * block is a '\n', a TAB, a '\\'); a line's end, its TABs and whether it
+ * has a backslash are then found by bit operations on those masks, and
+ * what remains of a block after one line's '\n' is carried to the next
+ * line. Blocks start at buf, buf + 64, ...; a last block shorter than 64
+ * bytes is copied into a zeroed 64-byte buffer first (NUL is none of the
+ * three), so the scan never reads past end, at any length or alignment.
+ * Invariant: each byte of [buf, end) is classified exactly once, and the
+ * masks hold no bit for a byte before the line being scanned.
  */
-static inline const char *tsv_special(const char *p, const char *end)
+typedef struct {
+	const char *block;          /* the block the masks describe */
+	const char *end;
+	uint64_t nl, tab, bs;       /* its bytes not yet passed, by class */
+} tsv_scan;
+
+/* The three masks of the 64 bytes at p. */
+static inline void classify64(tsv_scan *s, const char *p)
 {
+	uint64_t mn = 0, mt = 0, mb = 0;
 #if defined(__SSE2__)
 	const __m128i nl = _mm_set1_epi8('\n'), tab = _mm_set1_epi8('\t'),
 		      bs = _mm_set1_epi8('\\');
-	while (end - p >= 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, nl),
-						      _mm_cmpeq_epi8(v, tab)),
-					 _mm_cmpeq_epi8(v, bs));
-		unsigned bits = (unsigned)_mm_movemask_epi8(m);
-		if (bits)
-			return p + __builtin_ctz(bits);
-		p += 16;
+	for (int i = 0; i < 4; i++) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+		mn |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)) << (16 * i);
+		mt |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, tab)) << (16 * i);
+		mb |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bs)) << (16 * i);
+	}
+#else
+	for (int i = 0; i < 64; i++) {
+		uint64_t bit = (uint64_t)1 << i;
+		mn |= p[i] == '\n' ? bit : 0;
+		mt |= p[i] == '\t' ? bit : 0;
+		mb |= p[i] == '\\' ? bit : 0;
 	}
 #endif
-	for (; p < end; p++)
-		if (*p == '\n' || *p == '\t' || *p == '\\')
-			return p;
-	return end;
+	s->nl = mn;
+	s->tab = mt;
+	s->bs = mb;
 }
 
-/* One scan of the line at p: its TABs and backslashes into st; returns
- * its '\n', or NULL when none comes before end. */
-static inline const char *scan_line(tsv_state *st, const char *p,
-				    const char *end)
+/* Make the block at p (p < end) the current one. */
+static inline void scan_load(tsv_scan *s, const char *p)
+{
+	s->block = p;
+	if (s->end - p >= 64) {
+		classify64(s, p);
+	} else {
+		char tail[64] = { 0 };
+		memcpy(tail, p, (size_t)(s->end - p));
+		classify64(s, tail);
+	}
+}
+
+/* A scanner at buf, which holds len > 0 bytes. */
+static inline void scan_start(tsv_scan *s, const char *buf, size_t len)
+{
+	s->end = buf + len;
+	scan_load(s, buf);
+}
+
+/* One scan of the line where s stands: its TABs and backslashes into st;
+ * returns its '\n' (s then stands just past it), or NULL when none comes
+ * before end. */
+static inline const char *scan_line(tsv_state *st, tsv_scan *s)
 {
 	st->ntabs = 0;
 	st->escaped = false;
-	for (;; p++) {
-		p = tsv_special(p, end);
-		if (p == end)
-			return NULL;
-		if (*p == '\n')
-			return p;
-		if (*p == '\\')
+	for (;;) {
+		uint64_t n = s->nl;
+		/* the bits of this line in the block: those below its '\n' */
+		uint64_t in = n ? (n & -n) - 1 : ~(uint64_t)0;
+		uint64_t t = s->tab & in;
+		if (s->bs & in)
 			st->escaped = true;
-		else if (st->ntabs < TSV_MAX_FIELDS)
-			st->tabs[st->ntabs++] = p;
+		for (; t && st->ntabs < TSV_MAX_FIELDS; t &= t - 1)
+			st->tabs[st->ntabs++] = s->block + __builtin_ctzll(t);
+		if (n) {
+			/* past the '\n': what remains is the next line's */
+			uint64_t rest = ~(n ^ (n - 1));
+			s->nl = n & rest;
+			s->tab &= rest;
+			s->bs &= rest;
+			return s->block + __builtin_ctzll(n);
+		}
+		if (s->end - s->block <= 64) {
+			s->tab = s->bs = 0;
+			return NULL;
+		}
+		scan_load(s, s->block + 64);
 	}
 }
 
@@ -478,10 +527,13 @@ static inline __attribute__((always_inline)) mk_err parse_lines(const mk_parse_o
 
 	tsv_state local;
 	tsv_state *st = &local;
+	tsv_scan scan;
 	st->opts = opts;
 	st->scratch = scratch;
+	if (p < end)
+		scan_start(&scan, p, len);
 	while (p < end) {
-		const char *nl = scan_line(st, p, end);
+		const char *nl = scan_line(st, &scan);
 		const char *lend = nl ? nl : end;
 		lineno++;
 		if ((size_t)(lend - p) > max) {

@@ -530,7 +530,7 @@ static void test_tsv_rejections(void **state)
 
 /*
  * The one scan of a TSV line finds TABs, backslashes and the newline
- * wherever they fall against its sixteen-byte steps and the scalar tail
+ * wherever they fall against its 64-byte blocks and the copied last block
  * at the end of the buffer: keys and values of every length up to 40,
  * with and without an escape at every position, as lines back to back,
  * through mk_parse_lines and mk_parse_records alike.
@@ -624,7 +624,7 @@ static void test_tsv_scan_positions(void **state)
 
 /*
  * The scan never reads past the buffer it is given: a buffer of exactly
- * the bytes written (no slack for a sixteen-byte load to hide in, which
+ * the bytes written (no slack for a 64-byte block load to hide in, which
  * ASan then watches), its last line of every length up to 48 with no
  * newline, a TAB or a backslash at its very last byte, final and not
  * (carried: only the complete lines are taken).
@@ -886,7 +886,8 @@ static uint64_t rng_next(uint64_t *s)
 }
 
 /* A field's bytes: mostly letters, with TABs, backslashes (mostly good
- * escapes), '=', NUL, high bytes and newlines as mix[] says (per cent). */
+ * escapes), '=', NUL, high bytes and newlines as the mix says (per mille;
+ * bad: of the escapes). */
 typedef struct {
 	unsigned tab, bs, bad, eq, nul, high, nl;
 } byte_mix;
@@ -923,7 +924,8 @@ static void gen_field(uint64_t *r, mk_strbuf *in, size_t n, const byte_mix *m)
 }
 
 /* Lines of 0..300 bytes: VALUE, KEY TAB VALUE or with NAME=VALUE headers
- * (up to 70 fields, past the limit), the last one terminated or not. */
+ * (up to 70 fields, past the limit; dense lines of up to 69 short fields
+ * may be longer), the last one terminated or not. */
 static void gen_input(uint64_t *r, mk_strbuf *in, bool keyed)
 {
 	byte_mix m = { 0 };
@@ -939,11 +941,18 @@ static void gen_input(uint64_t *r, mk_strbuf *in, bool keyed)
 		size_t target = rng_next(r) % 301;
 		size_t nf = rng_next(r) % 4 == 0 ? 1 + rng_next(r) % 70
 						 : 1 + rng_next(r) % 3;
+		/* dense: short fields, 62 to 67 headers, whatever the length */
+		bool dense = rng_next(r) % 8 == 0;
+		if (dense) {
+			nf = 64 + rng_next(r) % 6;
+			target = SIZE_MAX;
+		}
 		if (keyed && rng_next(r) % 8)
 			nf = 1;
 		size_t start = in->len;
 		for (size_t f = 0; f < nf && in->len - start < target; f++) {
-			size_t fl = rng_next(r) % (2 * target / nf + 1);
+			size_t fl = dense ? rng_next(r) % 3
+					  : rng_next(r) % (2 * target / nf + 1);
 			if (f)
 				mk_strbuf_addch(in, '\t');
 			if (f >= 2) {
