@@ -234,60 +234,76 @@ typedef struct {
 } tsv_state;
 
 /*
- * The TSV line scanner: the bytes of one parse call are classified once,
- * 64 at a time, into three bit masks of a block (bit i: byte i of the
- * block is a '\n', a TAB, a '\\'); a line's end, its TABs and whether it
- * has a backslash are then found by bit operations on those masks, and
- * what remains of a block after one line's '\n' is carried to the next
- * line. Blocks start at buf, buf + 64, ...; a last block shorter than 64
- * bytes is copied into a zeroed 64-byte buffer first (NUL is none of the
- * three), so the scan never reads past end, at any length or alignment.
+ * The TSV line scanner. The bytes of one parse call are classified once,
+ * 64 at a time, into the bit mask of a block's special bytes (bit i: byte
+ * i of the block is a '\n', a TAB or a '\\'; SSE2 compares where there
+ * is SSE2, a byte loop elsewhere). A line's end, its TABs and whether it
+ * has a backslash are then found by walking the set bits (ctz, clearing
+ * the lowest), reading only the special bytes themselves to tell which of
+ * the three each is; what remains of a block's mask after one line's '\n'
+ * is carried to the next line, so no scan restarts inside a block.
+ * Blocks start at buf, buf + 64, ...; a last block shorter than 64 bytes
+ * is copied into a zeroed 64-byte buffer first (NUL is none of the
+ * three), so nothing past end is ever read, at any length or alignment.
+ *
+ * (Three masks per block, one per byte class, were tried first and were
+ * slower than even the 16-byte scan they replaced: three movemasks and
+ * their shifts for every 16 bytes against one, to spare a byte read at
+ * the two or three special bytes of a line. bench/README.md, "TSV scan
+ * by 64-byte masks".)
+ *
  * Invariant: each byte of [buf, end) is classified exactly once, and the
- * masks hold no bit for a byte before the line being scanned.
+ * mask has no bit for a byte before the line being scanned.
  */
 typedef struct {
-	const char *block;          /* the block the masks describe */
+	const char *block;          /* the block the mask describes */
 	const char *end;
-	uint64_t nl, tab, bs;       /* its bytes not yet passed, by class */
+	uint64_t sp;                /* its special bytes not yet passed */
 } tsv_scan;
 
-/* The three masks of the 64 bytes at p. */
-static inline void classify64(tsv_scan *s, const char *p)
-{
-	uint64_t mn = 0, mt = 0, mb = 0;
 #if defined(__SSE2__)
-	const __m128i nl = _mm_set1_epi8('\n'), tab = _mm_set1_epi8('\t'),
-		      bs = _mm_set1_epi8('\\');
-	for (int i = 0; i < 4; i++) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
-		mn |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)) << (16 * i);
-		mt |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, tab)) << (16 * i);
-		mb |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bs)) << (16 * i);
-	}
-#else
-	for (int i = 0; i < 64; i++) {
-		uint64_t bit = (uint64_t)1 << i;
-		mn |= p[i] == '\n' ? bit : 0;
-		mt |= p[i] == '\t' ? bit : 0;
-		mb |= p[i] == '\\' ? bit : 0;
-	}
+/* The mask of the '\n', TAB and '\\' bytes of the 16 at p. */
+static inline uint64_t special16(const char *p)
+{
+	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+	__m128i e = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')),
+					      _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))),
+				 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+	return (uint32_t)_mm_movemask_epi8(e);
+}
 #endif
-	s->nl = mn;
-	s->tab = mt;
-	s->bs = mb;
+
+/* The mask of the '\n', TAB and '\\' bytes of the 64 bytes at p
+ * (written out four times: a loop over the four is not unrolled at -O2,
+ * and its shifts by a variable count cost). */
+static inline __attribute__((always_inline)) uint64_t classify64(const char *p)
+{
+#if defined(__SSE2__)
+	return special16(p) | special16(p + 16) << 16 |
+	       special16(p + 32) << 32 | special16(p + 48) << 48;
+#else
+	uint64_t m = 0;
+	for (int i = 0; i < 64; i++)
+		m |= (uint64_t)(p[i] == '\n' || p[i] == '\t' || p[i] == '\\') << i;
+	return m;
+#endif
+}
+
+/* The mask of the n < 64 bytes at p, as if NULs followed them. */
+static __attribute__((noinline)) uint64_t classify_tail(const char *p, size_t n)
+{
+	char tail[64] = { 0 };
+	memcpy(tail, p, n);
+	return classify64(tail);
 }
 
 /* Make the block at p (p < end) the current one. */
-static inline void scan_load(tsv_scan *s, const char *p)
+static inline __attribute__((always_inline)) void scan_load(tsv_scan *s,
+							   const char *p)
 {
 	s->block = p;
-	if (s->end - p >= 64) {
-		classify64(s, p);
-	} else {
-		char tail[64] = { 0 };
-		memcpy(tail, p, (size_t)(s->end - p));
-		classify64(s, tail);
-	}
+	s->sp = s->end - p >= 64 ? classify64(p)
+				 : classify_tail(p, (size_t)(s->end - p));
 }
 
 /* A scanner at buf, which holds len > 0 bytes. */
@@ -297,32 +313,34 @@ static inline void scan_start(tsv_scan *s, const char *buf, size_t len)
 	scan_load(s, buf);
 }
 
-/* One scan of the line where s stands: its TABs and backslashes into st;
- * returns its '\n' (s then stands just past it), or NULL when none comes
- * before end. */
-static inline const char *scan_line(tsv_state *st, tsv_scan *s)
+/* One scan of the line where s stands: its TABs (the first
+ * TSV_MAX_FIELDS) and whether it has a backslash into st; returns its
+ * '\n' (s then stands just past it), or NULL when none comes before end. */
+static inline __attribute__((always_inline)) const char *
+scan_line(tsv_state *st, tsv_scan *s)
 {
-	st->ntabs = 0;
-	st->escaped = false;
+	size_t ntabs = 0;
+	bool escaped = false;
 	for (;;) {
-		uint64_t n = s->nl;
-		/* the bits of this line in the block: those below its '\n' */
-		uint64_t in = n ? (n & -n) - 1 : ~(uint64_t)0;
-		uint64_t t = s->tab & in;
-		if (s->bs & in)
-			st->escaped = true;
-		for (; t && st->ntabs < TSV_MAX_FIELDS; t &= t - 1)
-			st->tabs[st->ntabs++] = s->block + __builtin_ctzll(t);
-		if (n) {
-			/* past the '\n': what remains is the next line's */
-			uint64_t rest = ~(n ^ (n - 1));
-			s->nl = n & rest;
-			s->tab &= rest;
-			s->bs &= rest;
-			return s->block + __builtin_ctzll(n);
+		uint64_t m = s->sp;
+		while (m) {
+			const char *q = s->block + __builtin_ctzll(m);
+			m &= m - 1;
+			if (*q == '\n') {
+				s->sp = m;
+				st->ntabs = ntabs;
+				st->escaped = escaped;
+				return q;
+			}
+			if (*q == '\\')
+				escaped = true;
+			else if (ntabs < TSV_MAX_FIELDS)
+				st->tabs[ntabs++] = q;
 		}
 		if (s->end - s->block <= 64) {
-			s->tab = s->bs = 0;
+			s->sp = 0;
+			st->ntabs = ntabs;
+			st->escaped = escaped;
 			return NULL;
 		}
 		scan_load(s, s->block + 64);
