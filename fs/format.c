@@ -246,11 +246,11 @@ typedef struct {
  * is copied into a zeroed 64-byte buffer first (NUL is none of the
  * three), so nothing past end is ever read, at any length or alignment.
  *
- * (Three masks per block, one per byte class, were tried first and were
- * slower than even the 16-byte scan they replaced: three movemasks and
- * their shifts for every 16 bytes against one, to spare a byte read at
- * the two or three special bytes of a line. bench/README.md, "TSV scan
- * by 64-byte masks".)
+ * (Three masks per block, one per byte class, were tried first: three
+ * movemasks and their shifts for every 16 bytes against one, to spare a
+ * byte read at the two or three special bytes of a line. They were the
+ * slowest of the three scans in a loop parsing cached rows, and behind
+ * one mask in the daemon: bench/README.md, "TSV scan by 64-byte masks".)
  *
  * Invariant: each byte of [buf, end) is classified exactly once, and the
  * mask has no bit for a byte before the line being scanned.
