@@ -252,8 +252,10 @@ typedef struct {
  * slowest of the three scans in a loop parsing cached rows, and behind
  * one mask in the daemon: bench/README.md, "TSV scan by 64-byte masks".)
  *
- * Invariant: each byte of [buf, end) is classified exactly once, and the
- * mask has no bit for a byte before the line being scanned.
+ * Invariant: each byte of [buf, end) is classified exactly once (a
+ * special byte is read once more, to tell which it is), the mask has no
+ * bit for a byte before the line being scanned, and no byte outside
+ * [buf, end) is read.
  */
 typedef struct {
 	const char *block;          /* the block the mask describes */
