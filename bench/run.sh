@@ -196,6 +196,28 @@ row() {
         "$blabel" "${bvalue:-n/a} $unit" "$tail"
 }
 
+# paired_line KEY AIM : the topic row KEY over the partition append of the
+# same round, per round, and their median, against AIM. The host's speed
+# drifts over a run (bench/README.md, "Paired by round"); a round's two
+# figures are a minute apart at most, the best of each may be further.
+paired_line() {
+    local key=$1 aim=$2 r a t list='' med verdict
+    for ((r = 1; r <= REPEAT; r++)); do
+        a=${ROUND_MBPS[APPEND,$r]:-} t=${ROUND_MBPS[$key,$r]:-}
+        [ -n "$a" ] && [ -n "$t" ] && list+="$(ratio "$t" "$a") "
+    done
+    [ -n "$list" ] || return 0
+    med=$(tr ' ' '\n' <<<"$list" | sed '/^$/d' | sort -n |
+        awk '{ v[NR] = $1 } END { if (NR % 2) printf "%.2f", v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+    if awk -v r="$med" -v a="$aim" 'BEGIN { exit !(r >= a) }'; then
+        verdict=met
+    else
+        verdict=MISSED
+    fi
+    printf '%-15s paired by round: median %s [%s]  (aim >= %s: %s)\n' "" \
+        "$med" "${list% }" "$aim" "$verdict"
+}
+
 WARNINGS=()
 warn() { WARNINGS+=("$*"); }
 
@@ -242,6 +264,9 @@ APPEND='' FETCH='' SINGLE='' POLL='' APPEND_1G=''
 R_SINGLE_ALL='' R_SINGLE_ONE='' R_APPEND_ONE='' R_APPEND_ALL=''
 ISR_ALL='' ISR_ONE='' SHRINKS_ALL='' SHRINKS_ONE=''
 TOPIC_ROWS=(plain1 plain4 plain16 keyed1 keyed4 keyed16)
+# Each round's MB/s of the partition append and of the topic rows
+# (ROUND_MBPS[ROW,r]): the topic rows' ratios paired by round.
+declare -A ROUND_MBPS=()
 for key in "${TOPIC_ROWS[@]}"; do
     printf -v "TOPIC_$key" '%s' ""
 done
@@ -309,6 +334,7 @@ daemon_round() {
         if ! bounded mkdir "$T/bench$r"; then
             APPEND_WHY="mkdir /topics/bench$r: $ERR"; FETCH_WHY=$APPEND_WHY
         elif measure APPEND mbps write "$T/bench$r/0/append" "$BYTES_N" "$CHUNK_N"; then
+            ROUND_MBPS[APPEND,$r]=$(field mbps "$RES")
             appended=$(field bytes "$RES")
             if measure FETCH mbps read "$T/bench$r/0/records" "$READ_BUF"; then
                 fetched=$(field bytes "$RES")
@@ -366,6 +392,7 @@ daemon_round() {
             measure "TOPIC_$key" mbps write -k "$NKEYS" "$T/$name/append:tsv" \
                 "$TOPIC_BYTES_N" "$CHUNK_N" || continue
         fi
+        ROUND_MBPS[$key,$r]=$(field mbps "$RES")
         # The partitions' log end offsets must add up to the records.
         # shellcheck disable=SC2016
         if bounded sh -c 'cat "$1"/*/leo' sh "$T/$name"; then
@@ -523,8 +550,31 @@ for key in "${TOPIC_ROWS[@]}"; do
     [ "$key" = plain4 ] && aim=0.8
     [ "$key" = keyed16 ] && aim=0.6
     row "$label" "${!v}" MB/s partition "$APPEND" $aim
+    [ -n "$aim" ] && paired_line "$key" "$aim"
 done
 echo "(topic rows: $TOPIC_BYTES_N bytes each; :tsv rows write KEY<TAB>VALUE lines with $NKEYS keys)"
+# The producer path without FUSE, and the page cache's share of the topic
+# rows (bench/bproduce.c): the floor puts the partition append's time per
+# write plus only the extra page-cache time of writing each write's bytes
+# into 4 or 16 files instead of one.
+BPRODUCE=$BUILD/bench/bproduce
+if [ -x "$BPRODUCE" ]; then
+    if bounded "$BPRODUCE" "$TMP/bproduce" "$TOPIC_BYTES_N" "$CHUNK_N" "$REPEAT"; then
+        sed 's/^/  /' "$TMP/out"
+        pc1=$(awk '$1 == "pagecache-1" { print $2 }' "$TMP/out")
+        pc4=$(awk '$1 == "pagecache-4" { print $2 }' "$TMP/out")
+        pc16=$(awk '$1 == "pagecache-16" { print $2 }' "$TMP/out")
+        if [ -n "$APPEND" ] && [ -n "$pc1" ] && [ -n "$pc4" ] && [ -n "$pc16" ]; then
+            awk -v c="$CHUNK_N" -v m="$APPEND" -v p1="$pc1" -v p4="$pc4" -v p16="$pc16" 'BEGIN {
+                u = c / m
+                printf "  page-cache floor of the filesystem rows: topic p=4 %.2f, topic:tsv p=16 %.2f (partition append %.1f us per write)\n",
+                    u / (u - p1 + p4), u / (u - p1 + p16), u }'
+        fi
+    else
+        echo "  bproduce: $ERR"
+    fi
+    rm -rf --one-file-system "$TMP/bproduce"
+fi
 # Compaction: MB of closed segments cleaned per second against a plain copy
 # (read, write, fsync) of the same segment files in the same run (aim 0.3).
 BCOMPACT=$BUILD/bench/bcompact

@@ -1,0 +1,286 @@
+/*
+ * bproduce — the producer path of issue 7's topic rows without FUSE and
+ * without parsing: what core/ itself costs per 128 KiB write.
+ *
+ * One cluster (one broker, real clock) in DIR; every row appends BYTES of
+ * 100-byte records, in calls of CHUNK bytes each (as bwrite does through
+ * the filesystem), to a fresh topic with 1 GiB segments (no roll):
+ *   partition  one partition producer on partition 0 (one batch per call)
+ *   t4         a topic producer on 4 partitions, keyless records
+ *   k16        a topic producer on 16 partitions, keyed records
+ *              ("keyNNNNN", 1000 keys, as bwrite -k 1000 writes them)
+ * The rows run in interleaved rounds; per row it prints the median over
+ * the rounds of microseconds per call and MB/s, and the median of each
+ * round's ratio against that round's partition row.
+ *
+ * The filesystem adds the FUSE request and the line parse to every call;
+ * this bench separates what the producer, the log and the page cache
+ * cost (perf record on it gives the core's share with plain call stacks).
+ *
+ * The page-cache rows are the kernel's share alone: plain pwrite(2) of
+ * the bytes a call puts into the logs, as the log lays them out — each
+ * call's bytes split evenly over 1, 4 or 16 files, appended where the
+ * previous call ended (so at unaligned offsets, as frames fall). From
+ * them, the floor: the ratio a topic row would have if it cost the
+ * partition row's time plus only its extra page-cache time,
+ *   partition / (partition - pagecache-1 + pagecache-N),
+ * here and for the filesystem rows of bench/run.sh (which reads these
+ * lines).
+ *
+ * Usage: bproduce DIR [BYTES [CHUNK [ROUNDS [ROW]]]]   (128M 128K 5)
+ * ROW (t4 or k16): only the partition row and that one (for perf).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "benchutil.h"
+#include "cluster.h"
+#include "config.h"
+#include "producer.h"
+
+#define RECORD BENCH_RECORD
+#define NKEYS 1000
+#define MAX_ROUNDS 64
+
+enum { ROW_PARTITION, ROW_T4, ROW_K16, NROWS };
+static const char *const row_name[NROWS] = { "partition", "t4", "k16" };
+static const int row_parts[NROWS] = { 1, 4, 16 };
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The records of one call: values (and keys) point into text, which holds
+ * the lines bwrite writes (without their newlines). */
+typedef struct {
+	mk_record_in *recs;
+	size_t n;
+	char *text;
+} call_recs;
+
+static void make_records(call_recs *cr, size_t chunk, bool keyed)
+{
+	cr->n = chunk / RECORD;
+	cr->recs = calloc(cr->n, sizeof(*cr->recs));
+	cr->text = malloc(cr->n * RECORD);
+	if (!cr->recs || !cr->text) {
+		fprintf(stderr, "bproduce: out of memory\n");
+		exit(1);
+	}
+	for (size_t i = 0; i < cr->n; i++) {
+		char *line = cr->text + i * RECORD;
+		char head[32];
+		int h = keyed ? snprintf(head, sizeof(head), "key%05u\t%010zu ",
+					 (unsigned)(i % NKEYS), i)
+			      : snprintf(head, sizeof(head), "%010zu ", i);
+		for (size_t k = 0; k + 1 < RECORD; k++)
+			line[k] = k < (size_t)h ? head[k] : (char)('a' + k % 26);
+		if (keyed) {
+			cr->recs[i].key = mk_bytes_of(line, 8);
+			cr->recs[i].value = mk_bytes_of(line + 9, RECORD - 10);
+		} else {
+			cr->recs[i].key = MK_BYTES_NULL;
+			cr->recs[i].value = mk_bytes_of(line, RECORD - 1);
+		}
+	}
+}
+
+/* One row: a fresh topic, BYTES appended in calls; seconds, or < 0. */
+static double run_row(mk_cluster *c, mk_producers *ps, int row, int round,
+		      const call_recs *cr, size_t bytes)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "%s-r%d", row_name[row], round);
+	const char *ov[] = { "segment.bytes=1073741824" };
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_cluster_create_topic(c, name, row_parts[row], 1, ov, 1, &why);
+	mk_topic *t = err ? NULL : mk_cluster_topic(c, name);
+	mk_producer *p = NULL;
+	if (t) {
+		mk_producer_opts o = { .acks = MK_PRODUCER_ACKS_DEFAULT, .seq = -1 };
+		err = mk_producer_open(ps, t, row == ROW_PARTITION ? 0 : MK_PARTITION_ANY,
+				       &o, &p, &why);
+	}
+	if (err || !t) {
+		fprintf(stderr, "bproduce: %s: %s %s\n", name, mk_err_name(err), why.buf);
+		exit(1);
+	}
+	size_t calls = bytes / (cr->n * RECORD);
+	double t0 = now_s();
+	for (size_t i = 0; i < calls; i++) {
+		size_t taken;
+		mk_strbuf_reset(&why);
+		err = mk_producer_send(p, cr->recs, cr->n, NULL, &taken, &why);
+		if (err || taken != cr->n) {
+			fprintf(stderr, "bproduce: %s call %zu: %s %s\n", name, i,
+				mk_err_name(err), why.buf);
+			exit(1);
+		}
+	}
+	mk_strbuf_reset(&why);
+	err = mk_producer_flush(p, NULL, &why);
+	double secs = now_s() - t0;
+	if (err) {
+		fprintf(stderr, "bproduce: %s flush: %s %s\n", name, mk_err_name(err), why.buf);
+		exit(1);
+	}
+	mk_strbuf_reset(&why);
+	mk_producer_close(p, NULL, &why);
+	mk_topic_put(t);
+	mk_strbuf_reset(&why);
+	mk_cluster_delete_topic(c, name, &why);
+	mk_strbuf_release(&why);
+	return secs;
+}
+
+/* Plain appends of `per_call` bytes a call, split over nfiles files in
+ * DIR/pagecache: seconds for `calls` calls. The files are emptied after
+ * (truncated, then removed). */
+static double run_pagecache(const char *dir, int nfiles, size_t per_call,
+			    size_t calls)
+{
+	char path[4096];
+	int fd[16];
+	uint64_t off[16] = { 0 };
+	size_t piece = per_call / (size_t)nfiles;
+	char *buf = malloc(piece);
+	if (!buf) {
+		fprintf(stderr, "bproduce: out of memory\n");
+		exit(1);
+	}
+	memset(buf, 'x', piece);
+	snprintf(path, sizeof(path), "%s/pagecache", dir);
+	mkdir(path, 0755);
+	for (int i = 0; i < nfiles; i++) {
+		snprintf(path, sizeof(path), "%s/pagecache/%d", dir, i);
+		fd[i] = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+		if (fd[i] < 0) {
+			perror(path);
+			exit(1);
+		}
+	}
+	double t0 = now_s();
+	for (size_t c = 0; c < calls; c++)
+		for (int i = 0; i < nfiles; i++) {
+			if (pwrite(fd[i], buf, piece, (off_t)off[i]) != (ssize_t)piece) {
+				perror("bproduce: pwrite");
+				exit(1);
+			}
+			off[i] += piece;
+		}
+	double secs = now_s() - t0;
+	for (int i = 0; i < nfiles; i++) {
+		if (ftruncate(fd[i], 0))
+			perror("bproduce: ftruncate");
+		close(fd[i]);
+		snprintf(path, sizeof(path), "%s/pagecache/%d", dir, i);
+		unlink(path);
+	}
+	free(buf);
+	return secs;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: bproduce DIR [BYTES [CHUNK [ROUNDS]]]\n");
+		return 2;
+	}
+	uint64_t bytes = 128u << 20, chunk = 128u << 10;
+	int rounds = argc > 4 ? atoi(argv[4]) : 5;
+	if ((argc > 2 && bench_parse_size(argv[2], &bytes)) ||
+	    (argc > 3 && bench_parse_size(argv[3], &chunk)) ||
+	    bytes < chunk || chunk < RECORD || rounds < 1 || rounds > MAX_ROUNDS) {
+		fprintf(stderr, "bproduce: need BYTES >= CHUNK >= %d, 1 <= ROUNDS <= %d\n",
+			RECORD, MAX_ROUNDS);
+		return 2;
+	}
+	mk_config cfg;
+	mk_config_defaults(&cfg);
+	mk_cluster *c;
+	mk_strbuf why = MK_STRBUF_INIT;
+	if (mk_cluster_open(argv[1], &cfg, &c, &why)) {
+		fprintf(stderr, "bproduce: open %s: %s\n", argv[1], why.buf);
+		return 1;
+	}
+	mk_cluster_start(c);
+	mk_producers *ps = mk_producers_new(c);
+	call_recs plain, keyed;
+	make_records(&plain, chunk, false);
+	make_records(&keyed, chunk, true);
+
+	double secs[NROWS][MAX_ROUNDS], ratio[NROWS][MAX_ROUNDS];
+	static const int pc_files[] = { 1, 4, 16 };
+	double pc[3][MAX_ROUNDS];
+	/* What one call puts into the logs: the records' encoded bytes and
+	 * one batch frame per partition it touches (the page-cache rows
+	 * use the keyed call's, the larger). */
+	size_t per_call = 0;
+	for (size_t i = 0; i < keyed.n; i++)
+		per_call += mk_record_size(&keyed.recs[i]);
+	per_call += 16 * MK_FRAME_EMPTY_SIZE;
+	size_t calls = bytes / (plain.n * RECORD);
+	const char *only = argc > 5 ? argv[5] : NULL;
+	bool skip[NROWS] = { false };
+	for (int row = 1; row < NROWS; row++)
+		skip[row] = only && strcmp(only, row_name[row]) != 0;
+	for (int r = 0; r < rounds; r++) {
+		for (int row = 0; row < NROWS; row++)
+			secs[row][r] = skip[row] ? 1 : run_row(c, ps, row, r,
+					       row == ROW_K16 ? &keyed : &plain, bytes);
+		for (int row = 0; row < NROWS; row++)
+			ratio[row][r] = secs[ROW_PARTITION][r] / secs[row][r];
+		for (int k = 0; k < 3; k++)
+			pc[k][r] = run_pagecache(argv[1], pc_files[k], per_call, calls);
+	}
+	printf("bproduce: %zu calls of %zu records (%zu bytes) per row, %d rounds, medians\n",
+	       calls, plain.n, plain.n * RECORD, rounds);
+	for (int row = 0; row < NROWS; row++) {
+		if (skip[row])
+			continue;
+		double s = median(secs[row], rounds);
+		printf("%-10s %8.1f us/call %8.1f MB/s   ratio to partition %.2f\n",
+		       row_name[row], s / (double)calls * 1e6,
+		       (double)(calls * plain.n * RECORD) / s / 1e6,
+		       median(ratio[row], rounds));
+	}
+	double part_us = median(secs[ROW_PARTITION], rounds) / (double)calls * 1e6;
+	double pc_us[3];
+	for (int k = 0; k < 3; k++) {
+		pc_us[k] = median(pc[k], rounds) / (double)calls * 1e6;
+		printf("pagecache-%-2d %6.1f us/call   (%zu-byte appends into %d file%s)\n",
+		       pc_files[k], pc_us[k], per_call / (size_t)pc_files[k],
+		       pc_files[k], pc_files[k] > 1 ? "s" : "");
+	}
+	printf("floor t4 %.2f  k16 %.2f   (partition / (partition - pagecache-1 + pagecache-N))\n",
+	       part_us / (part_us - pc_us[0] + pc_us[1]),
+	       part_us / (part_us - pc_us[0] + pc_us[2]));
+	mk_producers_free(ps);
+	mk_cluster_close(c);
+	free(plain.recs);
+	free(plain.text);
+	free(keyed.recs);
+	free(keyed.text);
+	mk_strbuf_release(&why);
+	return 0;
+}
