@@ -234,49 +234,118 @@ typedef struct {
 } tsv_state;
 
 /*
- * The first '\n', '\t' or '\\' in [p, end), or end: the one scan of a TSV
- * line finds its field ends, its backslashes and its own end together,
- * sixteen bytes a step where SSE2 is there.
+ * The TSV line scanner. The bytes of one parse call are classified once,
+ * 64 at a time, into the bit mask of a block's special bytes (bit i: byte
+ * i of the block is a '\n', a TAB or a '\\'; SSE2 compares where there
+ * is SSE2, a byte loop elsewhere). A line's end, its TABs and whether it
+ * has a backslash are then found by walking the set bits (ctz, clearing
+ * the lowest), reading only the special bytes themselves to tell which of
+ * the three each is; what remains of a block's mask after one line's '\n'
+ * is carried to the next line, so no scan restarts inside a block.
+ * Blocks start at buf, buf + 64, ...; a last block shorter than 64 bytes
+ * is copied into a zeroed 64-byte buffer first (NUL is none of the
+ * three), so nothing past end is ever read, at any length or alignment.
+ *
+ * (Three masks per block, one per byte class, were tried first: three
+ * movemasks and their shifts for every 16 bytes against one, to spare a
+ * byte read at the two or three special bytes of a line. They were the
+ * slowest of the three scans in a loop parsing cached rows, and behind
+ * one mask in the daemon: bench/README.md, "TSV scan by 64-byte masks".)
+ *
+ * Invariant: each byte of [buf, end) is classified exactly once (a
+ * special byte is read once more, to tell which it is), the mask has no
+ * bit for a byte before the line being scanned, and no byte outside
+ * [buf, end) is read.
  */
-static inline const char *tsv_special(const char *p, const char *end)
+typedef struct {
+	const char *block;          /* the block the mask describes */
+	const char *end;
+	uint64_t sp;                /* its special bytes not yet passed */
+} tsv_scan;
+
+#if defined(__SSE2__)
+/* The mask of the '\n', TAB and '\\' bytes of the 16 at p. */
+static inline uint64_t special16(const char *p)
+{
+	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+	__m128i e = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')),
+					      _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))),
+				 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+	return (uint32_t)_mm_movemask_epi8(e);
+}
+#endif
+
+/* The mask of the '\n', TAB and '\\' bytes of the 64 bytes at p
+ * (written out four times: a loop over the four is not unrolled at -O2,
+ * and its shifts by a variable count cost). */
+static inline __attribute__((always_inline)) uint64_t classify64(const char *p)
 {
 #if defined(__SSE2__)
-	const __m128i nl = _mm_set1_epi8('\n'), tab = _mm_set1_epi8('\t'),
-		      bs = _mm_set1_epi8('\\');
-	while (end - p >= 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, nl),
-						      _mm_cmpeq_epi8(v, tab)),
-					 _mm_cmpeq_epi8(v, bs));
-		unsigned bits = (unsigned)_mm_movemask_epi8(m);
-		if (bits)
-			return p + __builtin_ctz(bits);
-		p += 16;
-	}
+	return special16(p) | special16(p + 16) << 16 |
+	       special16(p + 32) << 32 | special16(p + 48) << 48;
+#else
+	uint64_t m = 0;
+	for (int i = 0; i < 64; i++)
+		m |= (uint64_t)(p[i] == '\n' || p[i] == '\t' || p[i] == '\\') << i;
+	return m;
 #endif
-	for (; p < end; p++)
-		if (*p == '\n' || *p == '\t' || *p == '\\')
-			return p;
-	return end;
 }
 
-/* One scan of the line at p: its TABs and backslashes into st; returns
- * its '\n', or NULL when none comes before end. */
-static inline const char *scan_line(tsv_state *st, const char *p,
-				    const char *end)
+/* The mask of the n < 64 bytes at p, as if NULs followed them. */
+static __attribute__((noinline)) uint64_t classify_tail(const char *p, size_t n)
 {
-	st->ntabs = 0;
-	st->escaped = false;
-	for (;; p++) {
-		p = tsv_special(p, end);
-		if (p == end)
+	char tail[64] = { 0 };
+	memcpy(tail, p, n);
+	return classify64(tail);
+}
+
+/* Make the block at p (p < end) the current one. */
+static inline __attribute__((always_inline)) void scan_load(tsv_scan *s,
+							   const char *p)
+{
+	s->block = p;
+	s->sp = s->end - p >= 64 ? classify64(p)
+				 : classify_tail(p, (size_t)(s->end - p));
+}
+
+/* A scanner at buf, which holds len > 0 bytes. */
+static inline void scan_start(tsv_scan *s, const char *buf, size_t len)
+{
+	s->end = buf + len;
+	scan_load(s, buf);
+}
+
+/* One scan of the line where s stands: its TABs (the first
+ * TSV_MAX_FIELDS) and whether it has a backslash into st; returns its
+ * '\n' (s then stands just past it), or NULL when none comes before end. */
+static inline __attribute__((always_inline)) const char *
+scan_line(tsv_state *st, tsv_scan *s)
+{
+	size_t ntabs = 0;
+	bool escaped = false;
+	for (;;) {
+		uint64_t m = s->sp;
+		while (m) {
+			const char *q = s->block + __builtin_ctzll(m);
+			m &= m - 1;
+			if (*q == '\n') {
+				s->sp = m;
+				st->ntabs = ntabs;
+				st->escaped = escaped;
+				return q;
+			}
+			if (*q == '\\')
+				escaped = true;
+			else if (ntabs < TSV_MAX_FIELDS)
+				st->tabs[ntabs++] = q;
+		}
+		if (s->end - s->block <= 64) {
+			s->sp = 0;
+			st->ntabs = ntabs;
+			st->escaped = escaped;
 			return NULL;
-		if (*p == '\n')
-			return p;
-		if (*p == '\\')
-			st->escaped = true;
-		else if (st->ntabs < TSV_MAX_FIELDS)
-			st->tabs[st->ntabs++] = p;
+		}
+		scan_load(s, s->block + 64);
 	}
 }
 
@@ -478,10 +547,13 @@ static inline __attribute__((always_inline)) mk_err parse_lines(const mk_parse_o
 
 	tsv_state local;
 	tsv_state *st = &local;
+	tsv_scan scan;
 	st->opts = opts;
 	st->scratch = scratch;
+	if (p < end)
+		scan_start(&scan, p, len);
 	while (p < end) {
-		const char *nl = scan_line(st, p, end);
+		const char *nl = scan_line(st, &scan);
 		const char *lend = nl ? nl : end;
 		lineno++;
 		if ((size_t)(lend - p) > max) {

@@ -1217,12 +1217,18 @@ mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why)
 	mk_err err = seg_use(s, true, why);
 	if (err)
 		return err;
-	/* A closed segment is its frames: the runway is cut. */
+	/* A closed segment is its frames: the runway is cut. The cut is
+	 * made durable by the flush that follows the roll (dirty): a closed
+	 * segment below the recovery point is opened unsized, its size
+	 * taken from stat and never scanned, so a file length lost in a
+	 * power cut would show the zeros as data. */
 	if (s->runway_end > s->size) {
-		if (ftruncate(s->fd, (off_t)s->size))
+		if (ftruncate(s->fd, (off_t)s->size)) {
 			err = io_error(why, s->log_path, "truncate failed");
-		else
+		} else {
 			s->runway_end = 0;
+			s->dirty = true;
+		}
 	}
 	if (!err)
 		err = final_entry(s, s->max_ts, s->last_base, s->last_pos, true, why);

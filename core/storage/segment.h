@@ -28,7 +28,10 @@
  *   - an active segment has indexes_loaded, and next_offset, max_ts,
  *     last_base and last_pos describe its batches;
  *   - runway_end is 0, or > size: then the .log is runway_end bytes long
- *     and [size, runway_end) holds zeros (the runway, below).
+ *     and [size, runway_end) holds zeros (the runway, below), or what an
+ *     append that failed inside the runway left (the next append, the
+ *     seal or the close overwrites or cuts it; a crash leaves it to the
+ *     recovery scan, as any failed append's bytes).
  *
  * The runway. The page cache gives a small write into new pages of a file
  * a small folio, often one per 4 KiB page, and each folio costs its
@@ -44,7 +47,10 @@
  * gets large folios, which the following appends overwrite. Kafka's
  * log.preallocate makes segment files longer than their data the same
  * way, for the same reader rules: nothing reads past size; seal and close
- * cut the file to size; a crash leaves the zeros, which the recovery scan
+ * cut the file to size (seal's cut marks the segment dirty, so that the
+ * roll's flush makes the new length durable before the recovery point
+ * passes the segment: a closed segment is never scanned at open, its
+ * size is its stat's); a crash leaves the zeros, which the recovery scan
  * cuts without calling them a torn write (a tail of zeros at most
  * MK_SEGMENT_ZERO_TAIL_MAX long); crash simulation cuts to flushed as
  * before. A prepared segment (below) starts with its first runway,

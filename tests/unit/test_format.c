@@ -530,7 +530,7 @@ static void test_tsv_rejections(void **state)
 
 /*
  * The one scan of a TSV line finds TABs, backslashes and the newline
- * wherever they fall against its sixteen-byte steps and the scalar tail
+ * wherever they fall against its 64-byte blocks and the copied last block
  * at the end of the buffer: keys and values of every length up to 40,
  * with and without an escape at every position, as lines back to back,
  * through mk_parse_lines and mk_parse_records alike.
@@ -624,7 +624,7 @@ static void test_tsv_scan_positions(void **state)
 
 /*
  * The scan never reads past the buffer it is given: a buffer of exactly
- * the bytes written (no slack for a sixteen-byte load to hide in, which
+ * the bytes written (no slack for a 64-byte block load to hide in, which
  * ASan then watches), its last line of every length up to 48 with no
  * newline, a TAB or a backslash at its very last byte, final and not
  * (carried: only the complete lines are taken).
@@ -669,6 +669,392 @@ static void test_tsv_scan_buffer_end(void **state)
 				mk_parsed_release(&pr);
 				free(buf);
 			}
+}
+
+/*
+ * ---- the TSV scan against a byte-by-byte reference ----------------------
+ *
+ * ref_parse() reads TSV the slow, obvious way, one byte at a time, as SPEC
+ * section 4 and the decisions at the top of fs/format.c say: a line ends at
+ * its '\n', is over max_line or not, splits at every TAB, and its fields
+ * are unescaped and checked left to right, the first wrong one giving the
+ * line's error. The parser under test must give the same records (key,
+ * value, headers: serialized by ser_rec into one byte string), the same
+ * consumed count, error and message, on pseudo-random inputs at every
+ * alignment, cut at lengths around the 64-byte block edges.
+ */
+
+/* One record as a byte string: each part's length (-1: null) and bytes. */
+static void ser_bytes(mk_strbuf *s, mk_bytes b)
+{
+	mk_strbuf_add_be32(s, (uint32_t)b.len);
+	if (b.len > 0)
+		mk_strbuf_add(s, b.ptr, (size_t)b.len);
+}
+
+static void ser_rec(mk_strbuf *s, mk_bytes key, mk_bytes value,
+		    const mk_header *h, size_t nh)
+{
+	mk_strbuf_add_be32(s, (uint32_t)nh);
+	ser_bytes(s, key);
+	ser_bytes(s, value);
+	for (size_t i = 0; i < nh; i++) {
+		ser_bytes(s, h[i].name);
+		ser_bytes(s, h[i].value);
+	}
+}
+
+static mk_err ser_sink(void *arg, mk_bytes key, mk_bytes value,
+		       const mk_header *headers, size_t nheaders)
+{
+	ser_rec(arg, key, value, headers, nheaders);
+	return MK_OK;
+}
+
+static int ref_hex(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Unescape field [p, p+n) onto out (at *at); false with a message on a
+ * bad escape. */
+static bool ref_unescape(const char *p, size_t n, char *out, size_t *at,
+			 bool *is_null, size_t lineno, mk_strbuf *why)
+{
+	*is_null = n == 2 && p[0] == '\\' && p[1] == 'N';
+	if (*is_null)
+		return true;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != '\\') {
+			out[(*at)++] = p[i];
+			continue;
+		}
+		int c = -1;
+		size_t skip = 1;
+		if (i + 1 < n) {
+			switch (p[i + 1]) {
+			case '\\': c = '\\'; break;
+			case 't': c = '\t'; break;
+			case 'n': c = '\n'; break;
+			case 'r': c = '\r'; break;
+			case 'x':
+				if (i + 3 < n && ref_hex((unsigned char)p[i + 2]) >= 0 &&
+				    ref_hex((unsigned char)p[i + 3]) >= 0) {
+					c = ref_hex((unsigned char)p[i + 2]) * 16 +
+					    ref_hex((unsigned char)p[i + 3]);
+					skip = 3;
+				}
+				break;
+			}
+		}
+		if (c < 0) {
+			if (i + 1 >= n) {
+				mk_strbuf_addf(why, "line %zu: backslash at end of field",
+					       lineno);
+			} else {
+				size_t show = p[i + 1] == 'x' ? 3 : 1;
+				if (show > n - i - 1)
+					show = n - i - 1;
+				mk_strbuf_addf(why, "line %zu: bad escape \\", lineno);
+				mk_tsv_escape(mk_bytes_of(p + i + 1, show), why);
+			}
+			return false;
+		}
+		out[(*at)++] = (char)c;
+		i += skip;
+	}
+	return true;
+}
+
+static mk_err ref_fail(mk_strbuf *why, mk_err err, size_t lineno,
+		       const char *msg)
+{
+	mk_strbuf_addf(why, "line %zu: %s", lineno, msg);
+	return err;
+}
+
+/* One line [p, p+n): its record onto recs, or its error. */
+static mk_err ref_line(const mk_parse_opts *o, const char *p, size_t n,
+		       size_t lineno, mk_strbuf *recs, mk_strbuf *why)
+{
+	char *text = malloc(n + 1);       /* unescaped fields, never longer */
+	mk_header h[MK_FORMAT_MAX_HEADERS];
+	mk_bytes kv[2];
+	size_t at = 0, nf = 0, nh = 0;
+	bool null;
+	mk_err err = MK_OK;
+	assert_non_null(text);
+	for (size_t f = 0; f <= n;) {
+		size_t e = f;
+		while (e < n && p[e] != '\t')
+			e++;
+		size_t start = at;
+		if (nf < 2) {
+			if (!ref_unescape(p + f, e - f, text, &at, &null, lineno, why)) {
+				err = MK_INVALID_RECORD;
+				break;
+			}
+			kv[nf++] = null ? MK_BYTES_NULL
+					: mk_bytes_of(text + start, at - start);
+		} else {
+			if (nh == MK_FORMAT_MAX_HEADERS) {
+				err = ref_fail(why, MK_INVALID_RECORD, lineno,
+					       "too many headers");
+				break;
+			}
+			size_t eq = f;
+			while (eq < e && p[eq] != '=')
+				eq++;
+			if (eq == e) {
+				err = ref_fail(why, MK_INVALID_RECORD, lineno,
+					       "header without '='");
+				break;
+			}
+			if (!ref_unescape(p + f, eq - f, text, &at, &null, lineno, why)) {
+				err = MK_INVALID_RECORD;
+				break;
+			}
+			if (null || at == start || at - start > 32767) {
+				err = ref_fail(why, MK_INVALID_RECORD, lineno,
+					       null ? "null header name" :
+					       at == start ? "empty header name" :
+					       "header name too long");
+				break;
+			}
+			h[nh].name = mk_bytes_of(text + start, at - start);
+			start = at;
+			if (!ref_unescape(p + eq + 1, e - eq - 1, text, &at, &null,
+					  lineno, why)) {
+				err = MK_INVALID_RECORD;
+				break;
+			}
+			h[nh++].value = null ? MK_BYTES_NULL
+					     : mk_bytes_of(text + start, at - start);
+		}
+		f = e + 1;
+	}
+	if (!err && nf == 2 && o->has_key)
+		err = ref_fail(why, MK_INVALID_RECORD, lineno,
+			       "key given twice (key= and a TSV key)");
+	if (!err) {
+		mk_bytes key = nf == 2 ? kv[0] : o->has_key ? o->key : MK_BYTES_NULL;
+		ser_rec(recs, key, kv[nf - 1], h, nh);
+	}
+	free(text);
+	return err;
+}
+
+static mk_err ref_parse(const mk_parse_opts *o, const char *buf, size_t len,
+			bool final, mk_strbuf *recs, size_t *consumed,
+			mk_strbuf *why)
+{
+	size_t max = o->max_line && o->max_line < INT32_MAX ? o->max_line
+							     : INT32_MAX;
+	size_t lineno = 0;
+	*consumed = 0;
+	for (size_t i = 0; i < len;) {
+		size_t j = i;
+		while (j < len && buf[j] != '\n')
+			j++;
+		lineno++;
+		if (j - i > max)
+			return ref_fail(why, MK_MESSAGE_TOO_LARGE, lineno,
+					"line too long");
+		if (j == len && !final)
+			break;
+		mk_err err = ref_line(o, buf + i, j - i, lineno, recs, why);
+		if (err)
+			return err;
+		i = j < len ? j + 1 : len;
+		*consumed = i;
+	}
+	return MK_OK;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* A field's bytes: mostly letters, with TABs, backslashes (mostly good
+ * escapes), '=', NUL, high bytes and newlines as the mix says (per mille;
+ * bad: of the escapes). */
+typedef struct {
+	unsigned tab, bs, bad, eq, nul, high, nl;
+} byte_mix;
+
+static void gen_field(uint64_t *r, mk_strbuf *in, size_t n, const byte_mix *m)
+{
+	static const char escs[] = "\\tnrx";   /* \N only as a whole field */
+	for (size_t i = 0; i < n; i++) {
+		unsigned x = (unsigned)(rng_next(r) % 1000);
+		if (x < m->tab) {
+			mk_strbuf_addch(in, '\t');
+		} else if ((x -= m->tab) < m->bs) {
+			mk_strbuf_addch(in, '\\');
+			char e = escs[rng_next(r) % 5];
+			if (rng_next(r) % 1000 < m->bad)
+				e = (char)(rng_next(r) % 256);
+			mk_strbuf_addch(in, e);
+			if (e == 'x') {
+				mk_strbuf_addch(in, "0123456789abcdefABCDEF"[rng_next(r) % 22]);
+				mk_strbuf_addch(in, rng_next(r) % 1000 < m->bad ? 'g' : '7');
+			}
+		} else if ((x -= m->bs) < m->eq) {
+			mk_strbuf_addch(in, '=');
+		} else if ((x -= m->eq) < m->nul) {
+			mk_strbuf_addch(in, '\0');
+		} else if ((x -= m->nul) < m->high) {
+			mk_strbuf_addch(in, (int)(0x80 + rng_next(r) % 128));
+		} else if ((x -= m->high) < m->nl) {
+			mk_strbuf_addch(in, '\n');
+		} else {
+			mk_strbuf_addch(in, 'a' + (int)(rng_next(r) % 26));
+		}
+	}
+}
+
+/* Lines of 0..300 bytes: VALUE, KEY TAB VALUE or with NAME=VALUE headers
+ * (up to 70 fields, past the limit; dense lines of up to 69 short fields
+ * may be longer), the last one terminated or not. */
+static void gen_input(uint64_t *r, mk_strbuf *in, bool keyed)
+{
+	byte_mix m = { 0 };
+	unsigned mode = (unsigned)(rng_next(r) % 10);
+	if (mode >= 9)          /* anything goes */
+		m = (byte_mix){ 30, 60, 100, 50, 30, 60, 20 };
+	else if (mode >= 7)     /* some bad escapes, stray TABs and newlines */
+		m = (byte_mix){ 2, 30, 10, 20, 10, 30, 5 };
+	else if (mode >= 4)     /* good escapes */
+		m = (byte_mix){ 0, 20, 0, 10, 5, 20, 0 };
+	size_t nlines = rng_next(r) % 12;
+	for (size_t l = 0; l < nlines; l++) {
+		size_t target = rng_next(r) % 301;
+		size_t nf = rng_next(r) % 4 == 0 ? 1 + rng_next(r) % 70
+						 : 1 + rng_next(r) % 3;
+		/* dense: short fields, 62 to 67 headers, whatever the length */
+		bool dense = rng_next(r) % 8 == 0;
+		if (dense) {
+			nf = 64 + rng_next(r) % 6;
+			target = SIZE_MAX;
+		}
+		if (keyed && rng_next(r) % 8)
+			nf = 1;
+		size_t start = in->len;
+		for (size_t f = 0; f < nf && in->len - start < target; f++) {
+			size_t fl = dense ? rng_next(r) % 3
+					  : rng_next(r) % (2 * target / nf + 1);
+			if (f)
+				mk_strbuf_addch(in, '\t');
+			if (f >= 2) {
+				gen_field(r, in, 1 + rng_next(r) % 3, &m);
+				mk_strbuf_addch(in, '=');
+			}
+			if (m.bs && rng_next(r) % 16 == 0)
+				mk_strbuf_addstr(in, "\\N");    /* null */
+			else
+				gen_field(r, in, fl, &m);
+		}
+		if (l + 1 < nlines || rng_next(r) % 2)
+			mk_strbuf_addch(in, '\n');
+	}
+}
+
+/* buf[0, len) through ref_parse, mk_parse_records and mk_parse_lines. */
+static void diff_one(const mk_parse_opts *o, const char *buf, size_t len,
+		     bool final)
+{
+	mk_strbuf want = MK_STRBUF_INIT, want_why = MK_STRBUF_INIT;
+	mk_strbuf got = MK_STRBUF_INIT, got_why = MK_STRBUF_INIT;
+	size_t want_used, got_used;
+	mk_err want_err = ref_parse(o, buf, len, final, &want, &want_used,
+				    &want_why);
+
+	mk_parsed pr = MK_PARSED_INIT;
+	mk_err err = mk_parse_records(o, buf, len, final, &pr, &got_used,
+				      &got_why);
+	for (size_t i = 0; i < pr.n; i++)
+		ser_rec(&got, pr.recs[i].key, pr.recs[i].value,
+			pr.recs[i].headers, pr.recs[i].nheaders);
+	mk_parsed_release(&pr);
+	if (err != want_err || got_used != want_used || got.len != want.len ||
+	    memcmp(got.buf, want.buf, got.len) ||
+	    strcmp(got_why.buf, want_why.buf))
+		print_error("len %zu final %d key %d max %zu: err %s/%s used "
+			    "%zu/%zu why '%s'/'%s'\n", len, final, o->has_key,
+			    o->max_line, mk_err_name(err), mk_err_name(want_err),
+			    got_used, want_used, got_why.buf, want_why.buf);
+	assert_int_equal(err, want_err);
+	assert_int_equal(got_used, want_used);
+	assert_string_equal(got_why.buf, want_why.buf);
+	assert_int_equal(got.len, want.len);
+	assert_memory_equal(got.buf, want.buf, got.len);
+
+	mk_strbuf_reset(&got);
+	mk_strbuf_reset(&got_why);
+	err = mk_parse_lines(o, buf, len, final, ser_sink, &got, &got_used,
+			     &got_why);
+	assert_int_equal(err, want_err);
+	assert_int_equal(got_used, want_used);
+	assert_string_equal(got_why.buf, want_why.buf);
+	assert_int_equal(got.len, want.len);
+	assert_memory_equal(got.buf, want.buf, got.len);
+
+	mk_strbuf_release(&want);
+	mk_strbuf_release(&want_why);
+	mk_strbuf_release(&got);
+	mk_strbuf_release(&got_why);
+}
+
+/* buf[0, len) copied to offset off of a 64-aligned allocation ending
+ * exactly at its end (ASan sees any read past it). */
+static void diff_at(const mk_parse_opts *o, const char *in, size_t len,
+		    size_t off, bool final)
+{
+	void *mem = NULL;
+	assert_int_equal(posix_memalign(&mem, 64, off + len + (off + len == 0)), 0);
+	memcpy((char *)mem + off, in, len);
+	diff_one(o, (char *)mem + off, len, final);
+	free(mem);
+}
+
+static void test_tsv_scan_differential(void **state)
+{
+	(void)state;
+	uint64_t r = 0x9e3779b97f4a7c15u;
+	mk_strbuf in = MK_STRBUF_INIT;
+	for (int round = 0; round < 300; round++) {
+		mk_strbuf_reset(&in);
+		gen_input(&r, &in, round % 4 == 1);
+		mk_parse_opts o = tsv_opts;
+		switch (round % 4) {
+		case 1: o.has_key = true; o.key = mk_bytes_of("K", 1); break;
+		case 2: o.max_line = 150 + rng_next(&r) % 200; break;
+		case 3: o.max_line = 1 + rng_next(&r) % 70; break;
+		}
+		/* the whole input at every alignment */
+		for (size_t off = 0; off < 64; off++)
+			diff_at(&o, in.buf, in.len, off, off % 2);
+		/* cut around block edges and at random */
+		size_t cuts[] = { 1, 63, 64, 65, 127, 128, 129, 191, 192, 193,
+				  rng_next(&r) % (in.len + 1),
+				  rng_next(&r) % (in.len + 1) };
+		for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++)
+			if (cuts[i] <= in.len)
+				for (int final = 0; final < 2; final++)
+					diff_at(&o, in.buf, cuts[i],
+						rng_next(&r) % 64, final);
+	}
+	mk_strbuf_release(&in);
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -1291,6 +1677,7 @@ int main(void)
 		cmocka_unit_test(test_tsv_rejections),
 		cmocka_unit_test(test_tsv_scan_positions),
 		cmocka_unit_test(test_tsv_scan_buffer_end),
+		cmocka_unit_test(test_tsv_scan_differential),
 		cmocka_unit_test(test_plain_output),
 		cmocka_unit_test(test_tsv_output),
 		cmocka_unit_test(test_tsv_round_trip),

@@ -2460,6 +2460,231 @@ static void test_runway(void **state)
 	mk_strbuf_release(&why);
 }
 
+/* segment.h's invariant: runway_end is 0, or > size with the file
+ * runway_end bytes long and zeros in [size, runway_end). */
+static void check_runway(const runway_fx *r)
+{
+	if (!r->s->runway_end)
+		return;
+	assert_true(r->s->runway_end > r->s->size);
+	assert_int_equal(file_size(r->path), (off_t)r->s->runway_end);
+	size_t n = (size_t)(r->s->runway_end - r->s->size);
+	uint8_t *buf = malloc(n);
+	assert_non_null(buf);
+	int fd = open(r->path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, n, (off_t)r->s->size), (ssize_t)n);
+	close(fd);
+	for (size_t i = 0; i < n; i++)
+		if (buf[i])
+			fail_msg("runway byte %zu is %u", i, buf[i]);
+	free(buf);
+}
+
+/* The append of one small batch, its result. */
+static mk_err runway_try(runway_fx *r)
+{
+	mk_strbuf fr = MK_STRBUF_INIT, msg = MK_STRBUF_INIT;
+	build(&fr, r->next, 0, 10, NULL, 200);
+	mk_batch_view b;
+	const char *why = NULL;
+	assert_int_equal(mk_frame_decode((const uint8_t *)fr.buf, fr.len, 0, &b, &why),
+			 MK_OK);
+	mk_err err = mk_segment_append(r->s, (const uint8_t *)fr.buf, &b, 4096, &msg);
+	if (!err)
+		r->next += 10;
+	mk_strbuf_release(&msg);
+	mk_strbuf_release(&fr);
+	return err;
+}
+
+/* Failures while making a runway (a file size limit: a short pwritev of
+ * the zeros, then none at all) and while appending into or past it keep
+ * the invariant; truncation (cut_at) and crash simulation end the runway
+ * with the file at size. */
+static void test_runway_errors(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
+	runway_fx r = { .cache = mk_fdcache_new(64) };
+	mk_strbuf why = MK_STRBUF_INIT;
+	seg_path(f, 0, "log", r.path, sizeof(r.path));
+	assert_int_equal(mk_segment_create(f->dir, 0, r.cache, &r.s, &why), MK_OK);
+	r.s->fill_limit = 4u << 20;
+	while (r.s->size < MK_SEGMENT_RUNWAY_FROM)
+		runway_append(&r, 200);
+	assert_int_equal(r.s->runway_end, 0);
+
+	struct rlimit old, low;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+	/* Room for 10000 bytes: the zeros stop there, the append fits. */
+	low = old;
+	low.rlim_cur = (rlim_t)(r.s->size + 10000);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+	assert_int_equal(runway_try(&r), MK_OK);
+	assert_int_equal(r.s->runway_end, (uint64_t)low.rlim_cur);
+	check_runway(&r);
+	/* Appends up to the limit; the one past it fails. */
+	mk_err err;
+	while ((err = runway_try(&r)) == MK_OK)
+		check_runway(&r);
+	assert_int_equal(err, MK_KAFKA_STORAGE_ERROR);
+	check_runway(&r);
+	uint64_t size = r.s->size;
+	/* No room at all: no runway, the append fails, nothing changes. */
+	low.rlim_cur = (rlim_t)size;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+	assert_int_equal(runway_try(&r), MK_KAFKA_STORAGE_ERROR);
+	check_runway(&r);
+	assert_int_equal(r.s->size, size);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, prev);
+	/* Room again: a runway over whatever the failures left. */
+	assert_int_equal(runway_try(&r), MK_OK);
+	assert_true(r.s->runway_end > r.s->size);
+	check_runway(&r);
+	assert_int_equal(runway_batches(&r), (int)(r.next / 10));
+
+	/* A cut at the end (a truncation to the log end) and one below it
+	 * end the runway: the file is its frames. */
+	mk_segment_cut c;
+	assert_int_equal(mk_segment_check_cut(r.s, r.next, &c, &why), MK_OK);
+	assert_int_equal(mk_segment_cut_at(r.s, &c, 4096, &why), MK_OK);
+	assert_int_equal(r.s->runway_end, 0);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	runway_append(&r, 200);
+	assert_true(r.s->runway_end > r.s->size);
+	assert_int_equal(mk_segment_check_cut(r.s, r.next - 20, &c, &why), MK_OK);
+	assert_int_equal(mk_segment_cut_at(r.s, &c, 4096, &why), MK_OK);
+	r.next -= 20;
+	assert_int_equal(r.s->runway_end, 0);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	assert_int_equal(runway_batches(&r), (int)(r.next / 10));
+
+	/* An append as large as a runway passing the runway's end makes
+	 * none, and ends the one there was; the next small one makes one
+	 * from the end of the frames. */
+	runway_append(&r, 200);
+	assert_true(r.s->runway_end > r.s->size);
+	{
+		mk_strbuf big = MK_STRBUF_INIT;
+		build(&big, r.next, 0, 1300, NULL, 300);
+		mk_batch_view b;
+		const char *dwhy = NULL;
+		assert_int_equal(mk_frame_decode((const uint8_t *)big.buf, big.len,
+						 0, &b, &dwhy), MK_OK);
+		assert_true(big.len >= MK_SEGMENT_RUNWAY &&
+			    r.s->size + big.len > r.s->runway_end);
+		assert_int_equal(mk_segment_append(r.s, (const uint8_t *)big.buf,
+						   &b, 4096, &why), MK_OK);
+		r.next += 1300;
+		mk_strbuf_release(&big);
+	}
+	assert_int_equal(r.s->runway_end, 0);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	runway_append(&r, 200);
+	check_runway(&r);
+	assert_true(r.s->runway_end > r.s->size);
+	assert_int_equal(runway_batches(&r), (int)((r.next - 1300) / 10) + 1);
+
+	/* A crash after a flush that came after the runway was made: the
+	 * page cache held nothing unflushed but the zeros, which go too. */
+	runway_append(&r, 200);
+	assert_true(r.s->runway_end > r.s->size);
+	assert_int_equal(mk_segment_flush(r.s, &why), MK_OK);
+	size = r.s->size;
+	mk_segment_crash(r.s, false);
+	assert_int_equal(file_size(r.path), (off_t)size);
+	mk_fdcache_free(r.cache);
+	mk_strbuf_release(&why);
+}
+
+/* A runway made before the last flush, cut by the seal: the cut is a
+ * change of the file the roll's flush must fsync (a closed segment below
+ * the recovery point is trusted by its stat size), so seal marks the
+ * segment dirty and the flush clears it. */
+static void test_runway_seal_durable(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
+	runway_fx r = { .cache = mk_fdcache_new(64) };
+	mk_strbuf why = MK_STRBUF_INIT;
+	seg_path(f, 0, "log", r.path, sizeof(r.path));
+	assert_int_equal(mk_segment_create(f->dir, 0, r.cache, &r.s, &why), MK_OK);
+	r.s->fill_limit = 4u << 20;
+	while (r.s->runway_end == 0)
+		runway_append(&r, 200);
+	assert_int_equal(mk_segment_flush(r.s, &why), MK_OK);
+	assert_false(r.s->dirty);
+	assert_true(file_size(r.path) > (off_t)r.s->size);
+	assert_int_equal(mk_segment_seal(r.s, &why), MK_OK);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	assert_true(r.s->dirty);
+	assert_int_equal(mk_segment_flush(r.s, &why), MK_OK);
+	assert_false(r.s->dirty);
+	assert_int_equal(r.s->flushed, r.s->size);
+	/* Without a runway, a flushed segment's seal changes no byte. */
+	uint64_t size = r.s->size;
+	mk_segment_close(r.s);
+	uint64_t cut = 1;
+	runway_open(&r, f, &cut, &why);
+	assert_int_equal(r.s->size, size);
+	assert_int_equal(mk_segment_seal(r.s, &why), MK_OK);
+	assert_false(r.s->dirty);
+	mk_segment_close(r.s);
+	mk_fdcache_free(r.cache);
+	mk_strbuf_release(&why);
+}
+
+/* Through the log: the active segment gets a runway (log.c sets
+ * fill_limit to segment.bytes), never past segment.bytes; the roll leaves
+ * the closed segment its frames; a crash and a close leave every file
+ * its frames, and nothing is lost. */
+static void test_runway_log(void **state)
+{
+	fixture *f = *state;
+	const int64_t seg_bytes = 300000;
+	mk_log *log = open_log(f, seg_bytes, 4096, 0);
+	char p0[256], p1[256];
+	seg_path(f, 0, "log", p0, sizeof(p0));
+	mk_segment_info info;
+	bool runway = false;
+	while (mk_log_segment_count(log) == 1) {
+		append_n(log, 1, 10, NULL, 200);
+		mk_log_segment_info(log, 0, &info);
+		if (info.active && file_size(p0) > (off_t)info.size) {
+			runway = true;
+			assert_true(info.size >= MK_SEGMENT_RUNWAY_FROM);
+		}
+		assert_true(file_size(p0) <= seg_bytes);
+	}
+	assert_true(runway);
+	mk_log_segment_info(log, 0, &info);
+	assert_int_equal(file_size(p0), (off_t)info.size);
+	mk_log_segment_info(log, 1, &info);
+	seg_path(f, info.base_offset, "log", p1, sizeof(p1));
+	while (file_size(p1) == (off_t)info.size) {
+		append_n(log, 1, 10, NULL, 200);
+		mk_log_segment_info(log, 1, &info);
+	}
+	int64_t leo = mk_log_end_offset(log);
+	assert_int_equal(mk_log_flush(log), MK_OK);
+	mk_log_crash(log, false);
+	assert_int_equal(file_size(p1), (off_t)info.size);
+	log = open_log(f, seg_bytes, 4096, 0);
+	assert_int_equal(mk_log_end_offset(log), leo);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, leo, SIZE_MAX, &out), MK_OK);
+	assert_int_equal(check_frames(&out, 0, leo - 1), (int)(leo / 10));
+	append_n(log, 1, 10, NULL, 200);
+	mk_log_segment_info(log, 1, &info);
+	assert_true(file_size(p1) > (off_t)info.size);
+	mk_log_close(log);
+	assert_int_equal(file_size(p1), (off_t)info.size);
+	mk_strbuf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2494,6 +2719,9 @@ int main(void)
 		T(test_checkpoint_owner_and_flusher),
 		T(test_recovery_from_recovery_point),
 		T(test_runway),
+		T(test_runway_seal_durable),
+		T(test_runway_errors),
+		T(test_runway_log),
 #undef T
 		cmocka_unit_test_setup_teardown(test_append_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_old_width, setup, teardown),
