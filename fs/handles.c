@@ -715,6 +715,11 @@ mk_err mk_handle_read_reply(mkfs *fs, mk_handle *h, size_t size,
 	pthread_mutex_lock(&h->lock);
 	switch (h->ref.def->type) {
 	case NODE_RAW: {
+		int64_t limit = mk_node_raw_limit(fs, &h->ref);
+		if (limit >= 0)
+			size = off >= limit ? 0
+			       : (uint64_t)(limit - off) < size ? (size_t)(limit - off)
+			       : size;
 		char *buf = mk_xmalloc(size ? size : 1);
 		ssize_t r = pread(h->fd, buf, size, (off_t)off);
 		if (r < 0) {

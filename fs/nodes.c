@@ -602,6 +602,26 @@ mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path)
 	return MK_OK;
 }
 
+int64_t mk_node_raw_limit(mkfs *fs, const node_ref *ref)
+{
+	(void)fs;
+	size_t len = strlen(ref->name), slen = strlen(seg_suffixes[0]);
+	if (len < slen || strcmp(ref->name + len - slen, seg_suffixes[0]))
+		return -1;      /* an .index: no runway */
+	mk_segment_info *segs;
+	size_t n = ref_segments(ref, &segs, NULL);
+	int64_t limit = -1;
+	char buf[64];
+	if (n > 0 && segs[n - 1].active) {
+		snprintf(buf, sizeof(buf), "%020lld%s",
+			 (long long)segs[n - 1].base_offset, seg_suffixes[0]);
+		if (!strcmp(buf, ref->name))
+			limit = (int64_t)segs[n - 1].size;
+	}
+	free(segs);
+	return limit;
+}
+
 /* ---- brokers ---------------------------------------------------------- */
 
 static bool match_broker(mkfs *fs, node_ref *ref, const char *name)

@@ -137,6 +137,7 @@ typedef struct {
 	/* The next segment's files, made ahead (segment.h, "prepared"): */
 	mk_flush_task prep_task;    /* makes them, on a pool thread */
 	int prep;                   /* PREP_NONE, _QUEUED or _READY (fl.lock) */
+	uint64_t prep_prefill;      /* zeros the prepared .log starts with */
 } flusher;
 
 enum { PREP_NONE, PREP_QUEUED, PREP_READY };
@@ -723,11 +724,12 @@ static void prep_run(mk_flush_task *t)
 	flusher *fl = &log->fl;
 	pthread_mutex_lock(&fl->lock);
 	bool go = !fl->stop && fl->prep == PREP_QUEUED;
+	uint64_t prefill = fl->prep_prefill;
 	pthread_mutex_unlock(&fl->lock);
 	if (!go)
 		return;
 	/* A failure is not the log's: the roll then creates the files. */
-	mk_err err = mk_segment_prepare(log->dir, NULL);
+	mk_err err = mk_segment_prepare(log->dir, prefill, NULL);
 	pthread_mutex_lock(&fl->lock);
 	fl->prep = err ? PREP_NONE : PREP_READY;
 	pthread_cond_broadcast(&fl->cond);
@@ -742,6 +744,13 @@ static void prep_request(mk_log *log)
 	log->prep_base = active(log)->base;
 	pthread_mutex_lock(&fl->lock);
 	if (fl->prep == PREP_NONE && !fl->stop && flusher_pool(log)) {
+		/* The new segment's first runway (segment.h), made with its
+		 * files: as much as the segment may hold, up to the cap; none
+		 * for segments too small to be worth one. */
+		uint64_t sb = (uint64_t)log->cfg.segment_bytes;
+		fl->prep_prefill = sb < 2 * MK_SEGMENT_RUNWAY_FROM ? 0
+				   : sb < MK_SEGMENT_PREFILL_MAX ? sb
+				   : MK_SEGMENT_PREFILL_MAX;
 		fl->prep = PREP_QUEUED;
 		log->prep_asked = true;
 		mk_flush_pool_submit(fl->pool, &fl->prep_task);
@@ -1483,6 +1492,9 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 		if (log->prep_base != a->base &&
 		    (int64_t)(a->size + run) * 2 >= log->cfg.segment_bytes)
 			prep_request(log);
+		/* The runway (segment.h) never runs past where the segment
+		 * rolls. */
+		a->fill_limit = (uint64_t)log->cfg.segment_bytes;
 		mk_strbuf msg = MK_STRBUF_INIT;
 		err = mk_segment_append_many(a, frames + i, b + i, j - i,
 					     log->cfg.index_interval_bytes, &msg);

@@ -440,6 +440,26 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 	return err;
 }
 
+/* Zeros into [from, to) of fd (to - from at most MK_SEGMENT_ZERO_TAIL_MAX):
+ * one pwritev. Returns where the file's zeros end (from when nothing was
+ * written). */
+static uint64_t write_zeros(int fd, uint64_t from, uint64_t to)
+{
+	/* Read-only zeros; the .bss keeps them out of the binary. */
+	static uint8_t zeros[64 * 1024];
+	struct iovec z[MK_SEGMENT_ZERO_TAIL_MAX / sizeof(zeros) + 1];
+	int nz = 0;
+	assert(to >= from && to - from <= MK_SEGMENT_ZERO_TAIL_MAX);
+	for (uint64_t at = from; at < to; nz++) {
+		uint64_t l = to - at < sizeof(zeros) ? to - at : sizeof(zeros);
+		z[nz].iov_base = zeros;
+		z[nz].iov_len = (size_t)l;
+		at += l;
+	}
+	ssize_t w = nz ? pwritev(fd, z, nz, (off_t)from) : 0;
+	return w > 0 ? from + (uint64_t)w : from;
+}
+
 /* ---- lifecycle ----------------------------------------------------------- */
 
 static char *seg_path(const char *dir, size_t dlen, const char digits[20],
@@ -485,6 +505,12 @@ void mk_segment_close(mk_segment *s)
 	if (!s)
 		return;
 	mk_fdcache_forget(s->cache, &s->node);
+	/* The runway goes (best effort: left, the next open cuts it). */
+	if (s->runway_end > s->size) {
+		int r = s->fd >= 0 ? ftruncate(s->fd, (off_t)s->size)
+				   : truncate(s->log_path, (off_t)s->size);
+		(void)r;
+	}
 	if (s->fd >= 0)
 		close(s->fd);
 	mk_index_close(&s->index);
@@ -581,8 +607,10 @@ bool mk_segment_prepared_name(const char *name)
 	return !strcmp(name, "prepared.timeindex.tmp");
 }
 
-mk_err mk_segment_prepare(const char *dir, mk_strbuf *why)
+mk_err mk_segment_prepare(const char *dir, uint64_t prefill, mk_strbuf *why)
 {
+	if (prefill > MK_SEGMENT_PREFILL_MAX)
+		prefill = MK_SEGMENT_PREFILL_MAX;
 	for (int i = 0; i < NPREPARED; i++) {
 		char *path = prepared_path(dir, i);
 		/* A new inode, never one truncated in place: a prepared name
@@ -604,6 +632,10 @@ mk_err mk_segment_prepare(const char *dir, mk_strbuf *why)
 		free(path);
 		if (err)
 			return err;
+		/* The new segment's first runway (best effort: adoption
+		 * takes the length the file has). */
+		if (i == 0 && prefill)
+			write_zeros(fd, 0, prefill);
 		close(fd);
 		if (i == 0)
 			MK_FAILPOINT("segment.prepare.after-log");
@@ -670,8 +702,12 @@ mk_err mk_segment_create_prepared(const char *dir, int64_t base,
 			close(fd);
 	}
 	free(from);
-	/* Two empty files: the index file holds exactly what memory does
-	 * (nothing), and nothing needs an fsync yet. */
+	/* The .log holds no frame, maybe a runway of zeros (prepare); the
+	 * index file holds exactly what memory does (nothing); nothing needs
+	 * an fsync yet. */
+	struct stat st;
+	if (!err && !stat(s->log_path, &st) && st.st_size > 0)
+		s->runway_end = (uint64_t)st.st_size;
 	return seg_made(s, err, out);
 }
 
@@ -722,6 +758,26 @@ mk_err mk_segment_open_closed_at(int dirfd, const char *dir, int64_t base,
 	return MK_OK;
 }
 
+/* Does [from, to) of the .log hold only zeros, and no more than a runway
+ * can (header)? Inside a use. */
+static bool zero_tail(mk_segment *s, uint64_t from, uint64_t to)
+{
+	uint8_t buf[16 * 1024];
+	if (to - from > MK_SEGMENT_ZERO_TAIL_MAX)
+		return false;
+	while (from < to) {
+		size_t want = to - from < sizeof(buf) ? (size_t)(to - from) : sizeof(buf);
+		ssize_t r = pread(s->fd, buf, want, (off_t)from);
+		if (r <= 0)
+			return false;
+		for (ssize_t i = 0; i < r; i++)
+			if (buf[i])
+				return false;
+		from += (uint64_t)r;
+	}
+	return true;
+}
+
 mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 			      int64_t durable_to, mk_fdcache *cache,
 			      int64_t interval, mk_segment_batch_fn fn,
@@ -753,9 +809,12 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 	if (err)
 		goto fail;
 	if (res.valid < phys) {
-		*cut = phys - res.valid;
-		say_at(why, s->log_path, res.valid,
-		       res.reason ? res.reason : "invalid tail");
+		/* A runway left by a stop that did not cut it is no loss. */
+		if (!zero_tail(s, res.valid, phys)) {
+			*cut = phys - res.valid;
+			say_at(why, s->log_path, res.valid,
+			       res.reason ? res.reason : "invalid tail");
+		}
 		if (ftruncate(s->fd, (off_t)res.valid)) {
 			err = io_error(why, s->log_path, "truncate failed");
 			goto fail;
@@ -891,6 +950,33 @@ bool mk_segment_can_hold(const mk_segment *s, size_t len, int64_t last_offset)
 	       s->size + len <= UINT32_MAX;
 }
 
+/*
+ * Before an append of `len` bytes ending at `end`: when it would pass the
+ * runway (or there is none), zero-fill the file from its end to the next
+ * multiple of MK_SEGMENT_RUNWAY past `end` (header: "The runway"). Only
+ * appends smaller than a runway gain from it, and only a segment that
+ * already holds MK_SEGMENT_RUNWAY_FROM bytes (a partition written a little
+ * keeps small files). Best effort: a failure leaves runway_end telling
+ * what the file holds, and the append writes where it would have. Inside
+ * a use.
+ */
+static void extend_runway(mk_segment *s, uint64_t end, uint64_t len)
+{
+	if (!s->fill_limit || len >= MK_SEGMENT_RUNWAY ||
+	    s->size < MK_SEGMENT_RUNWAY_FROM || end <= s->runway_end)
+		return;
+	uint64_t from = s->runway_end ? s->runway_end : s->size;
+	uint64_t to = (end + MK_SEGMENT_RUNWAY - 1) / MK_SEGMENT_RUNWAY *
+		      MK_SEGMENT_RUNWAY;
+	if (to > s->fill_limit)
+		to = s->fill_limit;
+	if (to <= end || to > UINT32_MAX)
+		return;
+	uint64_t w = write_zeros(s->fd, from, to);
+	if (w > s->size)
+		s->runway_end = w;
+}
+
 mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
 			 const mk_batch_view *b, int64_t interval,
 			 mk_strbuf *why)
@@ -918,6 +1004,7 @@ mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
 	mk_err err = seg_use(s, true, why);
 	if (err)
 		return err;
+	extend_runway(s, pos + total, total);
 	/* One system call for every frame; a short write goes on from where
 	 * it stopped (a crash in between leaves a torn tail, cut at open). */
 	struct iovec *v = iov;
@@ -934,6 +1021,9 @@ mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
 				mk_strbuf_addf(why, "%s at byte %llu: write failed: %s",
 					       s->log_path, (unsigned long long)at,
 					       strerror(errno));
+			/* Past the runway, the file now ends at `at`. */
+			if (at >= s->runway_end)
+				s->runway_end = 0;
 			seg_done(s);
 			return MK_KAFKA_STORAGE_ERROR;
 		}
@@ -949,6 +1039,8 @@ mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
 		}
 	}
 	s->dirty = true;
+	if (pos + total >= s->runway_end)
+		s->runway_end = 0;
 	for (size_t i = 0; i < n && !err; i++) {
 		s->size += b[i].frame_len;
 		if (b[i].max_timestamp > s->max_ts)
@@ -1044,9 +1136,11 @@ static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
 		     int64_t interval, mk_strbuf *why)
 {
 	mk_err err;
-	if (c->pos < s->size && ftruncate(s->fd, (off_t)c->pos))
+	if ((c->pos < s->size || s->runway_end > c->pos) &&
+	    ftruncate(s->fd, (off_t)c->pos))
 		return io_error(why, s->log_path, "truncate failed");
 	s->size = c->pos;
+	s->runway_end = 0;
 	if (s->flushed > s->size)
 		s->flushed = s->size;
 	s->dirty = true;
@@ -1123,7 +1217,21 @@ mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why)
 	mk_err err = seg_use(s, true, why);
 	if (err)
 		return err;
-	err = final_entry(s, s->max_ts, s->last_base, s->last_pos, true, why);
+	/* A closed segment is its frames: the runway is cut. The cut is
+	 * made durable by the flush that follows the roll (dirty): a closed
+	 * segment below the recovery point is opened unsized, its size
+	 * taken from stat and never scanned, so a file length lost in a
+	 * power cut would show the zeros as data. */
+	if (s->runway_end > s->size) {
+		if (ftruncate(s->fd, (off_t)s->size)) {
+			err = io_error(why, s->log_path, "truncate failed");
+		} else {
+			s->runway_end = 0;
+			s->dirty = true;
+		}
+	}
+	if (!err)
+		err = final_entry(s, s->max_ts, s->last_base, s->last_pos, true, why);
 	if (!err)
 		err = write_index_pending(s, why);
 	if (!err)
@@ -1141,10 +1249,13 @@ void mk_segment_crash(mk_segment *s, bool torn)
 	}
 	/* Out of the cache while pinned: nobody evicts it from here on. */
 	mk_fdcache_forget(s->cache, &s->node);
-	if (s->size > s->flushed &&
+	if ((s->size > s->flushed || s->runway_end > s->flushed) &&
 	    ftruncate(s->fd, (off_t)s->flushed)) {
 		/* best effort: this only simulates a lost page cache */
 	}
+	/* What the file holds now (close cuts nothing more). */
+	s->size = s->flushed;
+	s->runway_end = 0;
 	mk_index_crash(&s->index);
 	if (torn) {
 		/* A frame header promising 200 payload bytes, then 3 of them. */
@@ -1164,6 +1275,7 @@ void mk_segment_crash(mk_segment *s, bool torn)
 mk_err mk_segment_remove(mk_segment *s, mk_strbuf *why)
 {
 	mk_err err = MK_OK;
+	s->runway_end = 0;
 	/* The .log goes first: without it the segment no longer exists. */
 	if (unlink(s->log_path) && errno != ENOENT)
 		err = io_error(why, s->log_path, "cannot delete");

@@ -26,7 +26,35 @@
  *     segment's last entry carries its max timestamp (seal adds a final
  *     entry at the last batch when the timestamp grew after the last one);
  *   - an active segment has indexes_loaded, and next_offset, max_ts,
- *     last_base and last_pos describe its batches.
+ *     last_base and last_pos describe its batches;
+ *   - runway_end is 0, or > size: then the .log is runway_end bytes long
+ *     and [size, runway_end) holds zeros (the runway, below), or what an
+ *     append that failed inside the runway left (the next append, the
+ *     seal or the close overwrites or cuts it; a crash leaves it to the
+ *     recovery scan, as any failed append's bytes).
+ *
+ * The runway. The page cache gives a small write into new pages of a file
+ * a small folio, often one per 4 KiB page, and each folio costs its
+ * allocation, its buffer heads and its delayed-allocation reservation; a
+ * write into pages that already exist only copies. A topic append puts a
+ * piece of 8-40 KiB into each partition's log per write, at whatever
+ * unaligned offset the log ends: measured here, 16 such appends cost the
+ * kernel 2.4 times one 160 KiB append of the same bytes (bench/README.md,
+ * "The runway"). So an active segment whose owner set fill_limit, once it
+ * holds MK_SEGMENT_RUNWAY_FROM bytes, zero-fills the file ahead of an
+ * append that would pass runway_end, up to the next multiple of
+ * MK_SEGMENT_RUNWAY (at most fill_limit): one large aligned write that
+ * gets large folios, which the following appends overwrite. Kafka's
+ * log.preallocate makes segment files longer than their data the same
+ * way, for the same reader rules: nothing reads past size; seal and close
+ * cut the file to size (seal's cut marks the segment dirty, so that the
+ * roll's flush makes the new length durable before the recovery point
+ * passes the segment: a closed segment is never scanned at open, its
+ * size is its stat's); a crash leaves the zeros, which the recovery scan
+ * cuts without calling them a torn write (a tail of zeros at most
+ * MK_SEGMENT_ZERO_TAIL_MAX long); crash simulation cuts to flushed as
+ * before. A prepared segment (below) starts with its first runway,
+ * written by the pool thread that prepares it.
  *
  * Errors name the file and position: "PATH at byte POS: REASON".
  *
@@ -61,6 +89,9 @@ typedef struct {
 	int fd;                 /* the .log, read-write; -1: not open now */
 	uint64_t size;          /* bytes of whole valid frames */
 	uint64_t flushed;       /* bytes known durable */
+	uint64_t runway_end;    /* 0, or the end of the zeroed runway */
+	uint64_t fill_limit;    /* set by the owner: 0 no runway, else the
+				 * file length a runway may reach */
 	bool active;
 	bool dirty;             /* .log changed since its last fsync */
 	bool indexes_loaded;    /* index holds this segment's entries */
@@ -93,8 +124,10 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
  * garbage, which the next open deletes.
  */
 /* Make the two prepared files in dir, new (an earlier one is unlinked,
- * never truncated). */
-mk_err mk_segment_prepare(const char *dir, mk_strbuf *why);
+ * never truncated). The .log starts with prefill bytes of zeros (at most
+ * MK_SEGMENT_PREFILL_MAX): the adopted segment's first runway, written
+ * here, off the append path; 0 leaves it empty. */
+mk_err mk_segment_prepare(const char *dir, uint64_t prefill, mk_strbuf *why);
 /* Is name (a directory entry) one of the prepared files? */
 bool mk_segment_prepared_name(const char *name);
 /* Delete the prepared files of dir (those missing are fine). */
@@ -173,6 +206,12 @@ mk_err mk_segment_append(mk_segment *s, const uint8_t *frame,
  * many files cost the page cache more per byte than large ones).
  */
 #define MK_SEGMENT_APPEND_MAX 64
+#define MK_SEGMENT_RUNWAY (256u * 1024)
+#define MK_SEGMENT_RUNWAY_FROM (64u * 1024)
+/* The most zeros a prepared .log starts with, and the longest tail of
+ * zeros the recovery scan cuts as a runway (at least 2 runways). */
+#define MK_SEGMENT_PREFILL_MAX (1024u * 1024)
+#define MK_SEGMENT_ZERO_TAIL_MAX MK_SEGMENT_PREFILL_MAX
 mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
 			      const mk_batch_view *b, size_t n,
 			      int64_t interval, mk_strbuf *why);

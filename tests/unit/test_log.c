@@ -24,6 +24,7 @@
 #include "fileio.h"
 #include "index.h"
 #include "log.h"
+#include "segment.h"
 #include "testlib.h"
 
 /* ---- fixture ------------------------------------------------------------- */
@@ -2263,6 +2264,433 @@ static void test_append_many_short_write(void **state)
 	mk_log_close(log);
 }
 
+
+/* ---- the runway (segment.h): zeros ahead of small appends --------------- */
+
+typedef struct {
+	mk_fdcache *cache;
+	mk_segment *s;
+	int64_t next;            /* the next batch's base offset */
+	char path[256];
+} runway_fx;
+
+static void count_batch(void *arg, const mk_batch_view *b, uint64_t pos)
+{
+	(void)b;
+	(void)pos;
+	(*(int *)arg)++;
+}
+
+/* One batch of 10 records of ~200 bytes each appended to the segment. */
+static void runway_append(runway_fx *r, size_t pad)
+{
+	mk_strbuf fr = MK_STRBUF_INIT;
+	build(&fr, r->next, 0, 10, NULL, pad);
+	mk_batch_view b;
+	const char *why = NULL;
+	assert_int_equal(mk_frame_decode((const uint8_t *)fr.buf, fr.len, 0, &b, &why),
+			 MK_OK);
+	mk_strbuf msg = MK_STRBUF_INIT;
+	mk_err err = mk_segment_append(r->s, (const uint8_t *)fr.buf, &b, 4096, &msg);
+	if (err)
+		print_error("append: %s\n", msg.buf);
+	assert_int_equal(err, MK_OK);
+	r->next += 10;
+	mk_strbuf_release(&msg);
+	mk_strbuf_release(&fr);
+}
+
+static void runway_open(runway_fx *r, const fixture *f, uint64_t *cut,
+			mk_strbuf *why)
+{
+	mk_err err = mk_segment_open_active(f->dir, 0, INT64_MAX, -1, r->cache,
+					    4096, NULL, NULL, &r->s, cut, why);
+	assert_int_equal(err, MK_OK);
+	r->next = r->s->next_offset;
+}
+
+static int runway_batches(runway_fx *r)
+{
+	int n = 0;
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(mk_segment_scan(r->s, INT64_MAX, count_batch, &n, &why),
+			 MK_OK);
+	mk_strbuf_release(&why);
+	return n;
+}
+
+static void append_zeros(const char *path, size_t n)
+{
+	void *z = calloc(1, n);
+	assert_non_null(z);
+	append_bytes(path, z, n);
+	free(z);
+}
+
+static void test_runway(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
+	runway_fx r = { .cache = mk_fdcache_new(64) };
+	mk_strbuf why = MK_STRBUF_INIT;
+	seg_path(f, 0, "log", r.path, sizeof(r.path));
+	assert_int_equal(mk_segment_create(f->dir, 0, r.cache, &r.s, &why), MK_OK);
+	r.s->fill_limit = 4u << 20;
+
+	/* Below MK_SEGMENT_RUNWAY_FROM the file is its frames. */
+	while (r.s->size < MK_SEGMENT_RUNWAY_FROM) {
+		runway_append(&r, 200);
+		assert_int_equal(file_size(r.path), (off_t)r.s->size);
+		assert_int_equal(r.s->runway_end, 0);
+	}
+	/* Then an append past the file's end zero-fills to the next 256 KiB. */
+	runway_append(&r, 200);
+	assert_int_equal(file_size(r.path), MK_SEGMENT_RUNWAY);
+	assert_int_equal(r.s->runway_end, MK_SEGMENT_RUNWAY);
+	assert_true(r.s->size < MK_SEGMENT_RUNWAY);
+	while (r.s->size + 4096 < MK_SEGMENT_RUNWAY) {
+		runway_append(&r, 200);
+		assert_int_equal(file_size(r.path), MK_SEGMENT_RUNWAY);
+	}
+	while (r.s->size < MK_SEGMENT_RUNWAY)
+		runway_append(&r, 200);
+	assert_int_equal(file_size(r.path), 2 * MK_SEGMENT_RUNWAY);
+	/* Readers stop at size: every batch, no zeros. */
+	int batches = (int)(r.next / 10);
+	assert_int_equal(runway_batches(&r), batches);
+
+	/* A close cuts the runway; the reopened segment is its frames. */
+	uint64_t size = r.s->size;
+	mk_segment_close(r.s);
+	assert_int_equal(file_size(r.path), (off_t)size);
+	uint64_t cut = 1;
+	runway_open(&r, f, &cut, &why);
+	assert_int_equal(cut, 0);
+	assert_int_equal(r.s->size, size);
+	assert_int_equal(runway_batches(&r), batches);
+
+	/* A stop that left a runway (zeros past the frames): cut at open,
+	 * silently — no loss, nothing to report. */
+	mk_segment_close(r.s);
+	append_zeros(r.path, 100000);
+	mk_strbuf_reset(&why);
+	runway_open(&r, f, &cut, &why);
+	assert_int_equal(cut, 0);
+	assert_int_equal(why.len, 0);
+	assert_int_equal(r.s->size, size);
+	assert_int_equal(file_size(r.path), (off_t)size);
+	assert_int_equal(runway_batches(&r), batches);
+
+	/* A torn frame before zeros is a torn write: cut and reported. */
+	mk_segment_close(r.s);
+	append_bytes(r.path, MK_FRAME_MAGIC "\x00\x00\x01\x00", 8);
+	append_zeros(r.path, 5000);
+	mk_strbuf_reset(&why);
+	runway_open(&r, f, &cut, &why);
+	assert_int_equal(cut, 8 + 5000);
+	assert_true(why.len > 0);
+	assert_int_equal(file_size(r.path), (off_t)size);
+
+	/* More zeros than a runway leaves: not taken for one. */
+	mk_segment_close(r.s);
+	append_zeros(r.path, MK_SEGMENT_ZERO_TAIL_MAX + 1);
+	mk_strbuf_reset(&why);
+	runway_open(&r, f, &cut, &why);
+	assert_int_equal(cut, MK_SEGMENT_ZERO_TAIL_MAX + 1);
+	assert_int_equal(file_size(r.path), (off_t)size);
+
+	/* Seal (a roll) cuts the runway: a closed segment is its frames. */
+	r.s->fill_limit = 4u << 20;
+	runway_append(&r, 200);
+	assert_true(file_size(r.path) > (off_t)r.s->size);
+	mk_strbuf_reset(&why);
+	assert_int_equal(mk_segment_seal(r.s, &why), MK_OK);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	assert_int_equal(r.s->runway_end, 0);
+	size = r.s->size;
+	mk_segment_close(r.s);
+	assert_int_equal(file_size(r.path), (off_t)size);
+
+	/* A simulated crash keeps only what was flushed: no runway. */
+	runway_open(&r, f, &cut, &why);
+	r.s->fill_limit = 4u << 20;
+	mk_strbuf_reset(&why);
+	assert_int_equal(mk_segment_flush(r.s, &why), MK_OK);
+	uint64_t flushed = r.s->flushed;
+	runway_append(&r, 200);
+	assert_true(r.s->runway_end > r.s->size);
+	mk_segment_crash(r.s, false);
+	assert_int_equal(file_size(r.path), (off_t)flushed);
+
+	/* fill_limit caps the runway; without one there is none; an
+	 * append as large as a runway makes none. */
+	runway_open(&r, f, &cut, &why);
+	r.s->fill_limit = r.s->size + 8192;
+	runway_append(&r, 200);
+	assert_true(file_size(r.path) <= (off_t)r.s->fill_limit);
+	assert_true(r.s->runway_end == 0 || r.s->runway_end == r.s->fill_limit);
+	r.s->fill_limit = 0;
+	while (file_size(r.path) > (off_t)r.s->size)
+		runway_append(&r, 200);
+	runway_append(&r, 200);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	r.s->fill_limit = 4u << 20;
+	runway_append(&r, 0);          /* small: a runway again */
+	assert_true(file_size(r.path) > (off_t)r.s->size);
+	while (file_size(r.path) > (off_t)r.s->size)
+		runway_append(&r, 200);
+	mk_strbuf big = MK_STRBUF_INIT;
+	{
+		/* 1300 records of 300 bytes: one frame past a runway. */
+		build(&big, r.next, 0, 1300, NULL, 300);
+		mk_batch_view b;
+		const char *dwhy = NULL;
+		assert_int_equal(mk_frame_decode((const uint8_t *)big.buf, big.len,
+						 0, &b, &dwhy), MK_OK);
+		assert_true(big.len >= MK_SEGMENT_RUNWAY);
+		mk_strbuf_reset(&why);
+		assert_int_equal(mk_segment_append(r.s, (const uint8_t *)big.buf,
+						   &b, 4096, &why), MK_OK);
+		r.next += 1300;
+	}
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	mk_strbuf_release(&big);
+	mk_segment_close(r.s);
+	mk_fdcache_free(r.cache);
+	mk_strbuf_release(&why);
+}
+
+/* segment.h's invariant: runway_end is 0, or > size with the file
+ * runway_end bytes long and zeros in [size, runway_end). */
+static void check_runway(const runway_fx *r)
+{
+	if (!r->s->runway_end)
+		return;
+	assert_true(r->s->runway_end > r->s->size);
+	assert_int_equal(file_size(r->path), (off_t)r->s->runway_end);
+	size_t n = (size_t)(r->s->runway_end - r->s->size);
+	uint8_t *buf = malloc(n);
+	assert_non_null(buf);
+	int fd = open(r->path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, n, (off_t)r->s->size), (ssize_t)n);
+	close(fd);
+	for (size_t i = 0; i < n; i++)
+		if (buf[i])
+			fail_msg("runway byte %zu is %u", i, buf[i]);
+	free(buf);
+}
+
+/* The append of one small batch, its result. */
+static mk_err runway_try(runway_fx *r)
+{
+	mk_strbuf fr = MK_STRBUF_INIT, msg = MK_STRBUF_INIT;
+	build(&fr, r->next, 0, 10, NULL, 200);
+	mk_batch_view b;
+	const char *why = NULL;
+	assert_int_equal(mk_frame_decode((const uint8_t *)fr.buf, fr.len, 0, &b, &why),
+			 MK_OK);
+	mk_err err = mk_segment_append(r->s, (const uint8_t *)fr.buf, &b, 4096, &msg);
+	if (!err)
+		r->next += 10;
+	mk_strbuf_release(&msg);
+	mk_strbuf_release(&fr);
+	return err;
+}
+
+/* Failures while making a runway (a file size limit: a short pwritev of
+ * the zeros, then none at all) and while appending into or past it keep
+ * the invariant; truncation (cut_at) and crash simulation end the runway
+ * with the file at size. */
+static void test_runway_errors(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
+	runway_fx r = { .cache = mk_fdcache_new(64) };
+	mk_strbuf why = MK_STRBUF_INIT;
+	seg_path(f, 0, "log", r.path, sizeof(r.path));
+	assert_int_equal(mk_segment_create(f->dir, 0, r.cache, &r.s, &why), MK_OK);
+	r.s->fill_limit = 4u << 20;
+	while (r.s->size < MK_SEGMENT_RUNWAY_FROM)
+		runway_append(&r, 200);
+	assert_int_equal(r.s->runway_end, 0);
+
+	struct rlimit old, low;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+	/* Room for 10000 bytes: the zeros stop there, the append fits. */
+	low = old;
+	low.rlim_cur = (rlim_t)(r.s->size + 10000);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+	assert_int_equal(runway_try(&r), MK_OK);
+	assert_int_equal(r.s->runway_end, (uint64_t)low.rlim_cur);
+	check_runway(&r);
+	/* Appends up to the limit; the one past it fails. */
+	mk_err err;
+	while ((err = runway_try(&r)) == MK_OK)
+		check_runway(&r);
+	assert_int_equal(err, MK_KAFKA_STORAGE_ERROR);
+	check_runway(&r);
+	uint64_t size = r.s->size;
+	/* No room at all: no runway, the append fails, nothing changes. */
+	low.rlim_cur = (rlim_t)size;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+	assert_int_equal(runway_try(&r), MK_KAFKA_STORAGE_ERROR);
+	check_runway(&r);
+	assert_int_equal(r.s->size, size);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, prev);
+	/* Room again: a runway over whatever the failures left. */
+	assert_int_equal(runway_try(&r), MK_OK);
+	assert_true(r.s->runway_end > r.s->size);
+	check_runway(&r);
+	assert_int_equal(runway_batches(&r), (int)(r.next / 10));
+
+	/* A cut at the end (a truncation to the log end) and one below it
+	 * end the runway: the file is its frames. */
+	mk_segment_cut c;
+	assert_int_equal(mk_segment_check_cut(r.s, r.next, &c, &why), MK_OK);
+	assert_int_equal(mk_segment_cut_at(r.s, &c, 4096, &why), MK_OK);
+	assert_int_equal(r.s->runway_end, 0);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	runway_append(&r, 200);
+	assert_true(r.s->runway_end > r.s->size);
+	assert_int_equal(mk_segment_check_cut(r.s, r.next - 20, &c, &why), MK_OK);
+	assert_int_equal(mk_segment_cut_at(r.s, &c, 4096, &why), MK_OK);
+	r.next -= 20;
+	assert_int_equal(r.s->runway_end, 0);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	assert_int_equal(runway_batches(&r), (int)(r.next / 10));
+
+	/* An append as large as a runway passing the runway's end makes
+	 * none, and ends the one there was; the next small one makes one
+	 * from the end of the frames. */
+	runway_append(&r, 200);
+	assert_true(r.s->runway_end > r.s->size);
+	{
+		mk_strbuf big = MK_STRBUF_INIT;
+		build(&big, r.next, 0, 1300, NULL, 300);
+		mk_batch_view b;
+		const char *dwhy = NULL;
+		assert_int_equal(mk_frame_decode((const uint8_t *)big.buf, big.len,
+						 0, &b, &dwhy), MK_OK);
+		assert_true(big.len >= MK_SEGMENT_RUNWAY &&
+			    r.s->size + big.len > r.s->runway_end);
+		assert_int_equal(mk_segment_append(r.s, (const uint8_t *)big.buf,
+						   &b, 4096, &why), MK_OK);
+		r.next += 1300;
+		mk_strbuf_release(&big);
+	}
+	assert_int_equal(r.s->runway_end, 0);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	runway_append(&r, 200);
+	check_runway(&r);
+	assert_true(r.s->runway_end > r.s->size);
+	assert_int_equal(runway_batches(&r), (int)((r.next - 1300) / 10) + 1);
+
+	/* A crash after a flush that came after the runway was made: the
+	 * page cache held nothing unflushed but the zeros, which go too. */
+	runway_append(&r, 200);
+	assert_true(r.s->runway_end > r.s->size);
+	assert_int_equal(mk_segment_flush(r.s, &why), MK_OK);
+	size = r.s->size;
+	mk_segment_crash(r.s, false);
+	assert_int_equal(file_size(r.path), (off_t)size);
+	mk_fdcache_free(r.cache);
+	mk_strbuf_release(&why);
+}
+
+/* A runway made before the last flush, cut by the seal: the cut is a
+ * change of the file the roll's flush must fsync (a closed segment below
+ * the recovery point is trusted by its stat size), so seal marks the
+ * segment dirty and the flush clears it. */
+static void test_runway_seal_durable(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
+	runway_fx r = { .cache = mk_fdcache_new(64) };
+	mk_strbuf why = MK_STRBUF_INIT;
+	seg_path(f, 0, "log", r.path, sizeof(r.path));
+	assert_int_equal(mk_segment_create(f->dir, 0, r.cache, &r.s, &why), MK_OK);
+	r.s->fill_limit = 4u << 20;
+	while (r.s->runway_end == 0)
+		runway_append(&r, 200);
+	assert_int_equal(mk_segment_flush(r.s, &why), MK_OK);
+	assert_false(r.s->dirty);
+	assert_true(file_size(r.path) > (off_t)r.s->size);
+	assert_int_equal(mk_segment_seal(r.s, &why), MK_OK);
+	assert_int_equal(file_size(r.path), (off_t)r.s->size);
+	assert_true(r.s->dirty);
+	assert_int_equal(mk_segment_flush(r.s, &why), MK_OK);
+	assert_false(r.s->dirty);
+	assert_int_equal(r.s->flushed, r.s->size);
+	/* Without a runway, a flushed segment's seal changes no byte. */
+	uint64_t size = r.s->size;
+	mk_segment_close(r.s);
+	uint64_t cut = 1;
+	runway_open(&r, f, &cut, &why);
+	assert_int_equal(r.s->size, size);
+	assert_int_equal(mk_segment_seal(r.s, &why), MK_OK);
+	assert_false(r.s->dirty);
+	mk_segment_close(r.s);
+	mk_fdcache_free(r.cache);
+	mk_strbuf_release(&why);
+}
+
+/* Through the log: the active segment gets a runway (log.c sets
+ * fill_limit to segment.bytes), never past segment.bytes; the roll leaves
+ * the closed segment its frames; a crash and a close leave every file
+ * its frames, and nothing is lost. */
+static void test_runway_log(void **state)
+{
+	fixture *f = *state;
+	const int64_t seg_bytes = 300000;
+	mk_log *log = open_log(f, seg_bytes, 4096, 0);
+	char p0[256], p1[256];
+	seg_path(f, 0, "log", p0, sizeof(p0));
+	mk_segment_info info;
+	bool runway = false;
+	while (mk_log_segment_count(log) == 1) {
+		append_n(log, 1, 10, NULL, 200);
+		mk_log_segment_info(log, 0, &info);
+		if (info.active && file_size(p0) > (off_t)info.size) {
+			runway = true;
+			assert_true(info.size >= MK_SEGMENT_RUNWAY_FROM);
+		}
+		assert_true(file_size(p0) <= seg_bytes);
+	}
+	assert_true(runway);
+	mk_log_segment_info(log, 0, &info);
+	assert_int_equal(file_size(p0), (off_t)info.size);
+	mk_log_segment_info(log, 1, &info);
+	seg_path(f, info.base_offset, "log", p1, sizeof(p1));
+	while (file_size(p1) == (off_t)info.size) {
+		append_n(log, 1, 10, NULL, 200);
+		mk_log_segment_info(log, 1, &info);
+	}
+	int64_t leo = mk_log_end_offset(log);
+	assert_int_equal(mk_log_flush(log), MK_OK);
+	mk_log_crash(log, false);
+	assert_int_equal(file_size(p1), (off_t)info.size);
+	log = open_log(f, seg_bytes, 4096, 0);
+	assert_int_equal(mk_log_end_offset(log), leo);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, leo, SIZE_MAX, &out), MK_OK);
+	assert_int_equal(check_frames(&out, 0, leo - 1), (int)(leo / 10));
+	/* The reopened segment gets a runway again once past
+	 * MK_SEGMENT_RUNWAY_FROM (the one it was adopted with, prepared
+	 * files' zeros, went with the crash). */
+	do {
+		append_n(log, 1, 10, NULL, 200);
+		mk_log_segment_info(log, 1, &info);
+	} while (file_size(p1) == (off_t)info.size &&
+		 info.size < 2 * MK_SEGMENT_RUNWAY_FROM);
+	assert_true(file_size(p1) > (off_t)info.size);
+	mk_log_close(log);
+	assert_int_equal(file_size(p1), (off_t)info.size);
+	mk_strbuf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2296,6 +2724,10 @@ int main(void)
 		T(test_roll_advances_recovery_point),
 		T(test_checkpoint_owner_and_flusher),
 		T(test_recovery_from_recovery_point),
+		T(test_runway),
+		T(test_runway_seal_durable),
+		T(test_runway_errors),
+		T(test_runway_log),
 #undef T
 		cmocka_unit_test_setup_teardown(test_append_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_old_width, setup, teardown),

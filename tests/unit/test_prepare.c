@@ -354,7 +354,7 @@ static void test_prepare_keeps_linked_segment(void **state)
 	off_t size = st.st_size;
 	assert_true(size > 0);
 	assert_int_equal(link(seg, prep), 0);
-	assert_int_equal(mk_segment_prepare(f->dir, NULL), MK_OK);
+	assert_int_equal(mk_segment_prepare(f->dir, 0, NULL), MK_OK);
 	assert_int_equal(stat(seg, &st), 0);
 	assert_int_equal(st.st_size, size);
 	assert_int_not_equal(inode_of(f, "prepared.log.tmp"), st.st_ino);
@@ -387,6 +387,115 @@ static void test_flush_syncs_new_entry(void **state)
 	mk_log_close(log);
 }
 
+
+static off_t size_in(const fixture *f, const char *name)
+{
+	char path[256];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_size;
+}
+
+/* The prepared .log is the adopted segment's first runway (segment.h):
+ * zeros, as many as the segment holds (at most MK_SEGMENT_PREFILL_MAX),
+ * which the appends overwrite; the roll after cuts what is left, as does
+ * the close; a reopened log is its frames. Segments under twice
+ * MK_SEGMENT_RUNWAY_FROM get none. */
+#define RUNWAY_SEG (200 * 1024)
+
+static mk_log *open_runway_log(const fixture *f)
+{
+	mk_log_config cfg = { RUNWAY_SEG, 4096, 0, NULL, NULL };
+	mk_log *log = NULL;
+	assert_int_equal(mk_log_open(f->dir, &cfg, &log, NULL), MK_OK);
+	return log;
+}
+
+static mk_segment_info last_info(mk_log *log)
+{
+	mk_segment_info info;
+	mk_log_segment_info(log, mk_log_segment_count(log) - 1, &info);
+	return info;
+}
+
+static int64_t roll_big(mk_log *log)
+{
+	size_t n = mk_log_segment_count(log);
+	while (mk_log_segment_count(log) == n)
+		append_two(log);
+	mk_segment_info info;
+	mk_log_segment_info(log, n, &info);
+	return info.base_offset;
+}
+
+static void test_prepared_runway(void **state)
+{
+	fixture *f = *state;
+	/* Small segments: an empty prepared .log, as before. */
+	mk_log *log = open_log(f);
+	fill_to_half(log);
+	assert_true(mk_log_wait_prepared(log));
+	assert_int_equal(size_in(f, "prepared.log.tmp"), 0);
+	mk_log_close(log);
+	tl_rmtree(f->dir);
+
+	log = open_runway_log(f);
+	while (last_info(log).size * 2 < RUNWAY_SEG)
+		append_two(log);
+	assert_true(mk_log_wait_prepared(log));
+	assert_int_equal(size_in(f, "prepared.log.tmp"), RUNWAY_SEG);
+	{
+		char path[256];
+		snprintf(path, sizeof(path), "%s/prepared.log.tmp", f->dir);
+		FILE *fp = fopen(path, "rb");
+		assert_non_null(fp);
+		int c, nonzero = 0;
+		while ((c = fgetc(fp)) != EOF)
+			nonzero += c != 0;
+		fclose(fp);
+		assert_int_equal(nonzero, 0);
+	}
+	int64_t base = roll_big(log);
+	char name[64];
+	seg_name(base, "log", name, sizeof(name));
+	mk_segment_info info = last_info(log);
+	assert_int_equal(info.base_offset, base);
+	assert_true(info.size > 0 && info.size < RUNWAY_SEG);
+	/* Appends overwrite the zeros: the file keeps its length. */
+	assert_int_equal(size_in(f, name), RUNWAY_SEG);
+	append_two(log);
+	assert_int_equal(last_info(log).base_offset, base);
+	assert_int_equal(size_in(f, name), RUNWAY_SEG);
+	int64_t end = mk_log_end_offset(log);
+	check_all(log, end);
+
+	/* The next roll seals it: a closed segment is its frames. */
+	assert_true(mk_log_wait_prepared(log));
+	int64_t base2 = roll_big(log);
+	assert_true(base2 > base);
+	mk_log_segment_info(log, mk_log_segment_count(log) - 2, &info);
+	assert_int_equal(info.base_offset, base);
+	assert_int_equal(size_in(f, name), (off_t)info.size);
+
+	/* The close cuts the active one's runway too. */
+	info = last_info(log);
+	seg_name(base2, "log", name, sizeof(name));
+	assert_int_equal(size_in(f, name), RUNWAY_SEG);
+	end = mk_log_end_offset(log);
+	mk_log_close(log);
+	assert_int_equal(size_in(f, name), (off_t)info.size);
+	log = open_runway_log(f);
+	check_all(log, end);
+	mk_log_close(log);
+
+	/* Capped: a prefill asked past MK_SEGMENT_PREFILL_MAX. */
+	assert_int_equal(mk_segment_prepare(f->dir, 3 * MK_SEGMENT_PREFILL_MAX, NULL),
+			 MK_OK);
+	assert_int_equal(size_in(f, "prepared.log.tmp"), MK_SEGMENT_PREFILL_MAX);
+	mk_segment_discard_prepared(f->dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +505,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_roll_without_prepared_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prepare_keeps_linked_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_syncs_new_entry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prepared_runway, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
