@@ -20,7 +20,9 @@
  * The page-cache rows are the kernel's share alone: plain pwrite(2) of
  * the bytes a call puts into the logs, as the log lays them out — each
  * call's bytes split evenly over 1, 4 or 16 files, appended where the
- * previous call ended (so at unaligned offsets, as frames fall). From
+ * previous call ended (so at unaligned offsets, as frames fall), with
+ * the log's runway (core/storage/segment.h: once a file holds 64 KiB, an
+ * append past its end first zero-fills it to the next 256 KiB). From
  * them, the floor: the ratio a topic row would have if it cost the
  * partition row's time plus only its extra page-cache time,
  *   partition / (partition - pagecache-1 + pagecache-N),
@@ -42,6 +44,7 @@
 #include "cluster.h"
 #include "config.h"
 #include "producer.h"
+#include "segment.h"
 
 #define RECORD BENCH_RECORD
 #define NKEYS 1000
@@ -179,9 +182,28 @@ static double run_pagecache(const char *dir, int nfiles, size_t per_call,
 			exit(1);
 		}
 	}
+	static char zeros[MK_SEGMENT_RUNWAY];
+	uint64_t filled[16] = { 0 };
 	double t0 = now_s();
 	for (size_t c = 0; c < calls; c++)
 		for (int i = 0; i < nfiles; i++) {
+			uint64_t end = off[i] + piece;
+			if (piece < MK_SEGMENT_RUNWAY && off[i] >= MK_SEGMENT_RUNWAY_FROM &&
+			    end > filled[i]) {
+				uint64_t from = filled[i] > off[i] ? filled[i] : off[i];
+				uint64_t to = (end + MK_SEGMENT_RUNWAY - 1) /
+					      MK_SEGMENT_RUNWAY * MK_SEGMENT_RUNWAY;
+				while (from < to) {
+					size_t n = to - from < sizeof(zeros)
+						   ? (size_t)(to - from) : sizeof(zeros);
+					if (pwrite(fd[i], zeros, n, (off_t)from) != (ssize_t)n) {
+						perror("bproduce: pwrite");
+						exit(1);
+					}
+					from += n;
+				}
+				filled[i] = to;
+			}
 			if (pwrite(fd[i], buf, piece, (off_t)off[i]) != (ssize_t)piece) {
 				perror("bproduce: pwrite");
 				exit(1);
