@@ -2282,10 +2282,11 @@ static void count_batch(void *arg, const mk_batch_view *b, uint64_t pos)
 }
 
 /* One batch of 10 records of ~200 bytes each appended to the segment. */
-static void runway_append(runway_fx *r, size_t pad)
+/* One batch of n records appended to the segment; its frame's length. */
+static size_t runway_append_n(runway_fx *r, int n, size_t pad)
 {
 	mk_strbuf fr = MK_STRBUF_INIT;
-	build(&fr, r->next, 0, 10, NULL, pad);
+	build(&fr, r->next, 0, n, NULL, pad);
 	mk_batch_view b;
 	const char *why = NULL;
 	assert_int_equal(mk_frame_decode((const uint8_t *)fr.buf, fr.len, 0, &b, &why),
@@ -2295,9 +2296,16 @@ static void runway_append(runway_fx *r, size_t pad)
 	if (err)
 		print_error("append: %s\n", msg.buf);
 	assert_int_equal(err, MK_OK);
-	r->next += 10;
+	r->next += n;
+	size_t len = fr.len;
 	mk_strbuf_release(&msg);
 	mk_strbuf_release(&fr);
+	return len;
+}
+
+static void runway_append(runway_fx *r, size_t pad)
+{
+	runway_append_n(r, 10, pad);
 }
 
 static void runway_open(runway_fx *r, const fixture *f, uint64_t *cut,
@@ -2327,15 +2335,22 @@ static void append_zeros(const char *path, size_t n)
 	free(z);
 }
 
+/* A new active segment at base 0 in f->dir whose runway may reach 4 MiB. */
+static void runway_new(runway_fx *r, const fixture *f)
+{
+	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
+	*r = (runway_fx){ .cache = mk_fdcache_new(64) };
+	seg_path(f, 0, "log", r->path, sizeof(r->path));
+	assert_int_equal(mk_segment_create(f->dir, 0, r->cache, &r->s, NULL), MK_OK);
+	r->s->fill_limit = 4u << 20;
+}
+
 static void test_runway(void **state)
 {
 	fixture *f = *state;
-	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
-	runway_fx r = { .cache = mk_fdcache_new(64) };
+	runway_fx r;
 	mk_strbuf why = MK_STRBUF_INIT;
-	seg_path(f, 0, "log", r.path, sizeof(r.path));
-	assert_int_equal(mk_segment_create(f->dir, 0, r.cache, &r.s, &why), MK_OK);
-	r.s->fill_limit = 4u << 20;
+	runway_new(&r, f);
 
 	/* Below MK_SEGMENT_RUNWAY_FROM the file is its frames. */
 	while (r.s->size < MK_SEGMENT_RUNWAY_FROM) {
@@ -2439,22 +2454,9 @@ static void test_runway(void **state)
 	assert_true(file_size(r.path) > (off_t)r.s->size);
 	while (file_size(r.path) > (off_t)r.s->size)
 		runway_append(&r, 200);
-	mk_strbuf big = MK_STRBUF_INIT;
-	{
-		/* 1300 records of 300 bytes: one frame past a runway. */
-		build(&big, r.next, 0, 1300, NULL, 300);
-		mk_batch_view b;
-		const char *dwhy = NULL;
-		assert_int_equal(mk_frame_decode((const uint8_t *)big.buf, big.len,
-						 0, &b, &dwhy), MK_OK);
-		assert_true(big.len >= MK_SEGMENT_RUNWAY);
-		mk_strbuf_reset(&why);
-		assert_int_equal(mk_segment_append(r.s, (const uint8_t *)big.buf,
-						   &b, 4096, &why), MK_OK);
-		r.next += 1300;
-	}
+	/* 1300 records of 300 bytes: one frame past a runway. */
+	assert_true(runway_append_n(&r, 1300, 300) >= MK_SEGMENT_RUNWAY);
 	assert_int_equal(file_size(r.path), (off_t)r.s->size);
-	mk_strbuf_release(&big);
 	mk_segment_close(r.s);
 	mk_fdcache_free(r.cache);
 	mk_strbuf_release(&why);
@@ -2505,12 +2507,9 @@ static mk_err runway_try(runway_fx *r)
 static void test_runway_errors(void **state)
 {
 	fixture *f = *state;
-	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
-	runway_fx r = { .cache = mk_fdcache_new(64) };
+	runway_fx r;
 	mk_strbuf why = MK_STRBUF_INIT;
-	seg_path(f, 0, "log", r.path, sizeof(r.path));
-	assert_int_equal(mk_segment_create(f->dir, 0, r.cache, &r.s, &why), MK_OK);
-	r.s->fill_limit = 4u << 20;
+	runway_new(&r, f);
 	while (r.s->size < MK_SEGMENT_RUNWAY_FROM)
 		runway_append(&r, 200);
 	assert_int_equal(r.s->runway_end, 0);
@@ -2568,18 +2567,9 @@ static void test_runway_errors(void **state)
 	runway_append(&r, 200);
 	assert_true(r.s->runway_end > r.s->size);
 	{
-		mk_strbuf big = MK_STRBUF_INIT;
-		build(&big, r.next, 0, 1300, NULL, 300);
-		mk_batch_view b;
-		const char *dwhy = NULL;
-		assert_int_equal(mk_frame_decode((const uint8_t *)big.buf, big.len,
-						 0, &b, &dwhy), MK_OK);
-		assert_true(big.len >= MK_SEGMENT_RUNWAY &&
-			    r.s->size + big.len > r.s->runway_end);
-		assert_int_equal(mk_segment_append(r.s, (const uint8_t *)big.buf,
-						   &b, 4096, &why), MK_OK);
-		r.next += 1300;
-		mk_strbuf_release(&big);
+		uint64_t end0 = r.s->size, runway0 = r.s->runway_end;
+		size_t len = runway_append_n(&r, 1300, 300);
+		assert_true(len >= MK_SEGMENT_RUNWAY && end0 + len > runway0);
 	}
 	assert_int_equal(r.s->runway_end, 0);
 	assert_int_equal(file_size(r.path), (off_t)r.s->size);
@@ -2607,12 +2597,9 @@ static void test_runway_errors(void **state)
 static void test_runway_seal_durable(void **state)
 {
 	fixture *f = *state;
-	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
-	runway_fx r = { .cache = mk_fdcache_new(64) };
+	runway_fx r;
 	mk_strbuf why = MK_STRBUF_INIT;
-	seg_path(f, 0, "log", r.path, sizeof(r.path));
-	assert_int_equal(mk_segment_create(f->dir, 0, r.cache, &r.s, &why), MK_OK);
-	r.s->fill_limit = 4u << 20;
+	runway_new(&r, f);
 	while (r.s->runway_end == 0)
 		runway_append(&r, 200);
 	assert_int_equal(mk_segment_flush(r.s, &why), MK_OK);

@@ -419,16 +419,6 @@ static mk_segment_info last_info(mk_log *log)
 	return info;
 }
 
-static int64_t roll_big(mk_log *log)
-{
-	size_t n = mk_log_segment_count(log);
-	while (mk_log_segment_count(log) == n)
-		append_two(log);
-	mk_segment_info info;
-	mk_log_segment_info(log, n, &info);
-	return info.base_offset;
-}
-
 static void test_prepared_runway(void **state)
 {
 	fixture *f = *state;
@@ -456,7 +446,7 @@ static void test_prepared_runway(void **state)
 		fclose(fp);
 		assert_int_equal(nonzero, 0);
 	}
-	int64_t base = roll_big(log);
+	int64_t base = roll(log);
 	char name[64];
 	seg_name(base, "log", name, sizeof(name));
 	mk_segment_info info = last_info(log);
@@ -472,7 +462,7 @@ static void test_prepared_runway(void **state)
 
 	/* The next roll seals it: a closed segment is its frames. */
 	assert_true(mk_log_wait_prepared(log));
-	int64_t base2 = roll_big(log);
+	int64_t base2 = roll(log);
 	assert_true(base2 > base);
 	mk_log_segment_info(log, mk_log_segment_count(log) - 2, &info);
 	assert_int_equal(info.base_offset, base);
