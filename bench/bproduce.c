@@ -43,6 +43,7 @@
 #include "benchutil.h"
 #include "cluster.h"
 #include "config.h"
+#include "parse.h"
 #include "producer.h"
 #include "segment.h"
 
@@ -108,7 +109,24 @@ static void make_records(call_recs *cr, size_t chunk, bool keyed)
 	}
 }
 
-/* One row: a fresh topic, BYTES appended in calls; seconds, or < 0. */
+/* A row that cannot go on (a full disk, say): its producer and its topic
+ * go, best effort, so that what it wrote is not left in DIR, and the run
+ * ends. */
+static void row_fail(mk_cluster *c, mk_producer *p, mk_topic *t,
+		     const char *name)
+{
+	mk_strbuf why = MK_STRBUF_INIT;
+	if (p)
+		mk_producer_close(p, NULL, &why);
+	if (t)
+		mk_topic_put(t);
+	mk_strbuf_reset(&why);
+	mk_cluster_delete_topic(c, name, &why);
+	mk_strbuf_release(&why);
+	exit(1);
+}
+
+/* One row: a fresh topic, BYTES appended in calls; seconds. */
 static double run_row(mk_cluster *c, mk_producers *ps, int row, int round,
 		      const call_recs *cr, size_t bytes)
 {
@@ -126,7 +144,9 @@ static double run_row(mk_cluster *c, mk_producers *ps, int row, int round,
 	}
 	if (err || !t) {
 		fprintf(stderr, "bproduce: %s: %s %s\n", name, mk_err_name(err), why.buf);
-		exit(1);
+		if (!t && err)
+			exit(1);   /* not created: nothing of this run's to remove */
+		row_fail(c, p, t, name);
 	}
 	size_t calls = bytes / (cr->n * RECORD);
 	double t0 = now_s();
@@ -137,7 +157,7 @@ static double run_row(mk_cluster *c, mk_producers *ps, int row, int round,
 		if (err || taken != cr->n) {
 			fprintf(stderr, "bproduce: %s call %zu: %s %s\n", name, i,
 				mk_err_name(err), why.buf);
-			exit(1);
+			row_fail(c, p, t, name);
 		}
 	}
 	mk_strbuf_reset(&why);
@@ -145,7 +165,7 @@ static double run_row(mk_cluster *c, mk_producers *ps, int row, int round,
 	double secs = now_s() - t0;
 	if (err) {
 		fprintf(stderr, "bproduce: %s flush: %s %s\n", name, mk_err_name(err), why.buf);
-		exit(1);
+		row_fail(c, p, t, name);
 	}
 	mk_strbuf_reset(&why);
 	mk_producer_close(p, NULL, &why);
@@ -157,8 +177,9 @@ static double run_row(mk_cluster *c, mk_producers *ps, int row, int round,
 }
 
 /* Plain appends of `per_call` bytes a call, split over nfiles files in
- * DIR/pagecache: seconds for `calls` calls. The files are emptied after
- * (truncated, then removed). */
+ * DIR/pagecache: seconds for `calls` calls. The files are unlinked as soon
+ * as they are open (whatever way the run ends, their blocks go with it)
+ * and emptied after (truncated, then closed). */
 static double run_pagecache(const char *dir, int nfiles, size_t per_call,
 			    size_t calls)
 {
@@ -181,6 +202,7 @@ static double run_pagecache(const char *dir, int nfiles, size_t per_call,
 			perror(path);
 			exit(1);
 		}
+		unlink(path);
 	}
 	static char zeros[MK_SEGMENT_RUNWAY];
 	uint64_t filled[16] = { 0 };
@@ -215,9 +237,9 @@ static double run_pagecache(const char *dir, int nfiles, size_t per_call,
 		if (ftruncate(fd[i], 0))
 			perror("bproduce: ftruncate");
 		close(fd[i]);
-		snprintf(path, sizeof(path), "%s/pagecache/%d", dir, i);
-		unlink(path);
 	}
+	snprintf(path, sizeof(path), "%s/pagecache", dir);
+	rmdir(path);
 	free(buf);
 	return secs;
 }
@@ -225,18 +247,23 @@ static double run_pagecache(const char *dir, int nfiles, size_t per_call,
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bproduce DIR [BYTES [CHUNK [ROUNDS]]]\n");
+		fprintf(stderr, "usage: bproduce DIR [BYTES [CHUNK [ROUNDS [ROW]]]]\n");
 		return 2;
 	}
 	uint64_t bytes = 128u << 20, chunk = 128u << 10;
-	int rounds = argc > 4 ? atoi(argv[4]) : 5;
+	int64_t rounds64 = 5;
+	const char *only = argc > 5 ? argv[5] : NULL;
 	if ((argc > 2 && bench_parse_size(argv[2], &bytes)) ||
 	    (argc > 3 && bench_parse_size(argv[3], &chunk)) ||
-	    bytes < chunk || chunk < RECORD || rounds < 1 || rounds > MAX_ROUNDS) {
-		fprintf(stderr, "bproduce: need BYTES >= CHUNK >= %d, 1 <= ROUNDS <= %d\n",
+	    (argc > 4 && !mk_parse_range(argv[4], 1, MAX_ROUNDS, &rounds64)) ||
+	    bytes < chunk || chunk < RECORD ||
+	    (only && strcmp(only, row_name[ROW_T4]) != 0 &&
+	     strcmp(only, row_name[ROW_K16]) != 0) || argc > 6) {
+		fprintf(stderr, "bproduce: need BYTES >= CHUNK >= %d, 1 <= ROUNDS <= %d, ROW t4 or k16\n",
 			RECORD, MAX_ROUNDS);
 		return 2;
 	}
+	int rounds = (int)rounds64;
 	mk_config cfg;
 	mk_config_defaults(&cfg);
 	mk_cluster *c;
@@ -262,7 +289,6 @@ int main(int argc, char **argv)
 		per_call += mk_record_size(&keyed.recs[i]);
 	per_call += 16 * MK_FRAME_EMPTY_SIZE;
 	size_t calls = bytes / (plain.n * RECORD);
-	const char *only = argc > 5 ? argv[5] : NULL;
 	bool skip[NROWS] = { false };
 	for (int row = 1; row < NROWS; row++)
 		skip[row] = only && strcmp(only, row_name[row]) != 0;

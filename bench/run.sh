@@ -201,10 +201,13 @@ row() {
 # drifts over a run (bench/README.md, "Paired by round"); a round's two
 # figures are a minute apart at most, the best of each may be further.
 paired_line() {
-    local key=$1 aim=$2 r a t list='' med verdict
+    local key=$1 aim=$2 r a t q list='' med verdict
     for ((r = 1; r <= REPEAT; r++)); do
         a=${ROUND_MBPS[APPEND,$r]:-} t=${ROUND_MBPS[$key,$r]:-}
-        [ -n "$a" ] && [ -n "$t" ] && list+="$(ratio "$t" "$a") "
+        if [ -z "$a" ] || [ -z "$t" ]; then continue; fi
+        # n/a (no append rate) is left out, not sorted in as a zero
+        q=$(ratio "$t" "$a")
+        [ "$q" = n/a ] || list+="$q "
     done
     [ -n "$list" ] || return 0
     med=$(tr ' ' '\n' <<<"$list" | sed '/^$/d' | sort -n |
@@ -565,10 +568,15 @@ if [ -x "$BPRODUCE" ]; then
         pc4=$(awk '$1 == "pagecache-4" { print $2 }' "$TMP/out")
         pc16=$(awk '$1 == "pagecache-16" { print $2 }' "$TMP/out")
         if [ -n "$APPEND" ] && [ -n "$pc1" ] && [ -n "$pc4" ] && [ -n "$pc16" ]; then
-            awk -v c="$CHUNK_N" -v m="$APPEND" -v p1="$pc1" -v p4="$pc4" -v p16="$pc16" 'BEGIN {
+            # (n/a where a figure is 0 or the page cache alone outweighs
+            # the append: awk would stop at a division by zero)
+            awk -v c="$CHUNK_N" -v m="$APPEND" -v p1="$pc1" -v p4="$pc4" -v p16="$pc16" '
+                function fl(u, pn) { return u - p1 + pn > 0 ? sprintf("%.2f", u / (u - p1 + pn)) : "n/a" }
+                BEGIN {
+                if (m <= 0) { print "  page-cache floor of the filesystem rows: n/a (no partition append rate)"; exit }
                 u = c / m
-                printf "  page-cache floor of the filesystem rows: topic p=4 %.2f, topic:tsv p=16 %.2f (partition append %.1f us per write)\n",
-                    u / (u - p1 + p4), u / (u - p1 + p16), u }'
+                printf "  page-cache floor of the filesystem rows: topic p=4 %s, topic:tsv p=16 %s (partition append %.1f us per write)\n",
+                    fl(u, p4), fl(u, p16), u }'
         fi
     else
         echo "  bproduce: $ERR"

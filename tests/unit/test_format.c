@@ -1057,6 +1057,132 @@ static void test_tsv_scan_differential(void **state)
 	mk_strbuf_release(&in);
 }
 
+/*
+ * Every buffer length 0..200 at every alignment against the 64-byte
+ * blocks, final and not, through the reference: lines ending exactly at
+ * a block edge (63-byte lines), a TAB every other byte (more than
+ * TSV_MAX_FIELDS in a line), a backslash as the very last byte, NULs and
+ * bytes >= 0x80 mixed in, with max_line and without.
+ */
+static void test_tsv_scan_every_length(void **state)
+{
+	(void)state;
+	enum { N = 200 };
+	char pat[5][N];
+	uint64_t r = 0x2545f4914f6cdd1du;
+	static const char mix[] = "ab\t\\\\n\\t\\x4\n=\0\x80\xff\xc3\t\\N";
+	for (size_t i = 0; i < N; i++) {
+		/* 63 bytes and a newline: '\n' at 63, 127, 191 */
+		pat[0][i] = i % 64 == 63 ? '\n' : i % 7 == 3 ? '\t'
+			  : (char)('a' + i % 26);
+		/* a TAB every other byte, a newline now and then */
+		pat[1][i] = i % 2 ? '\t' : i % 150 == 148 ? '\n' : 'h';
+		/* anything, densely */
+		pat[2][i] = mix[rng_next(&r) % (sizeof(mix) - 1)];
+		/* newlines on both sides of each block edge */
+		pat[3][i] = i % 64 == 0 || i % 64 == 63 ? '\n'
+			  : i % 64 == 1 ? '\\' : i % 64 == 2 ? 't'
+			  : (char)(0x80 + i);
+		/* headers, their TABs straddling the edges */
+		pat[4][i] = i % 16 == 15 ? '\t' : i % 16 == 3 ? '='
+			  : i % 97 == 96 ? '\n' : (char)('0' + i % 10);
+	}
+	mk_strbuf in = MK_STRBUF_INIT;
+	for (size_t k = 0; k < 5; k++)
+		for (size_t len = 0; len <= N; len++)
+			for (int last_bs = 0; last_bs < 2; last_bs++) {
+				mk_strbuf_reset(&in);
+				mk_strbuf_add(&in, pat[k], len);
+				if (last_bs && len)
+					in.buf[len - 1] = '\\';
+				else if (last_bs)
+					continue;
+				mk_parse_opts o = tsv_opts;
+				if ((len + k) % 3 == 1)
+					o.max_line = 1 + (len * 7 + k) % 90;
+				for (size_t off = 0; off < 64; off++)
+					for (int final = 0; final < 2; final++)
+						diff_at(&o, in.buf, len, off, final);
+			}
+	mk_strbuf_release(&in);
+}
+
+/*
+ * One write as fs/handles.c parses it: the carried line completed by the
+ * write's first line, then the rest, both into one mk_parsed after
+ * mk_parsed_reserve(carried + written); the first call's records (which
+ * may point into the scratch buffer) must still read right after the
+ * second call, and no scanner state may leak from one call to the next.
+ * The mk_parsed is reused from write to write, as a handle does.
+ */
+static void test_tsv_parse_chained(void **state)
+{
+	(void)state;
+	uint64_t r = 0x853c49e6748fea9bu;
+	mk_strbuf in = MK_STRBUF_INIT, want = MK_STRBUF_INIT,
+		  got = MK_STRBUF_INIT, why = MK_STRBUF_INIT,
+		  got_why = MK_STRBUF_INIT;
+	mk_parsed pr = MK_PARSED_INIT;
+	for (int round = 0; round < 400; round++) {
+		mk_strbuf_reset(&in);
+		gen_input(&r, &in, false);
+		if (!in.len)
+			continue;
+		size_t carried = rng_next(&r) % (in.len + 1);
+		const char *w = in.buf + carried;
+		size_t len = in.len - carried;
+		bool final = rng_next(&r) % 2;
+		const char *nl = memchr(w, '\n', len);
+		size_t head = carried ? (nl ? (size_t)(nl - w) + 1 : len) : 0;
+		if (carried && !nl && !final)
+			continue;   /* handles.c carries on without parsing */
+		/* what the two calls must give, each on its own */
+		mk_strbuf_reset(&want);
+		mk_strbuf_reset(&why);
+		size_t u1 = 0, u2 = 0;
+		mk_err e1 = MK_OK, e2 = MK_OK;
+		if (carried)
+			e1 = ref_parse(&tsv_opts, in.buf, carried + head, true,
+				       &want, &u1, &why);
+		if (!e1 && head < len)
+			e2 = ref_parse(&tsv_opts, w + head, len - head, final,
+				       &want, &u2, &why);
+		/* the two calls, the first's bytes in a buffer of their own */
+		char *first = malloc(carried + head + 1);
+		assert_non_null(first);
+		memcpy(first, in.buf, carried + head);
+		mk_parsed_reset(&pr);
+		mk_parsed_reserve(&pr, carried + len);
+		mk_strbuf_reset(&got_why);
+		size_t g1 = 0, g2 = 0;
+		mk_err f1 = MK_OK, f2 = MK_OK;
+		if (carried)
+			f1 = mk_parse_records(&tsv_opts, first, carried + head,
+					      true, &pr, &g1, &got_why);
+		if (!f1 && head < len)
+			f2 = mk_parse_records(&tsv_opts, w + head, len - head,
+					      final, &pr, &g2, &got_why);
+		assert_int_equal(f1, e1);
+		assert_int_equal(f2, e2);
+		assert_int_equal(g1, u1);
+		assert_int_equal(g2, u2);
+		assert_string_equal(got_why.buf, why.buf);
+		mk_strbuf_reset(&got);
+		for (size_t i = 0; i < pr.n; i++)
+			ser_rec(&got, pr.recs[i].key, pr.recs[i].value,
+				pr.recs[i].headers, pr.recs[i].nheaders);
+		assert_int_equal(got.len, want.len);
+		assert_memory_equal(got.buf, want.buf, got.len);
+		free(first);
+	}
+	mk_parsed_release(&pr);
+	mk_strbuf_release(&in);
+	mk_strbuf_release(&want);
+	mk_strbuf_release(&got);
+	mk_strbuf_release(&why);
+	mk_strbuf_release(&got_why);
+}
+
 /* ---- output ------------------------------------------------------------- */
 
 typedef struct {
@@ -1678,6 +1804,8 @@ int main(void)
 		cmocka_unit_test(test_tsv_scan_positions),
 		cmocka_unit_test(test_tsv_scan_buffer_end),
 		cmocka_unit_test(test_tsv_scan_differential),
+		cmocka_unit_test(test_tsv_scan_every_length),
+		cmocka_unit_test(test_tsv_parse_chained),
 		cmocka_unit_test(test_plain_output),
 		cmocka_unit_test(test_tsv_output),
 		cmocka_unit_test(test_tsv_round_trip),
