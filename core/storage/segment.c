@@ -460,6 +460,13 @@ static uint64_t write_zeros(int fd, uint64_t from, uint64_t to)
 	return w > 0 ? from + (uint64_t)w : from;
 }
 
+/* How long the .log is: its frames, or up to the end of its runway
+ * (segment.h's invariant). */
+static uint64_t file_len(const mk_segment *s)
+{
+	return s->runway_end ? s->runway_end : s->size;
+}
+
 /* ---- lifecycle ----------------------------------------------------------- */
 
 static char *seg_path(const char *dir, size_t dlen, const char digits[20],
@@ -965,7 +972,7 @@ static void extend_runway(mk_segment *s, uint64_t end, uint64_t len)
 	if (!s->fill_limit || len >= MK_SEGMENT_RUNWAY ||
 	    s->size < MK_SEGMENT_RUNWAY_FROM || end <= s->runway_end)
 		return;
-	uint64_t from = s->runway_end ? s->runway_end : s->size;
+	uint64_t from = file_len(s);
 	uint64_t to = (end + MK_SEGMENT_RUNWAY - 1) / MK_SEGMENT_RUNWAY *
 		      MK_SEGMENT_RUNWAY;
 	if (to > s->fill_limit)
@@ -1136,8 +1143,7 @@ static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
 		     int64_t interval, mk_strbuf *why)
 {
 	mk_err err;
-	if ((c->pos < s->size || s->runway_end > c->pos) &&
-	    ftruncate(s->fd, (off_t)c->pos))
+	if (c->pos < file_len(s) && ftruncate(s->fd, (off_t)c->pos))
 		return io_error(why, s->log_path, "truncate failed");
 	s->size = c->pos;
 	s->runway_end = 0;
@@ -1249,8 +1255,7 @@ void mk_segment_crash(mk_segment *s, bool torn)
 	}
 	/* Out of the cache while pinned: nobody evicts it from here on. */
 	mk_fdcache_forget(s->cache, &s->node);
-	if ((s->size > s->flushed || s->runway_end > s->flushed) &&
-	    ftruncate(s->fd, (off_t)s->flushed)) {
+	if (file_len(s) > s->flushed && ftruncate(s->fd, (off_t)s->flushed)) {
 		/* best effort: this only simulates a lost page cache */
 	}
 	/* What the file holds now (close cuts nothing more). */
