@@ -518,26 +518,36 @@ static void list_segments(mkfs *fs, const node_ref *ref,
 	free(segs);
 }
 
+/* Which of segs[0, n) file name is: *seg (its index) and *suffix (into
+ * seg_suffixes). */
+static bool find_segment_file(const mk_segment_info *segs, size_t n,
+			      const char *name, size_t *seg, size_t *suffix)
+{
+	if (strlen(name) < 21)
+		return false;
+	char buf[64];
+	for (size_t i = 0; i < n; i++)
+		for (size_t s = 0; s < NSEG_SUFFIXES; s++) {
+			snprintf(buf, sizeof(buf), "%020lld%s",
+				 (long long)segs[i].base_offset, seg_suffixes[s]);
+			if (!strcmp(buf, name)) {
+				*seg = i;
+				*suffix = s;
+				return true;
+			}
+		}
+	return false;
+}
+
 /* Which segment file name is: *base and *suffix (index into seg_suffixes). */
 static bool segment_file(const node_ref *ref, const char *name, int64_t *base,
 			 size_t *suffix)
 {
-	if (strlen(name) < 21)
-		return false;
 	mk_segment_info *segs;
-	size_t n = ref_segments(ref, &segs, NULL);
-	bool found = false;
-	char buf[64];
-	for (size_t i = 0; i < n && !found; i++)
-		for (size_t s = 0; s < NSEG_SUFFIXES && !found; s++) {
-			snprintf(buf, sizeof(buf), "%020lld%s",
-				 (long long)segs[i].base_offset, seg_suffixes[s]);
-			if (!strcmp(buf, name)) {
-				found = true;
-				*base = segs[i].base_offset;
-				*suffix = s;
-			}
-		}
+	size_t n = ref_segments(ref, &segs, NULL), i;
+	bool found = find_segment_file(segs, n, name, &i, suffix);
+	if (found)
+		*base = segs[i].base_offset;
 	free(segs);
 	return found;
 }
@@ -605,19 +615,13 @@ mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path)
 int64_t mk_node_raw_limit(mkfs *fs, const node_ref *ref)
 {
 	(void)fs;
-	size_t len = strlen(ref->name), slen = strlen(seg_suffixes[0]);
-	if (len < slen || strcmp(ref->name + len - slen, seg_suffixes[0]))
-		return -1;      /* an .index: no runway */
 	mk_segment_info *segs;
-	size_t n = ref_segments(ref, &segs, NULL);
+	size_t n = ref_segments(ref, &segs, NULL), i, suffix;
 	int64_t limit = -1;
-	char buf[64];
-	if (n > 0 && segs[n - 1].active) {
-		snprintf(buf, sizeof(buf), "%020lld%s",
-			 (long long)segs[n - 1].base_offset, seg_suffixes[0]);
-		if (!strcmp(buf, ref->name))
-			limit = (int64_t)segs[n - 1].size;
-	}
+	/* The active segment's .log (an .index has no runway). */
+	if (find_segment_file(segs, n, ref->name, &i, &suffix) && suffix == 0 &&
+	    segs[i].active)
+		limit = (int64_t)segs[i].size;
 	free(segs);
 	return limit;
 }
