@@ -179,9 +179,12 @@ static double run_row(mk_cluster *c, mk_producers *ps, int row, int round,
 /* Plain appends of `per_call` bytes a call, split over nfiles files in
  * DIR/pagecache: seconds for `calls` calls. The files are unlinked as soon
  * as they are open (whatever way the run ends, their blocks go with it)
- * and emptied after (truncated, then closed). */
+ * and emptied after (truncated, then closed). With `prefill` (bytes), the
+ * files are first filled with zeros, untimed, in pwrites of that size, as
+ * the pool thread prefills a prepared segment's .log (segment.h), and the
+ * appends overwrite them; without, the appends make their own runways. */
 static double run_pagecache(const char *dir, int nfiles, size_t per_call,
-			    size_t calls)
+			    size_t calls, size_t prefill)
 {
 	char path[4096];
 	int fd[16];
@@ -206,6 +209,23 @@ static double run_pagecache(const char *dir, int nfiles, size_t per_call,
 	}
 	static char zeros[MK_SEGMENT_RUNWAY];
 	uint64_t filled[16] = { 0 };
+	if (prefill) {
+		char *z = calloc(1, prefill);
+		if (!z) {
+			fprintf(stderr, "bproduce: out of memory\n");
+			exit(1);
+		}
+		for (int i = 0; i < nfiles; i++) {
+			for (filled[i] = 0; filled[i] < calls * piece;
+			     filled[i] += prefill)
+				if (pwrite(fd[i], z, prefill, (off_t)filled[i]) !=
+				    (ssize_t)prefill) {
+					perror("bproduce: pwrite");
+					exit(1);
+				}
+		}
+		free(z);
+	}
 	double t0 = now_s();
 	for (size_t c = 0; c < calls; c++)
 		for (int i = 0; i < nfiles; i++) {
@@ -281,6 +301,11 @@ int main(int argc, char **argv)
 	double secs[NROWS][MAX_ROUNDS], ratio[NROWS][MAX_ROUNDS];
 	static const int pc_files[] = { 1, 4, 16 };
 	double pc[3][MAX_ROUNDS];
+	/* 16 files prefilled in 1 MiB pwrites, and in runway-sized ones
+	 * (segment.c's write_zeros): what the folios the zeros make cost the
+	 * appends after them. */
+	static const size_t pf_piece[] = { 1u << 20, MK_SEGMENT_RUNWAY };
+	double pf[2][MAX_ROUNDS];
 	/* What one call puts into the logs: the records' encoded bytes and
 	 * one batch frame per partition it touches (the page-cache rows
 	 * use the keyed call's, the larger). */
@@ -299,7 +324,10 @@ int main(int argc, char **argv)
 		for (int row = 0; row < NROWS; row++)
 			ratio[row][r] = secs[ROW_PARTITION][r] / secs[row][r];
 		for (int k = 0; k < 3; k++)
-			pc[k][r] = run_pagecache(argv[1], pc_files[k], per_call, calls);
+			pc[k][r] = run_pagecache(argv[1], pc_files[k], per_call, calls, 0);
+		for (int k = 0; k < 2; k++)
+			pf[k][r] = run_pagecache(argv[1], 16, per_call, calls,
+						 pf_piece[k]);
 	}
 	printf("bproduce: %zu calls of %zu records (%zu bytes) per row, %d rounds, medians\n",
 	       calls, plain.n, plain.n * RECORD, rounds);
@@ -320,6 +348,9 @@ int main(int argc, char **argv)
 		       pc_files[k], pc_us[k], per_call / (size_t)pc_files[k],
 		       pc_files[k], pc_files[k] > 1 ? "s" : "");
 	}
+	for (int k = 0; k < 2; k++)
+		printf("prefilled-16 %6.1f us/call   (the same into 16 files prefilled with zeros by %zu KiB pwrites)\n",
+		       median(pf[k], rounds) / (double)calls * 1e6, pf_piece[k] >> 10);
 	printf("floor t4 %.2f  k16 %.2f   (partition / (partition - pagecache-1 + pagecache-N))\n",
 	       part_us / (part_us - pc_us[0] + pc_us[1]),
 	       part_us / (part_us - pc_us[0] + pc_us[2]));

@@ -54,7 +54,9 @@
  * cuts without calling them a torn write (a tail of zeros at most
  * MK_SEGMENT_ZERO_TAIL_MAX long); crash simulation cuts to flushed as
  * before. A prepared segment (below) starts with its first runway,
- * written by the pool thread that prepares it.
+ * written by the pool thread that prepares it. Zeros are always written
+ * in MK_SEGMENT_RUNWAY-aligned pieces: a folio is as large as the write
+ * that made it, and a small append into a folio pays for all of it.
  *
  * Errors name the file and position: "PATH at byte POS: REASON".
  *
