@@ -16,6 +16,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -486,6 +487,67 @@ static void test_prepared_runway(void **state)
 	mk_segment_discard_prepared(f->dir);
 }
 
+/* DIR/name holds len bytes, every one zero and written (no hole: the
+ * zeros are in the page cache, not implied by a sparse file). */
+static void check_zeros(const fixture *f, const char *name, off_t len)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(lseek(fd, 0, SEEK_END), len);
+	if (len > 0)
+		assert_int_equal(lseek(fd, 0, SEEK_HOLE), len);
+	static char buf[64 * 1024];
+	off_t at = 0;
+	ssize_t n;
+	while ((n = pread(fd, buf, sizeof(buf), at)) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			assert_int_equal(buf[i], 0);
+		at += n;
+	}
+	assert_int_equal(at, len);
+	close(fd);
+}
+
+/*
+ * A prefill goes to the file in runway-sized pieces (segment.c's
+ * write_zeros: a folio is as large as the write that makes it); the
+ * pieces add up to the whole, and a file that can take no more ends the
+ * prefill where it stopped: inside a piece (a short write) or at a
+ * piece's end (the next one fails).
+ */
+static void test_prefill_pieces(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mkdir(f->dir, 0755), 0);
+	assert_int_equal(mk_segment_prepare(f->dir, MK_SEGMENT_PREFILL_MAX, NULL),
+			 MK_OK);
+	check_zeros(f, "prepared.log.tmp", MK_SEGMENT_PREFILL_MAX);
+	mk_segment_discard_prepared(f->dir);
+
+	struct rlimit old, low;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+	static const off_t limits[] = {
+		MK_SEGMENT_RUNWAY + 1000,        /* short inside the second */
+		2 * MK_SEGMENT_RUNWAY,           /* the third fails */
+		1000,                            /* short inside the first */
+	};
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		low = old;
+		low.rlim_cur = (rlim_t)limits[i];
+		assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+		/* Best effort: the files are made, the zeros are what fit. */
+		mk_err err = mk_segment_prepare(f->dir, MK_SEGMENT_PREFILL_MAX, NULL);
+		assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+		assert_int_equal(err, MK_OK);
+		check_zeros(f, "prepared.log.tmp", limits[i]);
+		mk_segment_discard_prepared(f->dir);
+	}
+	signal(SIGXFSZ, prev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -496,6 +558,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_prepare_keeps_linked_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_syncs_new_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prepared_runway, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prefill_pieces, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
