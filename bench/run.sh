@@ -230,6 +230,11 @@ warn() { WARNINGS+=("$*"); }
 measure() {
     local var=$1 key=$2 v
     shift 2
+    # Each measurement starts with no dirty page cache: what earlier rows
+    # left (a 1 GiB-segment log is fsynced only at its unmount, rf3 logs
+    # by their flushers) would otherwise be written back by the kernel,
+    # on the same two CPUs, during whichever row comes 30 s later.
+    sync
     if bw "$@"; then
         v=$(field "$key" "$RES")
         if [ -z "${!var}" ] ||
@@ -259,7 +264,7 @@ echo "scratch: $TMP ($fstype); every file of the run lives there"
 echo "records: 100 bytes (99 chars + newline); $BYTES_N bytes per append;" \
      "writes of $CHUNK_N bytes ($((CHUNK_N / 100)) records); reads of $READ_BUF"
 echo "every figure is the best of $REPEAT runs; baselines and daemon interleaved"
-echo "plain-file writes are not fsynced: page cache to page cache"
+echo "plain-file writes are not fsynced: page cache to page cache; sync before every measurement"
 echo
 
 PLAIN_W='' PLAIN_R='' PLAIN_OPS='' NULL_W='' NULL_R='' NULL_OPS='' NULL_REQ='' NULL_STORE=''
