@@ -44,9 +44,9 @@
  * holds MK_SEGMENT_RUNWAY_FROM bytes, zero-fills the file ahead of an
  * append that would pass runway_end, up to the next multiple of
  * MK_SEGMENT_RUNWAY (at most fill_limit): large aligned writes (pieces,
- * below) that get large folios, which the following appends overwrite. Kafka's
- * log.preallocate makes segment files longer than their data the same
- * way, for the same reader rules: nothing reads past size; seal and close
+ * below) that get large folios, which the following appends overwrite.
+ * Kafka's log.preallocate makes segment files longer than their data the
+ * same way, for the same reader rules: nothing reads past size; seal and close
  * cut the file to size (seal's cut marks the segment dirty, so that the
  * roll's flush makes the new length durable before the recovery point
  * passes the segment: a closed segment is never scanned at open, its
