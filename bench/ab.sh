@@ -19,8 +19,9 @@
 #           bench/run.sh measures issue 7's aims (ratios against app1m)
 # Every topic is deleted after its row. Per round it prints MB/s; at the
 # end, per daemon, the ratios of each round (app1g/plain, app1m/app1g,
-# t4/app1g, tsv16/app1g) and their range, and the daemon's CPU time (user
-# and system, from /proc) per GiB written, median over the rounds.
+# t4/app1g, tsv16/app1g, t4m/app1m, tsv16m/app1m; a ratio whose base row
+# is not in AB_ROWS says so) and their range, and the daemon's CPU time
+# (user and system, from /proc) per GiB written, median over the rounds.
 #
 # Environment: BENCH_BYTES (default 256M), BENCH_TOPIC_BYTES (default
 # 128M), AB_ROWS (default "app1g app1m t4 tsv16"), BUILD_DIR, BENCH_TMPDIR
@@ -170,17 +171,23 @@ report() { # LABEL NUMROW DENROW
 }
 has() { case " $ROWS " in *" $1 "*) return 0 ;; esac; return 1; }
 echo "same-round ratios, per daemon: low-high (median) [each round]"
-if has app1g; then
-    report app1g/plain app1g plain
-    for row in app1m t4 tsv16; do
-        has "$row" && report "$row/app1g" "$row" app1g
+has app1g && report app1g/plain app1g plain
+# ratios BASE ROW... : each ROW over BASE, or a line saying BASE is missing.
+ratios() {
+    local row base=$1
+    shift
+    for row in "$@"; do
+        if ! has "$row"; then
+            continue
+        elif has "$base"; then
+            report "$row/$base" "$row" "$base"
+        else
+            printf '  %-13s n/a (%s is not in AB_ROWS)\n' "$row/$base" "$base"
+        fi
     done
-fi
-if has app1m; then
-    for row in t4m tsv16m; do
-        has "$row" && report "$row/app1m" "$row" app1m
-    done
-fi
+}
+ratios app1g app1m t4 tsv16
+ratios app1m t4m tsv16m
 # The daemon's CPU per GiB written, per row: median user and system ms
 # over the rounds (CPU time hardly depends on what else runs beside, so
 # these move less than MB/s on a shared machine).

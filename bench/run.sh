@@ -264,7 +264,7 @@ echo "scratch: $TMP ($fstype); every file of the run lives there"
 echo "records: 100 bytes (99 chars + newline); $BYTES_N bytes per append;" \
      "writes of $CHUNK_N bytes ($((CHUNK_N / 100)) records); reads of $READ_BUF"
 echo "every figure is the best of $REPEAT runs; baselines and daemon interleaved"
-echo "plain-file writes are not fsynced: page cache to page cache; sync before every measurement"
+echo "plain-file writes are not fsynced: page cache to page cache; sync before every bwrite measurement"
 echo
 
 PLAIN_W='' PLAIN_R='' PLAIN_OPS='' NULL_W='' NULL_R='' NULL_OPS='' NULL_REQ='' NULL_STORE=''

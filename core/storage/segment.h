@@ -43,10 +43,10 @@
  * "The runway"). So an active segment whose owner set fill_limit, once it
  * holds MK_SEGMENT_RUNWAY_FROM bytes, zero-fills the file ahead of an
  * append that would pass runway_end, up to the next multiple of
- * MK_SEGMENT_RUNWAY (at most fill_limit): one large aligned write that
- * gets large folios, which the following appends overwrite. Kafka's
- * log.preallocate makes segment files longer than their data the same
- * way, for the same reader rules: nothing reads past size; seal and close
+ * MK_SEGMENT_RUNWAY (at most fill_limit): large aligned writes (pieces,
+ * below) that get large folios, which the following appends overwrite.
+ * Kafka's log.preallocate makes segment files longer than their data the
+ * same way, for the same reader rules: nothing reads past size; seal and close
  * cut the file to size (seal's cut marks the segment dirty, so that the
  * roll's flush makes the new length durable before the recovery point
  * passes the segment: a closed segment is never scanned at open, its
@@ -121,9 +121,10 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
  * (an inode allocation each; see docs/filesystem.md, "prepared segment
  * files"), so the log has its next segment's two files made ahead, off
  * the append path, under names no listing takes for a segment:
- * DIR/prepared.log.tmp and prepared.index.tmp, both empty. The roll
- * renames them into place. They hold nothing: a crash leaves them as
- * garbage, which the next open deletes.
+ * DIR/prepared.log.tmp (empty, or the first runway's zeros:
+ * mk_segment_prepare) and prepared.index.tmp (empty). The roll renames
+ * them into place. They hold no data: a crash leaves them as garbage,
+ * which the next open deletes.
  */
 /* Make the two prepared files in dir, new (an earlier one is unlinked,
  * never truncated). The .log starts with prefill bytes of zeros (at most

@@ -2590,6 +2590,72 @@ static void test_runway_errors(void **state)
 	mk_strbuf_release(&why);
 }
 
+/* SIGXFSZ, counted: a write that starts at RLIMIT_FSIZE fails and raises
+ * it; one that starts below the limit and would pass it is short and
+ * raises none. */
+static volatile sig_atomic_t runway_xfsz;
+
+static void runway_count_xfsz(int sig)
+{
+	(void)sig;
+	runway_xfsz++;
+}
+
+/* A runway that starts off a multiple of MK_SEGMENT_RUNWAY (the first
+ * one starts at the segment's size) is written in runway-aligned pieces
+ * (segment.c's write_zeros), the second starting at the multiple. Under a
+ * file size limit at that multiple two writes start at the limit: the
+ * zeros' second piece and the append's own after its short one. One
+ * write of all the zeros, or pieces counted from the size, would be
+ * short there instead. Room again, the runway is made over what the
+ * failure left. */
+static void test_runway_pieces(void **state)
+{
+	fixture *f = *state;
+	runway_fx r;
+	runway_new(&r, f);
+	r.s->fill_limit = 0;   /* no runway while it grows */
+	while (r.s->size + 8192 < MK_SEGMENT_RUNWAY)
+		runway_append(&r, 200);
+	r.s->fill_limit = 4u << 20;
+	assert_int_equal(r.s->runway_end, 0);
+	assert_true(r.s->size % MK_SEGMENT_RUNWAY != 0);
+
+	mk_strbuf fr = MK_STRBUF_INIT, msg = MK_STRBUF_INIT;
+	build(&fr, r.next, 0, 40, NULL, 200);
+	assert_true(r.s->size + fr.len > MK_SEGMENT_RUNWAY &&
+		    fr.len < MK_SEGMENT_RUNWAY);
+	mk_batch_view b;
+	assert_int_equal(mk_frame_decode((const uint8_t *)fr.buf, fr.len, 0, &b,
+					 NULL), MK_OK);
+	uint64_t size = r.s->size;
+	struct rlimit old, low;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	void (*prev)(int) = signal(SIGXFSZ, runway_count_xfsz);
+	low = old;
+	low.rlim_cur = MK_SEGMENT_RUNWAY;
+	runway_xfsz = 0;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+	mk_err err = mk_segment_append(r.s, (const uint8_t *)fr.buf, &b, 4096, &msg);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, prev);
+	assert_int_equal(err, MK_KAFKA_STORAGE_ERROR);
+	assert_int_equal(runway_xfsz, 2);
+	assert_int_equal(r.s->size, size);
+	check_runway(&r);
+
+	err = mk_segment_append(r.s, (const uint8_t *)fr.buf, &b, 4096, &msg);
+	assert_int_equal(err, MK_OK);
+	r.next += 40;
+	assert_int_equal(r.s->runway_end, 2 * MK_SEGMENT_RUNWAY);
+	check_runway(&r);
+	assert_int_equal(runway_batches(&r), (int)((r.next - 40) / 10) + 1);
+	mk_segment_close(r.s);
+	mk_fdcache_free(r.cache);
+	mk_strbuf_release(&fr);
+	mk_strbuf_release(&msg);
+}
+
 /* A runway made before the last flush, cut by the seal: the cut is a
  * change of the file the roll's flush must fsync (a closed segment below
  * the recovery point is trusted by its stat size), so seal marks the
@@ -2714,6 +2780,7 @@ int main(void)
 		T(test_runway),
 		T(test_runway_seal_durable),
 		T(test_runway_errors),
+		T(test_runway_pieces),
 		T(test_runway_log),
 #undef T
 		cmocka_unit_test_setup_teardown(test_append_many, setup, teardown),

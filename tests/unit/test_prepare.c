@@ -510,12 +510,26 @@ static void check_zeros(const fixture *f, const char *name, off_t len)
 	close(fd);
 }
 
+/* SIGXFSZ, counted: under RLIMIT_FSIZE, a write that starts at the limit
+ * fails with EFBIG and raises it; one that starts below and would pass
+ * the limit is short and raises none. So the count tells whether a write
+ * started exactly at the limit: where write_zeros' pieces begin. */
+static volatile sig_atomic_t xfsz;
+
+static void count_xfsz(int sig)
+{
+	(void)sig;
+	xfsz++;
+}
+
 /*
  * A prefill goes to the file in runway-sized pieces (segment.c's
  * write_zeros: a folio is as large as the write that makes it); the
  * pieces add up to the whole, and a file that can take no more ends the
- * prefill where it stopped: inside a piece (a short write) or at a
- * piece's end (the next one fails).
+ * prefill where it stopped: inside a piece (a short write, and no write
+ * after it) or at a piece's end (the next piece, and only it, fails).
+ * A limit on a multiple of MK_SEGMENT_RUNWAY is where a piece starts:
+ * the write there fails; one write of the whole range would be short.
  */
 static void test_prefill_pieces(void **state)
 {
@@ -528,21 +542,31 @@ static void test_prefill_pieces(void **state)
 
 	struct rlimit old, low;
 	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
-	void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
-	static const off_t limits[] = {
-		MK_SEGMENT_RUNWAY + 1000,        /* short inside the second */
-		2 * MK_SEGMENT_RUNWAY,           /* the third fails */
-		1000,                            /* short inside the first */
+	void (*prev)(int) = signal(SIGXFSZ, count_xfsz);
+	static const struct {
+		off_t limit;
+		int failed;     /* writes that started at the limit */
+	} cases[] = {
+		{ MK_SEGMENT_RUNWAY + 1000, 0 },      /* short inside the second */
+		{ 2 * MK_SEGMENT_RUNWAY, 1 },         /* the third fails */
+		{ 1000, 0 },                          /* short inside the first */
+		{ MK_SEGMENT_RUNWAY, 1 },             /* the second fails */
+		{ 3 * MK_SEGMENT_RUNWAY, 1 },         /* the fourth fails */
+		{ MK_SEGMENT_PREFILL_MAX, 0 },        /* all fit, none more */
+		{ MK_SEGMENT_RUNWAY / 2, 0 },         /* no piece starts there */
+		{ MK_SEGMENT_RUNWAY * 3 / 2, 0 },     /* nor there */
 	};
-	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		low = old;
-		low.rlim_cur = (rlim_t)limits[i];
+		low.rlim_cur = (rlim_t)cases[i].limit;
+		xfsz = 0;
 		assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
 		/* Best effort: the files are made, the zeros are what fit. */
 		mk_err err = mk_segment_prepare(f->dir, MK_SEGMENT_PREFILL_MAX, NULL);
 		assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 		assert_int_equal(err, MK_OK);
-		check_zeros(f, "prepared.log.tmp", limits[i]);
+		assert_int_equal(xfsz, cases[i].failed);
+		check_zeros(f, "prepared.log.tmp", cases[i].limit);
 		mk_segment_discard_prepared(f->dir);
 	}
 	signal(SIGXFSZ, prev);
