@@ -242,6 +242,11 @@ int main(int argc, char *argv[])
 	mk_config cfg;
 	if (load_config(data_dir, opts.config, &cfg))
 		goto out;
+	/* A file size limit (ulimit -f) makes a write that starts past it
+	 * raise SIGXFSZ, whose default kills the process: ignored, the write
+	 * fails with EFBIG instead, which the log reports as a storage error
+	 * (/errors) on the partition it hit, as it does a full disk. */
+	signal(SIGXFSZ, SIG_IGN);
 	/* In /proc/mounts: "DATA_DIR MOUNTPOINT fuse.minikafkafs ...", as a
 	 * mount -t fuse.minikafkafs names it (an explicit -o wins). */
 	mk_strbuf mopt = MK_STRBUF_INIT;
