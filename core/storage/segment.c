@@ -447,8 +447,8 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
  * written in one 1 MiB piece make every small append after them pay for a
  * 1 MiB folio: measured, 16 files' appends of 10 KiB cost 1.3-1.9 times
  * what they cost in 256 KiB folios (one file's 160 KiB appends cost the
- * same in either; bench/README.md, "Folios of the prefill"). Returns where the file's
- * zeros end (from when nothing was written). */
+ * same in either; bench/README.md, "Folios of the prefill"). Returns
+ * where the file's zeros end (from when nothing was written). */
 static uint64_t write_zeros(int fd, uint64_t from, uint64_t to)
 {
 	/* Read-only zeros; the .bss keeps them out of the binary. */
