@@ -2590,17 +2590,6 @@ static void test_runway_errors(void **state)
 	mk_strbuf_release(&why);
 }
 
-/* SIGXFSZ, counted: a write that starts at RLIMIT_FSIZE fails and raises
- * it; one that starts below the limit and would pass it is short and
- * raises none. */
-static volatile sig_atomic_t runway_xfsz;
-
-static void runway_count_xfsz(int sig)
-{
-	(void)sig;
-	runway_xfsz++;
-}
-
 /* A runway that starts off a multiple of MK_SEGMENT_RUNWAY (the first
  * one starts at the segment's size) is written in runway-aligned pieces
  * (segment.c's write_zeros), the second starting at the multiple. Under a
@@ -2631,16 +2620,16 @@ static void test_runway_pieces(void **state)
 	uint64_t size = r.s->size;
 	struct rlimit old, low;
 	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
-	void (*prev)(int) = signal(SIGXFSZ, runway_count_xfsz);
+	void (*prev)(int) = signal(SIGXFSZ, tl_count_xfsz);
 	low = old;
 	low.rlim_cur = MK_SEGMENT_RUNWAY;
-	runway_xfsz = 0;
+	tl_xfsz = 0;
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
 	mk_err err = mk_segment_append(r.s, (const uint8_t *)fr.buf, &b, 4096, &msg);
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 	signal(SIGXFSZ, prev);
 	assert_int_equal(err, MK_KAFKA_STORAGE_ERROR);
-	assert_int_equal(runway_xfsz, 2);
+	assert_int_equal(tl_xfsz, 2);
 	assert_int_equal(r.s->size, size);
 	check_runway(&r);
 

@@ -510,18 +510,6 @@ static void check_zeros(const fixture *f, const char *name, off_t len)
 	close(fd);
 }
 
-/* SIGXFSZ, counted: under RLIMIT_FSIZE, a write that starts at the limit
- * fails with EFBIG and raises it; one that starts below and would pass
- * the limit is short and raises none. So the count tells whether a write
- * started exactly at the limit: where write_zeros' pieces begin. */
-static volatile sig_atomic_t xfsz;
-
-static void count_xfsz(int sig)
-{
-	(void)sig;
-	xfsz++;
-}
-
 /*
  * A prefill goes to the file in runway-sized pieces (segment.c's
  * write_zeros: a folio is as large as the write that makes it); the
@@ -542,7 +530,7 @@ static void test_prefill_pieces(void **state)
 
 	struct rlimit old, low;
 	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
-	void (*prev)(int) = signal(SIGXFSZ, count_xfsz);
+	void (*prev)(int) = signal(SIGXFSZ, tl_count_xfsz);
 	static const struct {
 		off_t limit;
 		int failed;     /* writes that started at the limit */
@@ -559,13 +547,13 @@ static void test_prefill_pieces(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		low = old;
 		low.rlim_cur = (rlim_t)cases[i].limit;
-		xfsz = 0;
+		tl_xfsz = 0;
 		assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
 		/* Best effort: the files are made, the zeros are what fit. */
 		mk_err err = mk_segment_prepare(f->dir, MK_SEGMENT_PREFILL_MAX, NULL);
 		assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 		assert_int_equal(err, MK_OK);
-		assert_int_equal(xfsz, cases[i].failed);
+		assert_int_equal(tl_xfsz, cases[i].failed);
 		check_zeros(f, "prepared.log.tmp", cases[i].limit);
 		mk_segment_discard_prepared(f->dir);
 	}

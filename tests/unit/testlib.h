@@ -11,6 +11,7 @@
 #ifndef MK_TESTLIB_H
 #define MK_TESTLIB_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,13 @@ void tl_tmpdir(char *root, size_t n, const char *tag);
 void tl_rmtree(const char *root);
 /* Open file descriptors of this process (leak checks). */
 int tl_count_fds(void);
+
+/* A SIGXFSZ handler that counts (tl_xfsz). Under RLIMIT_FSIZE a write
+ * that starts at the limit fails with EFBIG and raises SIGXFSZ; one that
+ * starts below and would pass the limit is short and raises none: the
+ * count says how many writes started exactly at the limit. */
+extern volatile sig_atomic_t tl_xfsz;
+void tl_count_xfsz(int sig);
 
 /*
  * A cmocka fixture for one log's directory: setup makes root by
