@@ -118,13 +118,24 @@ static bool exists_in(const fixture *f, const char *name)
 	return access(path, F_OK) == 0;
 }
 
-static ino_t inode_of(const fixture *f, const char *name)
+/* stat(2) of DIR/name, which must exist. */
+static struct stat stat_in(const fixture *f, const char *name)
 {
 	char path[256];
 	struct stat st;
 	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
 	assert_int_equal(stat(path, &st), 0);
-	return st.st_ino;
+	return st;
+}
+
+static ino_t inode_of(const fixture *f, const char *name)
+{
+	return stat_in(f, name).st_ino;
+}
+
+static off_t size_in(const fixture *f, const char *name)
+{
+	return stat_in(f, name).st_size;
 }
 
 static void seg_name(int64_t base, const char *ext, char *out, size_t n)
@@ -388,15 +399,6 @@ static void test_flush_syncs_new_entry(void **state)
 	mk_log_close(log);
 }
 
-
-static off_t size_in(const fixture *f, const char *name)
-{
-	char path[256];
-	struct stat st;
-	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
-	assert_int_equal(stat(path, &st), 0);
-	return st.st_size;
-}
 
 /* The prepared .log is the adopted segment's first runway (segment.h):
  * zeros, as many as the segment holds (at most MK_SEGMENT_PREFILL_MAX),
