@@ -5,9 +5,18 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* Every benchmark record is this long: 99 characters and '\n'. */
 #define BENCH_RECORD 100
+
+/* Seconds on the monotonic clock. */
+static inline double bench_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 /* "123", "64K", "256M", "1G" (binary multiples). Returns 0 on success. */
 static inline int bench_parse_size(const char *s, uint64_t *out)
