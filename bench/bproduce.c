@@ -86,12 +86,7 @@ static void make_records(call_recs *cr, size_t chunk, bool keyed)
 	}
 	for (size_t i = 0; i < cr->n; i++) {
 		char *line = cr->text + i * RECORD;
-		char head[32];
-		int h = keyed ? snprintf(head, sizeof(head), "key%05u\t%010zu ",
-					 (unsigned)(i % NKEYS), i)
-			      : snprintf(head, sizeof(head), "%010zu ", i);
-		for (size_t k = 0; k + 1 < RECORD; k++)
-			line[k] = k < (size_t)h ? head[k] : (char)('a' + k % 26);
+		bench_line(line, RECORD, i, keyed ? NKEYS : 0);
 		if (keyed) {
 			cr->recs[i].key = mk_bytes_of(line, 8);
 			cr->recs[i].value = mk_bytes_of(line + 9, RECORD - 10);

@@ -76,13 +76,7 @@ static void fill_records(char *buf, size_t len, unsigned nkeys)
         size_t n = len - rec * BENCH_RECORD;
         if (n > BENCH_RECORD)
             n = BENCH_RECORD;
-        char head[32];
-        int h = nkeys ? snprintf(head, sizeof head, "key%05u\t%010zu ",
-                                 (unsigned)(rec % nkeys), rec)
-                      : snprintf(head, sizeof head, "%010zu ", rec);
-        for (size_t i = 0; i + 1 < n; i++)
-            line[i] = i < (size_t)h ? head[i] : (char)('a' + i % 26);
-        line[n - 1] = '\n';
+        bench_line(line, n, rec, nkeys);
     }
 }
 
