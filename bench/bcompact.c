@@ -28,13 +28,6 @@
 #include "log.h"
 #include "benchutil.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void die(const char *what)
 {
 	fprintf(stderr, "bcompact: %s\n", what);
@@ -93,7 +86,7 @@ int main(int argc, char **argv)
 	size_t nseg = mk_log_segment_count(log);
 	uint64_t closed = 0;
 	char *buf = malloc(1 << 20);
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	for (size_t i = 0; i + 1 < nseg; i++) {
 		mk_segment_info si;
 		mk_log_segment_info(log, i, &si);
@@ -115,7 +108,7 @@ int main(int argc, char **argv)
 	}
 	if (mk_fsync_dir(copydir))
 		die("fsync failed");
-	double copy_s = now_s() - t0;
+	double copy_s = bench_now_s() - t0;
 
 	mk_clean_params cp = {
 		.now_ms = 0, .retention_ms = -1, .retention_bytes = -1,
@@ -124,10 +117,10 @@ int main(int argc, char **argv)
 		.cleaning_point = mk_log_end_offset(log),
 	};
 	mk_clean_stats st;
-	t0 = now_s();
+	t0 = bench_now_s();
 	if (mk_cleaner_compact(log, &cp, &st, &why))
 		die(why.buf);
-	double compact_s = now_s() - t0;
+	double compact_s = bench_now_s() - t0;
 	if (st.bytes_read != closed)
 		die("the cleaner did not read every closed segment");
 	double copy_mbps = closed / 1e6 / copy_s, compact_mbps = closed / 1e6 / compact_s;

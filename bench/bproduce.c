@@ -55,13 +55,6 @@ enum { ROW_PARTITION, ROW_T4, ROW_K16, NROWS };
 static const char *const row_name[NROWS] = { "partition", "t4", "k16" };
 static const int row_parts[NROWS] = { 1, 4, 16 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -93,12 +86,7 @@ static void make_records(call_recs *cr, size_t chunk, bool keyed)
 	}
 	for (size_t i = 0; i < cr->n; i++) {
 		char *line = cr->text + i * RECORD;
-		char head[32];
-		int h = keyed ? snprintf(head, sizeof(head), "key%05u\t%010zu ",
-					 (unsigned)(i % NKEYS), i)
-			      : snprintf(head, sizeof(head), "%010zu ", i);
-		for (size_t k = 0; k + 1 < RECORD; k++)
-			line[k] = k < (size_t)h ? head[k] : (char)('a' + k % 26);
+		bench_line(line, RECORD, i, keyed ? NKEYS : 0);
 		if (keyed) {
 			cr->recs[i].key = mk_bytes_of(line, 8);
 			cr->recs[i].value = mk_bytes_of(line + 9, RECORD - 10);
@@ -149,7 +137,7 @@ static double run_row(mk_cluster *c, mk_producers *ps, int row, int round,
 		row_fail(c, p, t, name);
 	}
 	size_t calls = bytes / (cr->n * RECORD);
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	for (size_t i = 0; i < calls; i++) {
 		size_t taken;
 		mk_strbuf_reset(&why);
@@ -162,7 +150,7 @@ static double run_row(mk_cluster *c, mk_producers *ps, int row, int round,
 	}
 	mk_strbuf_reset(&why);
 	err = mk_producer_flush(p, NULL, &why);
-	double secs = now_s() - t0;
+	double secs = bench_now_s() - t0;
 	if (err) {
 		fprintf(stderr, "bproduce: %s flush: %s %s\n", name, mk_err_name(err), why.buf);
 		row_fail(c, p, t, name);
@@ -226,7 +214,7 @@ static double run_pagecache(const char *dir, int nfiles, size_t per_call,
 		}
 		free(z);
 	}
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	for (size_t c = 0; c < calls; c++)
 		for (int i = 0; i < nfiles; i++) {
 			uint64_t end = off[i] + piece;
@@ -252,7 +240,7 @@ static double run_pagecache(const char *dir, int nfiles, size_t per_call,
 			}
 			off[i] += piece;
 		}
-	double secs = now_s() - t0;
+	double secs = bench_now_s() - t0;
 	for (int i = 0; i < nfiles; i++) {
 		if (ftruncate(fd[i], 0))
 			perror("bproduce: ftruncate");

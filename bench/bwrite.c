@@ -56,13 +56,6 @@ static uint64_t size_arg(const char *what, const char *s)
     return v;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void *xalloc(size_t n)
 {
     void *p;
@@ -83,13 +76,7 @@ static void fill_records(char *buf, size_t len, unsigned nkeys)
         size_t n = len - rec * BENCH_RECORD;
         if (n > BENCH_RECORD)
             n = BENCH_RECORD;
-        char head[32];
-        int h = nkeys ? snprintf(head, sizeof head, "key%05u\t%010zu ",
-                                 (unsigned)(rec % nkeys), rec)
-                      : snprintf(head, sizeof head, "%010zu ", rec);
-        for (size_t i = 0; i + 1 < n; i++)
-            line[i] = i < (size_t)h ? head[i] : (char)('a' + i % 26);
-        line[n - 1] = '\n';
+        bench_line(line, n, rec, nkeys);
     }
 }
 
@@ -180,7 +167,7 @@ static int cmd_write(int argc, char **argv)
     fill_records(buf, chunk, nkeys);
     int fd = open_or_die(path, flags);
     uint64_t done = 0, calls = 0;
-    double t0 = now();
+    double t0 = bench_now_s();
     while (done < total) {
         size_t n = total - done < chunk ? (size_t)(total - done) : chunk;
         write_all_or_die(fd, path, buf, n);
@@ -188,7 +175,7 @@ static int cmd_write(int argc, char **argv)
         calls++;
     }
     close_or_die(fd, path);
-    double secs = now() - t0;
+    double secs = bench_now_s() - t0;
     free(buf);
     char extra[64];
     snprintf(extra, sizeof extra, " chunk=%" PRIu64 " fsync=no", chunk);
@@ -207,7 +194,7 @@ static int cmd_read(int argc, char **argv)
     char *buf = xalloc((size_t)bufsize);
     int fd = open_or_die(path, O_RDONLY);
     uint64_t done = 0, calls = 0;
-    double t0 = now();
+    double t0 = bench_now_s();
     for (;;) {
         ssize_t r = read(fd, buf, (size_t)bufsize);
         if (r < 0 && errno == EINTR)
@@ -223,7 +210,7 @@ static int cmd_read(int argc, char **argv)
         done += (uint64_t)r;
     }
     close_or_die(fd, path);
-    double secs = now() - t0;
+    double secs = bench_now_s() - t0;
     free(buf);
     char extra[64];
     snprintf(extra, sizeof extra, " bufsize=%" PRIu64, bufsize);
@@ -252,11 +239,11 @@ static int cmd_ops(int argc, char **argv)
     char *buf = xalloc((size_t)size);
     fill_records(buf, (size_t)size, 0);
     int fd = open_or_die(path, flags);
-    double t0 = now();
+    double t0 = bench_now_s();
     for (uint64_t i = 0; i < count; i++)
         write_all_or_die(fd, path, buf, (size_t)size);
     close_or_die(fd, path);
-    double secs = now() - t0;
+    double secs = bench_now_s() - t0;
     free(buf);
     char extra[64];
     snprintf(extra, sizeof extra, " size=%" PRIu64 " fsync=no", size);

@@ -198,8 +198,9 @@ row() {
 
 # paired_line KEY AIM : the topic row KEY over the partition append of the
 # same round, per round, and their median, against AIM. The host's speed
-# drifts over a run (bench/README.md, "Paired by round"); a round's two
-# figures are a minute apart at most, the best of each may be further.
+# drifts over a run (bench/README.md, "Issue 7 point 2 after the runway");
+# a round's two figures are a minute apart at most, the best of each may
+# be further.
 paired_line() {
     local key=$1 aim=$2 r a t q list='' med verdict
     for ((r = 1; r <= REPEAT; r++)); do

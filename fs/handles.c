@@ -178,7 +178,7 @@ mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 		break;
 	case NODE_RAW: {
 		mk_strbuf real = MK_STRBUF_INIT;
-		err = mk_node_raw_path(fs, &h->ref, &real);
+		err = mk_node_raw_path(fs, &h->ref, &real, NULL);
 		if (!err) {
 			h->fd = open(real.buf, O_RDONLY | O_CLOEXEC);
 			if (h->fd < 0) {

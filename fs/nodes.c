@@ -519,22 +519,28 @@ static void list_segments(mkfs *fs, const node_ref *ref,
 }
 
 /* Which of segs[0, n) file name is: *seg (its index) and *suffix (into
- * seg_suffixes). */
+ * seg_suffixes). The name is read once (20 digits, as list_segments'
+ * "%020lld" writes a base, then a suffix), not formatted anew for every
+ * segment: the read of a raw file asks this at every request. */
 static bool find_segment_file(const mk_segment_info *segs, size_t n,
 			      const char *name, size_t *seg, size_t *suffix)
 {
-	if (strlen(name) < 21)
+	if (strlen(name) < 21 || name[0] == '-')
 		return false;
-	char buf[64];
+	size_t s = 0;
+	while (s < NSEG_SUFFIXES && strcmp(name + 20, seg_suffixes[s]))
+		s++;
+	char digits[21];
+	int64_t base;
+	memcpy(digits, name, 20);
+	digits[20] = '\0';
+	if (s == NSEG_SUFFIXES || !mk_parse_range(digits, 0, INT64_MAX, &base))
+		return false;
 	for (size_t i = 0; i < n; i++)
-		for (size_t s = 0; s < NSEG_SUFFIXES; s++) {
-			snprintf(buf, sizeof(buf), "%020lld%s",
-				 (long long)segs[i].base_offset, seg_suffixes[s]);
-			if (!strcmp(buf, name)) {
-				*seg = i;
-				*suffix = s;
-				return true;
-			}
+		if (segs[i].base_offset == base) {
+			*seg = i;
+			*suffix = s;
+			return true;
 		}
 	return false;
 }
@@ -596,12 +602,27 @@ static mk_err read_segment_txt(mkfs *fs, const node_ref *ref, mk_strbuf *out,
 	return err;
 }
 
-mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path)
+/* How much of segs[0, n)'s file name a raw view shows (nodes.h). */
+static int64_t raw_limit(const mk_segment_info *segs, size_t n,
+			 const char *name)
+{
+	size_t i, suffix;
+	/* The active segment's .log (an .index has no runway). */
+	if (find_segment_file(segs, n, name, &i, &suffix) && suffix == 0 &&
+	    segs[i].active)
+		return (int64_t)segs[i].size;
+	return -1;
+}
+
+mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path,
+			int64_t *limit)
 {
 	(void)fs;
 	mk_segment_info *segs;
 	mk_strbuf dir = MK_STRBUF_INIT;
-	ref_segments(ref, &segs, &dir);
+	size_t n = ref_segments(ref, &segs, &dir);
+	if (limit)
+		*limit = raw_limit(segs, n, ref->name);
 	free(segs);
 	if (!dir.len) {
 		mk_strbuf_release(&dir);
@@ -616,12 +637,8 @@ int64_t mk_node_raw_limit(mkfs *fs, const node_ref *ref)
 {
 	(void)fs;
 	mk_segment_info *segs;
-	size_t n = ref_segments(ref, &segs, NULL), i, suffix;
-	int64_t limit = -1;
-	/* The active segment's .log (an .index has no runway). */
-	if (find_segment_file(segs, n, ref->name, &i, &suffix) && suffix == 0 &&
-	    segs[i].active)
-		limit = (int64_t)segs[i].size;
+	size_t n = ref_segments(ref, &segs, NULL);
+	int64_t limit = raw_limit(segs, n, ref->name);
 	free(segs);
 	return limit;
 }

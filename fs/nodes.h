@@ -131,12 +131,14 @@ void mk_node_ref_release(node_ref *ref);
 void mk_node_list(mkfs *fs, const node_ref *dir,
 		  void (*add)(void *arg, const char *name, bool dir), void *arg);
 
-/* The real path of a RAW node (a segment file), for reading. */
-mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path);
 /* How much of a RAW node's file it shows: the active segment's .log ends
  * at the log's size (the zeros of its runway past it, segment.h, are not
  * the log's); -1: the whole file. */
 int64_t mk_node_raw_limit(mkfs *fs, const node_ref *ref);
+/* The real path of a RAW node (a segment file), for reading; and, when
+ * limit is not NULL, mk_node_raw_limit's answer from the same listing. */
+mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path,
+			int64_t *limit);
 
 /*
  * The size of a value file's text, when it is cheap to know (the text is

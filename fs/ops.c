@@ -203,8 +203,9 @@ static void fill_stat(mkfs *fs, const node_ref *ref, const char *path,
 	if (ref->def->type == NODE_RAW) {
 		mk_strbuf real = MK_STRBUF_INIT;
 		struct stat rst;
-		if (!mk_node_raw_path(fs, ref, &real) && !stat(real.buf, &rst)) {
-			int64_t limit = mk_node_raw_limit(fs, ref);
+		int64_t limit;
+		if (!mk_node_raw_path(fs, ref, &real, &limit) &&
+		    !stat(real.buf, &rst)) {
 			st->st_size = limit >= 0 && limit < rst.st_size
 					      ? (off_t)limit : rst.st_size;
 			st->st_mtim = rst.st_mtim;

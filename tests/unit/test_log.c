@@ -2281,25 +2281,44 @@ static void count_batch(void *arg, const mk_batch_view *b, uint64_t pos)
 	(*(int *)arg)++;
 }
 
-/* One batch of 10 records of ~200 bytes each appended to the segment. */
+/* A batch of n records (each padded by pad bytes) at r->next: its frame
+ * into fr, decoded into b (which points into fr). */
+static void runway_frame(const runway_fx *r, int n, size_t pad, mk_strbuf *fr,
+			 mk_batch_view *b)
+{
+	build(fr, r->next, 0, n, NULL, pad);
+	const char *why = NULL;
+	assert_int_equal(mk_frame_decode((const uint8_t *)fr->buf, fr->len, 0, b, &why),
+			 MK_OK);
+}
+
+/* The append of such a batch, its result (why in msg); r->next moves on
+ * when it went in; *len (when not NULL) gets its frame's length. */
+static mk_err runway_try_n(runway_fx *r, int n, size_t pad, size_t *len,
+			   mk_strbuf *msg)
+{
+	mk_strbuf fr = MK_STRBUF_INIT;
+	mk_batch_view b;
+	runway_frame(r, n, pad, &fr, &b);
+	mk_err err = mk_segment_append(r->s, (const uint8_t *)fr.buf, &b, 4096, msg);
+	if (!err)
+		r->next += n;
+	if (len)
+		*len = fr.len;
+	mk_strbuf_release(&fr);
+	return err;
+}
+
 /* One batch of n records appended to the segment; its frame's length. */
 static size_t runway_append_n(runway_fx *r, int n, size_t pad)
 {
-	mk_strbuf fr = MK_STRBUF_INIT;
-	build(&fr, r->next, 0, n, NULL, pad);
-	mk_batch_view b;
-	const char *why = NULL;
-	assert_int_equal(mk_frame_decode((const uint8_t *)fr.buf, fr.len, 0, &b, &why),
-			 MK_OK);
 	mk_strbuf msg = MK_STRBUF_INIT;
-	mk_err err = mk_segment_append(r->s, (const uint8_t *)fr.buf, &b, 4096, &msg);
+	size_t len;
+	mk_err err = runway_try_n(r, n, pad, &len, &msg);
 	if (err)
 		print_error("append: %s\n", msg.buf);
 	assert_int_equal(err, MK_OK);
-	r->next += n;
-	size_t len = fr.len;
 	mk_strbuf_release(&msg);
-	mk_strbuf_release(&fr);
 	return len;
 }
 
@@ -2486,17 +2505,9 @@ static void check_runway(const runway_fx *r)
 /* The append of one small batch, its result. */
 static mk_err runway_try(runway_fx *r)
 {
-	mk_strbuf fr = MK_STRBUF_INIT, msg = MK_STRBUF_INIT;
-	build(&fr, r->next, 0, 10, NULL, 200);
-	mk_batch_view b;
-	const char *why = NULL;
-	assert_int_equal(mk_frame_decode((const uint8_t *)fr.buf, fr.len, 0, &b, &why),
-			 MK_OK);
-	mk_err err = mk_segment_append(r->s, (const uint8_t *)fr.buf, &b, 4096, &msg);
-	if (!err)
-		r->next += 10;
+	mk_strbuf msg = MK_STRBUF_INIT;
+	mk_err err = runway_try_n(r, 10, 200, NULL, &msg);
 	mk_strbuf_release(&msg);
-	mk_strbuf_release(&fr);
 	return err;
 }
 
@@ -2611,12 +2622,10 @@ static void test_runway_pieces(void **state)
 	assert_true(r.s->size % MK_SEGMENT_RUNWAY != 0);
 
 	mk_strbuf fr = MK_STRBUF_INIT, msg = MK_STRBUF_INIT;
-	build(&fr, r.next, 0, 40, NULL, 200);
+	mk_batch_view b;
+	runway_frame(&r, 40, 200, &fr, &b);
 	assert_true(r.s->size + fr.len > MK_SEGMENT_RUNWAY &&
 		    fr.len < MK_SEGMENT_RUNWAY);
-	mk_batch_view b;
-	assert_int_equal(mk_frame_decode((const uint8_t *)fr.buf, fr.len, 0, &b,
-					 NULL), MK_OK);
 	uint64_t size = r.s->size;
 	struct rlimit old, low;
 	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);

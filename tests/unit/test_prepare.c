@@ -118,13 +118,24 @@ static bool exists_in(const fixture *f, const char *name)
 	return access(path, F_OK) == 0;
 }
 
-static ino_t inode_of(const fixture *f, const char *name)
+/* stat(2) of DIR/name, which must exist. */
+static struct stat stat_in(const fixture *f, const char *name)
 {
 	char path[256];
 	struct stat st;
 	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
 	assert_int_equal(stat(path, &st), 0);
-	return st.st_ino;
+	return st;
+}
+
+static ino_t inode_of(const fixture *f, const char *name)
+{
+	return stat_in(f, name).st_ino;
+}
+
+static off_t size_in(const fixture *f, const char *name)
+{
+	return stat_in(f, name).st_size;
 }
 
 static void seg_name(int64_t base, const char *ext, char *out, size_t n)
@@ -389,15 +400,6 @@ static void test_flush_syncs_new_entry(void **state)
 }
 
 
-static off_t size_in(const fixture *f, const char *name)
-{
-	char path[256];
-	struct stat st;
-	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
-	assert_int_equal(stat(path, &st), 0);
-	return st.st_size;
-}
-
 /* The prepared .log is the adopted segment's first runway (segment.h):
  * zeros, as many as the segment holds (at most MK_SEGMENT_PREFILL_MAX),
  * which the appends overwrite; the roll after cuts what is left, as does
@@ -420,6 +422,29 @@ static mk_segment_info last_info(mk_log *log)
 	return info;
 }
 
+/* DIR/name holds len bytes, every one zero and written (no hole: the
+ * zeros are in the page cache, not implied by a sparse file). */
+static void check_zeros(const fixture *f, const char *name, off_t len)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(lseek(fd, 0, SEEK_END), len);
+	if (len > 0)
+		assert_int_equal(lseek(fd, 0, SEEK_HOLE), len);
+	static char buf[64 * 1024];
+	off_t at = 0;
+	ssize_t n;
+	while ((n = pread(fd, buf, sizeof(buf), at)) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			assert_int_equal(buf[i], 0);
+		at += n;
+	}
+	assert_int_equal(at, len);
+	close(fd);
+}
+
 static void test_prepared_runway(void **state)
 {
 	fixture *f = *state;
@@ -435,18 +460,7 @@ static void test_prepared_runway(void **state)
 	while (last_info(log).size * 2 < RUNWAY_SEG)
 		append_two(log);
 	assert_true(mk_log_wait_prepared(log));
-	assert_int_equal(size_in(f, "prepared.log.tmp"), RUNWAY_SEG);
-	{
-		char path[256];
-		snprintf(path, sizeof(path), "%s/prepared.log.tmp", f->dir);
-		FILE *fp = fopen(path, "rb");
-		assert_non_null(fp);
-		int c, nonzero = 0;
-		while ((c = fgetc(fp)) != EOF)
-			nonzero += c != 0;
-		fclose(fp);
-		assert_int_equal(nonzero, 0);
-	}
+	check_zeros(f, "prepared.log.tmp", RUNWAY_SEG);
 	int64_t base = roll(log);
 	char name[64];
 	seg_name(base, "log", name, sizeof(name));
@@ -485,29 +499,6 @@ static void test_prepared_runway(void **state)
 			 MK_OK);
 	assert_int_equal(size_in(f, "prepared.log.tmp"), MK_SEGMENT_PREFILL_MAX);
 	mk_segment_discard_prepared(f->dir);
-}
-
-/* DIR/name holds len bytes, every one zero and written (no hole: the
- * zeros are in the page cache, not implied by a sparse file). */
-static void check_zeros(const fixture *f, const char *name, off_t len)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	assert_int_equal(lseek(fd, 0, SEEK_END), len);
-	if (len > 0)
-		assert_int_equal(lseek(fd, 0, SEEK_HOLE), len);
-	static char buf[64 * 1024];
-	off_t at = 0;
-	ssize_t n;
-	while ((n = pread(fd, buf, sizeof(buf), at)) > 0) {
-		for (ssize_t i = 0; i < n; i++)
-			assert_int_equal(buf[i], 0);
-		at += n;
-	}
-	assert_int_equal(at, len);
-	close(fd);
 }
 
 /*
