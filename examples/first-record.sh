@@ -3,7 +3,8 @@
 #
 # A topic `orders` with two partitions. We produce one record, key alice,
 # value created, through the topic-level append file: the partitioner picks
-# the partition (crc32("alice") mod 2 = 1), the leader assigns the offset.
+# the partition (murmur2("alice") mod 2 = 1, the Java client's default
+# partitioner), the leader assigns the offset.
 # The O_RDWR receipt tells us where it went — like Producer.send's
 # RecordMetadata — and we fetch it from exactly there instead of guessing.
 #
@@ -34,11 +35,11 @@ read -r topic partition offset count <<<"$receipt"
 echo "partition=$partition offset=$offset"
 assert_eq "orders 1 0 1" "$receipt" "the receipt: topic orders, partition 1, offset 0, one record"
 
-say "why partition 1: crc32(key) mod partitions"
-echo '$ python3 -c "import zlib; print(zlib.crc32(b\"alice\") % 2)"'
-want_p=$("$MK_PYTHON" -c 'import zlib; print(zlib.crc32(b"alice") % 2)')
+say "why partition 1: murmur2(key) mod partitions, as the Java client (and kafka-python) hash keys"
+echo '$ python3 -c "from kafka.partitioner.default import murmur2; print((murmur2(b\"alice\") & 0x7fffffff) % 2)"'
+want_p=$(mk_part_of alice 2)
 echo "$want_p"
-assert_eq "$want_p" "$partition" "the record went to crc32(\"alice\") mod 2"
+assert_eq "$want_p" "$partition" "the record went to murmur2(\"alice\") mod 2"
 
 say "fetch from the address the receipt gave: (orders, $partition, $offset)"
 show cat "topics/orders/$partition/records@$offset:tsv"

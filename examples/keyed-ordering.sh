@@ -4,7 +4,8 @@
 #
 # A topic `orders` with three partitions. Three customers' events are
 # produced interleaved through the topic-level append file: the partitioner
-# sends each key to crc32(key) mod 3, so one customer's events all go to
+# sends each key to murmur2(key) mod 3 (the Java client's default
+# partitioner), so one customer's events all go to
 # one partition, and within a partition the log keeps the write order.
 # Each write's receipt (the descriptor is opened O_RDWR) tells where the
 # record went: TOPIC PARTITION BASE_OFFSET COUNT.
@@ -27,8 +28,8 @@ say "a topic with three partitions"
 run 'echo "create-topic orders partitions=3" > ctl'
 
 say "interleaved events of three customers, one TSV record (KEY<TAB>VALUE) per write"
-events=(alice:created erin:created alice:paid mallory:created erin:paid
-	alice:shipped mallory:paid erin:shipped mallory:shipped alice:delivered)
+events=(alice:created erin:created alice:paid oscar:created erin:paid
+	alice:shipped oscar:paid erin:shipped oscar:shipped alice:delivered)
 exec 3<>topics/orders/append:tsv
 printf '%-8s %-10s -> %s\n' KEY VALUE "RECEIPT (topic partition offset count)"
 declare -A where parts order
@@ -44,25 +45,25 @@ done
 exec 3>&-
 
 say "every event of a key went to one partition"
-for key in alice erin mallory; do
+for key in alice erin oscar; do
 	echo "$key: partitions ${parts[$key]}"
 	where[$key]=${parts[$key]%% *}
 	assert_eq "1" "$(tr ' ' '\n' <<<"${parts[$key]}" | sort -u | wc -l)" \
 		"all of $key's events on partition ${where[$key]}"
 done
 
-say "why those partitions: crc32(key) mod 3"
-for key in alice erin mallory; do
-	want=$("$MK_PYTHON" -c 'import sys, zlib; print(zlib.crc32(sys.argv[1].encode()) % 3)' "$key")
-	echo "crc32($key) mod 3 = $want; the receipts said ${where[$key]}"
-	assert_eq "$want" "${where[$key]}" "$key's events went to crc32($key) mod 3 = $want"
+say "why those partitions: murmur2(key) mod 3, as a Java or kafka-python producer computes it"
+for key in alice erin oscar; do
+	want=$(mk_part_of "$key" 3)
+	echo "murmur2($key) mod 3 = $want; the receipts said ${where[$key]}"
+	assert_eq "$want" "${where[$key]}" "$key's events went to murmur2($key) mod 3 = $want"
 done
 
 assert_eq "0 1 2" "$(printf '%s\n' "${where[@]}" | sort -n | tr '\n' ' ' | sed 's/ $//')" \
 	"the three keys happen to use all three partitions"
 
 say "each key's offsets, from the receipts, increase in the order written"
-for key in alice erin mallory; do
+for key in alice erin oscar; do
 	echo "$key: ${order[$key]}"
 	offs=$(tr ' ' '\n' <<<"${order[$key]}" | cut -d: -f1)
 	assert_eq "$(sort -n <<<"$offs")" "$offs" "$key: offsets increase with the write order"
@@ -72,7 +73,7 @@ say "read each partition back: a key's values in the order written"
 for p in 0 1 2; do
 	run "cat topics/orders/$p/records:tsv | cut -f1,3,4"
 done
-for key in alice erin mallory; do
+for key in alice erin oscar; do
 	p=${where[$key]}
 	got=$(cut -f3,4 "topics/orders/$p/records:tsv" | awk -F'\t' -v k="$key" '$1 == k {printf "%s ", $2}')
 	want=""
@@ -86,9 +87,9 @@ env printf 'created\npaid\nshipped\n' >&3     # coreutils printf: one write(2)
 read -r receipt <&3
 exec 3>&-
 echo "receipt: $receipt"
-dp=$("$MK_PYTHON" -c 'import zlib; print(zlib.crc32(b"trent") % 3)')
+dp=$(mk_part_of trent 3)
 read -r _ p off count <<<"$receipt"
-assert_eq "$dp 3" "$p $count" "trent's three records: one batch on crc32(trent) mod 3 = $dp"
+assert_eq "$dp 3" "$p $count" "trent's three records: one batch on murmur2(trent) mod 3 = $dp"
 run "cat topics/orders/$p/records@$off:tsv | cut -f1,3,4"
 assert_eq $'trent\tcreated\ntrent\tpaid\ntrent\tshipped' \
 	"$(cut -f3,4 "topics/orders/$p/records@$off:tsv")" "trent's values in the order written"

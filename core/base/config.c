@@ -32,6 +32,8 @@ static const char *const mode_names[] = { "manual", "auto", NULL };
 static const char *const trunc_names[] = { "epoch", "hw", NULL };
 static const char *const acks_names[] = { "all", "0", "1", NULL };
 static const char *const reset_names[] = { "earliest", "latest", "none", NULL };
+/* In the order of mk_partitioner (partitioner.h). */
+static const char *const partitioner_names[] = { "murmur2", "crc32", NULL };
 /* cleanup.policy: delete, compact, or both ("compact,delete"). */
 static const char *const cleanup_names[] = { "", "delete", "compact",
 					     "compact,delete", NULL };
@@ -67,6 +69,7 @@ static const key_def keys[] = {
 	{ "producer", "acks", T_ENUM, C(acks), -1, 1, acks_names, false },
 	{ "producer", "batch.size", T_INT, C(batch_size), 1, 64 << 20, NULL, false },
 	{ "producer", "linger.ms", T_INT, C(linger_ms), 0, 3600000, NULL, false },
+	{ "producer", "partitioner", T_ENUM, C(partitioner), 0, 1, partitioner_names, false },
 	{ "producer", "request.timeout.ms", T_INT, C(request_timeout_ms), 1, BIG, NULL, false },
 	{ "producer", "transaction.timeout.ms", T_INT, C(transaction_timeout_ms), 1, BIG, NULL, false },
 	{ "group", "session.timeout.ms", T_INT, C(session_timeout_ms), 1, BIG, NULL, false },

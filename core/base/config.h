@@ -59,6 +59,8 @@ typedef struct {
 	int64_t acks;                     /* 0, 1 or -1 (all) */
 	int64_t batch_size;
 	int64_t linger_ms;
+	int64_t partitioner;              /* a topic append's key hash:
+					   * 0 murmur2, 1 crc32 (partitioner.h) */
 	int64_t request_timeout_ms;
 	int64_t transaction_timeout_ms;   /* txn.h: an open transaction's life */
 	int64_t session_timeout_ms;

@@ -752,7 +752,9 @@ static mk_err append_topic(mk_producer *p, const mk_record_in *recs, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		plan[i].size = mk_record_size(&recs[i]);
 		plan[i].part = recs[i].key.len >= 0
-			? mk_partition_for_key(recs[i].key, p->n) : -1;
+			? mk_partition_for_key(recs[i].key, p->n,
+					       (mk_partitioner)p->ps->c->cfg.partitioner)
+			: -1;
 		keyed &= plan[i].part >= 0;
 		size_t need = MK_FRAME_EMPTY_SIZE + plan[i].size;
 		if ((int64_t)need > max_bytes) {

@@ -357,9 +357,14 @@ static mk_err config_set(gm_group *grp, const char *kv, mk_strbuf *why)
 
 /* ---- the offsets topic ---------------------------------------------------- */
 
+/* A group's partition of __consumer_offsets: crc32 of its name, always
+ * (the offsets it committed must be found there after any change of the
+ * producer's `partitioner`; Kafka uses its own hash, the name's Java
+ * hashCode, for this too). */
 static int opart_of(mk_groups *g, const char *group)
 {
-	return mk_partition_for_key(mk_bytes_of(group, strlen(group)), g->nparts);
+	return mk_partition_for_key(mk_bytes_of(group, strlen(group)), g->nparts,
+				    MK_PARTITIONER_CRC32);
 }
 
 /* Create __consumer_offsets if needed. Under write_lock. */

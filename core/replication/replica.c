@@ -247,6 +247,37 @@ static void replace_if_changed(const mk_strbuf *path, const mk_strbuf *text,
 	mk_strbuf_release(&cur);
 }
 
+/*
+ * Persist the HW replica r knows, for the checks after a recovery: never
+ * below its log start (Kafka's rule: the HW is at least the log start) or
+ * below floor, where the start is about to move. A start that moves is
+ * preceded by this save (decide, persist, act), so an open that finds the
+ * start past the saved HW has found damage (open_replica).
+ */
+static void save_hw(mk_replica *r, int64_t floor)
+{
+	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	int64_t hw = r->hw_view, start = mk_log_start_offset(r->log);
+	if (hw < start)
+		hw = start;
+	if (hw < floor)
+		hw = floor;
+	mk_strbuf_addf(&path, "%s/" HW_FILE, mk_log_dir(r->log));
+	mk_strbuf_addf(&text, "%lld\n", (long long)hw);
+	/* HW 0 checks nothing after a recovery: the same as no file. */
+	replace_if_changed(&path, &text, hw == 0);
+	mk_strbuf_release(&path);
+	mk_strbuf_release(&text);
+}
+
+/* Move replica r's log start to offset (at most the HW it knows), its HW
+ * saved first. */
+static mk_err advance_start(mk_replica *r, int64_t offset)
+{
+	save_hw(r, offset);
+	return mk_log_advance_start(r->log, offset);
+}
+
 /* Persist replica i's producer state (flush and close). */
 static void save_pstate(mk_replica *r)
 {
@@ -256,15 +287,9 @@ static void save_pstate(mk_replica *r)
 	/* An empty log's state is rebuilt from nothing: no file needed. */
 	replace_if_changed(&path, &text, mk_log_end_offset(r->log) ==
 					 mk_log_start_offset(r->log));
-	/* The HW this replica knows, for the check after a recovery. */
-	mk_strbuf_reset(&path);
-	mk_strbuf_reset(&text);
-	mk_strbuf_addf(&path, "%s/" HW_FILE, mk_log_dir(r->log));
-	mk_strbuf_addf(&text, "%lld\n", (long long)r->hw_view);
-	/* HW 0 checks nothing after a recovery: the same as no file. */
-	replace_if_changed(&path, &text, r->hw_view == 0);
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&text);
+	save_hw(r, 0);
 }
 
 /* The checkpointed HW of replica r's log directory; -1 when none. */
@@ -331,10 +356,18 @@ static void rebuild_pstate(mk_partition *p, int i)
 	bool missing = true;
 	pstate_path(r, &path);
 	mk_pstate_reset(&r->pstate);
-	if (!mk_file_read(path.buf, &buf, &missing) && !missing &&
-	    (mk_pstate_parse(&r->pstate, buf.buf) ||
-	     r->pstate.covered_to > end || r->pstate.covered_to < start))
-		mk_pstate_reset(&r->pstate);
+	if (!mk_file_read(path.buf, &buf, &missing) && !missing) {
+		/* Past the log's end after a truncation or a crash that lost
+		 * a tail, below its start after retention: rebuilt quietly,
+		 * as Kafka drops such snapshots. Damage is told. */
+		if (mk_pstate_parse(&r->pstate, buf.buf))
+			mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL,
+				      MK_CORRUPT_MESSAGE,
+				      "broker %d %s-%d: %s is damaged (malformed, or an offset past its covered_to): not trusted, rebuilt from the log",
+				      r->broker, p->topic, p->id, path.buf);
+		if (r->pstate.covered_to > end || r->pstate.covered_to < start)
+			mk_pstate_reset(&r->pstate);
+	}
 	if (r->pstate.covered_to < start)
 		r->pstate.covered_to = start;
 	mk_pstate_trim(&r->pstate, start);
@@ -394,10 +427,23 @@ static void open_replica(mk_partition *p, int i)
 		mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL, err,
 			      "broker %d %s-%d: cannot open log: %s; replica offline",
 			      r->broker, p->topic, p->id, why.buf);
+	} else if ((r->hw_ckpt = read_hw(r)) >= 0 &&
+		   mk_log_start_offset(r->log) > r->hw_ckpt) {
+		/* The start moves only after the HW is saved at or past it
+		 * (save_hw): a start past the saved HW is damage or an edit. */
+		mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL,
+			      MK_KAFKA_STORAGE_ERROR,
+			      "broker %d %s-%d: cannot open log: %s/checkpoint: log_start_offset %lld is past the high watermark %lld in %s/" HW_FILE " (the log start never passes the HW): damaged or edited; replica offline",
+			      r->broker, p->topic, p->id, dir.buf,
+			      (long long)mk_log_start_offset(r->log),
+			      (long long)r->hw_ckpt, dir.buf);
+		mk_log_abandon(r->log);
+		r->log = NULL;
+		r->failed = true;
+		r->hw_ckpt = -1;
 	} else {
 		r->failed = false;
 		rebuild_pstate(p, i);
-		r->hw_ckpt = read_hw(r);
 		int64_t end = mk_log_end_offset(r->log);
 		if (end < r->hw_ckpt)
 			mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL,
@@ -603,28 +649,39 @@ static void settle(mk_partition *p)
 }
 
 /*
- * A leader whose recovery cut it below its checkpointed HW lacks committed
- * records: an in-sync replica that has them leads instead (new epoch),
- * and the cut one leaves the ISR. At open, before anything is served; the
- * cluster saves the result before it serves.
+ * A leader that cannot lead after a restart: its log could not be opened
+ * (damage: that replica is offline, its /errors line names why), or its
+ * recovery cut it below its checkpointed HW, so it lacks committed
+ * records. An in-sync replica that has the records leads instead (the
+ * first in assignment order, a new epoch), and the old leader leaves the
+ * ISR. At open, before anything is served; the cluster saves the result
+ * before it serves. `was` is the saved leader's index, -1 when none.
  */
-static void hand_off_if_cut(mk_partition *p)
+static void hand_off_at_open(mk_partition *p, int was)
 {
-	if (p->leader < 0)
+	if (was < 0)
 		return;
-	mk_replica *l = &p->replicas[p->leader];
-	if (mk_log_end_offset(l->log) >= l->hw_ckpt)
+	mk_replica *l = &p->replicas[was];
+	const char *why;
+	int64_t need = 0;
+	if (!l->log && l->failed) {
+		why = "its log could not be opened";
+	} else if (l->log && mk_log_end_offset(l->log) < l->hw_ckpt) {
+		why = "its log was cut below the high watermark";
+		need = l->hw_ckpt;
+	} else {
 		return;
+	}
 	for (int j = 0; j < p->nreplicas; j++) {
 		mk_replica *r = &p->replicas[j];
-		if (j == p->leader || !r->log || !r->in_isr ||
-		    mk_log_end_offset(r->log) < l->hw_ckpt ||
+		if (j == was || !r->log || !r->in_isr ||
+		    mk_log_end_offset(r->log) < need ||
 		    p->leader_epoch == INT32_MAX)
 			continue;
 		mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL,
 			      MK_KAFKA_STORAGE_ERROR,
-			      "%s-%d: leadership moves from broker %d (its log was cut below the high watermark) to broker %d, which has the records",
-			      p->topic, p->id, l->broker, r->broker);
+			      "%s-%d: leadership moves from broker %d (%s) to broker %d, which has the records",
+			      p->topic, p->id, l->broker, why, r->broker);
 		isr_set(p, l, false);
 		p->leader = j;
 		p->leader_epoch++;
@@ -688,6 +745,7 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 	p->creating = create;
 	int64_t now = mk_clock_now(env->clock);
 	p->isr_check_ms = now;
+	int was_leader = -1;
 	for (int i = 0; i < st->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
 		r->broker = st->brokers[i];
@@ -701,6 +759,8 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 			open_replica(p, i);
 		if (r->broker == st->leader && r->log)
 			p->leader = i;
+		if (r->broker == st->leader)
+			was_leader = i;
 	}
 	if (isr_size(p) == 0)
 		p->replicas[p->leader >= 0 ? p->leader : 0].in_isr = true;
@@ -732,7 +792,7 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 		}
 	}
 	mk_strbuf_release(&dir);
-	hand_off_if_cut(p);
+	hand_off_at_open(p, was_leader);
 	p->creating = false;
 	/*
 	 * The HW after a restart: the smallest log end among the ISR members
@@ -751,6 +811,12 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 		}
 	}
 	p->hw = hw < 0 ? 0 : hw;
+	/* Never below the leader's log start (Kafka's rule): what it deleted
+	 * was committed. A follower that lost its tail in a crash may end
+	 * below it, and restarts there at its next fetch. */
+	if (p->leader >= 0 &&
+	    p->hw < mk_log_start_offset(p->replicas[p->leader].log))
+		p->hw = mk_log_start_offset(p->replicas[p->leader].log);
 	for (int i = 0; i < p->nreplicas; i++)
 		if (p->replicas[i].log)
 			p->replicas[i].hw_view = p->hw < mk_log_end_offset(p->replicas[i].log)
@@ -1602,8 +1668,11 @@ static mk_err reconcile(mk_partition *p, mk_replica *f, mk_replica *l)
  * The follower i and its leader's log start (Kafka's out-of-range handling):
  * before a fetch, a follower whose log ends below the leader's start drops
  * its log and restarts empty there; after one, its own start follows the
- * leader's as far as its log reaches (DeleteRecords and retention reach
- * the followers this way).
+ * leader's as far as its log and the HW it knows reach (DeleteRecords and
+ * retention reach the followers this way; Kafka's follower never moves
+ * its start past its HW). A leader's start past its own log's end is
+ * never followed (the log refuses such a checkpoint at open, so it is
+ * damage): the follower keeps its records and the fetch fails.
  */
 static mk_err follow_log_start(mk_partition *p, int i, bool before)
 {
@@ -1611,13 +1680,27 @@ static mk_err follow_log_start(mk_partition *p, int i, bool before)
 	int64_t lstart = mk_log_start_offset(l->log);
 	int64_t fend = mk_log_end_offset(f->log);
 	mk_err err = MK_OK;
+	if (lstart > mk_log_end_offset(l->log)) {
+		mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL,
+			      MK_KAFKA_STORAGE_ERROR,
+			      "%s-%d: broker %d's log start %lld is past its log's end %lld: broker %d does not follow it",
+			      p->topic, p->id, l->broker, (long long)lstart,
+			      (long long)mk_log_end_offset(l->log), f->broker);
+		return MK_KAFKA_STORAGE_ERROR;
+	}
 	if (before && fend < lstart) {
+		save_hw(f, lstart);
 		if (!(err = mk_log_reset_to(f->log, lstart))) {
+			f->hw_view = lstart;
 			rebuild_pstate(p, i);
 			save_pstate(f);
 		}
 	} else if (!before && lstart > mk_log_start_offset(f->log)) {
-		err = mk_log_advance_start(f->log, lstart < fend ? lstart : fend);
+		int64_t to = lstart < fend ? lstart : fend;
+		if (to > f->hw_view)
+			to = f->hw_view;
+		if (to > mk_log_start_offset(f->log))
+			err = advance_start(f, to);
 	}
 	if (err)
 		replica_failed(p, i, before ? "reset to the leader's log start"
@@ -1659,13 +1742,15 @@ static mk_err fetch_publish(mk_partition *p, int i, int64_t hw_before,
 		replica_failed(p, i, "follower append");
 	/* The leader may have failed meanwhile (a storage error of an
 	 * append or a read); it cannot have changed (replica.h). */
+	if (f->log) {
+		int64_t fleo = mk_log_end_offset(f->log);
+		f->hw_view = hw_before < fleo ? hw_before : fleo;
+	}
 	if (f->log && !err && p->leader >= 0 && p->leader != i)
 		err = follow_log_start(p, i, false);
 	if (f->log) {
 		f->rejoining = false;
 		f->last_fetch_ms = mk_clock_now(p->env->clock);
-		int64_t fleo = mk_log_end_offset(f->log);
-		f->hw_view = hw_before < fleo ? hw_before : fleo;
 	}
 	if (err || !f->log || m->rejoining)
 		changed(p);
@@ -2123,6 +2208,10 @@ mk_err mk_partition_retention(mk_partition *p)
 			mk_replica *r = &p->replicas[i];
 			if (!r->log)
 				continue;
+			/* The start may move up to the point: the HW first. */
+			int64_t end = mk_log_end_offset(r->log);
+			save_hw(r, cp.cleaning_point < end ? cp.cleaning_point
+							   : end);
 			mk_err err = mk_cleaner_retain(r->log, &cp, NULL);
 			if (err) {
 				replica_failed(p, i, "retention");
@@ -2203,7 +2292,7 @@ mk_err mk_partition_delete_records(mk_partition *p, int64_t offset,
 		err = MK_OFFSET_OUT_OF_RANGE;
 		goto out;
 	}
-	err = mk_log_advance_start(l->log, offset);
+	err = advance_start(l, offset);
 	if (err) {
 		if (why)
 			mk_strbuf_addstr(why, mk_log_error(l->log));

@@ -1143,6 +1143,40 @@ static mk_err open_epoch_cache(mk_log *log, opening *o, mk_strbuf *why)
 	return MK_OK;
 }
 
+/*
+ * The checkpoint's offsets against what the recovered log holds. Both
+ * stay at or below the durable end at every instant (the start moves only
+ * over fsynced records, mk_log_advance_start; a reset makes its segment
+ * before the checkpoint names it), and recovery never cuts below the
+ * recovery point: either one past the log end is damage, or a hand edit,
+ * and clamping it would hide every record of the log (or lose fsynced
+ * ones silently). The log is refused, naming the file and the value.
+ */
+static mk_err open_check_offsets(const mk_log *log, const opening *o,
+				 mk_strbuf *why)
+{
+	int64_t leo = mk_log_end_offset(log);
+	const char *name = NULL;
+	int64_t value = 0;
+	if (o->missing)
+		return MK_OK;
+	if (o->ck.start_offset > leo) {
+		name = "log_start_offset";
+		value = o->ck.start_offset;
+	} else if (o->ck.recovery_point > leo) {
+		name = "recovery_point";
+		value = o->ck.recovery_point;
+	} else {
+		return MK_OK;
+	}
+	if (why)
+		mk_strbuf_addf(why, "%s: %s %lld is past the log's end %lld (its segments hold [%lld, %lld)): damaged or edited, not clamped (to keep what the segments hold, correct the value or remove the file)",
+			       log->ckpt_path, name, (long long)value,
+			       (long long)leo, (long long)log->segs[0]->base,
+			       (long long)leo);
+	return MK_KAFKA_STORAGE_ERROR;
+}
+
 /* Log start (the checkpoint's, within the segments) and recovery point. */
 static void open_settle_offsets(mk_log *log, const opening *o)
 {
@@ -1150,8 +1184,6 @@ static void open_settle_offsets(mk_log *log, const opening *o)
 	log->start_offset = o->missing ? log->segs[0]->base : o->ck.start_offset;
 	if (log->start_offset < log->segs[0]->base)
 		log->start_offset = log->segs[0]->base;
-	if (log->start_offset > leo)
-		log->start_offset = leo;
 	/* Recovery fsynced what it scanned: all of the log is durable. */
 	log->recovery_point = leo;
 }
@@ -1211,7 +1243,8 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	if ((err = open_closed_segments(log, &o, why)) ||
 	    (err = open_recover_segments(log, &o, why)) ||
 	    (!o.nbases && (err = open_create_first(log, &o, why))) ||
-	    (err = open_epoch_cache(log, &o, why)))
+	    (err = open_epoch_cache(log, &o, why)) ||
+	    (err = open_check_offsets(log, &o, why)))
 		goto done;
 	open_settle_offsets(log, &o);
 	err = open_write_checkpoint(log, &o, why);
@@ -2002,6 +2035,11 @@ mk_err mk_log_advance_start(mk_log *log, int64_t offset)
 	mk_err err = flusher_wait(log);
 	if (err)
 		return err;
+	/* The start passes only fsynced records: a crash that loses an
+	 * unflushed tail then never leaves the start past the log's end,
+	 * which the next open refuses as damage (open_check_offsets). */
+	if (offset > log->recovery_point && (err = sync_all(log)))
+		return err;
 	if (offset > log->start_offset) {
 		set_start(log, offset);
 		if ((err = ckpt_write(log)))
@@ -2037,34 +2075,58 @@ mk_err mk_log_reset_to(mk_log *log, int64_t offset)
 {
 	if (offset < 0)
 		return MK_INVALID_REQUEST;
+	if (offset <= mk_log_end_offset(log))
+		return MK_INVALID_REQUEST;   /* a reset goes past the log */
 	mk_err err = flusher_wait(log);
 	if (err)
 		return err;
-	/* The checkpoint first: a crash after it leaves old segments that the
-	 * open clamps the start to, and the next fetch resets again. */
+	/*
+	 * Act in the order that keeps the checkpoint true at every instant:
+	 * the new empty segment at offset first (a crash now leaves it past
+	 * a gap, and recovery deletes it), then the checkpoint naming it
+	 * (start and recovery point at offset, which is then the log's end:
+	 * an open recovers from it and leaves the old segments below the
+	 * start), then the old segments go.
+	 */
+	mk_strbuf msg = MK_STRBUF_INIT;
+	mk_segment *s = NULL;
+	err = mk_segment_create(log->dir, offset, log->cache, &s, &msg);
+	if (!err && mk_fsync_dir(log->dir)) {
+		mk_strbuf_addf(&msg, "%s: fsync failed", log->dir);
+		err = MK_KAFKA_STORAGE_ERROR;
+	}
+	if (err) {
+		if (s)
+			mk_segment_remove(s, NULL);
+		storage_error(log, &msg);
+		mk_strbuf_release(&msg);
+		return err;
+	}
+	MK_FAILPOINT("log.reset.after-create");
+	size_t nold = log->nsegs;
+	push_segment(log, s);
 	pthread_mutex_lock(&log->state_lock);
 	log->start_offset = offset;
 	log->recovery_point = offset;
 	log->nepochs = 0;
 	pthread_mutex_unlock(&log->state_lock);
-	if ((err = ckpt_write(log)))
+	if ((err = ckpt_write(log))) {
+		mk_strbuf_release(&msg);
 		return err;
-	mk_strbuf msg = MK_STRBUF_INIT;
-	while (log->nsegs > 0 && !err)
-		err = mk_segment_remove(log->segs[--log->nsegs], &msg);
-	while (log->nsegs > 0)     /* after a failure: just free */
-		mk_segment_close(log->segs[--log->nsegs]);
-	mk_segment *s = NULL;
-	if (!err)
-		err = mk_segment_create(log->dir, offset, log->cache, &s, &msg);
+	}
+	MK_FAILPOINT("log.reset.after-checkpoint");
+	/* Oldest first, so that what stays is always a suffix. */
+	size_t done = 0;
+	while (done < nold && !err)
+		err = mk_segment_remove(log->segs[done++], &msg);
+	while (done < nold)        /* after a failure: just free */
+		mk_segment_close(log->segs[done++]);
+	memmove(log->segs, log->segs + nold, sizeof(*log->segs));
+	log->nsegs = 1;
 	if (!err && mk_fsync_dir(log->dir)) {
 		mk_strbuf_addf(&msg, "%s: fsync failed", log->dir);
 		err = MK_KAFKA_STORAGE_ERROR;
 	}
-	if (s)
-		push_segment(log, s);
-	/* On failure the log may hold no segment: its owner takes the
-	 * replica offline at once (mk_log_crash copes with that). */
 	if (err)
 		storage_error(log, &msg);
 	log->unflushed = 0;

@@ -31,7 +31,11 @@
  *     and not below its log start) exists: open refuses a log missing one
  *     (no silent gap). So a segment is removed only once a checkpoint no
  *     longer lists it (truncation lowers the recovery point first; a
- *     deletion moves the log start first).
+ *     deletion moves the log start first);
+ *   - the checkpoint's log start and recovery point are at most the
+ *     durable log end: open refuses a log whose recovered end is below
+ *     either (KAFKA_STORAGE_ERROR naming the file and the value), never
+ *     clamping it (which would hide every record, or lose fsynced ones).
  *
  * Open scans the segments from the one holding the recovery point to the
  * end: normally only the active one, a few more after a crash that left
@@ -262,17 +266,23 @@ void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info);
 mk_err mk_log_segment_max_timestamp(mk_log *log, size_t i, int64_t *ts);
 /*
  * Move the log start to offset (at most the log end; OFFSET_OUT_OF_RANGE
- * above), write the checkpoint, then delete every closed segment wholly
+ * above; the log is fsynced first when offset is past the recovery point,
+ * so the start never passes durable records), write the checkpoint, then
+ * delete every closed segment wholly
  * below the log start, oldest first. An offset at or below the current
  * start only deletes such segments. A crash between the checkpoint and the
  * deletions leaves segments below the start, deleted by the next call.
  */
 mk_err mk_log_advance_start(mk_log *log, int64_t offset);
 /*
- * Drop the whole log and restart it empty at offset, which becomes log
- * start, log end and recovery point; the epoch cache is cleared (Kafka's
+ * Drop the whole log and restart it empty at offset (past the log end:
+ * INVALID_REQUEST otherwise), which becomes log start, log end and
+ * recovery point; the epoch cache is cleared (Kafka's
  * truncateFullyAndStartAt, for a follower below its leader's log start).
- * The checkpoint is written first, then the segments go.
+ * The empty segment at offset is made first, then the checkpoint names
+ * it, then the old segments go (failpoints log.reset.after-create,
+ * log.reset.after-checkpoint): the checkpoint never names a start past
+ * the log's end.
  */
 mk_err mk_log_reset_to(mk_log *log, int64_t offset);
 /*

@@ -332,6 +332,28 @@ static char *next_line(char **p, bool *bad)
 	return line;
 }
 
+/* Every offset a snapshot names lies below its covered_to: the batches
+ * it remembers, open transactions and aborted ones were all applied. */
+static bool offsets_covered(const mk_producer_state *ps)
+{
+	for (size_t i = 0; i < ps->n; i++) {
+		const mk_producer_entry *e = &ps->v[i];
+		if (e->txn_first >= ps->covered_to)
+			return false;
+		for (int k = 0; k < e->n; k++) {
+			const mk_seq_entry *b = &e->recent[k];
+			/* base + delta >= covered_to, without overflow */
+			if (b->base_offset >= ps->covered_to ||
+			    b->last_offset_delta >= ps->covered_to - b->base_offset)
+				return false;
+		}
+	}
+	for (size_t i = 0; i < ps->aborted.n; i++)
+		if (ps->aborted.v[i].last >= ps->covered_to)
+			return false;
+	return true;
+}
+
 mk_err mk_pstate_parse(mk_producer_state *ps, const char *text)
 {
 	mk_pstate_reset(ps);
@@ -350,6 +372,8 @@ mk_err mk_pstate_parse(mk_producer_state *ps, const char *text)
 	for (char *line; !bad && (line = next_line(&p, &bad));)
 		if (!parse_producer_line(ps, line))
 			bad = true;
+	if (!bad && !offsets_covered(ps))
+		bad = true;
 out:
 	free(copy);
 	if (bad) {

@@ -92,7 +92,9 @@ int64_t mk_pstate_first_open(const mk_producer_state *ps);
 /* Forget aborted transactions that end below the log start. */
 void mk_pstate_trim(mk_producer_state *ps, int64_t log_start);
 
-/* Snapshot as text, and back. */
+/* Snapshot as text, and back. The parse refuses (CORRUPT_MESSAGE, the
+ * state reset) a malformed snapshot and one naming an offset at or past
+ * its own covered_to (a batch, an open or an aborted transaction). */
 void mk_pstate_format(const mk_producer_state *ps, mk_strbuf *out);
 mk_err mk_pstate_parse(mk_producer_state *ps, const char *text);
 

@@ -285,20 +285,35 @@ assert_eq 100 "$(nrecords t/0)" "broker 2 still serves the 100 records"
 cmd "$MNT/brokers/fetch" || fail "fetch round"
 assert_false test -e "$DATA/broker-1/t-0"
 
-# ---- a recovery below the checkpointed HW: said, and the leadership moves ---------------
+# ---- fsynced records gone: the replica is refused, and the leadership moves -------------
+# The leader's records below its recovery point vanish (outside damage):
+# its log is refused, never cut silently; an in-sync replica leads.
 fresh mk_mount
 mk_unmount
 assert_eq 100 "$(cat "$DATA/broker-1/t-0/high-watermark")" "the unmount saved broker 1's HW"
 : >"$(mk_active_log t 0 1)"       # damage: the leader's records are gone
 mk_mount
 errs=$(mk_read "$MNT/errors")
-assert_match "recovery cut the log to 0, below its checkpointed high watermark 100" "$errs" \
-	"/errors says the recovery cut below the HW"
-assert_match "leadership moves from broker 1 .* to broker 2" "$errs" "and that the leadership moves"
+assert_match "broker 1 t-0: cannot open log: .*broker-1/t-0/checkpoint: recovery_point 100 is past the log's end 0" \
+	"$errs" "/errors names the checkpoint's recovery point past the log's end"
+assert_match "leadership moves from broker 1 \\(its log could not be opened\\) to broker 2" "$errs" \
+	"and that the leadership moves"
 assert_eq 2 "$(val t/0 leader)" "broker 2, in sync with the records, leads"
 assert_eq "100 100" "$(val t/0 leo) $(val t/0 hw)" "no committed record lost"
 assert_eq 100 "$(nrecords t/0)" "all 100 readable"
+assert_match "broker 1 +failed" "$(val t/0 state)" "broker 1's replica is offline"
+mk_unmount
+
+# ---- a recovery below the checkpointed HW: said; the replica catches up ----------------
+# The operator accepts the loss by removing broker 1's checkpoint: the log
+# opens with what its segments hold, below the HW it saved, and says so.
+rm "$DATA/broker-1/t-0/checkpoint"
+mk_mount
+assert_match "recovery cut the log to 0, below its checkpointed high watermark 100" \
+	"$(mk_read "$MNT/errors")" "/errors says the recovery cut below the HW"
+assert_eq 2 "$(val t/0 leader)" "broker 2 still leads"
 cmd "$MNT/brokers/fetch" || fail "fetch round"
+assert_eq 100 "$(mk_read "$MNT/brokers/1/logs/t/0/records" | wc -l)" "broker 1 fetched the 100 records back"
 mk_unmount
 
 # ---- a missing segment: the replica goes offline, never a silent gap ----------------------

@@ -175,6 +175,33 @@ except KeyboardInterrupt:
 PY
 
 mk_py() { "$MK_PYTHON" -I "$MK_TMP/mkio.py" "$@"; }
+
+# mk_part_of KEY N: the partition a topic append gives KEY among N with the
+# default partitioner: the Java client's, toPositive(murmur2(key)) mod N
+# (Kafka's Utils.murmur2, written out here; topic_append.sh checks it
+# against kafka-python's where that is installed).
+cat >"$MK_TMP/murmur2.py" <<'PY'
+import sys
+def murmur2(data):
+    m, h = 0x5bd1e995, (0x9747b28c ^ len(data)) & 0xffffffff
+    n4 = len(data) // 4 * 4
+    for i in range(0, n4, 4):
+        k = int.from_bytes(data[i:i + 4], "little") * m & 0xffffffff
+        k = (k ^ (k >> 24)) * m & 0xffffffff
+        h = (h * m & 0xffffffff) ^ k
+    rest = data[n4:]
+    if rest:
+        for j in range(len(rest) - 1, -1, -1):
+            h ^= rest[j] << (8 * j)
+        h = h * m & 0xffffffff
+    h = (h ^ (h >> 13)) * m & 0xffffffff
+    return h ^ (h >> 15)
+def part_of(key, n):
+    return (murmur2(key) & 0x7fffffff) % n
+if __name__ == "__main__":
+    print(part_of(sys.argv[1].encode(), int(sys.argv[2])))
+PY
+mk_part_of() { "$MK_PYTHON" -I "$MK_TMP/murmur2.py" "$1" "$2"; }
 # mk_write PATH DATA      one write(2) of DATA (bytes as given)
 # mk_write_e PATH DATA    same, with \n \t \xHH \\ escapes decoded first
 # mk_write_file PATH FILE one write(2) of the file's contents

@@ -137,9 +137,10 @@ assert_eq "0 0" "$(mk_read "$MNT/topics/t/0/leo") $(mk_read "$MNT/topics/t/1/leo
 	"seq= on a topic append: nothing appended"
 
 # ---- topic append: sequences per partition ---------------------------------------
-# crc32("a") mod 2 = 1, crc32("bob") mod 2 = 0.
+# murmur2("d") mod 2 = 1, murmur2("bob") mod 2 = 0.
+assert_eq "1 0" "$(mk_part_of d 2) $(mk_part_of bob 2)" "(d -> 1, bob -> 0)"
 mapfile -t R < <(mk_session "open a rw $MNT/topics/t/append:producer=p:tsv" \
-	'write a a\t1\nbob\t2\na\t3\n' 'write a bob\t4\n' "read a" "close a")
+	'write a d\t1\nbob\t2\nd\t3\n' 'write a bob\t4\n' "read a" "close a")
 assert_eq "t 0 0 1|t 1 0 2|t 0 1 1" "${R[3]}" "topic append with producer=: receipts"
 assert_eq $'t 0 2\nt 1 2\nu 0 11' "$(mk_read "$MNT/producers/p/sequences")" \
 	"sequences per partition"
@@ -176,7 +177,7 @@ new_leo=$(mk_read "$MNT/topics/u/0/leo")
 assert_eq "u 0 $new_leo 1" "$(retry producer=p 'new-epoch\n')" "epoch 1 writes from sequence 0"
 assert_eq "u 0 1" "$(mk_read "$MNT/producers/p/sequences")" \
 	"sequences of epoch 1: only where epoch 1 wrote"
-mapfile -t R < <(mk_session "open a w $MNT/topics/t/append:producer=p:tsv" 'write a bob\tnew\na\tnew\n' "close a")
+mapfile -t R < <(mk_session "open a w $MNT/topics/t/append:producer=p:tsv" 'write a bob\tnew\nd\tnew\n' "close a")
 assert_eq "ok ok ok" "${R[*]}" "epoch 1 writes through the topic append"
 assert_eq $'t 0 1\nt 1 1\nu 0 1' "$(mk_read "$MNT/producers/p/sequences")" \
 	"sequences of epoch 1 on every partition it wrote"

@@ -56,6 +56,31 @@ static mk_log *open_log(const fixture *f, int64_t seg_bytes, int64_t interval,
 	return log;
 }
 
+/* Open is refused as damage, its reason naming what; no log is made. */
+static void open_refused(const fixture *f, int64_t seg_bytes,
+			 int64_t interval, const char *what)
+{
+	mk_log_config cfg = { seg_bytes, interval, 0, NULL, NULL };
+	mk_log *log = NULL;
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_open(f->dir, &cfg, &log, &why),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_null(log);
+	if (!strstr(why.buf, what))
+		print_error("refused for: %s\n", why.buf);
+	assert_non_null(strstr(why.buf, what));
+	mk_strbuf_release(&why);
+}
+
+/* The operator's way to keep what the segments hold after damage below
+ * the recovery point: the checkpoint goes, and recovery starts over. */
+static void drop_checkpoint(const fixture *f)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+	assert_int_equal(unlink(path), 0);
+}
+
 static void seg_path(const fixture *f, int64_t base, const char *ext,
 		     char *out, size_t n)
 {
@@ -497,7 +522,9 @@ static void test_leader_append(void **state)
 
 	/* Records are trusted, not walked: a frame damaged after it was
 	 * built is stored, but with a CRC that no longer matches, so the
-	 * read that meets it fails and recovery cuts it. */
+	 * read that meets it fails. It was fsynced (the recovery point is
+	 * past it), so the open refuses the log rather than cut acknowledged
+	 * records; without the checkpoint, recovery cuts it. */
 	build(&fr, 0, 0, 1, NULL, 0);
 	fr.buf[fr.len - 1] ^= 1;
 	assert_int_equal(mk_log_append_leader(log, (uint8_t *)fr.buf, fr.len, 4,
@@ -507,6 +534,8 @@ static void test_leader_append(void **state)
 			 MK_KAFKA_STORAGE_ERROR);
 	assert_non_null(strstr(mk_log_error(log), "bad crc"));
 	mk_log_close(log);
+	open_refused(f, 1 << 20, 4096, "recovery_point 9 is past the log's end 8");
+	drop_checkpoint(f);
 	log = open_log(f, 1 << 20, 4096, 0);
 	assert_int_equal(mk_log_end_offset(log), 8);
 	mk_strbuf_release(&fr);
@@ -1040,20 +1069,28 @@ static void test_truncate_sealed_max_timestamp(void **state)
 	}
 }
 
-/* The log start offset comes from the checkpoint and bounds reads. */
-static void test_log_start_from_checkpoint(void **state)
+/* Ten records in five batches, then the checkpoint replaced by text;
+ * ck gets its path. */
+static void ten_records_then_checkpoint(const fixture *f, const char *text,
+					char *ck, size_t n)
 {
-	fixture *f = *state;
 	mk_log *log = open_log(f, 1 << 20, 4096, 0);
 	for (int i = 0; i < 5; i++)
 		append_n(log, 0, 2, NULL, 0);
 	mk_log_close(log);
-	char ck[256];
-	snprintf(ck, sizeof(ck), "%s/checkpoint", f->dir);
-	const char *text = "version 1\nlog_start_offset 4\nrecovery_point 10\n"
-			   "epoch 0 0\n";
+	snprintf(ck, n, "%s/checkpoint", f->dir);
 	assert_int_equal(mk_file_replace(ck, text, strlen(text)), MK_OK);
-	log = open_log(f, 1 << 20, 4096, 0);
+}
+
+/* The log start offset comes from the checkpoint and bounds reads. */
+static void test_log_start_from_checkpoint(void **state)
+{
+	fixture *f = *state;
+	char ck[256];
+	ten_records_then_checkpoint(f, "version 1\nlog_start_offset 4\n"
+				    "recovery_point 10\nepoch 0 0\n",
+				    ck, sizeof(ck));
+	mk_log *log = open_log(f, 1 << 20, 4096, 0);
 	assert_int_equal(mk_log_start_offset(log), 4);
 	assert_int_equal(mk_log_end_offset(log), 10);
 	mk_strbuf out = MK_STRBUF_INIT;
@@ -1070,6 +1107,98 @@ static void test_log_start_from_checkpoint(void **state)
 	assert_int_equal(mk_log_start_offset(log), 4);
 	mk_log_close(log);
 	mk_strbuf_release(&out);
+}
+
+/*
+ * A checkpoint whose log start (or recovery point) is past what the
+ * segments hold is refused, naming the file and the value, and changes
+ * nothing: the start was clamped to the end before, which hid every
+ * record (issue 23). Putting the file right brings them all back.
+ */
+static void test_log_start_past_end_refused(void **state)
+{
+	fixture *f = *state;
+	char ck[256];
+	const char *bad = "version 1\nlog_start_offset 9999\nrecovery_point 10\n"
+			  "epoch 0 0\n";
+	ten_records_then_checkpoint(f, bad, ck, sizeof(ck));
+	open_refused(f, 1 << 20, 4096, "checkpoint: log_start_offset 9999 is past the log's end 10");
+	/* Nothing changed: the file is as edited, the records all there. */
+	mk_strbuf text = MK_STRBUF_INIT;
+	bool missing;
+	assert_int_equal(mk_file_read(ck, &text, &missing), MK_OK);
+	assert_string_equal(text.buf, bad);
+	const char *rp = "version 1\nlog_start_offset 0\nrecovery_point 11\n"
+			 "epoch 0 0\n";
+	assert_int_equal(mk_file_replace(ck, rp, strlen(rp)), MK_OK);
+	open_refused(f, 1 << 20, 4096, "recovery_point 11 is past the log's end 10");
+	const char *good = "version 1\nlog_start_offset 0\nrecovery_point 10\n"
+			   "epoch 0 0\n";
+	assert_int_equal(mk_file_replace(ck, good, strlen(good)), MK_OK);
+	mk_log *log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_start_offset(log), 0);
+	assert_int_equal(mk_log_end_offset(log), 10);
+	mk_strbuf out = MK_STRBUF_INIT;
+	assert_int_equal(mk_log_read(log, 0, 10, SIZE_MAX, &out), MK_OK);
+	check_frames(&out, 0, 9);
+	mk_log_close(log);
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&text);
+}
+
+/* DeleteRecords past the recovery point fsyncs first: the start never
+ * passes durable records, so a crash losing the unflushed tail leaves a
+ * log that opens (mk_log_crash keeps only what was fsynced). */
+static void test_advance_start_durable(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f, 1 << 20, 4096, 0);
+	append_n(log, 0, 4, NULL, 0);
+	assert_int_equal(mk_log_advance_start(log, 3), MK_OK);
+	mk_log_crash(log, false);
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_start_offset(log), 3);
+	assert_int_equal(mk_log_end_offset(log), 4);
+	mk_log_close(log);
+}
+
+/* A reset killed at each of its steps leaves a log that opens: the old
+ * one whole (the new segment past a gap goes), or the new empty one. */
+static void test_reset_crash_points(void **state)
+{
+	fixture *f = *state;
+	const char *points[] = { "log.reset.after-create",
+				 "log.reset.after-checkpoint" };
+	const int64_t start_after[] = { 0, 40 }, end_after[] = { 6, 40 };
+	mk_log *log = open_log(f, 1 << 20, 4096, 0);
+	append_n(log, 0, 6, NULL, 0);
+	mk_log_close(log);
+	for (size_t k = 0; k < 2; k++) {
+		fflush(NULL);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			mk_log *child = NULL;
+			mk_log_config cfg = { 1 << 20, 4096, 0, NULL, NULL };
+			if (mk_log_open(f->dir, &cfg, &child, NULL))
+				_exit(2);
+			mk_failpoint_arm(points[k], 1);
+			mk_log_reset_to(child, 40);
+			_exit(3);       /* the point was not reached */
+		}
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFSIGNALED(st));
+		assert_int_equal(WTERMSIG(st), SIGKILL);
+		log = open_log(f, 1 << 20, 4096, 0);
+		assert_int_equal(mk_log_start_offset(log), start_after[k]);
+		assert_int_equal(mk_log_end_offset(log), end_after[k]);
+		mk_log_close(log);
+	}
+	/* And a reset to at or below the end is refused. */
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_reset_to(log, 40), MK_INVALID_REQUEST);
+	mk_log_close(log);
 }
 
 /* ---- truncation ---------------------------------------------------------- */
@@ -1449,9 +1578,12 @@ static void test_stamp_sanity(void **state)
 	mk_log_close(log);
 
 	/* The active segment's last batch going down to epoch 1 is where
-	 * recovery cuts. */
+	 * recovery cuts: below the recovery point, so only once the
+	 * checkpoint is gone. */
 	put_be_at(tail, (off_t)(last.size - flen) + MK_FRAME_OFF_LEADER_EPOCH,
 		  1, 4);
+	open_refused(f, 1000, 100, "recovery_point 40 is past the log's end 38");
+	drop_checkpoint(f);
 	log = open_log(f, 1000, 100, 0);
 	assert_int_equal(mk_log_end_offset(log), 38);
 	assert_int_equal(mk_log_latest_epoch(log), 2);
@@ -2760,6 +2892,9 @@ int main(void)
 		T(test_time_index_max_so_far),
 		T(test_seal_final_entry),
 		T(test_log_start_from_checkpoint),
+		T(test_log_start_past_end_refused),
+		T(test_advance_start_durable),
+		T(test_reset_crash_points),
 		T(test_truncate),
 		T(test_tail_repair),
 		T(test_index_rebuild),

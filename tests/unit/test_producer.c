@@ -471,42 +471,68 @@ static void test_frame_set_producer(void **state)
 
 static int pfk(const char *key, int n)
 {
-	return mk_partition_for_key(mk_bytes_of(key, strlen(key)), n);
+	return mk_partition_for_key(mk_bytes_of(key, strlen(key)), n,
+				    MK_PARTITIONER_MURMUR2);
+}
+
+static int pfk_crc(const char *key, int n)
+{
+	return mk_partition_for_key(mk_bytes_of(key, strlen(key)), n,
+				    MK_PARTITIONER_CRC32);
 }
 
 static void test_partitioner(void **state)
 {
 	(void)state;
-	/* crc32 as zlib (and Kafka's checksum tools) compute it:
-	 * crc32("123456789") = 0xcbf43926, crc32("a") = 0xe8b7be43,
-	 * crc32("user-42") = 0x7d06b873, crc32("") = 0. */
-	assert_int_equal(pfk("123456789", 4), 0xcbf43926u % 4);
-	assert_int_equal(pfk("123456789", 7), 0xcbf43926u % 7);
-	assert_int_equal(pfk("a", 4), 3);
-	assert_int_equal(pfk("a", 5), 2);
-	assert_int_equal(pfk("user-42", 4), 3);
-	assert_int_equal(pfk("user-42", 5), 0);
-	assert_int_equal(pfk("", 4), 0);
+	/* Kafka's murmur2 (Utils.murmur2, as a Java int): the vectors of
+	 * Kafka's own UtilsTest and of kafka-python 2.0's murmur2, which
+	 * agree: every length mod 4 and the empty key. */
+	static const struct { const char *key; int32_t hash; } v[] = {
+		{ "21", -973932308 },
+		{ "foobar", -790332482 },
+		{ "a-little-bit-long-string", -985981536 },
+		{ "a-little-bit-longer-string", -1486304829 },
+		{ "lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971 },
+		{ "abc", 479470107 },
+		{ "1", -1993445489 },
+		{ "12", 126087238 },
+		{ "123", -267702483 },
+		{ "1234", -1614185708 },
+		{ "12345", -1188365604 },
+		{ "0", 971027396 },
+		{ "", 275646681 },
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		uint32_t h = mk_murmur2((const uint8_t *)v[i].key,
+					strlen(v[i].key));
+		if ((int32_t)h != v[i].hash)
+			print_error("murmur2(%s) = %d, want %d\n", v[i].key,
+				    (int)(int32_t)h, (int)v[i].hash);
+		assert_int_equal((int32_t)h, v[i].hash);
+		/* The Java client's partition: toPositive (the sign bit
+		 * cleared, not abs()) mod n. */
+		uint32_t pos = (uint32_t)v[i].hash & 0x7fffffffu;
+		assert_int_equal(pfk(v[i].key, 7), (int)(pos % 7));
+		assert_int_equal(pfk(v[i].key, 1000003), (int)(pos % 1000003));
+	}
 	assert_int_equal(pfk("anything", 1), 0);
 	/* Bytes, not strings: a NUL inside the key counts. */
-	assert_int_equal(mk_partition_for_key(mk_bytes_of("a\0b", 3), 1000),
-			 mk_partition_for_key(mk_bytes_of("a\0b", 3), 1000));
+	assert_int_not_equal(mk_murmur2((const uint8_t *)"a\0b", 3),
+			     mk_murmur2((const uint8_t *)"a\0c", 3));
 
-	/* Short keys (a table in partitioner.c) and long ones (zlib) give
-	 * zlib's crc32 alike. */
+	/* The crc32 choice: zlib's CRC-32 mod n, any length, any alignment:
+	 * crc32("123456789") = 0xcbf43926, crc32("user-42") = 0x7d06b873. */
+	assert_int_equal(pfk_crc("123456789", 7), 0xcbf43926u % 7);
+	assert_int_equal(pfk_crc("user-42", 5), 0);
+	assert_int_equal(pfk_crc("", 4), 0);
 	uint8_t key[200];
 	for (size_t i = 0; i < sizeof(key); i++)
 		key[i] = (uint8_t)(i * 37 + 11);
-	for (size_t n = 0; n <= sizeof(key); n++) {
-		uLong z = crc32(crc32(0L, Z_NULL, 0), key, (uInt)n);
-		assert_int_equal(mk_partition_for_key(mk_bytes_of(key, n), 1000003),
-				 (int)(z % 1000003u));
-	}
-	/* Keys starting at any byte (the table takes four bytes a step). */
-	for (size_t at = 1; at < 4; at++)
-		for (size_t n = 0; n <= 70; n++) {
+	for (size_t at = 0; at < 4; at++)
+		for (size_t n = 0; n + at <= sizeof(key); n += 7) {
 			uLong z = crc32(crc32(0L, Z_NULL, 0), key + at, (uInt)n);
-			assert_int_equal(mk_partition_for_key(mk_bytes_of(key + at, n), 1000003),
+			assert_int_equal(mk_partition_for_key(mk_bytes_of(key + at, n), 1000003,
+							      MK_PARTITIONER_CRC32),
 					 (int)(z % 1000003u));
 		}
 
@@ -1347,7 +1373,7 @@ static void test_topic_append_max_bytes_exact(void **state)
 	memset(big, 'b', 100);
 	mk_record_in recs[3] = {
 		{ MK_BYTES_NULL, mk_bytes_of("s0", 2), NULL, 0 },
-		{ mk_bytes_of("k", 1), mk_bytes_of(big, 99), NULL, 0 },
+		{ mk_bytes_of("d", 1), mk_bytes_of(big, 99), NULL, 0 },
 		{ MK_BYTES_NULL, mk_bytes_of("s1", 2), NULL, 0 },
 	};
 	int64_t limit = (int64_t)mk_frame_size_of_one(recs[1].key, recs[1].value,
@@ -1502,9 +1528,9 @@ static void test_acc_sticky(void **state)
 	/* One flush closing the sticky partition's batch and another
 	 * partition's moves keyless records on by one partition, not two.
 	 * Sticky is 2 now: a keyless record there and a keyed one on 0. */
-	assert_int_equal(pfk("a", 3), 0);
+	assert_int_equal(pfk("w", 3), 0);
 	add(acc, NULL, "u");             /* -> 2 */
-	add(acc, "a", "k");              /* -> 0 */
+	add(acc, "w", "k");              /* -> 0 */
 	acc_flush(acc);
 	assert_int_equal(leo(f, 2), 4);
 	assert_int_equal(leo(f, 0), 6);
@@ -1513,9 +1539,9 @@ static void test_acc_sticky(void **state)
 	assert_int_equal(leo(f, 0), 7);
 	/* Sticky is 1: a keyless record there and a keyed one on 2, the
 	 * partition right after it. Keyless records go on to 2, not 0. */
-	assert_int_equal(pfk("123456789", 3), 2);
+	assert_int_equal(pfk("key-2", 3), 2);
 	add(acc, NULL, "s");             /* -> 1 */
-	add(acc, "123456789", "k2");     /* -> 2 */
+	add(acc, "key-2", "k2");     /* -> 2 */
 	acc_flush(acc);
 	assert_int_equal(leo(f, 1), 5);
 	assert_int_equal(leo(f, 2), 5);
@@ -1652,8 +1678,8 @@ static void test_acc_free_flushes(void **state)
 	receipts rs;
 	tprod *acc = acc_new(f, -1, 1 << 20, 100000, &rs);
 	add(acc, NULL, "a");
-	add(acc, "user-42", "b");          /* partition 1 */
-	assert_int_equal(pfk("user-42", 2), 1);
+	add(acc, "user-3", "b");          /* partition 1 */
+	assert_int_equal(pfk("user-3", 2), 1);
 	end_write(acc);
 	assert_int_equal(leo(f, 0) + leo(f, 1), 0);
 	acc_free(acc);
@@ -1722,12 +1748,12 @@ static void test_acc_idempotent(void **state)
 		.limits = &lim,
 	};
 	tprod *acc = tprod_open(f, &o, &rs, true);
-	/* "a" -> partition 1 (0xe8b7be43 is odd), "123456789" -> 0. */
-	assert_int_equal(pfk("a", 2), 1);
+	/* "d" -> partition 1 (murmur2 odd), "123456789" -> 0. */
+	assert_int_equal(pfk("d", 2), 1);
 	assert_int_equal(pfk("123456789", 2), 0);
 	for (int w = 0; w < 3; w++) {
-		add(acc, "a", "x");
-		add(acc, "a", "y");
+		add(acc, "d", "x");
+		add(acc, "d", "y");
 		add(acc, "123456789", "z");
 		end_write(acc);
 	}

@@ -2,7 +2,8 @@
  * test_producer_state.c — the producer snapshot's parser
  * (core/storage/producer_state.c): integers through core/base/parse.h with their
  * fields' ranges, single spaces, each producer once, at most a window of
- * batches; whatever format() writes parses back to the same text.
+ * batches, every offset below covered_to; whatever format() writes parses
+ * back to the same text.
  * (The snapshot's use by replicas is tested in test_producer.c.)
  */
 #include <setjmp.h>
@@ -25,9 +26,11 @@ static void test_strict(void **state)
 	static const char *const good[] = {
 		HEAD,
 		HEAD "producer 4 0\n",
-		HEAD "producer 4 -1 0:-2147483648:0:2147483647\n",
-		HEAD "producer 9223372036854775807 32767 2147483647:2147483647:9223372036854775807:0\n",
-		HEAD "producer 4 0 0:0:1:0 1:1:2:0 2:2:3:0 3:3:4:0 4:4:5:0\n"
+		"producer-snapshot 1\ncovered_to 9223372036854775807\n"
+		"producer 4 -1 0:-2147483648:0:2147483647\n",
+		"producer-snapshot 1\ncovered_to 9223372036854775807\n"
+		"producer 9223372036854775807 32767 2147483647:2147483647:9223372036854775806:0\n",
+		HEAD "producer 4 0 0:0:0:0 1:1:1:0 2:2:2:0 3:3:3:0 4:4:4:0\n"
 		     "producer 3 0\n",
 	};
 	static const char *const bad[] = {
@@ -55,6 +58,14 @@ static void test_strict(void **state)
 		HEAD "producer 4 0\nproducer 4 1\n",
 		HEAD "producer 4 0\n\n",
 		HEAD "producer 4 0\nproducer 5 0",
+		/* offsets at or past covered_to: never applied, so damage */
+		HEAD "producer 4 0 0:0:5:0\n",
+		HEAD "producer 4 0 0:1:4:1\n",
+		HEAD "producer 4 0 0:1:4:2147483647\n",
+		"producer-snapshot 1\ncovered_to 9223372036854775807\n"
+		"producer 4 0 0:1:9223372036854775806:2147483647\n",
+		"producer-snapshot 2\ncovered_to 5\nproducer 4 0\nopen 4 5\n",
+		"producer-snapshot 2\ncovered_to 5\naborted 4 1 5\n",
 	};
 	mk_strbuf a = MK_STRBUF_INIT;
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
