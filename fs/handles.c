@@ -902,8 +902,7 @@ static mk_err check_carried(const mk_parse_opts *opts, size_t carried,
 			       carried, need, opts->max_line);
 		return MK_MESSAGE_TOO_LARGE;
 	}
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	if (full && need + page > opts->max_line) {
+	if (full && need + (size_t)sysconf(_SC_PAGESIZE) > opts->max_line) {
 		mk_strbuf_addf(why, "a write the kernel splits leaves an unterminated line of %zu bytes (a %zu-byte batch) within a page of message.max.bytes=%zu at the end of a full piece: refused there, not by the piece that would complete it",
 			       carried, need, opts->max_line);
 		return MK_MESSAGE_TOO_LARGE;

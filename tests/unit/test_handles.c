@@ -2,8 +2,10 @@
  * fs/handles.c without a mount: descriptor I/O and line carrying. The
  * producer's rules have their own tests (test_producer.c); these check
  * what the handle layer adds: lines carried across writes and kept by a
- * refused write, a close of one copy (flush) that sends nothing, the last
- * close and fsync that do, receipts as text.
+ * refused write, a carried line refused as too large dropped (and its
+ * descriptor refusing every later write), a full piece refusing a line
+ * near the limit, a close of one copy (flush) that sends nothing, the
+ * last close and fsync that do, receipts as text.
  */
 #include <fcntl.h>
 #include <setjmp.h>
