@@ -52,6 +52,20 @@ longest() {
 	done | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }'
 }
 
+# refused_midway TOPIC EXPECTED MSG OFF OP...: longline.py on
+# topics/TOPIC/0/append prints EXPECTED; the newest /errors line is the
+# refusal of a write after a line refused part-way through, and it says
+# to open the file again.
+refused_midway() {
+	local topic=$1 expect=$2 msg=$3 mark last
+	shift 3
+	mark=$(mk_errors_mark)
+	assert_eq "$expect" "$(ll "$MNT/topics/$topic/0/append" "$@")" "$msg"
+	assert_error_since "$mark" MESSAGE_TOO_LARGE "$msg" "topics/$topic/0/append"
+	last=$(mk_read "$MNT/errors" | tail -n 1)
+	assert_match "open the file again" "$last" "$topic: the /errors line says to open the file again"
+}
+
 M=1048588          # message.max.bytes, the default
 OVER=1048676       # the issue's line: 1,048,675 bytes and its newline
 # The longest plain line a partition batch holds: 66 bytes of empty frame
@@ -98,13 +112,9 @@ assert_eq "$FITS" "$(longest e)" "each of them whole"
 # piece crosses the limit. write(2) returns the first piece's count.
 mk_ctl "create-topic m partitions=1" || bail "create-topic m"
 MP=$MNT/topics/m/0
-mark=$(mk_errors_mark)
-assert_eq "1047248 EMSGSIZE EMSGSIZE ok" \
-	"$(ll "$MP/append" 1328 lines 100 100 $OVER rest text 'new\n' close)" \
-	"lines then an over-long line in one write: a short count, then the rest and a new line are EMSGSIZE, close succeeds"
-assert_error_since "$mark" MESSAGE_TOO_LARGE "a write after a refusal part-way through a line" "topics/m/0/append"
-last=$(mk_read "$MNT/errors" | tail -n 1)
-assert_match "open the file again" "$last" "the /errors line says to open the file again"
+refused_midway m "1047248 EMSGSIZE EMSGSIZE ok" \
+	"lines then an over-long line in one write: a short count, then the rest and a new line are EMSGSIZE, close succeeds" \
+	1328 lines 100 100 $OVER rest text 'new\n' close
 assert_eq 100 "$(mk_read "$MP/leo")" "the 100 lines before it were stored"
 assert_eq 99 "$(longest m)" "nothing of the over-long line"
 # Nine lines of 100,000 bytes, then one of 200,000 that the pieces cut.
@@ -132,11 +142,9 @@ mk_write "$MNT/topics/b/config" "message.max.bytes=3145728" || fail "message.max
 B=$MNT/topics/b/0
 # 3.5 MiB from offset 1328: pieces of 1,047,248 and 1,048,576 bytes are
 # carried; the third would leave a line within a page of 3 MiB.
-mark=$(mk_errors_mark)
-assert_eq "2095824 EMSGSIZE EMSGSIZE ok" \
-	"$(ll "$B/append" 1328 line 3670016 rest text 'fresh\n' close)" \
-	"a 3.5 MiB line under a 3 MiB limit: a short count, then EMSGSIZE for the rest and for every later write"
-assert_error_since "$mark" MESSAGE_TOO_LARGE "a write after the refusal" "topics/b/0/append"
+refused_midway b "2095824 EMSGSIZE EMSGSIZE ok" \
+	"a 3.5 MiB line under a 3 MiB limit: a short count, then EMSGSIZE for the rest and for every later write" \
+	1328 line 3670016 rest text 'fresh\n' close
 assert_eq 0 "$(mk_read "$B/leo")" "nothing stored, not at close either"
 assert_eq "all all ok" "$(ll "$B/append" 1328 line 2500000 text 'after\n' close)" \
 	"a new descriptor: a 2.5 MiB line (cut into three pieces) and a short one are taken"
@@ -144,9 +152,9 @@ assert_eq "2 2499999" "$(mk_read "$B/leo") $(longest b)" "both stored, the long 
 
 # A line carried between writes (each one piece) that grows over the limit.
 before=$(mk_read "$E/leo")
-assert_eq "all all EMSGSIZE EMSGSIZE ok" \
-	"$(ll "$E/append" 0 text 'first\n' raw 600000 raw 600000 text 'end\n' close)" \
-	"a carried line that a later write takes over the limit: that write and the next are EMSGSIZE"
+refused_midway e "all all EMSGSIZE EMSGSIZE ok" \
+	"a carried line that a later write takes over the limit: that write and the next are EMSGSIZE" \
+	0 text 'first\n' raw 600000 raw 600000 text 'end\n' close
 assert_eq "$((before + 1))" "$(mk_read "$E/leo")" "the line before it stored, nothing of the long one"
 assert_eq "$FITS" "$(longest e)" "no part of it"
 
