@@ -837,10 +837,18 @@ static mk_err line_too_long(int64_t max, mk_strbuf *why)
 	return MK_MESSAGE_TOO_LARGE;
 }
 
+/* A one-record batch's size for a value of len bytes (and the write's
+ * key=, if any): what a line of len bytes needs at least. */
+static size_t batch_of_one(const mk_parse_opts *opts, size_t len)
+{
+	return mk_frame_size_of_one(opts->has_key ? opts->key : MK_BYTES_NULL,
+				    (mk_bytes){ NULL, (int32_t)len }, NULL, 0);
+}
+
 /*
  * Step 1: the carried line completes with this write's first line (or, at
  * the last close, on its own) and is parsed into h->parsed; *used gets the
- * bytes of buf it took.
+ * bytes of buf it took. Its record must fit a batch of its own.
  */
 static mk_err parse_carried(mk_handle *h, const mk_parse_opts *opts,
 			    const char *buf, size_t len, bool final,
@@ -859,14 +867,53 @@ static mk_err parse_carried(mk_handle *h, const mk_parse_opts *opts,
 	mk_strbuf_add(&h->first, buf, head);
 	size_t consumed;
 	*used = head;
-	return mk_parse_records(opts, h->first.buf, h->first.len, true,
-				&h->parsed, &consumed, why);
+	mk_err err = mk_parse_records(opts, h->first.buf, h->first.len, true,
+				      &h->parsed, &consumed, why);
+	if (err || !h->parsed.n)
+		return err;
+	const mk_record_in *r = &h->parsed.recs[0];
+	size_t need = mk_frame_size_of_one(r->key, r->value, r->headers,
+					   r->nheaders);
+	if (need > opts->max_line) {
+		mk_strbuf_addf(why, "a line of %zu bytes needs a %zu-byte batch, over message.max.bytes=%zu",
+			       h->first.len - (nl ? 1 : 0), need, opts->max_line);
+		return MK_MESSAGE_TOO_LARGE;
+	}
+	return MK_OK;
+}
+
+/*
+ * The unterminated line a write leaves, carried bytes of it so far: it
+ * can never be sent once it is longer than max_line or, plain, once its
+ * one-record batch is over max_line. And when the write is a full piece
+ * (`full`: the kernel may be splitting a larger write(2), and the next
+ * piece would complete the line), a line whose one-record batch comes
+ * within a page of max_line is refused here, at this piece: a later
+ * piece's refusal would only shorten the write's count (handles.h).
+ */
+static mk_err check_carried(const mk_parse_opts *opts, size_t carried,
+			    bool full, mk_strbuf *why)
+{
+	if (carried > opts->max_line)
+		return line_too_long((int64_t)opts->max_line, why);
+	size_t need = batch_of_one(opts, carried);
+	if (opts->format == MK_FORMAT_PLAIN && need > opts->max_line) {
+		mk_strbuf_addf(why, "an unterminated line of %zu bytes needs a %zu-byte batch, over message.max.bytes=%zu",
+			       carried, need, opts->max_line);
+		return MK_MESSAGE_TOO_LARGE;
+	}
+	if (full && need + (size_t)sysconf(_SC_PAGESIZE) > opts->max_line) {
+		mk_strbuf_addf(why, "a write the kernel splits leaves an unterminated line of %zu bytes (a %zu-byte batch) within a page of message.max.bytes=%zu at the end of a full piece: refused there, not by the piece that would complete it",
+			       carried, need, opts->max_line);
+		return MK_MESSAGE_TOO_LARGE;
+	}
+	return MK_OK;
 }
 
 /* Step 2: the complete lines of the rest; *tail gets the unterminated end. */
 static mk_err parse_rest(mk_handle *h, const mk_parse_opts *opts,
 			 const char *buf, size_t len, size_t used, bool final,
-			 size_t *tail, mk_strbuf *why)
+			 bool full, size_t *tail, mk_strbuf *why)
 {
 	size_t consumed = 0;
 	mk_err err = MK_OK;
@@ -875,24 +922,8 @@ static mk_err parse_rest(mk_handle *h, const mk_parse_opts *opts,
 				       &h->parsed, &consumed, why);
 	*tail = len - used - consumed;
 	size_t carried = (used ? 0 : h->pending.len) + *tail;
-	if (!err && !final && carried > opts->max_line)
-		err = line_too_long((int64_t)opts->max_line, why);
-	/*
-	 * A carried plain line whose one-record batch could not fit either is
-	 * refused by the write that carries it: a write over the kernel's
-	 * 1 MiB reaches us in pieces, and a later piece's error would only
-	 * shorten the count of the first.
-	 */
-	if (!err && !final && carried && opts->format == MK_FORMAT_PLAIN) {
-		size_t need = mk_frame_size_of_one(
-			opts->has_key ? opts->key : MK_BYTES_NULL,
-			mk_bytes_of(buf, carried), NULL, 0);
-		if (need > opts->max_line) {
-			mk_strbuf_addf(why, "an unterminated line of %zu bytes needs a %zu-byte batch, over message.max.bytes=%zu",
-				       carried, need, opts->max_line);
-			err = MK_MESSAGE_TOO_LARGE;
-		}
-	}
+	if (!err && !final && carried)
+		err = check_carried(opts, carried, full, why);
 	return err;
 }
 
@@ -904,6 +935,37 @@ static void keep_tail(mk_handle *h, const char *buf, size_t len, size_t used,
 		mk_strbuf_reset(&h->pending);
 	if (!final)
 		mk_strbuf_add(&h->pending, buf + len - tail, tail);
+}
+
+/*
+ * The carried line itself was refused as too large: its start was taken
+ * by an earlier write, or an earlier piece of this write(2) whose count
+ * the kernel tells the writer. It is dropped, never sent, and as the rest
+ * of it cannot be told from new data, every later write is refused.
+ */
+static void drop_carried(mk_handle *h, mk_strbuf *why)
+{
+	mk_strbuf_addf(why, "; its first %zu bytes, taken by an earlier write or an earlier piece of this one, are dropped, and this descriptor refuses every later write: open the file again",
+		       h->pending.len);
+	mk_strbuf_reset(&h->pending);
+	h->line_refused = true;
+}
+
+/* A write after drop_carried. */
+static mk_err refused_after_drop(const mk_parse_opts *opts, mk_strbuf *why)
+{
+	mk_strbuf_addf(why, "this descriptor refused a line over message.max.bytes=%zu part-way through, and what follows cannot be told from the rest of that line: nothing more is taken; open the file again",
+		       opts->max_line);
+	return MK_MESSAGE_TOO_LARGE;
+}
+
+/* A write of len bytes may be a full piece of a larger write(2): more
+ * than the session's max_write less a page (the kernel's first piece is
+ * max_write less the buffer's offset in its page). */
+static bool full_piece(const mkfs *fs, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	return fs->max_write > page && len > fs->max_write - page;
 }
 
 /*
@@ -966,12 +1028,20 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 		.key = mk_bytes_of(h->ap.key, (size_t)h->ap.key_len),
 		.max_line = (size_t)tc.message_max_bytes,
 	};
+	if (h->line_refused && !final)
+		return refused_after_drop(&opts, why);
 	mk_parsed_reset(&h->parsed);
 	mk_parsed_reserve(&h->parsed, h->pending.len + len);
 	size_t used, tail = 0, taken = 0;
 	mk_err err = parse_carried(h, &opts, buf, len, final, &used, why);
+	/* An error of parse_carried, or of the rest while it took nothing
+	 * (no newline), is the carried line's. */
+	bool carried_line = h->pending.len && (err || !used);
 	if (!err)
-		err = parse_rest(h, &opts, buf, len, used, final, &tail, why);
+		err = parse_rest(h, &opts, buf, len, used, final,
+				 !final && full_piece(fs, len), &tail, why);
+	if (err == MK_MESSAGE_TOO_LARGE && carried_line)
+		drop_carried(h, why);
 	if (err)
 		return err;
 	if (h->parsed.n && wait) {

@@ -17,6 +17,22 @@
  * of the descriptor (FUSE flush: every `cmd >&3` in a shell) sends nothing;
  * the carried line and lingering batches are sent at the last close
  * (release), at fsync, or when linger.ms passes.
+ *
+ * Lines over message.max.bytes. The kernel splits a write(2) into pieces
+ * of at most fs->max_write (the first one max_write less the buffer's
+ * offset in its page) and sends them one after another; a piece refused
+ * after others were taken makes write(2) return their count, and nothing
+ * tells a piece the write's size. So a write that leaves a carried line
+ * is refused when that line can never be sent (longer than the limit;
+ * plain: its one-record batch over it) and, when the write is a full
+ * piece (more than max_write less a page), when that batch comes within
+ * a page of the limit: with the defaults (1 MiB pieces, 1048588) every
+ * over-long line is refused by its write's first piece, write(2) -1. A
+ * refusal of the carried line itself (its start taken before: an earlier
+ * write, or an earlier piece, a short count) drops it, never sent, and
+ * sets line_refused: every later write is refused, as the rest of that
+ * line cannot be told from new data; the last close sends what was taken
+ * before it.
  *   raw       a read-only descriptor on a real segment or index file
  *   poll      a group member's poll cursor (poll.h)
  *   batches   a cursor like records, over batch headers (one line each)
@@ -100,6 +116,8 @@ typedef struct mk_handle {
 	mk_strbuf first;         /* the carried line completed by a write */
 	mk_parsed parsed;        /* the records of the write being appended */
 	mk_producer *prod;
+	bool line_refused;       /* the carried line was refused: every
+				  * later write is too (below) */
 	mk_err held;             /* a parked write's error, told at its end */
 	mk_strbuf held_why;
 

@@ -117,6 +117,9 @@ struct mkfs {
 	pthread_t loop_thread;       /* runs the request loop (mount/main.c) */
 	bool has_loop_thread;
 	uid_t owner;                 /* who mounted: may change the cluster */
+	size_t max_write;            /* the largest piece of a write(2) the
+					* kernel sends (set at init, ops.c);
+					* 0: unknown (handles.h) */
 };
 
 /* Control commands: the first KEY=VALUE word whose KEY an earlier word

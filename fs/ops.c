@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -414,10 +415,29 @@ static void op_retrieve_reply(fuse_req_t req, void *cookie, fuse_ino_t ino,
 	fuse_reply_none(req);
 }
 
+/* The largest piece of one write(2) the kernel sends: max_write, in no
+ * more pages than fs.fuse.max_pages_limit allows (read as the kernel
+ * reads it, at the connection's start), where the kernel has it. */
+static size_t write_piece_max(size_t max_write)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned long pages;
+	FILE *f = fopen("/proc/sys/fs/fuse/max_pages_limit", "r");
+	if (f && fscanf(f, "%lu", &pages) == 1 && pages &&
+	    pages < max_write / page)
+		max_write = pages * page;
+	if (f)
+		fclose(f);
+	return max_write;
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	mkfs *fs = userdata;
-	conn->max_write = 1u << 20;
+	/* Requests of 1 MiB, or what libfuse's buffer holds if less. */
+	if (conn->max_write > 1u << 20)
+		conn->max_write = 1u << 20;
+	fs->max_write = write_piece_max(conn->max_write);
 	conn->max_readahead = 1u << 20;
 	/* Cached pages (raw segments, paged records) are dropped when the
 	 * size changes or at an open without keep_cache, not at every read

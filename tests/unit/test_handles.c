@@ -2,8 +2,10 @@
  * fs/handles.c without a mount: descriptor I/O and line carrying. The
  * producer's rules have their own tests (test_producer.c); these check
  * what the handle layer adds: lines carried across writes and kept by a
- * refused write, a close of one copy (flush) that sends nothing, the last
- * close and fsync that do, receipts as text.
+ * refused write, a carried line refused as too large dropped (and its
+ * descriptor refusing every later write), a full piece refusing a line
+ * near the limit, a close of one copy (flush) that sends nothing, the
+ * last close and fsync that do, receipts as text.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cluster.h"
@@ -149,20 +152,96 @@ static void refused_write_keeps_the_carry(void **state)
 	assert_int_equal(hwrite(f, h, "x"), MK_OK);
 	assert_int_equal(hwrite(f, h, "\\q\nzzz\n"), MK_INVALID_RECORD);
 	assert_int_equal(leo(f, 0), 0);
-	/* A line over message.max.bytes (200) is refused as soon as seen. */
+	assert_int_equal(hwrite(f, h, "y\\tz\n"), MK_OK);
+	/* A line over message.max.bytes (200) with nothing carried is
+	 * refused as soon as seen, and the descriptor goes on. */
 	char big[300];
 	memset(big, 'b', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	assert_int_equal(hwrite(f, h, big), MK_MESSAGE_TOO_LARGE);
-	assert_int_equal(hwrite(f, h, "y\\tz\n"), MK_OK);
+	assert_int_equal(hwrite(f, h, "w\n"), MK_OK);
 	mk_handle_close(h);
 	mk_handle *r = hopen(f, "/topics/t/0/records:tsv", O_RDONLY);
 	char *got = hread_all(f, r);
 	mk_handle_close(r);
 	/* OFFSET TIMESTAMP KEY VALUE: the value unescaped, then escaped again */
 	assert_non_null(strstr(got, "\t\\N\txy\\tz\n"));
-	assert_int_equal(leo(f, 0), 1);
+	assert_non_null(strstr(got, "\t\\N\tw\n"));
+	assert_int_equal(leo(f, 0), 2);
 	free(got);
+}
+
+/* A carried line refused as too large, by its length (plain) or by its
+ * record's batch (TSV, once complete), is dropped: never sent, and every
+ * later write on the descriptor is refused too; what came before it is
+ * sent as usual. */
+static void refused_carried_line_is_dropped(void **state)
+{
+	fixture *f = *state;
+	char big[300];
+	memset(big, 'b', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	mk_handle *h = hopen(f, "/topics/t/0/append", O_WRONLY);
+	assert_int_equal(hwrite(f, h, "a\nx"), MK_OK);
+	assert_int_equal(leo(f, 0), 1);
+	assert_int_equal(hwrite(f, h, big), MK_MESSAGE_TOO_LARGE);
+	assert_int_equal(hwrite(f, h, "y\n"), MK_MESSAGE_TOO_LARGE);
+	assert_int_equal(hfsync(f, h), MK_OK);
+	mk_handle_close(h);
+	assert_int_equal(leo(f, 0), 1);
+	assert_records(f, 0, "a\n");
+
+	/* 150 bytes of TSV: a line under 200, its record's batch over it */
+	char half[101];
+	memset(half, 'v', 100);
+	half[100] = '\0';
+	h = hopen(f, "/topics/t/1/append:tsv", O_WRONLY);
+	assert_int_equal(hwrite(f, h, half), MK_OK);
+	memset(half + 50, '\n', 1);
+	half[51] = '\0';
+	assert_int_equal(hwrite(f, h, half), MK_MESSAGE_TOO_LARGE);
+	assert_int_equal(hwrite(f, h, "ok\n"), MK_MESSAGE_TOO_LARGE);
+	mk_handle_close(h);
+	assert_int_equal(leo(f, 1), 0);
+}
+
+/* A write that may be a full piece of a larger write(2) (more than
+ * max_write less a page) refuses a carried line whose one-record batch
+ * comes within a page of message.max.bytes; a shorter write carries it. */
+static void full_piece_refuses_a_line_near_the_limit(void **state)
+{
+	fixture *f = *state;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	char cfg[64];
+	snprintf(cfg, sizeof(cfg), "message.max.bytes=%zu", 2 * page + page / 2);
+	tl_create_topic(f->c, "w", 1, 1, cfg, NULL);
+	char *buf = malloc(2 * page + 1);
+	memset(buf, 'x', 2 * page);
+	size_t near = page + page / 2, far = page + page / 5;
+
+	buf[near] = '\0';
+	mk_handle *h = hopen(f, "/topics/w/0/append", O_WRONLY);
+	assert_int_equal(hwrite(f, h, buf), MK_OK);   /* max_write unknown */
+	mk_handle_close(h);
+	f->fs.max_write = 2 * page;
+	h = hopen(f, "/topics/w/0/append", O_WRONLY);
+	assert_int_equal(hwrite(f, h, buf), MK_MESSAGE_TOO_LARGE);
+	assert_int_equal(hwrite(f, h, "ok\n"), MK_OK);   /* nothing was carried */
+	buf[near] = 'x';
+	buf[far] = '\0';
+	assert_int_equal(hwrite(f, h, buf), MK_OK);   /* not within a page */
+	buf[far] = 'x';
+	buf[2 * page] = '\0';
+	/* The next piece: the carried line is over the limit; dropped. */
+	assert_int_equal(hwrite(f, h, buf), MK_MESSAGE_TOO_LARGE);
+	assert_int_equal(hwrite(f, h, "z\n"), MK_MESSAGE_TOO_LARGE);
+	mk_handle_close(h);
+	free(buf);
+	mk_topic *t = mk_cluster_topic(f->c, "w");
+	mk_partition_info in;
+	mk_partition_info_get(mk_topic_partition(t, 0), &in);
+	mk_topic_put(t);
+	assert_int_equal(in.leo, 2);    /* the first near line, and ok */
 }
 
 /* Receipts as text lines, "-" for the offset under acks=0; an O_WRONLY
@@ -241,6 +320,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(carries_lines, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_write_keeps_the_carry, setup, teardown),
+		cmocka_unit_test_setup_teardown(refused_carried_line_is_dropped, setup, teardown),
+		cmocka_unit_test_setup_teardown(full_piece_refuses_a_line_near_the_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(receipts, setup, teardown),
 		cmocka_unit_test_setup_teardown(lingering_batches, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_reports_background_errors, setup, teardown),
