@@ -764,18 +764,51 @@ static bool configured(const mk_config *cfg, int broker)
 	return has_id(cfg->broker_ids, cfg->nbrokers, broker);
 }
 
-/* Partition p of topic: its replicas are st->brokers[0..st->nreplicas),
- * the first nfound with a directory (only those are opened). */
-static void rebuild_partition(rebuild_ctx *x, const char *topic, int p,
-			      int nfound, mk_partition_state *st)
+/*
+ * Where broker goes in partition p's replica list: create-topic's order
+ * (the configured brokers round robin from the p-th, cluster.c), so that
+ * a partition found on the brokers its creation chose gets its list, and
+ * its preferred leader, back; brokers not configured last.
+ */
+static int replica_rank(const mk_config *cfg, int p, int broker)
+{
+	for (int i = 0; i < cfg->nbrokers; i++)
+		if (cfg->broker_ids[i] == broker)
+			return (i - p % cfg->nbrokers + cfg->nbrokers) % cfg->nbrokers;
+	return cfg->nbrokers;
+}
+
+/*
+ * Partition p of topic, whose st->brokers[0..st->nreplicas) hold a
+ * directory: each is opened; the list is filled up to rf from cand (those
+ * have none) and put in create-topic's order; then the leader, epoch and
+ * ISR (metadata.h), ties going to the replica earlier in the list.
+ */
+static void rebuild_partition(rebuild_ctx *x, const char *topic, int p, int rf,
+			      const int *cand, int ncand, mk_partition_state *st)
 {
 	probed pr[MK_MAX_BROKERS];
+	for (int r = 0; r < st->nreplicas; r++)
+		pr[r] = probe_log(x, st->brokers[r], topic, p);
+	for (int i = 0; i < ncand && st->nreplicas < rf; i++)
+		if (!has_id(st->brokers, st->nreplicas, cand[i])) {
+			pr[st->nreplicas] = (probed){ false, -1, -1 };
+			st->brokers[st->nreplicas++] = cand[i];
+			x->filled++;
+		}
+	for (int r = 1; r < st->nreplicas; r++)      /* insertion sort by rank */
+		for (int k = r; k > 0 && replica_rank(x->cfg, p, st->brokers[k]) <
+					  replica_rank(x->cfg, p, st->brokers[k - 1]); k--) {
+			int b = st->brokers[k];
+			probed q = pr[k];
+			st->brokers[k] = st->brokers[k - 1];
+			pr[k] = pr[k - 1];
+			st->brokers[k - 1] = b;
+			pr[k - 1] = q;
+		}
 	int best = -1;
 	st->leader_epoch = 0;
 	for (int r = 0; r < st->nreplicas; r++) {
-		pr[r] = (probed){ false, -1, -1 };
-		if (r < nfound)
-			pr[r] = probe_log(x, st->brokers[r], topic, p);
 		if (pr[r].epoch > st->leader_epoch)
 			st->leader_epoch = pr[r].epoch;
 		if (!pr[r].opened || !configured(x->cfg, st->brokers[r]))
@@ -798,18 +831,6 @@ static void rebuild_partition(rebuild_ctx *x, const char *topic, int p,
 			st->isr[st->nisr++] = st->brokers[r];
 }
 
-/* Fill st's replicas up to rf from the candidates (configured brokers, then
- * the topic's other brokers): their directories are missing. */
-static void fill_replicas(rebuild_ctx *x, const int *cand, int ncand, int rf,
-			  mk_partition_state *st)
-{
-	for (int i = 0; i < ncand && st->nreplicas < rf; i++)
-		if (!has_id(st->brokers, st->nreplicas, cand[i])) {
-			st->brokers[st->nreplicas++] = cand[i];
-			x->filled++;
-		}
-}
-
 /* Topic name from its entries into t (zeroed). */
 static mk_err rebuild_topic(rebuild_ctx *x, const char *name,
 			    mk_metadata_topic *t, mk_strbuf *why)
@@ -830,7 +851,6 @@ static mk_err rebuild_topic(rebuild_ctx *x, const char *name,
 	t->name = mk_xstrdup(name);
 	t->npartitions = np;
 	t->parts = mk_xcalloc((size_t)np, sizeof(*t->parts));
-	/* Brokers in ascending order: the scan sorted them. */
 	for (size_t i = 0; i < dirs->n; i++) {
 		const mk_meta_dir *d = &dirs->v[i];
 		if (!d->topic || strcmp(d->topic, name))
@@ -850,11 +870,8 @@ static mk_err rebuild_topic(rebuild_ctx *x, const char *name,
 		}
 	t->rf = rf;
 	x->leaderless = x->filled = 0;
-	for (int p = 0; p < np; p++) {
-		int nfound = t->parts[p].nreplicas;
-		fill_replicas(x, cand, ncand, rf, &t->parts[p]);
-		rebuild_partition(x, name, p, nfound, &t->parts[p]);
-	}
+	for (int p = 0; p < np; p++)
+		rebuild_partition(x, name, p, rf, cand, ncand, &t->parts[p]);
 	if (mk_topic_name_internal(name)) {
 		t->overrides = mk_xcalloc(1, sizeof(char *));
 		t->overrides[t->noverrides++] = mk_xstrdup("cleanup.policy=compact");

@@ -148,14 +148,17 @@ void mk_meta_dirs_free(mk_meta_dirs *d);
  *   - partitions: the highest P + 1; a P in between with no directory on
  *     any broker refuses the rebuild (MK_INVALID_CONFIG, the topic and P
  *     in why; md unchanged): a partial restore is not papered over;
- *   - replicas: the brokers holding a directory, ascending; the
- *     replication factor the most any partition has, a partition with
- *     fewer filled with configured brokers (ascending) lacking one, whose
- *     replica the open then reports missing;
+ *   - replicas: the brokers holding a directory; the replication factor
+ *     the most any partition has, a partition with fewer filled with
+ *     configured brokers lacking one (their replicas the open reports
+ *     missing); listed in create-topic's order (the configured brokers
+ *     round robin from partition p's p-th), so a partition found where
+ *     its creation put it gets its list back;
  *   - each log is opened (recovered as a mount would) for its newest
  *     leader epoch, log end, producer ids and timestamps; the leader is
  *     the configured replica with the newest epoch, then the longest log,
- *     then the lowest broker id (none if no log opens); the epoch the
+ *     then the earliest in the list (the preferred one; none if no log
+ *     opens): the replica that holds most loses nothing; the epoch the
  *     newest any replica holds; the ISR the replicas level with the
  *     leader (same newest epoch and log end), so nothing a replica holds
  *     past another is trusted to it;

@@ -278,7 +278,7 @@ static void assert_ids(const int *ids, int n, const char *want)
 }
 
 /* Leaders by newest epoch then longest log, the ISR level with the leader,
- * replicas in broker order (the missing one filled in), internal topics
+ * replicas in create-topic's order (the missing one filled in), internal topics
  * compacted, next_producer_id above every pid, the clock at the newest
  * timestamp; the file the open writes loads. */
 static void test_rebuild_decisions(void **state)
@@ -324,10 +324,11 @@ static void test_rebuild_decisions(void **state)
 	assert_int_equal(p0->leader, 3);       /* epoch 1 and the longest */
 	assert_int_equal(p0->leader_epoch, 1);
 	assert_ids(p0->isr, p0->nisr, "3");
-	assert_ids(p1->brokers, p1->nreplicas, "1,3,2");   /* 2 filled in */
-	assert_int_equal(p1->leader, 1);       /* a tie: the lowest id */
+	/* 2 filled in; create-topic's order for partition 1 */
+	assert_ids(p1->brokers, p1->nreplicas, "2,3,1");
+	assert_int_equal(p1->leader, 3);       /* a tie: the earlier in the list */
 	assert_int_equal(p1->leader_epoch, 2);
-	assert_ids(p1->isr, p1->nisr, "1,3");
+	assert_ids(p1->isr, p1->nisr, "3,1");
 	const mk_metadata_topic *o = topic_of(&md, "__consumer_offsets");
 	assert_int_equal(o->npartitions, 1);
 	assert_int_equal(o->rf, 1);
