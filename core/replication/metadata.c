@@ -831,23 +831,16 @@ static void rebuild_partition(rebuild_ctx *x, const char *topic, int p, int rf,
 			st->isr[st->nisr++] = st->brokers[r];
 }
 
-/* Topic name from its entries into t (zeroed). */
-static mk_err rebuild_topic(rebuild_ctx *x, const char *name,
-			    mk_metadata_topic *t, mk_strbuf *why)
+/* The layout of topic name from its entries into t (zeroed): partitions
+ * and the brokers holding each; a partition on none refuses. Opens no log. */
+static mk_err layout_topic(const mk_meta_dirs *dirs, const char *name,
+			   mk_metadata_topic *t, mk_strbuf *why)
 {
-	const mk_meta_dirs *dirs = x->dirs;
-	int np = 0, rf = 0, cand[2 * MK_MAX_BROKERS], ncand = 0;
-	for (int i = 0; i < x->cfg->nbrokers; i++)
-		cand[ncand++] = x->cfg->broker_ids[i];
-	for (size_t i = 0; i < dirs->n; i++) {
-		const mk_meta_dir *d = &dirs->v[i];
-		if (!d->topic || strcmp(d->topic, name))
-			continue;
-		if (d->partition >= np)
-			np = d->partition + 1;
-		if (!has_id(cand, ncand, d->broker) && ncand < 2 * MK_MAX_BROKERS)
-			cand[ncand++] = d->broker;
-	}
+	int np = 0;
+	for (size_t i = 0; i < dirs->n; i++)
+		if (dirs->v[i].topic && !strcmp(dirs->v[i].topic, name) &&
+		    dirs->v[i].partition >= np)
+			np = dirs->v[i].partition + 1;
 	t->name = mk_xstrdup(name);
 	t->npartitions = np;
 	t->parts = mk_xcalloc((size_t)np, sizeof(*t->parts));
@@ -858,8 +851,8 @@ static mk_err rebuild_topic(rebuild_ctx *x, const char *name,
 		mk_partition_state *st = &t->parts[d->partition];
 		if (st->nreplicas < MK_MAX_BROKERS)
 			st->brokers[st->nreplicas++] = d->broker;
-		if (st->nreplicas > rf)
-			rf = st->nreplicas;
+		if (st->nreplicas > t->rf)
+			t->rf = st->nreplicas;
 	}
 	for (int p = 0; p < np; p++)
 		if (t->parts[p].nreplicas == 0) {
@@ -868,15 +861,28 @@ static mk_err rebuild_topic(rebuild_ctx *x, const char *name,
 					       name, name, np - 1, name, p, name, p);
 			return MK_INVALID_CONFIG;
 		}
-	t->rf = rf;
+	return MK_OK;
+}
+
+/* Leaders, epochs and ISRs of a laid-out topic, from its logs. */
+static void probe_topic(rebuild_ctx *x, mk_metadata_topic *t)
+{
+	int cand[2 * MK_MAX_BROKERS], ncand = 0;
+	for (int i = 0; i < x->cfg->nbrokers; i++)
+		cand[ncand++] = x->cfg->broker_ids[i];
+	for (size_t i = 0; i < x->dirs->n; i++) {
+		const mk_meta_dir *d = &x->dirs->v[i];
+		if (d->topic && !strcmp(d->topic, t->name) &&
+		    !has_id(cand, ncand, d->broker) && ncand < 2 * MK_MAX_BROKERS)
+			cand[ncand++] = d->broker;
+	}
 	x->leaderless = x->filled = 0;
-	for (int p = 0; p < np; p++)
-		rebuild_partition(x, name, p, rf, cand, ncand, &t->parts[p]);
-	if (mk_topic_name_internal(name)) {
+	for (int p = 0; p < t->npartitions; p++)
+		rebuild_partition(x, t->name, p, t->rf, cand, ncand, &t->parts[p]);
+	if (mk_topic_name_internal(t->name)) {
 		t->overrides = mk_xcalloc(1, sizeof(char *));
 		t->overrides[t->noverrides++] = mk_xstrdup("cleanup.policy=compact");
 	}
-	return MK_OK;
 }
 
 /* The /errors line of one rebuilt topic. */
@@ -914,9 +920,13 @@ mk_err mk_metadata_rebuild(const char *data_dir, const mk_config *cfg,
 		add = mk_xreallocarray(add, nadd + 1, sizeof(*add));
 		mk_metadata_topic *t = &add[nadd++];
 		memset(t, 0, sizeof(*t));
-		err = rebuild_topic(&x, name, t, why);
-		if (!err && log)
-			report_topic(log, &x, t);
+		err = layout_topic(dirs, name, t, why);
+	}
+	/* Every layout first: a refused rebuild opened (changed) nothing. */
+	for (size_t i = 0; i < nadd && !err; i++) {
+		probe_topic(&x, &add[i]);
+		if (log)
+			report_topic(log, &x, &add[i]);
 	}
 	if (err) {
 		for (size_t i = 0; i < nadd; i++)

@@ -359,12 +359,14 @@ static void test_rebuild_decisions(void **state)
 	tl_rmtree(root);
 }
 
-/* A partition with no directory anywhere refuses the rebuild. */
+/* A partition with no directory anywhere refuses the rebuild before any
+ * log is opened. */
 static void test_rebuild_gap(void **state)
 {
 	(void)state;
 	char root[64];
 	tl_tmpdir(root, sizeof(root), "rebuild-gap");
+	write_log(root, 1, "a-0", NULL, 0, -1);    /* empty: an open would fill it */
 	write_log(root, 1, "g-0", (int32_t[]){ 0 }, 1, -1);
 	write_log(root, 1, "g-2", (int32_t[]){ 0 }, 1, -1);
 	mk_meta_dirs dirs;
@@ -378,6 +380,9 @@ static void test_rebuild_gap(void **state)
 			 MK_INVALID_CONFIG);
 	assert_non_null(strstr(why.buf, "none for g-1"));
 	assert_int_equal(md.ntopics, 0);
+	char a0[128];
+	snprintf(a0, sizeof(a0), "%s/broker-1/a-0", root);
+	assert_int_equal(rmdir(a0), 0);            /* no log of a was opened */
 	mk_metadata_free(&md);
 	mk_meta_dirs_free(&dirs);
 	mk_strbuf_release(&why);
