@@ -1,7 +1,8 @@
 /*
  * main.c — the minikafkafs daemon.
  *
- *     minikafkafs [-f] [-d] [-s] [-o config=FILE] [-o OPTION...] DATA_DIR MOUNTPOINT
+ *     minikafkafs [-f] [-d] [-s] [-o config=FILE] [-o rebuild_metadata]
+ *                 [-o OPTION...] DATA_DIR MOUNTPOINT
  *     mount -t fuse.minikafkafs [-o OPTION...] DATA_DIR MOUNTPOINT
  *
  * The second form is mount(8)'s: mount.fuse3 runs `minikafkafs DATA_DIR
@@ -15,8 +16,12 @@
  * else built-in defaults. Start-up refuses (one line on stderr, exit 1)
  * only what cannot be served: an unreadable or invalid configuration (or
  * one that is not a regular file), a DATA_DIR that is not a directory or
- * that another daemon holds, damaged metadata (cluster.h, metadata.h). A
- * failed final save at unmount exits 1. The root object
+ * that another daemon holds, damaged metadata (cluster.h, metadata.h), a
+ * partition directory holding data that no topic in the metadata owns (a
+ * missing metadata file beside broker directories with data among them;
+ * -o rebuild_metadata rebuilds the topics metadata lacks from their
+ * directories instead, mk_cluster_open_with). A failed final save at
+ * unmount exits 1. The root object
  * (mkfs) is the only state. SIGTERM and SIGINT end the request loop like
  * an unmount does; then files left open are released, the cluster is
  * closed gracefully (producers flushed, logs fsynced, metadata saved) and
@@ -47,12 +52,14 @@
 struct options {
 	char *config;
 	char *data_dir;
+	int rebuild_metadata;
 	int show_help;
 };
 
 #define OPT(t, p) { t, offsetof(struct options, p), 1 }
 static const struct fuse_opt option_spec[] = {
 	OPT("config=%s", config),
+	OPT("rebuild_metadata", rebuild_metadata),
 	OPT("-h", show_help),
 	OPT("--help", show_help),
 	/* /etc/fstab's own options: nothing to do with the mount itself. */
@@ -85,7 +92,9 @@ static int take_data_dir(void *data, const char *arg, int key,
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-f] [-d] [-s] [-o config=FILE] [-o OPTION...] DATA_DIR MOUNTPOINT\n"
+		"usage: %s [-f] [-d] [-s] [-o config=FILE] [-o rebuild_metadata] [-o OPTION...] DATA_DIR MOUNTPOINT\n"
+		"  -o rebuild_metadata  rebuild the topics DATA_DIR/metadata lacks (all, when it is missing)\n"
+		"                       from the partition directories, removing nothing\n"
 		"unmount with: fusermount3 -u MOUNTPOINT\n", prog);
 }
 
@@ -264,7 +273,8 @@ int main(int argc, char *argv[])
 
 	mk_cluster *cluster;
 	mk_strbuf why = MK_STRBUF_INIT;
-	if (mk_cluster_open(data_dir, &cfg, &cluster, &why)) {
+	mk_open_options oo = { .rebuild_metadata = opts.rebuild_metadata != 0 };
+	if (mk_cluster_open_with(data_dir, &cfg, &oo, &cluster, &why)) {
 		fprintf(stderr, "minikafkafs: %s\n", why.len ? why.buf : "cannot open the cluster");
 		mk_strbuf_release(&why);
 		goto out;

@@ -1159,70 +1159,128 @@ static void *saver_main(void *arg)
 
 /* ---- open and close --------------------------------------------------- */
 
-/* Is DIR (broker-B/NAME-P) a replica the loaded metadata knows? */
-static bool known_replica(const mk_metadata *md, int broker, const char *part)
+/*
+ * Is d a replica of a topic in the loaded metadata (one being deleted
+ * too: finish_deletion removes its files)?
+ */
+static bool known_replica(const mk_metadata *md, const mk_meta_dir *d)
 {
-	const char *dash = strrchr(part, '-');
-	int64_t p;
-	if (!dash || !mk_parse_range(dash + 1, 0, 1023, &p))
+	const mk_metadata_topic *t = d->topic ? mk_metadata_find(md, d->topic) : NULL;
+	if (!t || d->partition >= t->npartitions)
 		return false;
-	for (size_t i = 0; i < md->ntopics; i++) {
-		const mk_metadata_topic *t = &md->topics[i];
-		if (t->deleting || strlen(t->name) != (size_t)(dash - part) ||
-		    strncmp(t->name, part, (size_t)(dash - part)) || p >= t->npartitions)
-			continue;
-		for (int r = 0; r < t->parts[p].nreplicas; r++)
-			if (t->parts[p].brokers[r] == broker)
-				return true;
-	}
+	for (int r = 0; r < t->parts[d->partition].nreplicas; r++)
+		if (t->parts[d->partition].brokers[r] == d->broker)
+			return true;
 	return false;
 }
 
-/*
- * Partition directories the metadata does not know are left by a creation
- * that crashed before its save (or a deletion of old): not a topic's data.
- * They go at mount, each with an /errors line. Every broker directory is
- * marked for spread partition directories on the way.
- */
-static void sweep_strays(mk_cluster *c, const mk_metadata *md)
+/* "broker-1" or "broker-1..broker-3": the brokers of what holds data no
+ * topic owns; the count of those entries; the first one. */
+static size_t unowned_data(const mk_metadata *md, const mk_meta_dirs *dirs,
+			   mk_strbuf *brokers, const mk_meta_dir **first)
 {
-	DIR *d = opendir(c->data_dir);
-	if (!d)
-		return;
-	mk_strbuf path = MK_STRBUF_INIT;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		int64_t b;
-		if (strncmp(e->d_name, "broker-", 7) ||
-		    !mk_parse_range(e->d_name + 7, 0, INT32_MAX, &b))
+	size_t n = 0;
+	int lo = 0, hi = 0;
+	*first = NULL;
+	for (size_t i = 0; i < dirs->n; i++) {
+		const mk_meta_dir *d = &dirs->v[i];
+		if (!d->data || known_replica(md, d))
 			continue;
+		if (!n++) {
+			*first = d;
+			lo = d->broker;
+		}
+		hi = d->broker;      /* the scan is in broker order */
+	}
+	if (n)
+		mk_strbuf_addf(brokers, lo == hi ? "broker-%d" : "broker-%d..broker-%d",
+			       lo, hi);
+	return n;
+}
+
+/*
+ * No data is removed because metadata does not know it. Before anything
+ * changes: with rebuild, the topics metadata lacks come back from their
+ * directories (mk_metadata_rebuild); what still holds data no topic owns
+ * then refuses the start (one line in why, nothing changed).
+ */
+static mk_err check_dirs(mk_cluster *c, mk_metadata *md,
+			 const mk_meta_dirs *dirs, bool rebuild, mk_strbuf *why)
+{
+	mk_err err = MK_OK;
+	if (rebuild && (err = mk_metadata_rebuild(c->data_dir, &c->cfg, dirs, md,
+						  &c->errlog, why))) {
+		if (why)
+			mk_strbuf_addf(why, "; refusing to start (nothing was changed)");
+		return err;
+	}
+	mk_strbuf brokers = MK_STRBUF_INIT;
+	const mk_meta_dir *d;
+	size_t n = unowned_data(md, dirs, &brokers, &d);
+	if (n && why && !md->present && !rebuild)
+		mk_strbuf_addf(why, "%s/metadata is missing, but %zu partition director%s under %s hold%s data; refusing to start (nothing was changed): restore the file, or mount with -o rebuild_metadata to rebuild it from the directories",
+			       c->data_dir, n, n == 1 ? "y" : "ies", brokers.buf,
+			       n == 1 ? "s" : "");
+	else if (n && why && !rebuild && d->topic && !mk_metadata_find(md, d->topic))
+		mk_strbuf_addf(why, "%s: %zu partition director%s under %s hold%s data that no topic in %s/metadata owns (the first: broker-%d/%s); refusing to start (nothing was changed): mount with -o rebuild_metadata to add their topics from the directories, or move them aside",
+			       c->data_dir, n, n == 1 ? "y" : "ies", brokers.buf,
+			       n == 1 ? "s" : "", c->data_dir, d->broker, d->entry);
+	else if (n && why)
+		mk_strbuf_addf(why, "%s/broker-%d/%s holds data that no topic in %s/metadata owns (%s); refusing to start (nothing was changed): move it aside",
+			       c->data_dir, d->broker, d->entry, c->data_dir,
+			       d->topic ? "its topic has no such replica" : "not a TOPIC-PARTITION directory");
+	mk_strbuf_release(&brokers);
+	return n ? MK_INVALID_CONFIG : MK_OK;
+}
+
+/*
+ * What no topic owns and holds no batch is what an interrupted creation
+ * leaves (check_dirs refused the start for anything else): it goes at
+ * mount, each with an /errors line. Every broker directory is marked for
+ * spread partition directories on the way.
+ */
+static void sweep_strays(mk_cluster *c, const mk_metadata *md,
+			 const mk_meta_dirs *dirs)
+{
+	mk_strbuf path = MK_STRBUF_INIT;
+	for (size_t b = 0; b < dirs->nbrokers; b++) {
 		mk_strbuf_reset(&path);
-		mk_strbuf_addf(&path, "%s/%s", c->data_dir, e->d_name);
+		mk_strbuf_addf(&path, "%s/broker-%d", c->data_dir, dirs->brokers[b]);
 		/* A broker directory made before they were marked gets the
 		 * mark (replica.c, broker_dir): a no-op once set. */
 		mk_dir_spread_subdirs(path.buf);
-		DIR *bd = opendir(path.buf);
-		if (!bd)
-			continue;
 		bool removed = false;
-		struct dirent *pe;
-		while ((pe = readdir(bd))) {
-			if (pe->d_name[0] == '.' || known_replica(md, (int)b, pe->d_name))
+		for (size_t i = 0; i < dirs->n; i++) {
+			const mk_meta_dir *d = &dirs->v[i];
+			if (d->broker != dirs->brokers[b] || d->data ||
+			    known_replica(md, d))
 				continue;
 			mk_strbuf one = MK_STRBUF_INIT;
-			mk_strbuf_addf(&one, "%s/%s", path.buf, pe->d_name);
+			mk_strbuf_addf(&one, "%s/%s", path.buf, d->entry);
 			mk_remove_tree(one.buf);
 			mk_errlog_add(&c->errlog, mk_wall_ms(), NULL, MK_OK,
-				      "removed %s: no topic in metadata owns it", one.buf);
+				      "removed %s: no topic in metadata owns it and it holds no batch (what a creation interrupted before its save leaves)",
+				      one.buf);
 			mk_strbuf_release(&one);
 			removed = true;
 		}
-		closedir(bd);
 		if (removed)
 			mk_fsync_dir(path.buf);
 	}
-	closedir(d);
 	mk_strbuf_release(&path);
+}
+
+/* The directories against the metadata: check, rebuild, sweep. */
+static mk_err open_dirs(mk_cluster *c, mk_metadata *md, bool rebuild,
+			mk_strbuf *why)
+{
+	mk_meta_dirs dirs;
+	mk_metadata_scan_dirs(c->data_dir, &dirs);
+	mk_err err = check_dirs(c, md, &dirs, rebuild, why);
+	if (!err)
+		sweep_strays(c, md, &dirs);
+	mk_meta_dirs_free(&dirs);
+	return err;
 }
 
 /* A deletion decided before a crash: its files go now. */
@@ -1236,6 +1294,13 @@ static void finish_deletion(mk_cluster *c, const mk_metadata_topic *mt)
 
 mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 		       mk_cluster **out, mk_strbuf *why)
+{
+	return mk_cluster_open_with(data_dir, cfg, NULL, out, why);
+}
+
+mk_err mk_cluster_open_with(const char *data_dir, const mk_config *cfg,
+			    const mk_open_options *opts, mk_cluster **out,
+			    mk_strbuf *why)
 {
 	*out = NULL;
 	if (mk_mkdirs(data_dir)) {
@@ -1291,7 +1356,11 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 			if (md.broker_ids[j] == cfg->broker_ids[i])
 				c->brokers[i].online = md.broker_online[j];
 	}
-	sweep_strays(c, &md);
+	if ((err = open_dirs(c, &md, opts && opts->rebuild_metadata, why))) {
+		mk_metadata_free(&md);
+		mk_cluster_close(c);
+		return err;
+	}
 	pthread_rwlock_wrlock(&c->lock);
 	c->next_producer_id = md.next_producer_id;
 	for (size_t i = 0; i < md.nproducers; i++)

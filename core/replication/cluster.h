@@ -156,9 +156,30 @@ typedef struct mk_cluster {
 	struct mk_fdcache *fdcache;
 } mk_cluster;
 
-/* Open (or create) the cluster in data_dir with the given configuration. */
+/*
+ * Open (or create) the cluster in data_dir with the given configuration.
+ * No data is removed because metadata does not know it: a partition
+ * directory that holds a batch (metadata.h) and that no topic in the
+ * metadata owns refuses the open (MK_INVALID_CONFIG, one line in why,
+ * nothing changed) — a missing metadata file beside such directories
+ * among them; what holds no batch (an interrupted creation) is removed
+ * with an /errors line.
+ */
 mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
 		       mk_cluster **out, mk_strbuf *why);
+
+typedef struct {
+	/* The topics metadata lacks are rebuilt from their directories
+	 * (mk_metadata_rebuild, metadata.h), each with an /errors line, and
+	 * saved before the open returns; with a metadata file present only
+	 * topics holding data are (-o rebuild_metadata). */
+	bool rebuild_metadata;
+} mk_open_options;
+
+/* The same with options (NULL: none). */
+mk_err mk_cluster_open_with(const char *data_dir, const mk_config *cfg,
+			    const mk_open_options *opts, mk_cluster **out,
+			    mk_strbuf *why);
 /*
  * Start the background fetchers (replication mode auto). Separate from
  * open so that a daemon can open, report start-up errors, daemonize, and

@@ -1,13 +1,16 @@
 #include "metadata.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "failpoint.h"
 #include "fileio.h"
+#include "log.h"
 #include "parse.h"
 #include "xalloc.h"
 #include "topic_name.h"
@@ -209,12 +212,24 @@ static bool parse_ids(const char *s, int *ids, int *n)
 	}
 }
 
+static mk_metadata_topic *find_in(mk_metadata_topic *topics, size_t n,
+				  const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(topics[i].name, name))
+			return &topics[i];
+	return NULL;
+}
+
 static mk_metadata_topic *find_topic(mk_metadata *md, const char *name)
 {
-	for (size_t i = 0; i < md->ntopics; i++)
-		if (!strcmp(md->topics[i].name, name))
-			return &md->topics[i];
-	return NULL;
+	return find_in(md->topics, md->ntopics, name);
+}
+
+const mk_metadata_topic *mk_metadata_find(const mk_metadata *md,
+					  const char *name)
+{
+	return find_in(md->topics, md->ntopics, name);
 }
 
 static bool has_id(const int *ids, int n, int id)
@@ -544,19 +559,393 @@ out:
 	return err;
 }
 
+static bool topic_has_data(const mk_meta_dirs *dirs, const char *name)
+{
+	for (size_t i = 0; i < dirs->n; i++)
+		if (dirs->v[i].data && dirs->v[i].topic &&
+		    !strcmp(dirs->v[i].topic, name))
+			return true;
+	return false;
+}
+
+static void free_topic(mk_metadata_topic *t)
+{
+	free(t->name);
+	for (size_t j = 0; j < t->noverrides; j++)
+		free(t->overrides[j]);
+	free(t->overrides);
+	free(t->parts);
+}
+
 void mk_metadata_free(mk_metadata *md)
 {
-	for (size_t i = 0; i < md->ntopics; i++) {
-		mk_metadata_topic *t = &md->topics[i];
-		free(t->name);
-		for (size_t j = 0; j < t->noverrides; j++)
-			free(t->overrides[j]);
-		free(t->overrides);
-		free(t->parts);
-	}
+	for (size_t i = 0; i < md->ntopics; i++)
+		free_topic(&md->topics[i]);
 	free(md->topics);
 	for (size_t i = 0; i < md->nproducers; i++)
 		free(md->producers[i].name);
 	free(md->producers);
 	memset(md, 0, sizeof(*md));
+}
+
+/* ---- the directories ---------------------------------------------------- */
+
+/* Does the partition directory at path hold a batch (metadata.h)? */
+static bool holds_data(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	bool data = false;
+	mk_strbuf f = MK_STRBUF_INIT;
+	struct dirent *e;
+	while (!data && (e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		struct stat st;
+		if (len <= 4 || strcmp(e->d_name + len - 4, ".log"))
+			continue;
+		mk_strbuf_reset(&f);
+		mk_strbuf_addf(&f, "%s/%s", path, e->d_name);
+		data = stat(f.buf, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+	}
+	closedir(d);
+	mk_strbuf_release(&f);
+	return data || mk_log_peek_latest_epoch(path) >= 0;
+}
+
+/* T and P of a "T-P" entry, P written as log directories write it. */
+static void parse_entry(mk_meta_dir *d)
+{
+	const char *dash = strrchr(d->entry, '-');
+	int64_t p;
+	char canon[8];
+	if (!dash || !mk_parse_range(dash + 1, 0, 1023, &p))
+		return;
+	snprintf(canon, sizeof(canon), "%d", (int)p);
+	char *name = mk_xstrndup(d->entry, (size_t)(dash - d->entry));
+	if (strcmp(canon, dash + 1) || !mk_topic_name_valid(name)) {
+		free(name);
+		return;
+	}
+	d->topic = name;
+	d->partition = (int)p;
+}
+
+/* One broker directory's entries into out. */
+static void scan_broker(const char *data_dir, int broker, mk_meta_dirs *out)
+{
+	mk_strbuf path = MK_STRBUF_INIT;
+	mk_strbuf_addf(&path, "%s/broker-%d", data_dir, broker);
+	DIR *d = opendir(path.buf);
+	size_t dlen = path.len;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		out->v = mk_xreallocarray(out->v, out->n + 1, sizeof(*out->v));
+		mk_meta_dir *m = &out->v[out->n++];
+		memset(m, 0, sizeof(*m));
+		m->broker = broker;
+		m->entry = mk_xstrdup(e->d_name);
+		mk_strbuf_setlen(&path, dlen);
+		mk_strbuf_addf(&path, "/%s", e->d_name);
+		struct stat st;
+		if (lstat(path.buf, &st) == 0 && S_ISDIR(st.st_mode))
+			parse_entry(m);     /* a file is no partition's */
+		m->data = holds_data(path.buf);
+	}
+	if (d)
+		closedir(d);
+	mk_strbuf_release(&path);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+static int cmp_dir(const void *a, const void *b)
+{
+	const mk_meta_dir *x = a, *y = b;
+	if (x->broker != y->broker)
+		return (x->broker > y->broker) - (x->broker < y->broker);
+	return strcmp(x->entry, y->entry);
+}
+
+void mk_metadata_scan_dirs(const char *data_dir, mk_meta_dirs *out)
+{
+	memset(out, 0, sizeof(*out));
+	DIR *d = opendir(data_dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		int64_t b;
+		char canon[16];
+		if (strncmp(e->d_name, "broker-", 7) ||
+		    !mk_parse_range(e->d_name + 7, 0, INT32_MAX, &b))
+			continue;
+		snprintf(canon, sizeof(canon), "%d", (int)b);
+		if (strcmp(canon, e->d_name + 7))
+			continue;      /* broker-01 is no broker's */
+		out->brokers = mk_xreallocarray(out->brokers, out->nbrokers + 1,
+						sizeof(int));
+		out->brokers[out->nbrokers++] = (int)b;
+	}
+	if (d)
+		closedir(d);
+	if (out->nbrokers)
+		qsort(out->brokers, out->nbrokers, sizeof(int), cmp_int);
+	for (size_t i = 0; i < out->nbrokers; i++)
+		scan_broker(data_dir, out->brokers[i], out);
+	if (out->n)
+		qsort(out->v, out->n, sizeof(*out->v), cmp_dir);
+}
+
+void mk_meta_dirs_free(mk_meta_dirs *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		free(d->v[i].entry);
+		free(d->v[i].topic);
+	}
+	free(d->v);
+	free(d->brokers);
+	memset(d, 0, sizeof(*d));
+}
+
+/* ---- the rebuild ---------------------------------------------------------- */
+
+/* What the rebuild learns across topics. */
+typedef struct {
+	const char *data_dir;
+	const mk_config *cfg;
+	const mk_meta_dirs *dirs;
+	int64_t max_pid, max_ts;
+	int leaderless, filled;   /* of the topic being rebuilt */
+} rebuild_ctx;
+
+/* One replica's log, opened (and recovered) as a mount opens it. */
+typedef struct {
+	bool opened;
+	int32_t epoch;
+	int64_t end;
+} probed;
+
+static probed probe_log(rebuild_ctx *x, int broker, const char *topic, int p)
+{
+	probed r = { false, -1, -1 };
+	mk_strbuf dir = MK_STRBUF_INIT;
+	mk_strbuf_addf(&dir, "%s/broker-%d/%s-%d", x->data_dir, broker, topic, p);
+	mk_log *log;
+	if (mk_log_open(dir.buf, NULL, &log, NULL) == MK_OK) {
+		r.opened = true;
+		r.epoch = mk_log_latest_epoch(log);
+		r.end = mk_log_end_offset(log);
+		int64_t from = mk_log_start_offset(log);
+		mk_batch_info *bi;
+		size_t n;
+		while (from < r.end && !mk_log_batches(log, from, 1024, &bi, &n) && n) {
+			for (size_t i = 0; i < n; i++) {
+				if (bi[i].producer_id > x->max_pid)
+					x->max_pid = bi[i].producer_id;
+				if (bi[i].max_timestamp > x->max_ts)
+					x->max_ts = bi[i].max_timestamp;
+			}
+			from = bi[n - 1].last_offset + 1;
+			free(bi);
+		}
+		mk_log_close(log);
+	}
+	mk_strbuf_release(&dir);
+	return r;
+}
+
+static bool configured(const mk_config *cfg, int broker)
+{
+	return has_id(cfg->broker_ids, cfg->nbrokers, broker);
+}
+
+/*
+ * Where broker goes in partition p's replica list: create-topic's order
+ * (the configured brokers round robin from the p-th, cluster.c), so that
+ * a partition found on the brokers its creation chose gets its list, and
+ * its preferred leader, back; brokers not configured last.
+ */
+static int replica_rank(const mk_config *cfg, int p, int broker)
+{
+	for (int i = 0; i < cfg->nbrokers; i++)
+		if (cfg->broker_ids[i] == broker)
+			return (i - p % cfg->nbrokers + cfg->nbrokers) % cfg->nbrokers;
+	return cfg->nbrokers;
+}
+
+/*
+ * Partition p of topic, whose st->brokers[0..st->nreplicas) hold a
+ * directory: each is opened; the list is filled up to rf from cand (those
+ * have none) and put in create-topic's order; then the leader, epoch and
+ * ISR (metadata.h), ties going to the replica earlier in the list.
+ */
+static void rebuild_partition(rebuild_ctx *x, const char *topic, int p, int rf,
+			      const int *cand, int ncand, mk_partition_state *st)
+{
+	probed pr[MK_MAX_BROKERS];
+	for (int r = 0; r < st->nreplicas; r++)
+		pr[r] = probe_log(x, st->brokers[r], topic, p);
+	for (int i = 0; i < ncand && st->nreplicas < rf; i++)
+		if (!has_id(st->brokers, st->nreplicas, cand[i])) {
+			pr[st->nreplicas] = (probed){ false, -1, -1 };
+			st->brokers[st->nreplicas++] = cand[i];
+			x->filled++;
+		}
+	for (int r = 1; r < st->nreplicas; r++)      /* insertion sort by rank */
+		for (int k = r; k > 0 && replica_rank(x->cfg, p, st->brokers[k]) <
+					  replica_rank(x->cfg, p, st->brokers[k - 1]); k--) {
+			int b = st->brokers[k];
+			probed q = pr[k];
+			st->brokers[k] = st->brokers[k - 1];
+			pr[k] = pr[k - 1];
+			st->brokers[k - 1] = b;
+			pr[k - 1] = q;
+		}
+	int best = -1;
+	st->leader_epoch = 0;
+	for (int r = 0; r < st->nreplicas; r++) {
+		if (pr[r].epoch > st->leader_epoch)
+			st->leader_epoch = pr[r].epoch;
+		if (!pr[r].opened || !configured(x->cfg, st->brokers[r]))
+			continue;
+		if (best < 0 || pr[r].epoch > pr[best].epoch ||
+		    (pr[r].epoch == pr[best].epoch && pr[r].end > pr[best].end))
+			best = r;
+	}
+	st->nisr = 0;
+	if (best < 0) {
+		st->leader = -1;
+		st->isr[st->nisr++] = st->brokers[0];
+		x->leaderless++;
+		return;
+	}
+	st->leader = st->brokers[best];
+	for (int r = 0; r < st->nreplicas; r++)
+		if (pr[r].opened && pr[r].epoch == pr[best].epoch &&
+		    pr[r].end == pr[best].end)
+			st->isr[st->nisr++] = st->brokers[r];
+}
+
+/* The layout of topic name from its entries into t (zeroed): partitions
+ * and the brokers holding each; a partition on none refuses. Opens no log. */
+static mk_err layout_topic(const mk_meta_dirs *dirs, const char *name,
+			   mk_metadata_topic *t, mk_strbuf *why)
+{
+	int np = 0;
+	for (size_t i = 0; i < dirs->n; i++)
+		if (dirs->v[i].topic && !strcmp(dirs->v[i].topic, name) &&
+		    dirs->v[i].partition >= np)
+			np = dirs->v[i].partition + 1;
+	t->name = mk_xstrdup(name);
+	t->npartitions = np;
+	t->parts = mk_xcalloc((size_t)np, sizeof(*t->parts));
+	for (size_t i = 0; i < dirs->n; i++) {
+		const mk_meta_dir *d = &dirs->v[i];
+		if (!d->topic || strcmp(d->topic, name))
+			continue;
+		mk_partition_state *st = &t->parts[d->partition];
+		if (st->nreplicas < MK_MAX_BROKERS)
+			st->brokers[st->nreplicas++] = d->broker;
+		if (st->nreplicas > t->rf)
+			t->rf = st->nreplicas;
+	}
+	for (int p = 0; p < np; p++)
+		if (t->parts[p].nreplicas == 0) {
+			if (why)
+				mk_strbuf_addf(why, "cannot rebuild topic %s: it has partition directories up to %s-%d but none for %s-%d on any broker (restore it, or make an empty broker-B/%s-%d to start that partition empty)",
+					       name, name, np - 1, name, p, name, p);
+			return MK_INVALID_CONFIG;
+		}
+	return MK_OK;
+}
+
+/* Leaders, epochs and ISRs of a laid-out topic, from its logs. */
+static void probe_topic(rebuild_ctx *x, mk_metadata_topic *t)
+{
+	int cand[2 * MK_MAX_BROKERS], ncand = 0;
+	for (int i = 0; i < x->cfg->nbrokers; i++)
+		cand[ncand++] = x->cfg->broker_ids[i];
+	for (size_t i = 0; i < x->dirs->n; i++) {
+		const mk_meta_dir *d = &x->dirs->v[i];
+		if (d->topic && !strcmp(d->topic, t->name) &&
+		    !has_id(cand, ncand, d->broker) && ncand < 2 * MK_MAX_BROKERS)
+			cand[ncand++] = d->broker;
+	}
+	x->leaderless = x->filled = 0;
+	for (int p = 0; p < t->npartitions; p++)
+		rebuild_partition(x, t->name, p, t->rf, cand, ncand, &t->parts[p]);
+	if (mk_topic_name_internal(t->name)) {
+		t->overrides = mk_xcalloc(1, sizeof(char *));
+		t->overrides[t->noverrides++] = mk_xstrdup("cleanup.policy=compact");
+	}
+}
+
+/* The /errors line of one rebuilt topic. */
+static void report_topic(mk_errlog *log, const rebuild_ctx *x,
+			 const mk_metadata_topic *t)
+{
+	mk_strbuf extra = MK_STRBUF_INIT;
+	if (x->leaderless)
+		mk_strbuf_addf(&extra, "; %d partitions without a leader (no log opened)",
+			       x->leaderless);
+	if (x->filled)
+		mk_strbuf_addf(&extra, "; %d replicas have no directory (offline until restored)",
+			       x->filled);
+	mk_errlog_add(log, mk_wall_ms(), NULL, MK_OK,
+		      "topic %s rebuilt from its directories: %d partitions, replication factor %d, replicas the brokers holding a directory, leader the replica with the newest epoch then the longest log, ISR the replicas level with it%s; configuration not recoverable: %s",
+		      t->name, t->npartitions, t->rf, extra.len ? extra.buf : "",
+		      t->noverrides ? "the defaults with cleanup.policy=compact (an internal topic)"
+				    : "the defaults");
+	mk_strbuf_release(&extra);
+}
+
+mk_err mk_metadata_rebuild(const char *data_dir, const mk_config *cfg,
+			   const mk_meta_dirs *dirs, mk_metadata *md,
+			   mk_errlog *log, mk_strbuf *why)
+{
+	rebuild_ctx x = { data_dir, cfg, dirs, -1, INT64_MIN, 0, 0 };
+	mk_metadata_topic *add = NULL;
+	size_t nadd = 0;
+	mk_err err = MK_OK;
+	for (size_t i = 0; i < dirs->n && !err; i++) {
+		const char *name = dirs->v[i].topic;
+		if (!name || find_topic(md, name) || find_in(add, nadd, name) ||
+		    (md->present && !topic_has_data(dirs, name)))
+			continue;
+		add = mk_xreallocarray(add, nadd + 1, sizeof(*add));
+		mk_metadata_topic *t = &add[nadd++];
+		memset(t, 0, sizeof(*t));
+		err = layout_topic(dirs, name, t, why);
+	}
+	/* Every layout first: a refused rebuild opened (changed) nothing. */
+	for (size_t i = 0; i < nadd && !err; i++) {
+		probe_topic(&x, &add[i]);
+		if (log)
+			report_topic(log, &x, &add[i]);
+	}
+	if (err) {
+		for (size_t i = 0; i < nadd; i++)
+			free_topic(&add[i]);
+		free(add);
+		return err;
+	}
+	md->topics = mk_xreallocarray(md->topics, md->ntopics + nadd + 1,
+				      sizeof(*md->topics));
+	memcpy(md->topics + md->ntopics, add, nadd * sizeof(*add));
+	md->ntopics += nadd;
+	free(add);
+	if (x.max_pid >= md->next_producer_id)
+		md->next_producer_id = x.max_pid + 1;
+	if (x.max_ts > md->clock_ms)
+		md->clock_ms = x.max_ts;
+	if (log)
+		mk_errlog_add(log, mk_wall_ms(), NULL, MK_OK,
+			      "metadata: %zu topics rebuilt from the directories of %s, nothing removed; next_producer_id %lld (above every producer id in a batch); producer identities (/producers) and topic configurations are not recoverable",
+			      nadd, data_dir, (long long)md->next_producer_id);
+	return MK_OK;
 }

@@ -23,7 +23,15 @@
  * as the topic's replication factor, the leader one of them or none, the
  * ISR a non-empty subset, epochs in [0, 2^31-1].
  *
- * Internal to the cluster: called with c->meta_lock held.
+ * Internal to the cluster: called with c->meta_lock held (the scan and
+ * the rebuild below run at open, before anything else exists).
+ *
+ * The directories (mk_metadata_scan_dirs, mk_metadata_rebuild): what a
+ * start finds under DATA_DIR/broker-B/ before any log opens, and the
+ * topics metadata lacks rebuilt from it (-o rebuild_metadata, cluster.h).
+ * An entry "holds data" when it holds a batch: a non-empty N.log, or a
+ * checkpoint with an epoch (a log whose records retention removed). What
+ * an interrupted creation leaves holds none.
  *
  * Crash points: meta.save.before-write, meta.save.after-write (the
  * temporary file written, not fsynced), meta.save.after-fsync (complete,
@@ -107,5 +115,61 @@ mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why);
  */
 mk_err mk_metadata_parse(char *text, mk_metadata *md, mk_strbuf *why);
 void mk_metadata_free(mk_metadata *md);
+/* The topic named name in md, or NULL. */
+const mk_metadata_topic *mk_metadata_find(const mk_metadata *md,
+					  const char *name);
+
+/* One entry of DATA_DIR/broker-B/ (dot-files aside). */
+typedef struct {
+	int broker;
+	char *entry;             /* its name under broker-B */
+	char *topic;             /* T of a T-P entry (a valid name, P in 0..1023),
+				  * else NULL */
+	int partition;
+	bool data;               /* it holds a batch (above) */
+} mk_meta_dir;
+
+typedef struct {
+	mk_meta_dir *v;          /* by broker id, then entry name */
+	size_t n;
+	int *brokers;            /* the broker-B directories, ascending */
+	size_t nbrokers;
+} mk_meta_dirs;
+
+/* List every broker directory's entries; reads, changes nothing. */
+void mk_metadata_scan_dirs(const char *data_dir, mk_meta_dirs *out);
+void mk_meta_dirs_free(mk_meta_dirs *d);
+
+/*
+ * Add to md every topic that has T-P entries in dirs and no line in md
+ * (when md->present, only those holding data: the others are what an
+ * interrupted creation leaves), rebuilt from its directories, removing
+ * nothing:
+ *   - partitions: the highest P + 1; a P in between with no directory on
+ *     any broker refuses the rebuild (MK_INVALID_CONFIG, the topic and P
+ *     in why; md unchanged): a partial restore is not papered over;
+ *   - replicas: the brokers holding a directory; the replication factor
+ *     the most any partition has, a partition with fewer filled with
+ *     configured brokers lacking one (their replicas the open reports
+ *     missing); listed in create-topic's order (the configured brokers
+ *     round robin from partition p's p-th), so a partition found where
+ *     its creation put it gets its list back;
+ *   - each log is opened (recovered as a mount would) for its newest
+ *     leader epoch, log end, producer ids and timestamps; the leader is
+ *     the configured replica with the newest epoch, then the longest log,
+ *     then the earliest in the list (the preferred one; none if no log
+ *     opens): the replica that holds most loses nothing; the epoch the
+ *     newest any replica holds; the ISR the replicas level with the
+ *     leader (same newest epoch and log end), so nothing a replica holds
+ *     past another is trusted to it;
+ *   - configuration: the defaults (overrides are not recoverable), an
+ *     internal topic (topic_name.h) cleanup.policy=compact as it is made;
+ *   - next_producer_id above every producer id in any batch, the manual
+ *     clock at least the newest timestamp (time never moves back).
+ * One /errors line (log) per rebuilt topic says what was assumed.
+ */
+mk_err mk_metadata_rebuild(const char *data_dir, const mk_config *cfg,
+			   const mk_meta_dirs *dirs, mk_metadata *md,
+			   mk_errlog *log, mk_strbuf *why);
 
 #endif

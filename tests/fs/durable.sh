@@ -156,13 +156,17 @@ mk_write "$MNT/ctl" "create-topic e" >/dev/null 2>&1
 mk_died topic.create.before-save
 mk_mount
 assert_fails_with ENOENT mk_stat "$MNT/topics/e"
-# A directory that metadata does not know (a creation that crashed, a
-# deletion of old) is not a topic's: creating the name starts empty.
+assert_eq "" "$(ls -d "$DATA"/broker-*/e-* 2>/dev/null)" "the crashed creation's directories (no batch in them) are gone"
+# A directory that metadata does not know is never removed when it holds
+# data: the start is refused (tests/fs/metadata_missing.sh has the rest).
 mk_unmount
 cp -r "$DATA/broker-1/t-0" "$DATA/broker-1/s-0"
+out=$("$MKFS_BIN" -f "$DATA" "$MNT" 2>&1)
+assert_eq 1 "$?" "a stray s-0 directory with data refuses the start"
+assert_match "broker-1/s-0.*refusing to start" "$out" "with one line naming it"
+assert_true "and it is kept" test -s "$DATA/broker-1/s-0/00000000000000000000.log"
+rm -r "$DATA/broker-1/s-0"
 mk_mount
-cmd "$MNT/ctl" "create-topic s replication.factor=1" || fail "create-topic s"
-assert_eq "0" "$(val s/0 leo)" "a stray s-0 directory does not bring old records back"
 
 # ---- a failed save fails the operation and changes nothing ----------------------------
 fresh mk_mount
