@@ -659,7 +659,7 @@ static void put_round(mk_log *log, int round)
 }
 
 /*
- * 100 passes over a log with few keys and small segments, appends between
+ * 50 passes over a log with few keys and small segments, appends between
  * them: after each pass the closed segments hold about the live bytes, in
  * about live / segment.bytes + 1 segments, none empty but maybe the first,
  * no two neighbours fitting in one; each pass reads about the same bytes
@@ -673,7 +673,7 @@ static void many_passes_stay_bounded(void **state)
 	mk_log *log = open_log(f->dir, sb);
 	mk_strbuf why = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
 	uint64_t first_read = 0;
-	for (int round = 0; round < 100; round++) {
+	for (int round = 0; round < 50; round++) {
 		put_round(log, round);
 		mk_clean_params cp = params(100 + round, mk_log_end_offset(log));
 		cp.segment_bytes = sb;
@@ -694,7 +694,7 @@ static void many_passes_stay_bounded(void **state)
 	dump(log, &text);
 	for (int i = 6; i < 10; i++) {
 		char line[64];
-		snprintf(line, sizeof(line), " k%d value-099-%d-xxxxxxxxxxxxxxxxxxxx\n",
+		snprintf(line, sizeof(line), " k%d value-049-%d-xxxxxxxxxxxxxxxxxxxx\n",
 			 i % 4, i);
 		assert_non_null(strstr(text.buf, line));
 	}
