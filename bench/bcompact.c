@@ -13,6 +13,14 @@
  *            staged segments fsynced with their indexes, the journaled swap).
  * Prints one line of KEY=VALUE fields; mbps is MB (10^6 bytes) of closed
  * segments per second, ratio = compact / copy.
+ *
+ *     bcompact DIR passes [PASSES [KEYS]]
+ *
+ * Compaction cost across passes (issue 23 point 4): PASSES (default 100)
+ * rounds, each appending 256 KiB of the same records (KEYS default 1000)
+ * to a log of 64 KiB segments, flushing, then timing one mk_cleaner_compact
+ * over everything closed. Prints the median pass time of the first and of
+ * the last quartile of passes, last / first, and the closed segments left.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,8 +42,101 @@ static void die(const char *what)
 	exit(1);
 }
 
+/* Append batches of 100 keyed records (100-byte values, keys round-robin
+ * from *n on) until bytes were written. */
+static void append_records(mk_log *log, uint64_t bytes, uint64_t keys,
+			   uint64_t *n)
+{
+	char value[100];
+	memset(value, 'v', sizeof(value));
+	uint64_t written = 0;
+	mk_batch_meta meta = { 0, 0, 0, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	while (written < bytes) {
+		mk_builder_reset(&b, &meta);
+		for (int i = 0; i < 100; i++, (*n)++) {
+			char key[32];
+			int kl = snprintf(key, sizeof(key), "key-%llu",
+					  (unsigned long long)(*n % keys));
+			mk_builder_add(&b, (int64_t)*n, mk_bytes_of(key, (size_t)kl),
+				       mk_bytes_of(value, sizeof(value)), NULL, 0);
+		}
+		mk_builder_finish(&b);
+		if (mk_log_append_leader(log, (uint8_t *)b.frame.buf, b.frame.len, 0,
+					 NULL))
+			die("append failed");
+		written += b.frame.len;
+	}
+	mk_builder_release(&b);
+	if (mk_log_flush(log))
+		die("flush failed");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The median of v[0..n), sorted in place. */
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* bcompact DIR passes [PASSES [KEYS]]: see the header. */
+static int passes_mode(const char *logdir, int argc, char **argv)
+{
+	uint64_t passes = 100, keys = 1000;
+	if (argc > 3 && (bench_parse_size(argv[3], &passes) || passes < 4))
+		die("bad PASSES (at least 4)");
+	if (argc > 4 && (bench_parse_size(argv[4], &keys) || keys == 0))
+		die("bad KEYS");
+	mk_remove_tree(logdir);
+	mk_log_config cfg = { 64 << 10, 4096, 0, NULL, NULL };
+	mk_log *log;
+	mk_strbuf why = MK_STRBUF_INIT;
+	if (mk_log_open(logdir, &cfg, &log, &why))
+		die(why.buf);
+	double *secs = malloc(passes * sizeof(*secs));
+	uint64_t n = 0;
+	for (uint64_t p = 0; p < passes; p++) {
+		append_records(log, 256 << 10, keys, &n);
+		mk_clean_params cp = {
+			.now_ms = (int64_t)p, .retention_ms = -1, .retention_bytes = -1,
+			.delete_retention_ms = 86400000, .segment_bytes = 64 << 10,
+			.index_interval_bytes = 4096,
+			.cleaning_point = mk_log_end_offset(log),
+		};
+		double t0 = bench_now_s();
+		if (mk_cleaner_compact(log, &cp, NULL, &why))
+			die(why.buf);
+		secs[p] = bench_now_s() - t0;
+	}
+	size_t q = passes / 4;
+	double first = median(secs, q), last = median(secs + passes - q, q);
+	printf("mode=passes passes=%llu keys=%llu first_ms=%.2f last_ms=%.2f "
+	       "ratio=%.2f segments=%zu\n", (unsigned long long)passes,
+	       (unsigned long long)keys, first * 1e3, last * 1e3, last / first,
+	       mk_log_segment_count(log) - 1);
+	free(secs);
+	mk_log_close(log);
+	mk_strbuf_release(&why);
+	mk_remove_tree(logdir);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 3 && !strcmp(argv[2], "passes")) {
+		if (argc > 5)
+			die("usage: bcompact DIR passes [PASSES [KEYS]]");
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s/log", argv[1]);
+		return passes_mode(dir, argc, argv);
+	}
 	if (argc < 2 || argc > 4)
 		die("usage: bcompact DIR [BYTES [KEYS]]");
 	uint64_t bytes = 128u << 20, keys = 1000;
@@ -56,31 +157,8 @@ int main(int argc, char **argv)
 	mk_strbuf why = MK_STRBUF_INIT;
 	if (mk_log_open(logdir, &cfg, &log, &why))
 		die(why.buf);
-	/* Batches of 100 records, 100-byte values, keys round-robin. */
-	char value[100];
-	memset(value, 'v', sizeof(value));
-	uint64_t written = 0, n = 0;
-	mk_batch_meta meta = { 0, 0, 0, -1, -1, -1, MK_BYTES_NULL };
-	mk_batch_builder b;
-	mk_builder_init(&b, &meta);
-	while (written < bytes) {
-		mk_builder_reset(&b, &meta);
-		for (int i = 0; i < 100; i++, n++) {
-			char key[32];
-			int kl = snprintf(key, sizeof(key), "key-%llu",
-					  (unsigned long long)(n % keys));
-			mk_builder_add(&b, (int64_t)n, mk_bytes_of(key, (size_t)kl),
-				       mk_bytes_of(value, sizeof(value)), NULL, 0);
-		}
-		mk_builder_finish(&b);
-		if (mk_log_append_leader(log, (uint8_t *)b.frame.buf, b.frame.len, 0,
-					 NULL))
-			die("append failed");
-		written += b.frame.len;
-	}
-	mk_builder_release(&b);
-	if (mk_log_flush(log))
-		die("flush failed");
+	uint64_t n = 0;
+	append_records(log, bytes, keys, &n);
 
 	/* The plain copy of every closed segment. */
 	size_t nseg = mk_log_segment_count(log);

@@ -606,6 +606,16 @@ if [ -x "$BCOMPACT" ]; then
         printf '%-18s %8s MB/s   copy %8s MB/s   ratio %s (aim 0.3)\n' "compaction" \
             "$(field compact_mbps "$best")" "$(field copy_mbps "$best")" "$(field ratio "$best")"
     fi
+    # The cost of a pass across 100 passes (issue 23 point 4): the median
+    # of the last quartile over that of the first (aim: flat, about 1).
+    if bounded "$BCOMPACT" "$TMP/compact" passes 100; then
+        out=$(cat "$TMP/out")
+        printf '%-18s %8s ms     first %7s ms     ratio %s (aim 1, flat; %s segments left)\n' \
+            "compact x100" "$(field last_ms "$out")" "$(field first_ms "$out")" \
+            "$(field ratio "$out")" "$(field segments "$out")"
+    else
+        echo "  bcompact passes: $ERR"
+    fi
 fi
 # Scale and no stall (issue 11): bench/scale.sh, its own mounts and rows.
 # BENCH_SCALE=0 leaves it out.

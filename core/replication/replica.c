@@ -203,9 +203,10 @@ static void check(const mk_partition *p)
 static void replica_failed(mk_partition *p, int i, const char *what)
 {
 	mk_replica *r = &p->replicas[i];
+	const char *err = r->log ? mk_log_error(r->log) : "";
 	mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL, MK_KAFKA_STORAGE_ERROR,
-		      "broker %d %s-%d %s: %s; replica taken offline", r->broker,
-		      p->topic, p->id, what, r->log ? mk_log_error(r->log) : "");
+		      "broker %d %s-%d %s%s%s; replica taken offline", r->broker,
+		      p->topic, p->id, what, *err ? ": " : "", err);
 	/* Nothing is cut: the log's files stay as they are, and the restart
 	 * of the broker recovers them. */
 	mk_log_abandon(r->log);
@@ -392,7 +393,9 @@ static mk_err truncate_replica(mk_partition *p, int i, int64_t offset)
 {
 	if (offset >= mk_log_end_offset(p->replicas[i].log))
 		return MK_OK;     /* nothing to cut: the snapshot stands */
-	mk_err err = mk_log_truncate_to(p->replicas[i].log, offset);
+	mk_err err = mk_cleaner_truncate(p->replicas[i].log, offset, NULL);
+	if (!err)
+		err = mk_log_truncate_to(p->replicas[i].log, offset);
 	if (!err) {
 		/* The snapshot may describe the tail just cut: replace it. */
 		rebuild_pstate(p, i);
@@ -2242,8 +2245,21 @@ mk_err mk_partition_compact(mk_partition *p, mk_strbuf *why)
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
 		cp.aborted = &r->pstate.aborted;   /* aborted data goes */
-		if (r->log && mk_cleaner_plan(r->log, &cp, &plans[i], why))
-			plans[i] = NULL;
+		mk_strbuf msg = MK_STRBUF_INIT;
+		mk_err err = r->log ? mk_cleaner_plan(r->log, &cp, &plans[i], &msg)
+				    : MK_OK;
+		if (err) {     /* the cleaner's state refused, or the flusher */
+			mk_strbuf what = MK_STRBUF_INIT;
+			mk_strbuf_addstr(why, msg.buf);
+			mk_strbuf_addf(&what, "compaction plan%s%s",
+				       *mk_log_error(r->log) ? "" : ": ",
+				       *mk_log_error(r->log) ? "" : msg.buf);
+			replica_failed(p, i, what.buf);
+			mk_strbuf_release(&what);
+			if (!first)
+				first = err;
+		}
+		mk_strbuf_release(&msg);
 	}
 	pthread_mutex_unlock(&p->lock);
 	/* The expensive part, without the lock: appends and reads go on. */

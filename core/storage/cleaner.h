@@ -25,8 +25,22 @@
  * The records of aborted transactions (cp->aborted, txnindex.h) go as
  * Kafka's cleaner discards them: they neither count as a key's latest
  * record nor stay; their control markers stay.
- * Consecutive segments are grouped into one cleaned segment while their
- * sizes add up to at most segment.bytes.
+ *
+ * Grouping. A pass rewrites the whole cleanable range, packing what it
+ * keeps into cleaned segments of at most segment.bytes (and 2^32 offsets)
+ * each: a cleaned segment ends when the next kept batch would not fit, and
+ * the next one starts at that batch's base offset (the first keeps the
+ * range's base; it is empty only when nothing at all is kept). So a range
+ * holding L kept bytes becomes about L / segment.bytes + 1 segments,
+ * whatever the number of segments or past passes, and no empty segment
+ * stays but that one. A pass runs when something is dirty (a segment never
+ * cleaned, or holding tombstones now due) or when two neighbouring
+ * segments fit in one (small or empty segments left by rolls, retention or
+ * an older cleaner: they are merged with no new data). The key map is
+ * built from the dirty segments only (the cleaned ones hold each key at
+ * most once), so a pass reads the dirty bytes twice and the cleaned ones,
+ * about the live bytes, once. A segment is as old as its oldest cleaning
+ * (its tombstones' clock).
  *
  * The cleaned segments are built into DIR/cleaned/ from private handles of
  * the closed segment files, so that the expensive part can run without
@@ -38,6 +52,27 @@
  * "segment BASE CLEANED_AT_MS" lines), replaced by the swap (segswap.h):
  * cleaned_to is the cleaner's checkpoint, the end of the last cleaned
  * range; the dirty ratio is the share of the cleanable bytes at or past it.
+ * Every segment below cleaned_to has a line; cleaned_to is the base of a
+ * segment (the one after the range cleaned) unless retention deleted past
+ * it.
+ *
+ * The state checked. Each run (mk_cleaner_plan) checks the saved offsets
+ * against the log before using them. Refused as damage (KAFKA_STORAGE_
+ * ERROR, "DIR/cleaner-checkpoint: cleaned_to N is past the log end M",
+ * "... is not the base of a segment", "segment B names no segment of the
+ * log"): cleaned_to past the log end, or inside the log but not a
+ * segment's base; a segment line at or past the log's first segment that
+ * names none of its segments. No crash leaves these: the state changes
+ * only with a journaled swap (a crash leaves the state before or after,
+ * each matching its segments), the cleaned range is fsynced before the
+ * swap and lies below the active segment, so a crash that loses an
+ * unflushed tail (mk_log_crash) never cuts below cleaned_to. Handled
+ * exactly instead: lines below the log's first segment (retention,
+ * DeleteRecords, a follower's reset to its leader's log start deleted the
+ * segments; they are ignored and dropped at the next swap), and a
+ * truncation of the log below cleaned_to (a follower's, or on promotion):
+ * mk_cleaner_truncate lowers the state first, so a crash after it leaves a
+ * state that is merely conservative (more dirty).
  *
  * Failpoint: cleaner.swap.writing (half-way through staging), plus those
  * of segswap.h.
@@ -99,8 +134,9 @@ typedef struct {
 } mk_clean_stats;
 
 /*
- * Under the owner's lock: choose the cleanable segments (*plan NULL when
- * there is nothing to clean) and prepare DIR/cleaned/.
+ * Under the owner's lock: check the saved state (see "The state
+ * checked"), choose the cleanable segments (*plan NULL when no pass is
+ * due) and prepare DIR/cleaned/.
  */
 mk_err mk_cleaner_plan(mk_log *log, const mk_clean_params *cp,
 		       mk_clean_plan **plan, mk_strbuf *why);
@@ -109,8 +145,9 @@ mk_err mk_cleaner_build(mk_clean_plan *plan, mk_clean_stats *st,
 			mk_strbuf *why);
 /*
  * Under the lock again: when the planned segments are still the log's,
- * swap the cleaned ones in (*swapped true); else drop them (the log moved
- * under the cleaner: retention, truncation; the next run cleans).
+ * swap the cleaned ones in (*swapped true); else drop them (the log or the
+ * state moved under the cleaner: retention, truncation; the next run
+ * cleans).
  */
 mk_err mk_cleaner_commit(mk_log *log, mk_clean_plan *plan, bool *swapped,
 			 mk_strbuf *why);
@@ -119,6 +156,14 @@ void mk_cleaner_plan_free(mk_clean_plan *plan);
 /* The three steps at once, under the caller's lock (tests, tools). */
 mk_err mk_cleaner_compact(mk_log *log, const mk_clean_params *cp,
 			  mk_clean_stats *st, mk_strbuf *why);
+
+/*
+ * Before mk_log_truncate_to(log, offset): when offset is below cleaned_to,
+ * lower cleaned_to to the base of the segment holding offset and drop the
+ * lines of that segment and later ones (written atomically; the segment
+ * cut becomes dirty). Nothing happens otherwise.
+ */
+mk_err mk_cleaner_truncate(mk_log *log, int64_t offset, mk_strbuf *why);
 
 /* The cleaner's checkpoint and dirty bytes of log below cleaning_point. */
 void mk_cleaner_info_get(mk_log *log, int64_t cleaning_point,

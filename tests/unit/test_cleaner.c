@@ -2,8 +2,10 @@
  * Unit tests of the cleaner (core/storage/cleaner.c) and its swap (core/storage/segswap.c):
  * retention by time and size, the prefix rule, compaction of keys, gaps,
  * tombstone expiry, control markers and producer fields kept, a compacted
- * log reopened, and a crash (SIGKILL from a failpoint, in a forked child)
- * at every step of the swap.
+ * log reopened, a crash (SIGKILL from a failpoint, in a forked child)
+ * at every step of the swap, many passes keeping the segment count and
+ * the cost bounded, a pass with nothing dirty merging small segments, and
+ * the saved state checked against the log.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -617,6 +619,225 @@ static void crash_at_every_swap_step(void **state)
 	mk_strbuf_release(&why);
 }
 
+/* ---- many passes: the segment count and the cost stay bounded ------------ */
+
+/* Closed segments of log: how many, how many empty, their bytes, and
+ * whether two neighbours would fit in one segment of seg_bytes. */
+typedef struct {
+	size_t closed, empty;
+	uint64_t bytes;
+	bool mergeable;
+} seg_census;
+
+static seg_census census(mk_log *log, int64_t seg_bytes)
+{
+	seg_census c = { 0, 0, 0, false };
+	size_t n = mk_log_segment_count(log);
+	uint64_t prev = UINT64_MAX;
+	for (size_t i = 0; i + 1 < n; i++) {
+		mk_segment_info si;
+		mk_log_segment_info(log, i, &si);
+		c.closed++;
+		c.empty += si.size == 0;
+		c.bytes += si.size;
+		if (prev != UINT64_MAX && prev + si.size <= (uint64_t)seg_bytes)
+			c.mergeable = true;
+		prev = si.size;
+	}
+	return c;
+}
+
+/* Ten records over four keys, each about half a segment. */
+static void put_round(mk_log *log, int round)
+{
+	char k[8], v[48];
+	for (int i = 0; i < 10; i++) {
+		snprintf(k, sizeof(k), "k%d", i % 4);
+		snprintf(v, sizeof(v), "value-%03d-%d-xxxxxxxxxxxxxxxxxxxx", round, i);
+		put(log, k, v, round);
+	}
+}
+
+/*
+ * 50 passes over a log with few keys and small segments, appends between
+ * them: after each pass the closed segments hold about the live bytes, in
+ * about live / segment.bytes + 1 segments, none empty but maybe the first,
+ * no two neighbours fitting in one; each pass reads about the same bytes
+ * (the dirty ones and the live ones, not the history). Every key's latest
+ * value survives.
+ */
+static void many_passes_stay_bounded(void **state)
+{
+	fixture *f = *state;
+	const int64_t sb = 200;
+	mk_log *log = open_log(f->dir, sb);
+	mk_strbuf why = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	uint64_t first_read = 0;
+	for (int round = 0; round < 50; round++) {
+		put_round(log, round);
+		mk_clean_params cp = params(100 + round, mk_log_end_offset(log));
+		cp.segment_bytes = sb;
+		mk_clean_stats st;
+		assert_int_equal(mk_cleaner_compact(log, &cp, &st, &why), MK_OK);
+		seg_census c = census(log, sb);
+		if (c.closed > c.bytes / sb + 2 || c.empty > 1 || c.mergeable)
+			print_error("round %d: %zu closed segments (%zu empty) for %llu bytes\n",
+				    round, c.closed, c.empty, (unsigned long long)c.bytes);
+		assert_true(c.closed <= c.bytes / sb + 2);
+		assert_true(c.empty <= 1);
+		assert_false(c.mergeable);
+		if (round == 10)
+			first_read = st.bytes_read;
+		if (round > 10)
+			assert_true(st.bytes_read <= first_read * 3 / 2);
+	}
+	dump(log, &text);
+	for (int i = 6; i < 10; i++) {
+		char line[64];
+		snprintf(line, sizeof(line), " k%d value-049-%d-xxxxxxxxxxxxxxxxxxxx\n",
+			 i % 4, i);
+		assert_non_null(strstr(text.buf, line));
+	}
+	mk_log_close(log);
+	mk_strbuf_release(&why);
+	mk_strbuf_release(&text);
+}
+
+/*
+ * A pass with no dirty data still merges: segments cleaned small (a
+ * smaller segment.bytes then) are packed into full ones once segment.bytes
+ * allows it, with nothing appended; the next run then has nothing to do.
+ */
+static void clean_pass_merges_small_segments(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f->dir, 100);
+	mk_strbuf why = MK_STRBUF_INIT, before = MK_STRBUF_INIT, after = MK_STRBUF_INIT;
+	char k[8];
+	for (int i = 0; i < 20; i++) {
+		snprintf(k, sizeof(k), "k%02d", i);
+		put(log, k, "v", i);
+	}
+	put(log, "tail", "t", 99);
+	mk_clean_params cp = params(100, mk_log_end_offset(log));
+	cp.segment_bytes = 100;
+	assert_int_equal(mk_cleaner_compact(log, &cp, NULL, &why), MK_OK);
+	seg_census c = census(log, 1000);
+	assert_true(c.closed >= 10);
+	assert_true(c.mergeable);
+	dump(log, &before);
+	/* Nothing dirty, a larger segment.bytes: merged into full ones. */
+	cp.segment_bytes = 1000;
+	mk_clean_stats st;
+	assert_int_equal(mk_cleaner_compact(log, &cp, &st, &why), MK_OK);
+	c = census(log, 1000);
+	assert_true(c.closed <= c.bytes / 1000 + 2);
+	assert_false(c.mergeable);
+	dump(log, &after);
+	assert_string_equal(before.buf, after.buf);
+	assert_int_equal(st.records_removed, 0);
+	/* Settled: the next run plans nothing. */
+	mk_clean_plan *p = NULL;
+	assert_int_equal(mk_cleaner_plan(log, &cp, &p, &why), MK_OK);
+	assert_null(p);
+	mk_log_close(log);
+	mk_strbuf_release(&why);
+	mk_strbuf_release(&before);
+	mk_strbuf_release(&after);
+}
+
+/* ---- the saved state checked against the log ------------------------------ */
+
+static void write_state(const char *dir, const char *text)
+{
+	char path[200];
+	snprintf(path, sizeof(path), "%s/cleaner-checkpoint", dir);
+	assert_int_equal(mk_file_replace(path, text, strlen(text)), MK_OK);
+}
+
+/* mk_cleaner_plan on log with state text: its error and message. */
+static mk_err plan_with(mk_log *log, const fixture *f, const char *text,
+			mk_strbuf *why)
+{
+	write_state(f->dir, text);
+	mk_strbuf_reset(why);
+	mk_clean_plan *p = NULL;
+	mk_clean_params cp = params(100, mk_log_end_offset(log));
+	mk_err err = mk_cleaner_plan(log, &cp, &p, why);
+	mk_cleaner_plan_free(p);
+	return err;
+}
+
+/*
+ * Damage is refused, naming the file and the value: cleaned_to past the
+ * log end, cleaned_to inside the log off a segment's base, a segment line
+ * naming no segment. What retention leaves (lines below the first
+ * segment) is fine, and a truncation below cleaned_to lowers the state
+ * first (mk_cleaner_truncate), so that what is appended after it is
+ * cleaned.
+ */
+static void state_checked_against_log(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = article_log(f->dir);
+	mk_strbuf why = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
+	mk_clean_params cp = params(100, mk_log_end_offset(log));
+	assert_int_equal(mk_cleaner_compact(log, &cp, NULL, &why), MK_OK);
+	char path[200];
+	snprintf(path, sizeof(path), "%s/cleaner-checkpoint", f->dir);
+	bool missing = true;
+	mk_strbuf good = MK_STRBUF_INIT;
+	assert_int_equal(mk_file_read(path, &good, &missing), MK_OK);
+	int64_t end = mk_log_end_offset(log);
+
+	assert_int_equal(plan_with(log, f, "version 1\ncleaned_to 500\n", &why),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_non_null(strstr(why.buf, path));
+	assert_non_null(strstr(why.buf, "cleaned_to 500 is past the log end"));
+	assert_int_equal(plan_with(log, f, "version 1\ncleaned_to 1\n", &why),
+			 MK_KAFKA_STORAGE_ERROR);
+	assert_non_null(strstr(why.buf, "cleaned_to 1 is not the base of a segment"));
+	mk_strbuf bad = MK_STRBUF_INIT;
+	mk_strbuf_add(&bad, good.buf, good.len);
+	mk_strbuf_addstr(&bad, "segment 9 100 0\n");
+	assert_int_equal(plan_with(log, f, bad.buf, &why), MK_KAFKA_STORAGE_ERROR);
+	assert_non_null(strstr(why.buf, "segment 9 names no segment of the log"));
+	/* The refusals changed nothing: the log reads as before. */
+	mk_strbuf_reset(&text);
+	dump(log, &text);
+	assert_true(has_line(&text, "6 a 3"));
+	assert_int_equal(mk_log_end_offset(log), end);
+
+	/* A truncation below cleaned_to, then appends of a key cleaned. */
+	write_state(f->dir, good.buf);
+	assert_int_equal(mk_cleaner_truncate(log, 10, &why), MK_OK);
+	assert_int_equal(mk_log_truncate_to(log, 10), MK_OK);
+	put(log, "c", "3", 20);
+	put(log, "c", "4", 21);
+	put(log, "z", "tail3", 22);
+	cp = params(100, mk_log_end_offset(log));
+	assert_int_equal(mk_cleaner_compact(log, &cp, NULL, &why), MK_OK);
+	mk_strbuf_reset(&text);
+	dump(log, &text);
+	assert_false(has_line(&text, "10 c 3"));
+	assert_true(has_line(&text, "11 c 4"));
+	assert_true(has_line(&text, "6 a 3"));
+	/* Lines below the first segment (retention deleted it): fine. */
+	mk_strbuf keep = MK_STRBUF_INIT;
+	assert_int_equal(mk_file_read(path, &keep, &missing), MK_OK);
+	mk_segment_info s1;
+	mk_log_segment_info(log, 1, &s1);
+	assert_int_equal(mk_log_advance_start(log, s1.base_offset), MK_OK);
+	assert_int_equal(plan_with(log, f, keep.buf, &why), MK_OK);
+
+	mk_strbuf_release(&keep);
+	mk_log_close(log);
+	mk_strbuf_release(&why);
+	mk_strbuf_release(&text);
+	mk_strbuf_release(&good);
+	mk_strbuf_release(&bad);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -629,6 +850,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(cleaning_point_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(follower_copies_a_compacted_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(crash_at_every_swap_step, setup, teardown),
+		cmocka_unit_test_setup_teardown(many_passes_stay_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(clean_pass_merges_small_segments, setup, teardown),
+		cmocka_unit_test_setup_teardown(state_checked_against_log, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
