@@ -617,6 +617,18 @@ if [ -x "$BCOMPACT" ]; then
         echo "  bcompact passes: $ERR"
     fi
 fi
+# The same through a mount: /ctl compact across 100 passes of keyed
+# appends (bench/ctl_compact.sh, its own mount).
+if [ -x "$MKFS_BIN" ]; then
+    if bounded bash "$REPO/bench/ctl_compact.sh" 100; then
+        out=$(cat "$TMP/out")
+        printf '%-18s %8s ms     first %7s ms     ratio %s (aim 1, flat; %s segments left)\n' \
+            "ctl compact x100" "$(field last_ms "$out")" "$(field first_ms "$out")" \
+            "$(field ratio "$out")" "$(field segments "$out")"
+    else
+        echo "  ctl_compact.sh: $ERR"
+    fi
+fi
 # Scale and no stall (issue 11): bench/scale.sh, its own mounts and rows.
 # BENCH_SCALE=0 leaves it out.
 if [ "${BENCH_SCALE:-1}" != 0 ] && [ -x "$MKFS_BIN" ]; then
