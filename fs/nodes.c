@@ -57,17 +57,6 @@ static int split_words(char *line, char **words, int max)
 	return n;
 }
 
-const char *mk_duplicate_key(char *const *words, int n)
-{
-	for (int i = 1; i < n; i++) {
-		size_t ki = strcspn(words[i], "=");
-		for (int j = 0; j < i; j++)
-			if (strcspn(words[j], "=") == ki && !strncmp(words[i], words[j], ki))
-				return words[i];
-	}
-	return NULL;
-}
-
 /* A partition or broker number as the tree names it: digits, no sign,
  * no leading zero. */
 static bool strict_number(const char *s, int64_t max, int64_t *v)

@@ -29,16 +29,12 @@
 #ifndef MK_NODES_H
 #define MK_NODES_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "cluster.h"
+#include "mkfs.h"
 #include "names.h"
 #include "strbuf.h"
-
-typedef struct mkfs mkfs;
 
 typedef enum {
 	NODE_DIR,
@@ -50,21 +46,6 @@ typedef enum {
 	NODE_POLL,
 	NODE_BATCHES,
 } node_type;
-
-typedef struct node_def node_def;
-
-/* A resolved path. Owns a topic reference when topic is set. */
-typedef struct {
-	const node_def *def;
-	mk_topic *topic;
-	int partition;           /* -1 when not under a partition */
-	int broker;              /* -1 when not under a broker; under
-				  * /brokers/B/logs/T/P, the replica shown */
-	char name[256];          /* the last component as given */
-	char parent_name[256];   /* the component before it */
-	char group[256];         /* under /groups/G: G */
-	char member[256];        /* under /groups/G/members/M: M */
-} node_ref;
 
 typedef mk_err (*node_read_fn)(mkfs *fs, const node_ref *ref, mk_strbuf *out,
 			       mk_strbuf *why);
@@ -90,41 +71,6 @@ struct node_def {
 	 * never on a FUSE worker (ops.c). */
 	bool waits;
 };
-
-/* The daemon's root object: everything fs/ operations reach. */
-struct mkfs {
-	mk_cluster *cluster;
-	struct mk_groups *groups;   /* the group coordinator (group.h) */
-	struct mk_producers *producers;   /* the append descriptors' producers */
-	struct mk_txns *txns;       /* the transaction coordinator (txn.h) */
-	char *readme;            /* /README text */
-	/* Open handles, so that a stop with files still open (SIGTERM) can
-	 * release them after the request loop ended. */
-	pthread_mutex_t handles_lock;
-	struct mk_handle **handles;
-	size_t nhandles, handles_alloc;
-	struct mk_inodes *inodes;    /* the kernel's inode numbers (inodes.h) */
-	struct mk_parking *parking;  /* requests waiting for the cluster */
-	/* known records views (viewmemo.h); NULL: none. Atomic: set by the
-	 * init request's thread, read by the stop signal's handler on any
-	 * thread (the store publishes the memo to it). */
-	_Atomic(struct mk_viewmemo *) views;
-	void *session;               /* the FUSE session, for notifications
-					* (set by mount/main.c); NULL: none */
-	struct mk_cacheprobe *probe; /* asks the kernel what it caches */
-	unsigned workers;            /* FUSE worker threads at most (set by
-					* mount/main.c; 0: libfuse's 10) */
-	pthread_t loop_thread;       /* runs the request loop (mount/main.c) */
-	bool has_loop_thread;
-	uid_t owner;                 /* who mounted: may change the cluster */
-	size_t max_write;            /* the largest piece of a write(2) the
-					* kernel sends (set at init, ops.c);
-					* 0: unknown (handles.h) */
-};
-
-/* Control commands: the first KEY=VALUE word whose KEY an earlier word
- * gave, or NULL (a key given twice is EINVAL in every command). */
-const char *mk_duplicate_key(char *const *words, int n);
 
 /* Resolve a path. ENOENT-style errors come back as core codes. */
 mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why);

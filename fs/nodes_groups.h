@@ -9,7 +9,7 @@
 #ifndef MK_NODES_GROUPS_H
 #define MK_NODES_GROUPS_H
 
-#include "nodes.h"
+#include "mkfs.h"
 
 bool mk_groups_match_group(mkfs *fs, node_ref *ref, const char *name);
 void mk_groups_list_groups(mkfs *fs, const node_ref *ref,

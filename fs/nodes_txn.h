@@ -8,7 +8,7 @@
 #ifndef MK_NODES_TXN_H
 #define MK_NODES_TXN_H
 
-#include "nodes.h"
+#include "mkfs.h"
 
 bool mk_txn_node_match(mkfs *fs, node_ref *ref, const char *name);
 void mk_txn_node_list(mkfs *fs, const node_ref *ref,

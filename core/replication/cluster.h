@@ -60,6 +60,7 @@
 #include "config.h"
 #include "errlog.h"
 #include "error.h"
+#include "metadata.h"
 #include "replica.h"
 #include "strbuf.h"
 
@@ -74,13 +75,6 @@ typedef struct mk_topic {
 	 * (producer.h): taken and bumped once per producer, mod partitions. */
 	_Atomic unsigned next_sticky;
 } mk_topic;
-
-/* An idempotent producer identity (/producers/NAME). */
-typedef struct {
-	char *name;
-	int64_t id;
-	int16_t epoch;
-} mk_producer_id;
 
 typedef struct {
 	int id;

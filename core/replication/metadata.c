@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "clock.h"
 #include "failpoint.h"
 #include "fileio.h"
 #include "log.h"
@@ -23,127 +24,20 @@ static size_t mk_count_lines(const char *s, size_t n)
 	return k;
 }
 
-static void add_ids(mk_strbuf *out, const int *ids, int n)
+mk_err mk_metadata_write(const char *data_dir, mk_strbuf *text, mk_errlog *log)
 {
-	for (int i = 0; i < n; i++)
-		mk_strbuf_addf(out, "%s%d", i ? "," : "", ids[i]);
-}
-
-static const mk_partition_state *planned(const mk_meta_plan *plan,
-					 const mk_partition *p)
-{
-	for (size_t i = 0; plan && i < plan->nparts; i++)
-		if (plan->parts[i].p == p)
-			return &plan->parts[i].st;
-	return NULL;
-}
-
-/* A topic's lines; its partitions' states are appended to saved. */
-static void format_topic(mk_strbuf *out, mk_topic *t, const mk_meta_plan *plan,
-			 mk_meta_part **saved, size_t *nsaved)
-{
-	const mk_topic_config *cfg =
-		plan && plan->cfg_topic == t ? plan->cfg : &t->cfg;
-	mk_strbuf_addf(out, "topic %s %d %d", t->name, t->npartitions,
-		       t->replication_factor);
-	if (cfg->overrides) {
-		mk_strbuf_addch(out, ' ');
-		mk_topic_config_format_overrides(cfg, out);
-	}
-	mk_strbuf_addch(out, '\n');
-	*saved = mk_xrealloc(*saved, (*nsaved + (size_t)t->npartitions) * sizeof(**saved));
-	for (int p = 0; p < t->npartitions; p++) {
-		mk_meta_part *mp = &(*saved)[(*nsaved)++];
-		mp->p = t->partitions[p];
-		const mk_partition_state *pl = planned(plan, mp->p);
-		if (pl)
-			mp->st = *pl;
-		else
-			mk_partition_state_get(mp->p, &mp->st);
-		const mk_partition_state *st = &mp->st;
-		mk_strbuf_addf(out, "partition %s %d leader=", t->name, p);
-		if (st->leader < 0)
-			mk_strbuf_addstr(out, "none");
-		else
-			mk_strbuf_addf(out, "%d", st->leader);
-		mk_strbuf_addf(out, " epoch=%d replicas=", st->leader_epoch);
-		add_ids(out, st->brokers, st->nreplicas);
-		mk_strbuf_addstr(out, " isr=");
-		add_ids(out, st->isr, st->nisr);
-		mk_strbuf_addch(out, '\n');
-	}
-	if (plan && plan->deleting && !strcmp(plan->deleting, t->name))
-		mk_strbuf_addf(out, "deleting %s\n", t->name);
-}
-
-mk_err mk_metadata_save(mk_cluster *c, const mk_meta_plan *plan)
-{
-	mk_strbuf out = MK_STRBUF_INIT, path = MK_STRBUF_INIT;
-	mk_meta_part *saved = NULL;
-	size_t nsaved = 0;
-	mk_topic **held = NULL;
-	size_t nheld = 0;
-	uint64_t version = atomic_load(&c->meta_dirty);
-	mk_strbuf_addstr(&out, "minikafka-metadata 2\n");
-	pthread_rwlock_rdlock(&c->lock);
-	for (int b = 0; b < c->nbrokers; b++) {
-		bool online = c->brokers[b].online;
-		if (plan && plan->broker == c->brokers[b].id)
-			online = plan->broker_online;
-		mk_strbuf_addf(&out, "broker %d %s\n", c->brokers[b].id,
-			       online ? "online" : "offline");
-	}
-	/* Topics stay referenced until their partitions hear of the save. */
-	held = mk_xcalloc(c->ntopics + 1, sizeof(*held));
-	bool added = false;
-	for (size_t i = 0; i <= c->ntopics; i++) {
-		mk_topic *add = plan ? plan->add : NULL;
-		if (add && !added &&
-		    (i == c->ntopics || strcmp(add->name, c->topics[i]->name) < 0)) {
-			format_topic(&out, add, plan, &saved, &nsaved);
-			added = true;
-		}
-		if (i == c->ntopics)
-			break;
-		mk_topic *t = c->topics[i];
-		atomic_fetch_add(&t->refs, 1);
-		held[nheld++] = t;
-		format_topic(&out, t, plan, &saved, &nsaved);
-	}
-	if (c->clock.manual)
-		mk_strbuf_addf(&out, "clock %lld\n", (long long)mk_clock_now(&c->clock));
-	const char *pn = plan ? plan->producer : NULL;
-	mk_strbuf_addf(&out, "next_producer_id %lld\n",
-		       (long long)(pn ? plan->next_producer_id : c->next_producer_id));
-	for (size_t i = 0; i < c->nproducers; i++)
-		if (!pn || strcmp(pn, c->producers[i].name))
-			mk_strbuf_addf(&out, "producer %s %lld %d\n", c->producers[i].name,
-				       (long long)c->producers[i].id, c->producers[i].epoch);
-	if (pn && !plan->producer_gone)
-		mk_strbuf_addf(&out, "producer %s %lld %d\n", pn,
-			       (long long)plan->producer_id, plan->producer_epoch);
-	pthread_rwlock_unlock(&c->lock);
-	mk_strbuf_addf(&out, "checksum %08lx\n",
-		       crc32(0L, (const Bytef *)out.buf, (uInt)out.len));
-	mk_strbuf_addf(&path, "%s/metadata", c->data_dir);
+	mk_strbuf path = MK_STRBUF_INIT;
+	mk_strbuf_addf(text, "checksum %08lx\n",
+		       crc32(0L, (const Bytef *)text->buf, (uInt)text->len));
+	mk_strbuf_addf(&path, "%s/metadata", data_dir);
 	MK_FAILPOINT("meta.save.before-write");
-	mk_err err = mk_file_replace_fp(path.buf, out.buf, out.len, "meta.save");
-	if (!err) {
+	mk_err err = mk_file_replace_fp(path.buf, text->buf, text->len, "meta.save");
+	if (!err)
 		MK_FAILPOINT("meta.save.done");
-		c->meta_saved = version;
-		/* No lock is held here: each partition takes its own. */
-		for (size_t i = 0; i < nsaved; i++)
-			mk_partition_meta_saved(saved[i].p, &saved[i].st);
-	} else {
-		mk_errlog_add(&c->errlog, mk_wall_ms(), NULL, err,
+	else
+		mk_errlog_add(log, mk_wall_ms(), NULL, err,
 			      "cannot write %s: %s; the change is not made",
 			      path.buf, strerror(errno));
-	}
-	for (size_t i = 0; i < nheld; i++)
-		mk_topic_put(held[i]);
-	free(held);
-	free(saved);
-	mk_strbuf_release(&out);
 	mk_strbuf_release(&path);
 	return err;
 }

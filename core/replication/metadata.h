@@ -23,8 +23,11 @@
  * as the topic's replication factor, the leader one of them or none, the
  * ISR a non-empty subset, epochs in [0, 2^31-1].
  *
- * Internal to the cluster: called with c->meta_lock held (the scan and
- * the rebuild below run at open, before anything else exists).
+ * Internal to the cluster, and below it: the file's format, its reading
+ * and its writing, with no knowledge of mk_cluster (cluster.c snapshots
+ * its state into the lines under its locks and calls mk_metadata_write
+ * with c->meta_lock held; the scan and the rebuild below run at open,
+ * before anything else exists).
  *
  * The directories (mk_metadata_scan_dirs, mk_metadata_rebuild): what a
  * start finds under DATA_DIR/broker-B/ before any log opens, and the
@@ -41,42 +44,29 @@
 #ifndef MK_METADATA_H
 #define MK_METADATA_H
 
-#include "cluster.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "errlog.h"
+#include "error.h"
+#include "replica.h"
+#include "strbuf.h"
+
+/* An idempotent producer identity (/producers/NAME). */
+typedef struct {
+	char *name;
+	int64_t id;
+	int16_t epoch;
+} mk_producer_id;
 
 /*
- * A change decided but not yet applied in memory, saved as if it were
- * (decide, persist, act): brokers' and partitions' planned states, a topic
- * built but not yet in the table, a topic whose deletion is decided, a
- * topic's new configuration.
+ * Append the checksum line to text (every line of a version-2 file but
+ * that one) and replace DATA_DIR/metadata with it (crash points above).
+ * A failure is also a line in log ("cannot write ...; the change is not
+ * made").
  */
-typedef struct {
-	mk_partition *p;
-	mk_partition_state st;
-} mk_meta_part;
-
-typedef struct {
-	int broker;                  /* -1: no broker change */
-	bool broker_online;
-	const mk_meta_part *parts;
-	size_t nparts;
-	mk_topic *add;
-	const char *deleting;
-	const mk_topic *cfg_topic;
-	const mk_topic_config *cfg;
-	const char *producer;        /* a producer identity set or removed */
-	bool producer_gone;
-	int64_t producer_id, next_producer_id;
-	int16_t producer_epoch;
-} mk_meta_plan;
-
-#define MK_META_PLAN_NONE { .broker = -1 }
-
-/*
- * Write the current state (snapshotted under the cluster's locks) with the
- * plan on top (NULL: none). On success every partition is told what the
- * file now holds (mk_partition_meta_saved).
- */
-mk_err mk_metadata_save(mk_cluster *c, const mk_meta_plan *plan);
+mk_err mk_metadata_write(const char *data_dir, mk_strbuf *text, mk_errlog *log);
 
 /* One topic as read from the file, for mk_cluster_open to build from. */
 typedef struct {
