@@ -2,8 +2,9 @@
  * log.c — one partition replica's log (log.h): the ordered segments, the
  * checkpoint, the leader-epoch cache and the background flusher.
  *
- * Organisation:
- *   - the epoch cache (a small array) and the checkpoint (a text file:
+ * Organisation (struct mk_log and its locks: log_internal.h):
+ *   - the epoch cache: epoch_cache.h;
+ *   - the checkpoint (a text file:
  *     "version 1", "log_start_offset N", "recovery_point N", then one
  *     "epoch E START" line per cache entry), replaced atomically;
  *   - the flusher: this log's work in the cluster's flusher pool
@@ -42,29 +43,14 @@
  * directory and checkpoint ones) on the append path, where small-file
  * fsyncs cost milliseconds each; it was measured and not kept.
  *
- * Threads. Everything but the flusher runs on the owner's thread, under the
- * owner's lock (log.h). The flusher touches: its queue (fl.lock); the
- * segments queued, through mk_segment_flush() only (see segment.h for why
- * reads of them may go on meanwhile); under state_lock, the recovery
- * point and the epoch cache (read); and, under ckpt_lock (outer to
- * state_lock), the checkpoint file. So the owner's thread takes state_lock
- * to change the epoch cache or the recovery point, ckpt_lock to write the
- * checkpoint (its text is made under both, the file written with
- * state_lock released: a roll's mirror_bases never waits behind a
- * checkpoint's fsyncs), and waits for the flusher to be idle
- * (flusher_wait) before it changes or removes anything but the active
- * segment: truncation, index rebuilds, flush, close. The prepare task
- * (prep_run) touches only the prepared.*.tmp files and fl.prep (under
- * fl.lock): the owner takes the files only once fl.prep says READY, and
- * close, crash and abandon remove the task (waiting for a run) before
- * anything deletes them.
+ * Threads: see log_internal.h.
  *
  * Storage errors leave "FILE at byte POS: REASON" (or "FILE: what: errno")
  * in log->err, which mk_log_error() returns. A flusher failure is kept and
  * returned by every later append, roll, flush and truncation: the recovery
  * point can no longer move, and the owner takes the replica offline.
  */
-#include "log.h"
+#include "log_internal.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -114,71 +100,6 @@
 #define CKPT_INTERVAL_MS 1000
 #define CKPT_LAG_BYTES (64ULL << 20)
 
-typedef struct {
-	mk_segment *seg;            /* a rolled segment, owned by the log */
-	int64_t next;               /* the recovery point once it is durable */
-	uint64_t bytes;             /* its size at the roll */
-} flush_job;
-
-typedef struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;        /* the queue, held, stop or err changed */
-	mk_flush_task task;         /* this log's work in the pool */
-	mk_flush_pool *pool;        /* the cluster's, or own (NULL: none yet) */
-	bool own_pool;              /* made at the first roll, freed at close */
-	bool busy;                  /* a pass runs (jobs [0, taken) in flight) */
-	bool stop;                  /* no pass is to start */
-	bool held;                  /* tests: no pass starts */
-	flush_job *q;               /* roll order; jobs run until removed */
-	size_t n, cap;
-	uint64_t bytes;             /* sum of the queued jobs' bytes */
-	mk_err err;                 /* its first failure; no job runs after */
-	mk_strbuf msg;              /* what failed */
-	/* The next segment's files, made ahead (segment.h, "prepared"): */
-	mk_flush_task prep_task;    /* makes them, on a pool thread */
-	int prep;                   /* PREP_NONE, _QUEUED or _READY (fl.lock) */
-	uint64_t prep_prefill;      /* zeros the prepared .log starts with */
-} flusher;
-
-enum { PREP_NONE, PREP_QUEUED, PREP_READY };
-
-struct mk_log {
-	char *dir;
-	mk_fdcache *cache;          /* cfg.fdcache, or own_cache */
-	mk_fdcache *own_cache;
-	char *ckpt_path;
-	mk_log_config cfg;
-	mk_segment **segs;          /* ascending base offsets; last is active */
-	size_t nsegs, segs_cap;
-	/* Under state_lock (written by the owner's thread, or the flusher;
-	 * start_offset by the owner's, read by the flusher's checkpoint): */
-	int64_t start_offset;       /* set at open and by the cleaner hooks */
-	pthread_mutex_t state_lock;
-	int64_t recovery_point;     /* below it, everything was fsynced */
-	int64_t ckpt_at_ms;         /* the flusher's last write (monotonic) */
-	uint64_t ckpt_lag;          /* bytes flushed since, not in the file */
-	mk_epoch_entry *epochs;     /* epochs and starts strictly increasing */
-	size_t nepochs, epochs_cap;
-	int64_t *bases;             /* segs' base offsets, as the checkpoint */
-	size_t nbases, bases_cap;   /* lists them (mirrored by the owner) */
-	/* ckpt_lock serialises checkpoint file writes (outer to state_lock,
-	 * which is only held to format the text): a write's fsyncs never
-	 * hold up the owner's state_lock (mirror_bases at every roll). */
-	pthread_mutex_t ckpt_lock;
-	mk_strbuf ckpt_last;        /* what the checkpoint file last got */
-	/* The owner's thread only: */
-	int64_t unflushed;          /* records appended since the last fsync */
-	int64_t prep_base;          /* the active segment whose successor's
-				     * files were asked for; -1: none yet */
-	bool prep_asked;            /* prepared files may exist (close
-				     * deletes them) */
-	uint64_t write_calls;       /* appends' writes to .log files */
-	bool dir_dirty;             /* a segment was made since sync_all last
-				     * fsynced the directory */
-	uint64_t dir_syncs;         /* those fsyncs (mk_log_dir_syncs) */
-	mk_strbuf err;              /* the last storage error */
-	flusher fl;
-};
 
 static mk_segment *active(const mk_log *log)
 {
@@ -231,105 +152,24 @@ static mk_err storage_error(mk_log *log, const mk_strbuf *msg)
 	return MK_KAFKA_STORAGE_ERROR;
 }
 
-/* ---- the epoch cache ----------------------------------------------------- */
-
-static void epoch_push(mk_log *log, int32_t epoch, int64_t start)
-{
-	assert(log->nepochs == 0 ||
-	       (epoch > log->epochs[log->nepochs - 1].epoch &&
-		start > log->epochs[log->nepochs - 1].start_offset));
-	pthread_mutex_lock(&log->state_lock);
-	if (log->nepochs == log->epochs_cap) {
-		size_t cap = log->epochs_cap ? log->epochs_cap * 2 : 8;
-		mk_epoch_entry *v = mk_xrealloc(log->epochs, cap * sizeof(*v));
-		log->epochs = v;
-		log->epochs_cap = cap;
-	}
-	log->epochs[log->nepochs++] = (mk_epoch_entry){ epoch, start };
-	pthread_mutex_unlock(&log->state_lock);
-}
-
-/*
- * A batch of epoch e starting at base, seen in log order: a new epoch when
- * it is above the latest. Negative epochs (none) are not recorded; a lower
- * epoch cannot follow a higher one in a log, so it adds nothing.
- */
-static bool epoch_observe(mk_log *log, int32_t e, int64_t base)
-{
-	if (e < 0)
-		return false;
-	if (log->nepochs && e <= log->epochs[log->nepochs - 1].epoch)
-		return false;
-	if (log->nepochs && base <= log->epochs[log->nepochs - 1].start_offset)
-		return false;
-	epoch_push(log, e, base);
-	return true;
-}
-
-/* Drop the entries starting at or after offset. */
-static bool epoch_trim(mk_log *log, int64_t offset)
-{
-	size_t n = log->nepochs;
-	while (n > 0 && log->epochs[n - 1].start_offset >= offset)
-		n--;
-	bool changed = n != log->nepochs;
-	pthread_mutex_lock(&log->state_lock);
-	log->nepochs = n;
-	pthread_mutex_unlock(&log->state_lock);
-	return changed;
-}
+/* ---- the epoch cache (epoch_cache.h) ------------------------------------ */
 
 int32_t mk_log_latest_epoch(const mk_log *log)
 {
-	return log->nepochs ? log->epochs[log->nepochs - 1].epoch : -1;
+	return mk_epoch_cache_latest(&log->epochs);
 }
 
 size_t mk_log_epochs(const mk_log *log, const mk_epoch_entry **entries)
 {
-	*entries = log->epochs;
-	return log->nepochs;
+	*entries = log->epochs.v;
+	return log->epochs.n;
 }
 
 void mk_log_end_offset_for_epoch(const mk_log *log, int32_t epoch,
 				 int32_t *epoch_out, int64_t *end_out)
 {
-	/* The last entry whose epoch is <= the one asked for. */
-	size_t lo = 0, hi = log->nepochs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (log->epochs[mid].epoch <= epoch)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0) {
-		*epoch_out = -1;
-		*end_out = -1;
-		return;
-	}
-	*epoch_out = log->epochs[lo - 1].epoch;
-	*end_out = lo < log->nepochs ? log->epochs[lo].start_offset
-				     : mk_log_end_offset(log);
-}
-
-/* Collects the epoch changes a scan sees, in order. */
-typedef struct {
-	mk_epoch_entry *v;
-	size_t n, cap;
-} epoch_seen;
-
-static void on_batch_epoch(void *arg, const mk_batch_view *b, uint64_t pos)
-{
-	(void)pos;
-	epoch_seen *s = arg;
-	int32_t e = b->meta.leader_epoch;
-	if (e < 0 || (s->n && s->v[s->n - 1].epoch == e))
-		return;
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 8;
-		s->v = mk_xrealloc(s->v, s->cap * sizeof(*s->v));
-	}
-	s->v[s->n++] = (mk_epoch_entry){ e, b->meta.base_offset };
+	mk_epoch_cache_end_for(&log->epochs, epoch, mk_log_end_offset(log),
+			       epoch_out, end_out);
 }
 
 /* ---- the checkpoint ------------------------------------------------------ */
@@ -341,9 +181,9 @@ static void ckpt_format(const mk_log *log, mk_strbuf *out)
 	mk_strbuf_addf(out, "version 1\nlog_start_offset %lld\n"
 		       "recovery_point %lld\n", (long long)log->start_offset,
 		       (long long)log->recovery_point);
-	for (size_t i = 0; i < log->nepochs; i++)
-		mk_strbuf_addf(out, "epoch %d %lld\n", (int)log->epochs[i].epoch,
-			       (long long)log->epochs[i].start_offset);
+	for (size_t i = 0; i < log->epochs.n; i++)
+		mk_strbuf_addf(out, "epoch %d %lld\n", (int)log->epochs.v[i].epoch,
+			       (long long)log->epochs.v[i].start_offset);
 	/* The segments below the recovery point: a missing one is damage
 	 * (open refuses the log), never a silent gap. */
 	bool any = false;
@@ -894,7 +734,7 @@ static void log_free(mk_log *log)
 	free(log->dir);
 	free(log->ckpt_path);
 	free(log->segs);
-	free(log->epochs);
+	mk_epoch_cache_free(&log->epochs);
 	free(log->bases);
 	mk_strbuf_release(&log->err);
 	mk_strbuf_release(&log->ckpt_last);
@@ -954,6 +794,7 @@ static mk_log *log_new(const char *dir, const mk_log_config *cfg)
 	mk_strbuf_init(&log->ckpt_last, 0);
 	pthread_mutex_init(&log->state_lock, NULL);
 	pthread_mutex_init(&log->ckpt_lock, NULL);
+	mk_epoch_cache_init(&log->epochs, &log->state_lock);
 	pthread_mutex_init(&log->fl.lock, NULL);
 	pthread_cond_init(&log->fl.cond, NULL);
 	log->fl.task.run = flusher_run;
@@ -975,7 +816,7 @@ typedef struct {
 	mk_strbuf text;             /* the checkpoint as read */
 	checkpoint ck;              /* and as parsed */
 	size_t first;               /* the first segment to recover */
-	epoch_seen seen;            /* epochs in the recovered segments */
+	mk_epoch_seen seen;         /* epochs in the recovered segments */
 	mk_strbuf scratch;
 } opening;
 
@@ -1066,7 +907,7 @@ static mk_err open_recover_segments(mk_log *log, opening *o, mk_strbuf *why)
 					     o->missing ? -1 : o->ck.recovery_point,
 					     log->cache,
 					     o->cfg->index_interval_bytes,
-					     on_batch_epoch, &o->seen, &s, &cut,
+					     mk_epoch_seen_on_batch, &o->seen, &s, &cut,
 					     &o->scratch);
 		if (err) {
 			if (why)
@@ -1122,24 +963,24 @@ static mk_err open_epoch_cache(mk_log *log, opening *o, mk_strbuf *why)
 {
 	mk_err err = MK_OK;
 	for (size_t i = 0; i < o->ck.nepochs; i++)
-		epoch_push(log, o->ck.epochs[i].epoch,
-			   o->ck.epochs[i].start_offset);
+		mk_epoch_cache_push(&log->epochs, o->ck.epochs[i].epoch,
+				    o->ck.epochs[i].start_offset);
 	if (o->missing && o->first > 0) {
-		epoch_seen closed = { NULL, 0, 0 };
+		mk_epoch_seen closed = { NULL, 0, 0 };
 		for (size_t i = 0; i < o->first && !err; i++)
 			err = mk_segment_scan(log->segs[i], end_limit(log, i),
-					      on_batch_epoch, &closed, why);
+					      mk_epoch_seen_on_batch, &closed, why);
 		for (size_t i = 0; i < closed.n; i++)
-			epoch_observe(log, closed.v[i].epoch,
-				      closed.v[i].start_offset);
+			mk_epoch_cache_observe(&log->epochs, closed.v[i].epoch,
+					       closed.v[i].start_offset);
 		free(closed.v);
 		if (err)
 			return err;
 	}
-	epoch_trim(log, log->segs[o->first]->base);
+	mk_epoch_cache_trim(&log->epochs, log->segs[o->first]->base);
 	for (size_t i = 0; i < o->seen.n; i++)
-		epoch_observe(log, o->seen.v[i].epoch,
-			      o->seen.v[i].start_offset);
+		mk_epoch_cache_observe(&log->epochs, o->seen.v[i].epoch,
+				       o->seen.v[i].start_offset);
 	return MK_OK;
 }
 
@@ -1539,8 +1380,9 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 			return err;
 		*done = j;
 		for (size_t k = i; k < j; k++) {
-			if (epoch_observe(log, b[k].meta.leader_epoch,
-					  b[k].meta.base_offset) &&
+			if (mk_epoch_cache_observe(&log->epochs,
+						   b[k].meta.leader_epoch,
+						   b[k].meta.base_offset) &&
 			    (err = ckpt_write(log)))
 				return err;
 			log->unflushed += b[k].record_count;
@@ -1997,7 +1839,7 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 		err = MK_KAFKA_STORAGE_ERROR;
 		goto storage;
 	}
-	epoch_trim(log, offset);
+	mk_epoch_cache_trim(&log->epochs, offset);
 	set_recovery_point(log, offset);
 	log->unflushed = 0;
 	err = ckpt_write(log);
@@ -2108,7 +1950,7 @@ mk_err mk_log_reset_to(mk_log *log, int64_t offset)
 	pthread_mutex_lock(&log->state_lock);
 	log->start_offset = offset;
 	log->recovery_point = offset;
-	log->nepochs = 0;
+	mk_epoch_cache_clear_locked(&log->epochs);
 	pthread_mutex_unlock(&log->state_lock);
 	if ((err = ckpt_write(log))) {
 		mk_strbuf_release(&msg);
