@@ -4,9 +4,7 @@
  *
  * Organisation (struct mk_log and its locks: log_internal.h):
  *   - the epoch cache: epoch_cache.h;
- *   - the checkpoint (a text file:
- *     "version 1", "log_start_offset N", "recovery_point N", then one
- *     "epoch E START" line per cache entry), replaced atomically;
+ *   - the checkpoint file: log_checkpoint.h;
  *   - the flusher: this log's work in the cluster's flusher pool
  *     (flushpool.h): fsync rolled segments in roll order, move the
  *     recovery point;
@@ -51,6 +49,7 @@
  * point can no longer move, and the owner takes the replica offline.
  */
 #include "log_internal.h"
+#include "log_checkpoint.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -72,8 +71,6 @@
 #include "segment.h"
 #include "segswap.h"
 #include "xalloc.h"
-
-#define CHECKPOINT "checkpoint"
 
 /*
  * Back-pressure on rolls. A roll queues the old segment for the flusher
@@ -172,224 +169,11 @@ void mk_log_end_offset_for_epoch(const mk_log *log, int32_t epoch,
 			       epoch_out, end_out);
 }
 
-/* ---- the checkpoint ------------------------------------------------------ */
-
-typedef mk_log_checkpoint checkpoint;
-
-static void ckpt_format(const mk_log *log, mk_strbuf *out)
-{
-	mk_strbuf_addf(out, "version 1\nlog_start_offset %lld\n"
-		       "recovery_point %lld\n", (long long)log->start_offset,
-		       (long long)log->recovery_point);
-	for (size_t i = 0; i < log->epochs.n; i++)
-		mk_strbuf_addf(out, "epoch %d %lld\n", (int)log->epochs.v[i].epoch,
-			       (long long)log->epochs.v[i].start_offset);
-	/* The segments below the recovery point: a missing one is damage
-	 * (open refuses the log), never a silent gap. */
-	bool any = false;
-	for (size_t i = 0; i < log->nbases; i++) {
-		int64_t b = log->bases[i];
-		if (b < log->start_offset && i + 1 < log->nbases &&
-		    log->bases[i + 1] <= log->start_offset)
-			continue;           /* wholly below the log start */
-		if (b >= log->recovery_point)
-			break;
-		mk_strbuf_addstr(out, any ? " " : "segments ");
-		mk_strbuf_addf(out, "%lld", (long long)b);
-		any = true;
-	}
-	if (any)
-		mk_strbuf_addch(out, '\n');
-}
-
-/* The owner's thread: the checkpoint's copy of the segment list follows
- * log->segs (read by the flusher under state_lock). */
-static void mirror_bases(mk_log *log)
-{
-	pthread_mutex_lock(&log->state_lock);
-	if (log->bases_cap < log->nsegs) {
-		log->bases_cap = log->segs_cap;
-		log->bases = mk_xrealloc(log->bases, log->bases_cap * sizeof(*log->bases));
-	}
-	for (size_t i = 0; i < log->nsegs; i++)
-		log->bases[i] = log->segs[i]->base;
-	log->nbases = log->nsegs;
-	pthread_mutex_unlock(&log->state_lock);
-}
-
-/* Under ckpt_lock, state_lock not held (or before the flusher exists):
- * replace the checkpoint with text (ckpt_format's, made under state_lock
- * after ckpt_lock was taken, so writes land in the order of the states
- * they show), unless it already says exactly this (a close or flush with
- * nothing new then costs no fsync). Takes text. */
-static mk_err ckpt_store(mk_log *log, mk_strbuf *text_in, mk_strbuf *why)
-{
-	mk_strbuf text = *text_in;
-	*text_in = (mk_strbuf)MK_STRBUF_INIT;
-	if (log->ckpt_last.len == text.len &&
-	    memcmp(log->ckpt_last.buf, text.buf, text.len) == 0) {
-		mk_strbuf_release(&text);
-		return MK_OK;
-	}
-	mk_err err = mk_file_replace_fp(log->ckpt_path, text.buf, text.len,
-					"log.ckpt");
-	mk_strbuf_reset(&log->ckpt_last);
-	if (!err)
-		mk_strbuf_add(&log->ckpt_last, text.buf, text.len);
-	mk_strbuf_release(&text);
-	if (err)
-		mk_strbuf_addf(why, "%s: write failed: %s", log->ckpt_path,
-			       strerror(errno));
-	return err ? MK_KAFKA_STORAGE_ERROR : MK_OK;
-}
-
-static mk_err ckpt_write(mk_log *log)
-{
-	mk_strbuf why = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
-	mirror_bases(log);
-	pthread_mutex_lock(&log->ckpt_lock);
-	pthread_mutex_lock(&log->state_lock);
-	ckpt_format(log, &text);
-	pthread_mutex_unlock(&log->state_lock);
-	mk_err err = ckpt_store(log, &text, &why);
-	pthread_mutex_unlock(&log->ckpt_lock);
-	if (err) {
-		mk_strbuf_reset(&log->err);
-		mk_strbuf_add(&log->err, why.buf, why.len);
-	}
-	mk_strbuf_release(&why);
-	return err;
-}
-
 static void set_recovery_point(mk_log *log, int64_t offset)
 {
 	pthread_mutex_lock(&log->state_lock);
 	log->recovery_point = offset;
 	pthread_mutex_unlock(&log->state_lock);
-}
-
-/*
- * A space, then a decimal integer in [lo, hi] (core/base/parse.h) ending at the
- * next space or at the end of the line; *p moves past it.
- */
-static bool parse_num(char **p, int64_t lo, int64_t hi, int64_t *out)
-{
-	char *s = *p;
-	if (*s != ' ')
-		return false;
-	s++;
-	char *end = s + strcspn(s, " ");
-	char saved = *end;
-	*end = '\0';
-	bool ok = mk_parse_range(s, lo, hi, out);
-	*end = saved;
-	if (ok)
-		*p = end;
-	return ok;
-}
-
-static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
-			 mk_strbuf *why)
-{
-	memset(c, 0, sizeof(*c));
-	bool version = false, start = false, rp = false;
-	size_t cap = 0;
-	int lineno = 0;
-	const char *bad = NULL;
-	for (char *line = text, *next; line && *line; line = next) {
-		lineno++;
-		next = strchr(line, '\n');
-		if (!next) {
-			bad = "missing newline";
-			break;
-		}
-		*next++ = '\0';
-		char *p = line;
-		int64_t a, b;
-		if (!version) {
-			if (strcmp(line, "version 1") != 0) {
-				bad = "unknown version";
-				break;
-			}
-			version = true;
-		} else if (!strncmp(line, "log_start_offset ", 17) && !start) {
-			p += 16;
-			if (!parse_num(&p, 0, INT64_MAX, &c->start_offset) ||
-			    *p) {
-				bad = "bad log_start_offset";
-				break;
-			}
-			start = true;
-		} else if (!strncmp(line, "recovery_point ", 15) && !rp) {
-			p += 14;
-			if (!parse_num(&p, 0, INT64_MAX, &c->recovery_point) ||
-			    *p) {
-				bad = "bad recovery_point";
-				break;
-			}
-			rp = true;
-		} else if (!strncmp(line, "epoch ", 6)) {
-			p += 5;
-			if (!parse_num(&p, 0, INT32_MAX, &a) ||
-			    !parse_num(&p, 0, INT64_MAX, &b) || *p) {
-				bad = "bad epoch line";
-				break;
-			}
-			if (c->nepochs &&
-			    (a <= c->epochs[c->nepochs - 1].epoch ||
-			     b <= c->epochs[c->nepochs - 1].start_offset)) {
-				bad = "epochs out of order";
-				break;
-			}
-			if (c->nepochs == cap) {
-				cap = cap ? cap * 2 : 8;
-				c->epochs = mk_xrealloc(c->epochs,
-						    cap * sizeof(*c->epochs));
-			}
-			c->epochs[c->nepochs++] =
-				(mk_epoch_entry){ (int32_t)a, b };
-		} else if (!strncmp(line, "segments ", 9) && !c->nbases) {
-			p += 8;
-			size_t bcap = 0;
-			while (*p && !bad) {
-				if (!parse_num(&p, 0, INT64_MAX, &a) ||
-				    (c->nbases && a <= c->bases[c->nbases - 1])) {
-					bad = "bad segments line";
-					break;
-				}
-				if (c->nbases == bcap) {
-					bcap = bcap ? bcap * 2 : 16;
-					c->bases = mk_xrealloc(c->bases, bcap * sizeof(*c->bases));
-				}
-				c->bases[c->nbases++] = a;
-			}
-			if (bad)
-				break;
-		} else {
-			bad = "unknown line";
-			break;
-		}
-	}
-	if (!bad && !(version && start && rp))
-		bad = "missing fields";
-	if (bad) {
-		if (why)
-			mk_strbuf_addf(why, "%s: line %d: %s", path, lineno, bad);
-		free(c->epochs);
-		c->epochs = NULL;
-		c->nepochs = 0;
-		free(c->bases);
-		c->bases = NULL;
-		c->nbases = 0;
-		return MK_KAFKA_STORAGE_ERROR;
-	}
-	return MK_OK;
-}
-
-mk_err mk_log_checkpoint_parse(const char *path, char *text,
-			       mk_log_checkpoint *c, mk_strbuf *why)
-{
-	return ckpt_parse(path, text, c, why);
 }
 
 /* ---- the flusher --------------------------------------------------------- */
@@ -423,13 +207,13 @@ static mk_err run_jobs(mk_log *log, const flush_job *jobs, size_t n,
 	bool write = log->ckpt_lag >= CKPT_LAG_BYTES ||
 		     now - log->ckpt_at_ms >= CKPT_INTERVAL_MS;
 	if (write) {
-		ckpt_format(log, &text);
+		mk_log_ckpt_format(log, &text);
 		log->ckpt_at_ms = now;
 		log->ckpt_lag = 0;
 	}
 	pthread_mutex_unlock(&log->state_lock);
 	if (write)
-		err = ckpt_store(log, &text, why);
+		err = mk_log_ckpt_store(log, &text, why);
 	pthread_mutex_unlock(&log->ckpt_lock);
 	return err;
 }
@@ -518,7 +302,7 @@ static mk_err flusher_add(mk_log *log, mk_segment *seg, int64_t next)
 {
 	flusher *fl = &log->fl;
 	flush_job job = { seg, next, seg->size };
-	mirror_bases(log);
+	mk_log_ckpt_mirror_bases(log);
 	pthread_mutex_lock(&fl->lock);
 	mk_err err = flusher_failed(log);
 	if (err) {
@@ -670,7 +454,7 @@ mk_err mk_log_wait_flusher(mk_log *log)
 	mk_err err = flusher_wait(log);
 	/* The recovery point the passes moved is in the file too (a no-op
 	 * when it already is). */
-	return err ? err : ckpt_write(log);
+	return err ? err : mk_log_ckpt_write(log);
 }
 
 /* ---- open and close ------------------------------------------------------ */
@@ -782,7 +566,7 @@ static mk_log *log_new(const char *dir, const mk_log_config *cfg)
 	mk_log *log = mk_xcalloc(1, sizeof(*log));
 	log->dir = mk_xstrdup(dir);
 	mk_strbuf p = MK_STRBUF_INIT;
-	mk_strbuf_addf(&p, "%s/" CHECKPOINT, dir);
+	mk_strbuf_addf(&p, "%s/" MK_LOG_CKPT_NAME, dir);
 	log->ckpt_path = mk_strbuf_detach(&p, NULL);
 	log->cfg = *cfg;
 	log->cache = cfg->fdcache;
@@ -814,7 +598,7 @@ typedef struct {
 	bool missing;               /* no checkpoint file */
 	bool prepared;              /* prepared segment files left over */
 	mk_strbuf text;             /* the checkpoint as read */
-	checkpoint ck;              /* and as parsed */
+	mk_log_checkpoint ck;       /* and as parsed */
 	size_t first;               /* the first segment to recover */
 	mk_epoch_seen seen;         /* epochs in the recovered segments */
 	mk_strbuf scratch;
@@ -835,7 +619,8 @@ static mk_err open_read_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
 	 * open_write_checkpoint to compare (an unchanged checkpoint is not
 	 * rewritten, and a mount then costs no checkpoint fsync). */
 	char *copy = mk_xstrdup(o->text.buf);
-	mk_err err = ckpt_parse(log->ckpt_path, copy, &o->ck, why);
+	mk_err err = mk_log_checkpoint_parse(log->ckpt_path, copy, &o->ck,
+					       why);
 	free(copy);
 	return err;
 }
@@ -1033,15 +818,15 @@ static void open_settle_offsets(mk_log *log, const opening *o)
 static mk_err open_write_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
 {
 	mk_strbuf_reset(&o->scratch);
-	mirror_bases(log);
-	ckpt_format(log, &o->scratch);
+	mk_log_ckpt_mirror_bases(log);
+	mk_log_ckpt_format(log, &o->scratch);
 	if (!o->missing && o->scratch.len == o->text.len &&
 	    memcmp(o->scratch.buf, o->text.buf, o->text.len) == 0) {
 		/* What the file says: later writes of the same text skip. */
 		mk_strbuf_add(&log->ckpt_last, o->scratch.buf, o->scratch.len);
 		return MK_OK;
 	}
-	mk_err err = ckpt_write(log);
+	mk_err err = mk_log_ckpt_write(log);
 	if (err && why)
 		mk_strbuf_add(why, log->err.buf, log->err.len);
 	return err;
@@ -1143,7 +928,7 @@ static mk_err sync_all(mk_log *log)
 mk_err mk_log_flush(mk_log *log)
 {
 	mk_err err = sync_all(log);
-	return err ? err : ckpt_write(log);
+	return err ? err : mk_log_ckpt_write(log);
 }
 
 void mk_log_close(mk_log *log)
@@ -1182,25 +967,6 @@ void mk_log_crash(mk_log *log, bool torn)
 	for (size_t i = 0; i < log->nsegs; i++)
 		mk_segment_crash(log->segs[i], torn && i + 1 == log->nsegs);
 	log_free(log);
-}
-
-int32_t mk_log_peek_latest_epoch(const char *dir)
-{
-	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
-	mk_strbuf_addf(&path, "%s/" CHECKPOINT, dir);
-	bool missing;
-	checkpoint ck;
-	int32_t e = -1;
-	if (!mk_file_read(path.buf, &text, &missing) && !missing &&
-	    !ckpt_parse(path.buf, text.buf, &ck, NULL)) {
-		if (ck.nepochs)
-			e = ck.epochs[ck.nepochs - 1].epoch;
-		free(ck.epochs);
-		free(ck.bases);
-	}
-	mk_strbuf_release(&path);
-	mk_strbuf_release(&text);
-	return e;
 }
 
 void mk_log_abandon(mk_log *log)
@@ -1383,7 +1149,7 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 			if (mk_epoch_cache_observe(&log->epochs,
 						   b[k].meta.leader_epoch,
 						   b[k].meta.base_offset) &&
-			    (err = ckpt_write(log)))
+			    (err = mk_log_ckpt_write(log)))
 				return err;
 			log->unflushed += b[k].record_count;
 		}
@@ -1820,7 +1586,7 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 	if (lower)
 		log->recovery_point = offset;
 	pthread_mutex_unlock(&log->state_lock);
-	if (lower && (err = ckpt_write(log)))
+	if (lower && (err = mk_log_ckpt_write(log)))
 		goto out;
 	/* Later segments go first, newest first: a crash part-way leaves a
 	 * prefix of the log, whose last segment is then recovered. */
@@ -1842,7 +1608,7 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 	mk_epoch_cache_trim(&log->epochs, offset);
 	set_recovery_point(log, offset);
 	log->unflushed = 0;
-	err = ckpt_write(log);
+	err = mk_log_ckpt_write(log);
 	MK_FAILPOINT("log.truncate.done");
 	goto out;
 storage:
@@ -1884,7 +1650,7 @@ mk_err mk_log_advance_start(mk_log *log, int64_t offset)
 		return err;
 	if (offset > log->start_offset) {
 		set_start(log, offset);
-		if ((err = ckpt_write(log)))
+		if ((err = mk_log_ckpt_write(log)))
 			return err;
 	}
 	/* Closed segments wholly below the start: the next one's base is at
@@ -1952,7 +1718,7 @@ mk_err mk_log_reset_to(mk_log *log, int64_t offset)
 	log->recovery_point = offset;
 	mk_epoch_cache_clear_locked(&log->epochs);
 	pthread_mutex_unlock(&log->state_lock);
-	if ((err = ckpt_write(log))) {
+	if ((err = mk_log_ckpt_write(log))) {
 		mk_strbuf_release(&msg);
 		return err;
 	}
@@ -1993,17 +1759,7 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	/* The checkpoint first stops listing the segments the swap replaces,
 	 * so that a crash at any step of the swap never finds a listed
 	 * segment missing at open; it lists the new ones once they are in. */
-	mirror_bases(log);
-	mk_strbuf text = MK_STRBUF_INIT;
-	pthread_mutex_lock(&log->ckpt_lock);
-	pthread_mutex_lock(&log->state_lock);
-	memmove(log->bases + first, log->bases + first + n,
-		(log->nbases - first - n) * sizeof(*log->bases));
-	log->nbases -= n;
-	ckpt_format(log, &text);
-	pthread_mutex_unlock(&log->state_lock);
-	err = ckpt_store(log, &text, &msg);
-	pthread_mutex_unlock(&log->ckpt_lock);
+	err = mk_log_ckpt_write_without(log, first, n, &msg);
 	if (err) {
 		storage_error(log, &msg);
 		goto out;
@@ -2035,7 +1791,7 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	}
 	for (size_t i = 0; i < nnew; i++)
 		log->segs[first + i] = fresh[i];
-	err = ckpt_write(log);
+	err = mk_log_ckpt_write(log);
 out:
 	free(olds);
 	free(fresh);
