@@ -5,9 +5,9 @@
  * Organisation (struct mk_log and its locks: log_internal.h):
  *   - the epoch cache: epoch_cache.h;
  *   - the checkpoint file: log_checkpoint.h;
- *   - the flusher: this log's work in the cluster's flusher pool
- *     (flushpool.h): fsync rolled segments in roll order, move the
- *     recovery point;
+ *   - the flusher (this log's work in the cluster's flusher pool: fsync
+ *     rolled segments in roll order, move the recovery point), the
+ *     prepared segment files and the owner's flushes: log_flush.h;
  *   - open: list the NNN.log files, open those below the recovery point as
  *     closed (no I/O beyond open+fstat), recover the rest in order,
  *     reconcile the epoch cache with what the recovered segments hold;
@@ -16,30 +16,6 @@
  *   - read and offset_for_time: binary search of the segment, index lookup,
  *     forward scan with the segment reader;
  *   - truncate_to, flush, close, crash.
- *
- * The roll fsync. A roll used to fsync the old segment and its indexes, the
- * directory and the checkpoint before the append that caused it could go
- * on: four fsyncs per segment.bytes appended, on the append path. As in
- * Kafka (whose roll schedules the old segment's flush), the old segment is
- * now handed to the flusher, which fsyncs it with its indexes and then
- * writes the checkpoint with the recovery point past it (the checkpoint's
- * own directory fsync also makes the new segments' creation durable; as
- * that write is spaced, a flush (sync_all) fsyncs the directory itself
- * when a segment was made since its last one); when
- * it finds several segments queued, it fsyncs them all, in order, and
- * writes one checkpoint. The guarantees stay those of log.h: the recovery
- * point only moves past data that was fsynced, flushes happen in roll
- * order, and open recovers every segment from the one holding the recovery
- * point on — normally only the active one, and never more than
- * MAX_UNFLUSHED_BYTES of rolled segments, because only past that bound
- * does a roll wait for the flusher; below it the kernel's dirty-page
- * throttling is the back-pressure, as in Kafka. (Earlier versions waited
- * once 64 segments were queued: with 1 MiB segments that put the disk's
- * fsync rate on the append path.) The alternative, starting writeback
- * early with sync_file_range(SYNC_FILE_RANGE_WRITE) every 256 KiB so that
- * the roll's fsync finds little to write, keeps every fsync (and the
- * directory and checkpoint ones) on the append path, where small-file
- * fsyncs cost milliseconds each; it was measured and not kept.
  *
  * Threads: see log_internal.h.
  *
@@ -50,6 +26,7 @@
  */
 #include "log_internal.h"
 #include "log_checkpoint.h"
+#include "log_flush.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -72,41 +49,11 @@
 #include "segswap.h"
 #include "xalloc.h"
 
-/*
- * Back-pressure on rolls. A roll queues the old segment for the flusher
- * pool and goes on; it waits only while the rolled segments not yet
- * fsynced hold more than MAX_UNFLUSHED_BYTES (the bound of what a start
- * after a kill may have to scan, and of the page cache one log may dirty
- * ahead of the disk). Below it the kernel's dirty-page throttling is the
- * only back-pressure, as in Kafka. One flush pass takes at most BATCH
- * segments (one checkpoint for them all).
- */
-#define MAX_UNFLUSHED_BYTES (1ULL << 30)
-#define BATCH 64
 
-/*
- * The flusher's checkpoint writes are spaced (Kafka writes its recovery
- * point checkpoint every log.flush.offset.checkpoint.interval.ms): a pass
- * moves the recovery point in memory, and writes the file only when the
- * last write is CKPT_INTERVAL_MS old or CKPT_LAG_BYTES of flushed segments
- * are not in it yet. Under a burst of rolls that saves a file creation,
- * a rename and two fsyncs per roll; a kill meanwhile only makes the next
- * open recover (scan) at most CKPT_LAG_BYTES more. Flush, close and
- * mk_log_wait_flusher write it whenever it moved.
- */
-#define CKPT_INTERVAL_MS 1000
-#define CKPT_LAG_BYTES (64ULL << 20)
-
-
-static mk_segment *active(const mk_log *log)
-{
-	assert(log->nsegs > 0);
-	return log->segs[log->nsegs - 1];
-}
 
 int64_t mk_log_end_offset(const mk_log *log)
 {
-	return active(log)->next_offset;
+	return mk_log_active(log)->next_offset;
 }
 
 /* Every offset of segment i is below this. */
@@ -137,12 +84,11 @@ static void push_segment(mk_log *log, mk_segment *s)
 		log->segs = v;
 		log->segs_cap = cap;
 	}
-	assert(log->nsegs == 0 || s->base > active(log)->base);
+	assert(log->nsegs == 0 || s->base > mk_log_active(log)->base);
 	log->segs[log->nsegs++] = s;
 }
 
-/* Record a storage error; msg is what the segment layer said. */
-static mk_err storage_error(mk_log *log, const mk_strbuf *msg)
+mk_err mk_log_storage_error(mk_log *log, const mk_strbuf *msg)
 {
 	mk_strbuf_reset(&log->err);
 	mk_strbuf_add(&log->err, msg->buf, msg->len);
@@ -167,294 +113,6 @@ void mk_log_end_offset_for_epoch(const mk_log *log, int32_t epoch,
 {
 	mk_epoch_cache_end_for(&log->epochs, epoch, mk_log_end_offset(log),
 			       epoch_out, end_out);
-}
-
-static void set_recovery_point(mk_log *log, int64_t offset)
-{
-	pthread_mutex_lock(&log->state_lock);
-	log->recovery_point = offset;
-	pthread_mutex_unlock(&log->state_lock);
-}
-
-/* ---- the flusher --------------------------------------------------------- */
-
-/*
- * Make rolled segments durable, in order, then move the recovery point past
- * the last and write the checkpoint (once for them all). Runs on the flusher
- * thread (or, when it could not be started, on the owner's).
- */
-static mk_err run_jobs(mk_log *log, const flush_job *jobs, size_t n,
-		       mk_strbuf *why)
-{
-	assert(n > 0);
-	for (size_t i = 0; i < n; i++) {
-		mk_err err = mk_segment_flush(jobs[i].seg, why);
-		if (err)
-			return err;
-	}
-	MK_FAILPOINT("log.flush.before-checkpoint");
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	mk_err err = MK_OK;
-	mk_strbuf text = MK_STRBUF_INIT;
-	pthread_mutex_lock(&log->ckpt_lock);
-	pthread_mutex_lock(&log->state_lock);
-	if (jobs[n - 1].next > log->recovery_point)
-		log->recovery_point = jobs[n - 1].next;
-	for (size_t i = 0; i < n; i++)
-		log->ckpt_lag += jobs[i].bytes;
-	bool write = log->ckpt_lag >= CKPT_LAG_BYTES ||
-		     now - log->ckpt_at_ms >= CKPT_INTERVAL_MS;
-	if (write) {
-		mk_log_ckpt_format(log, &text);
-		log->ckpt_at_ms = now;
-		log->ckpt_lag = 0;
-	}
-	pthread_mutex_unlock(&log->state_lock);
-	if (write)
-		err = mk_log_ckpt_store(log, &text, why);
-	pthread_mutex_unlock(&log->ckpt_lock);
-	return err;
-}
-
-/*
- * One pass of this log's flush work, on a pool thread: everything queued
- * (up to BATCH) with one checkpoint; then, if more was queued meanwhile,
- * the task is submitted again (after other logs' work already waiting).
- */
-static void flusher_run(mk_flush_task *t)
-{
-	mk_log *log = (mk_log *)((char *)t - offsetof(mk_log, fl.task));
-	flusher *fl = &log->fl;
-	pthread_mutex_lock(&fl->lock);
-	if (fl->stop || fl->held || fl->n == 0 || fl->busy) {
-		pthread_mutex_unlock(&fl->lock);
-		return;
-	}
-	flush_job jobs[BATCH];
-	size_t n = fl->n < BATCH ? fl->n : BATCH;
-	memcpy(jobs, fl->q, n * sizeof(*jobs));
-	bool skip = fl->err != MK_OK;
-	fl->busy = true;
-	pthread_mutex_unlock(&fl->lock);
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = skip ? MK_OK : run_jobs(log, jobs, n, &why);
-	pthread_mutex_lock(&fl->lock);
-	if (err && !fl->err) {
-		fl->err = err;
-		mk_strbuf_add(&fl->msg, why.buf, why.len);
-	}
-	mk_strbuf_release(&why);
-	for (size_t i = 0; i < n; i++)
-		fl->bytes -= jobs[i].bytes;
-	fl->n -= n;
-	memmove(fl->q, fl->q + n, fl->n * sizeof(*fl->q));
-	fl->busy = false;
-	if (fl->n > 0 && !fl->held && !fl->stop)
-		mk_flush_pool_submit(fl->pool, &fl->task);
-	pthread_cond_broadcast(&fl->cond);
-	pthread_mutex_unlock(&fl->lock);
-}
-
-/* The flusher's failure, made the log's error. Under fl.lock. */
-static mk_err flusher_failed(mk_log *log)
-{
-	if (log->fl.err) {
-		mk_strbuf_reset(&log->err);
-		mk_strbuf_add(&log->err, log->fl.msg.buf, log->fl.msg.len);
-	}
-	return log->fl.err;
-}
-
-static mk_err flusher_error(mk_log *log)
-{
-	pthread_mutex_lock(&log->fl.lock);
-	mk_err err = flusher_failed(log);
-	pthread_mutex_unlock(&log->fl.lock);
-	return err;
-}
-
-/* Under fl.lock: the pool to use, made (one thread) for a log without
- * the cluster's. NULL when no thread runs (or can be started). */
-static mk_flush_pool *flusher_pool(mk_log *log)
-{
-	flusher *fl = &log->fl;
-	if (!fl->pool && log->cfg.pool) {
-		/* The cluster's pool before mk_cluster_start has no thread
-		 * (the daemon has not forked yet): flush in place. */
-		if (mk_flush_pool_threads(log->cfg.pool) == 0)
-			return NULL;
-		fl->pool = log->cfg.pool;
-	}
-	if (!fl->pool) {
-		fl->pool = mk_flush_pool_new(1);
-		fl->own_pool = fl->pool != NULL;
-	}
-	return fl->pool;
-}
-
-/*
- * Queue a rolled segment; next is the recovery point once it is durable.
- * Waits only while more than MAX_UNFLUSHED_BYTES are queued (unless held).
- */
-static mk_err flusher_add(mk_log *log, mk_segment *seg, int64_t next)
-{
-	flusher *fl = &log->fl;
-	flush_job job = { seg, next, seg->size };
-	mk_log_ckpt_mirror_bases(log);
-	pthread_mutex_lock(&fl->lock);
-	mk_err err = flusher_failed(log);
-	if (err) {
-		pthread_mutex_unlock(&fl->lock);
-		return err;
-	}
-	if (!flusher_pool(log)) {
-		/* No thread: flush here, as a synchronous roll would. */
-		pthread_mutex_unlock(&fl->lock);
-		mk_strbuf why = MK_STRBUF_INIT;
-		err = run_jobs(log, &job, 1, &why);
-		if (err)
-			storage_error(log, &why);
-		mk_strbuf_release(&why);
-		return err;
-	}
-	if (fl->n == fl->cap) {
-		fl->cap = fl->cap ? fl->cap * 2 : BATCH;
-		fl->q = mk_xrealloc(fl->q, fl->cap * sizeof(*fl->q));
-	}
-	fl->q[fl->n++] = job;
-	fl->bytes += job.bytes;
-	if (!fl->held)
-		mk_flush_pool_submit(fl->pool, &fl->task);
-	while (fl->bytes > MAX_UNFLUSHED_BYTES && !fl->held && !fl->err)
-		pthread_cond_wait(&fl->cond, &fl->lock);
-	err = flusher_failed(log);
-	pthread_mutex_unlock(&fl->lock);
-	return err;
-}
-
-/*
- * Prepared segment files. A roll used to create the next segment's three
- * files on the append path; on a file system where an inode allocation
- * costs half a millisecond that was most of a roll's cost. A pool thread
- * now makes them ahead (once the active segment is half full, and right
- * after each roll), and the roll renames them into place; when they are
- * not ready the roll creates the files itself, as before.
- */
-static void prep_run(mk_flush_task *t)
-{
-	mk_log *log = (mk_log *)((char *)t - offsetof(mk_log, fl.prep_task));
-	flusher *fl = &log->fl;
-	pthread_mutex_lock(&fl->lock);
-	bool go = !fl->stop && fl->prep == PREP_QUEUED;
-	uint64_t prefill = fl->prep_prefill;
-	pthread_mutex_unlock(&fl->lock);
-	if (!go)
-		return;
-	/* A failure is not the log's: the roll then creates the files. */
-	mk_err err = mk_segment_prepare(log->dir, prefill, NULL);
-	pthread_mutex_lock(&fl->lock);
-	fl->prep = err ? PREP_NONE : PREP_READY;
-	pthread_cond_broadcast(&fl->cond);
-	pthread_mutex_unlock(&fl->lock);
-}
-
-/* Ask for the next segment's files (owner's thread); nothing when they
- * are asked for or ready already, or no pool thread runs. */
-static void prep_request(mk_log *log)
-{
-	flusher *fl = &log->fl;
-	log->prep_base = active(log)->base;
-	pthread_mutex_lock(&fl->lock);
-	if (fl->prep == PREP_NONE && !fl->stop && flusher_pool(log)) {
-		/* The new segment's first runway (segment.h), made with its
-		 * files: as much as the segment may hold, up to the cap; none
-		 * for segments too small to be worth one. */
-		uint64_t sb = (uint64_t)log->cfg.segment_bytes;
-		fl->prep_prefill = sb < 2 * MK_SEGMENT_RUNWAY_FROM ? 0
-				   : sb < MK_SEGMENT_PREFILL_MAX ? sb
-				   : MK_SEGMENT_PREFILL_MAX;
-		fl->prep = PREP_QUEUED;
-		log->prep_asked = true;
-		mk_flush_pool_submit(fl->pool, &fl->prep_task);
-	}
-	pthread_mutex_unlock(&fl->lock);
-}
-
-/* Take the prepared files when they are ready (owner's thread). */
-static bool prep_take(mk_log *log)
-{
-	pthread_mutex_lock(&log->fl.lock);
-	bool ready = log->fl.prep == PREP_READY;
-	if (ready)
-		log->fl.prep = PREP_NONE;
-	pthread_mutex_unlock(&log->fl.lock);
-	return ready;
-}
-
-bool mk_log_wait_prepared(mk_log *log)
-{
-	flusher *fl = &log->fl;
-	pthread_mutex_lock(&fl->lock);
-	while (fl->prep == PREP_QUEUED && !fl->stop)
-		pthread_cond_wait(&fl->cond, &fl->lock);
-	bool ready = fl->prep == PREP_READY;
-	pthread_mutex_unlock(&fl->lock);
-	return ready;
-}
-
-/* Wait until every queued segment is durable, releasing a hold. */
-static mk_err flusher_wait(mk_log *log)
-{
-	flusher *fl = &log->fl;
-	pthread_mutex_lock(&fl->lock);
-	fl->held = false;
-	if (fl->n > 0 && fl->pool)
-		mk_flush_pool_submit(fl->pool, &fl->task);
-	while (fl->n > 0)
-		pthread_cond_wait(&fl->cond, &fl->lock);
-	mk_err err = flusher_failed(log);
-	pthread_mutex_unlock(&fl->lock);
-	return err;
-}
-
-/* No pass starts from now on; one running is finished; the queue is left
- * as is. A private pool is freed. */
-static void flusher_stop(mk_log *log)
-{
-	flusher *fl = &log->fl;
-	pthread_mutex_lock(&fl->lock);
-	fl->stop = true;
-	mk_flush_pool *pool = fl->pool;
-	bool own = fl->own_pool;
-	fl->pool = NULL;
-	fl->own_pool = false;
-	pthread_mutex_unlock(&fl->lock);
-	if (pool) {
-		mk_flush_pool_remove(pool, &fl->task);
-		mk_flush_pool_remove(pool, &fl->prep_task);
-		if (own)
-			mk_flush_pool_free(pool);
-	}
-}
-
-void mk_log_hold_flusher(mk_log *log, bool held)
-{
-	pthread_mutex_lock(&log->fl.lock);
-	log->fl.held = held;
-	if (!held && log->fl.n > 0 && log->fl.pool)
-		mk_flush_pool_submit(log->fl.pool, &log->fl.task);
-	pthread_cond_broadcast(&log->fl.cond);
-	pthread_mutex_unlock(&log->fl.lock);
-}
-
-mk_err mk_log_wait_flusher(mk_log *log)
-{
-	mk_err err = flusher_wait(log);
-	/* The recovery point the passes moved is in the file too (a no-op
-	 * when it already is). */
-	return err ? err : mk_log_ckpt_write(log);
 }
 
 /* ---- open and close ------------------------------------------------------ */
@@ -522,10 +180,7 @@ static void log_free(mk_log *log)
 	free(log->bases);
 	mk_strbuf_release(&log->err);
 	mk_strbuf_release(&log->ckpt_last);
-	free(log->fl.q);
-	mk_strbuf_release(&log->fl.msg);
-	pthread_mutex_destroy(&log->fl.lock);
-	pthread_cond_destroy(&log->fl.cond);
+	mk_log_flusher_release(&log->fl);
 	pthread_mutex_destroy(&log->state_lock);
 	pthread_mutex_destroy(&log->ckpt_lock);
 	free(log);
@@ -579,13 +234,8 @@ static mk_log *log_new(const char *dir, const mk_log_config *cfg)
 	pthread_mutex_init(&log->state_lock, NULL);
 	pthread_mutex_init(&log->ckpt_lock, NULL);
 	mk_epoch_cache_init(&log->epochs, &log->state_lock);
-	pthread_mutex_init(&log->fl.lock, NULL);
-	pthread_cond_init(&log->fl.cond, NULL);
-	log->fl.task.run = flusher_run;
-	log->fl.prep_task.run = prep_run;
-	log->fl.prep_task.quick = true;     /* never behind an fsync */
+	mk_log_flusher_init(&log->fl);
 	log->prep_base = -1;
-	mk_strbuf_init(&log->fl.msg, 0);
 	return log;
 }
 
@@ -891,52 +541,12 @@ done:
 	return err;
 }
 
-/*
- * Make everything appended durable: the rolled segments (the flusher's
- * queue), then the active one. The recovery point moves to the log end.
- */
-static mk_err sync_all(mk_log *log)
-{
-	mk_err err = flusher_wait(log);
-	if (err)
-		return err;
-	mk_strbuf msg = MK_STRBUF_INIT;
-	err = mk_segment_flush(active(log), &msg);
-	/* The entries of segments rolled in since: their data is durable
-	 * now, their names must be too (the flusher's checkpoint, which
-	 * fsyncs the directory as well, is written at most once a second). */
-	if (!err && log->dir_dirty) {
-		if (mk_fsync_dir(log->dir)) {
-			mk_strbuf_addf(&msg, "%s: fsync failed: %s", log->dir,
-				       strerror(errno));
-			err = MK_KAFKA_STORAGE_ERROR;
-		} else {
-			log->dir_dirty = false;
-			log->dir_syncs++;
-		}
-	}
-	if (err) {
-		storage_error(log, &msg);
-	} else {
-		log->unflushed = 0;
-		set_recovery_point(log, mk_log_end_offset(log));
-	}
-	mk_strbuf_release(&msg);
-	return err;
-}
-
-mk_err mk_log_flush(mk_log *log)
-{
-	mk_err err = sync_all(log);
-	return err ? err : mk_log_ckpt_write(log);
-}
-
 void mk_log_close(mk_log *log)
 {
 	if (!log)
 		return;
 	mk_log_flush(log);
-	flusher_stop(log);
+	mk_log_flusher_stop(log);
 	if (log->prep_asked)
 		mk_segment_discard_prepared(log->dir);
 	for (size_t i = 0; i < log->nsegs; i++)
@@ -949,7 +559,7 @@ void mk_log_crash(mk_log *log, bool torn)
 	if (!log)
 		return;
 	/* The flushes still queued never happen. */
-	flusher_stop(log);
+	mk_log_flusher_stop(log);
 	/*
 	 * What survives is the durable prefix: the first segment holding
 	 * unflushed bytes goes back to its flushed size, and every later one
@@ -973,7 +583,7 @@ void mk_log_abandon(mk_log *log)
 {
 	if (!log)
 		return;
-	flusher_stop(log);
+	mk_log_flusher_stop(log);
 	for (size_t i = 0; i < log->nsegs; i++)
 		mk_segment_close(log->segs[i]);
 	log_free(log);
@@ -1035,7 +645,7 @@ size_t mk_log_segment_count(const mk_log *log)
 void mk_log_write_index_pending(mk_log *log)
 {
 	if (log->nsegs)
-		mk_segment_write_index_pending(active(log), NULL);
+		mk_segment_write_index_pending(mk_log_active(log), NULL);
 }
 
 void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info)
@@ -1062,14 +672,14 @@ const char *mk_log_error(const mk_log *log)
  */
 static mk_err roll(mk_log *log)
 {
-	mk_segment *old = active(log);
+	mk_segment *old = mk_log_active(log);
 	mk_strbuf msg = MK_STRBUF_INIT;
 	MK_FAILPOINT("log.roll.before-seal");
 	mk_err err = mk_segment_seal(old, &msg);
 	mk_segment *s = NULL;
 	if (!err) {
 		MK_FAILPOINT("log.roll.after-seal");
-		err = prep_take(log)
+		err = mk_log_prep_take(log)
 			? mk_segment_create_prepared(log->dir, old->next_offset,
 						     log->cache, &s, &msg)
 			: mk_segment_create(log->dir, old->next_offset,
@@ -1077,7 +687,7 @@ static mk_err roll(mk_log *log)
 	}
 	if (err) {
 		old->active = true;
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 		mk_strbuf_release(&msg);
 		return err;
 	}
@@ -1086,8 +696,8 @@ static mk_err roll(mk_log *log)
 	log->dir_dirty = true;
 	mk_strbuf_release(&msg);
 	/* A log that rolled is written to: its next files get made now. */
-	prep_request(log);
-	return flusher_add(log, old, s->base);
+	mk_log_prep_request(log);
+	return mk_log_flusher_add(log, old, s->base);
 }
 
 /*
@@ -1103,10 +713,10 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 	*done = 0;
 	size_t i = 0;
 	while (i < n) {
-		mk_err err = flusher_error(log);
+		mk_err err = mk_log_flusher_error(log);
 		if (err)
 			return err;
-		mk_segment *a = active(log);
+		mk_segment *a = mk_log_active(log);
 		int64_t last = mk_batch_last_offset(&b[i]);
 		/* An empty segment takes any batch: the threshold is for
 		 * rolling. */
@@ -1115,7 +725,7 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 		     !mk_segment_can_hold(a, b[i].frame_len, last))) {
 			if ((err = roll(log)))
 				return err;
-			a = active(log);
+			a = mk_log_active(log);
 		}
 		if (!mk_segment_can_hold(a, b[i].frame_len, last))
 			return MK_MESSAGE_TOO_LARGE;
@@ -1131,7 +741,7 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 		/* Half full: the next segment's files get made ahead. */
 		if (log->prep_base != a->base &&
 		    (int64_t)(a->size + run) * 2 >= log->cfg.segment_bytes)
-			prep_request(log);
+			mk_log_prep_request(log);
 		/* The runway (segment.h) never runs past where the segment
 		 * rolls. */
 		a->fill_limit = (uint64_t)log->cfg.segment_bytes;
@@ -1140,7 +750,7 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 					     log->cfg.index_interval_bytes, &msg);
 		log->write_calls++;
 		if (err)
-			storage_error(log, &msg);
+			mk_log_storage_error(log, &msg);
 		mk_strbuf_release(&msg);
 		if (err)
 			return err;
@@ -1155,7 +765,7 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 		}
 		if (log->cfg.flush_messages > 0 &&
 		    log->unflushed >= log->cfg.flush_messages &&
-		    (err = sync_all(log)))
+		    (err = mk_log_sync_all(log)))
 			return err;
 		i = j;
 	}
@@ -1256,7 +866,7 @@ static mk_err load_indexes(mk_log *log, size_t i)
 					     log->cfg.index_interval_bytes,
 					     &msg);
 	if (err)
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 	mk_strbuf_release(&msg);
 	return err;
 }
@@ -1269,14 +879,14 @@ static mk_err load_indexes(mk_log *log, size_t i)
 static mk_err rebuild_indexes(mk_log *log, size_t i)
 {
 	/* The segment may be queued: its index files are the flusher's. */
-	mk_err err = flusher_wait(log);
+	mk_err err = mk_log_flusher_wait(log);
 	if (err)
 		return err;
 	mk_strbuf msg = MK_STRBUF_INIT;
 	err = mk_segment_rebuild_indexes(log->segs[i], end_limit(log, i),
 					 log->cfg.index_interval_bytes, &msg);
 	if (err)
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 	mk_strbuf_release(&msg);
 	return err;
 }
@@ -1564,7 +1174,7 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 	if (offset < log->start_offset || offset < log->segs[0]->base)
 		return MK_INVALID_REQUEST;
 	/* Nothing may be queued: segments are cut and removed. */
-	mk_err err = flusher_wait(log);
+	mk_err err = mk_log_flusher_wait(log);
 	if (err)
 		return err;
 	size_t i = find_segment(log, offset);
@@ -1606,13 +1216,13 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 		goto storage;
 	}
 	mk_epoch_cache_trim(&log->epochs, offset);
-	set_recovery_point(log, offset);
+	mk_log_set_recovery_point(log, offset);
 	log->unflushed = 0;
 	err = mk_log_ckpt_write(log);
 	MK_FAILPOINT("log.truncate.done");
 	goto out;
 storage:
-	storage_error(log, &msg);
+	mk_log_storage_error(log, &msg);
 out:
 	mk_strbuf_release(&msg);
 	return err;
@@ -1640,13 +1250,13 @@ mk_err mk_log_advance_start(mk_log *log, int64_t offset)
 {
 	if (offset > mk_log_end_offset(log))
 		return MK_OFFSET_OUT_OF_RANGE;
-	mk_err err = flusher_wait(log);
+	mk_err err = mk_log_flusher_wait(log);
 	if (err)
 		return err;
 	/* The start passes only fsynced records: a crash that loses an
 	 * unflushed tail then never leaves the start past the log's end,
 	 * which the next open refuses as damage (open_check_offsets). */
-	if (offset > log->recovery_point && (err = sync_all(log)))
+	if (offset > log->recovery_point && (err = mk_log_sync_all(log)))
 		return err;
 	if (offset > log->start_offset) {
 		set_start(log, offset);
@@ -1674,7 +1284,7 @@ mk_err mk_log_advance_start(mk_log *log, int64_t offset)
 		err = MK_KAFKA_STORAGE_ERROR;
 	}
 	if (err)
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 	mk_strbuf_release(&msg);
 	return err;
 }
@@ -1685,7 +1295,7 @@ mk_err mk_log_reset_to(mk_log *log, int64_t offset)
 		return MK_INVALID_REQUEST;
 	if (offset <= mk_log_end_offset(log))
 		return MK_INVALID_REQUEST;   /* a reset goes past the log */
-	mk_err err = flusher_wait(log);
+	mk_err err = mk_log_flusher_wait(log);
 	if (err)
 		return err;
 	/*
@@ -1706,7 +1316,7 @@ mk_err mk_log_reset_to(mk_log *log, int64_t offset)
 	if (err) {
 		if (s)
 			mk_segment_remove(s, NULL);
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 		mk_strbuf_release(&msg);
 		return err;
 	}
@@ -1736,7 +1346,7 @@ mk_err mk_log_reset_to(mk_log *log, int64_t offset)
 		err = MK_KAFKA_STORAGE_ERROR;
 	}
 	if (err)
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 	log->unflushed = 0;
 	mk_strbuf_release(&msg);
 	return err;
@@ -1748,7 +1358,7 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 {
 	if (n == 0 || first + n >= log->nsegs)
 		return MK_INVALID_REQUEST;
-	mk_err err = flusher_wait(log);
+	mk_err err = mk_log_flusher_wait(log);
 	if (err)
 		return err;
 	int64_t *olds = mk_xmalloc(n * sizeof(*olds));
@@ -1761,7 +1371,7 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	 * segment missing at open; it lists the new ones once they are in. */
 	err = mk_log_ckpt_write_without(log, first, n, &msg);
 	if (err) {
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 		goto out;
 	}
 	err = mk_segswap_commit(log->dir, olds, n, news, nnew, state,
@@ -1772,7 +1382,7 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	if (err) {
 		for (size_t i = 0; i < nnew; i++)
 			mk_segment_close(fresh[i]);
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 		goto out;
 	}
 	/* The old segments' files are gone or replaced: close, splice. */

@@ -17,11 +17,11 @@
  * state_lock), the checkpoint file. So the owner's thread takes state_lock
  * to change the epoch cache or the recovery point, ckpt_lock to write the
  * checkpoint (its text is made under both, the file written with
- * state_lock released: a roll's mirror_bases never waits behind a
- * checkpoint's fsyncs), and waits for the flusher to be idle
- * (flusher_wait) before it changes or removes anything but the active
- * segment: truncation, index rebuilds, flush, close. The prepare task
- * (prep_run) touches only the prepared.*.tmp files and fl.prep (under
+ * state_lock released: a roll's mk_log_ckpt_mirror_bases never waits
+ * behind a checkpoint's fsyncs), and waits for the flusher to be idle
+ * (mk_log_flusher_wait) before it changes or removes anything but the
+ * active segment: truncation, index rebuilds, flush, close. The prepare
+ * task (prep_run, log_flush.c) touches only the prepared.*.tmp files and fl.prep (under
  * fl.lock): the owner takes the files only once fl.prep says READY, and
  * close, crash and abandon remove the task (waiting for a run) before
  * anything deletes them.
@@ -44,36 +44,10 @@
 #include "fdcache.h"
 #include "flushpool.h"
 #include "log.h"
+#include "log_flush.h"
 #include "segment.h"
 #include "strbuf.h"
 
-typedef struct {
-	mk_segment *seg;            /* a rolled segment, owned by the log */
-	int64_t next;               /* the recovery point once it is durable */
-	uint64_t bytes;             /* its size at the roll */
-} flush_job;
-
-typedef struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;        /* the queue, held, stop or err changed */
-	mk_flush_task task;         /* this log's work in the pool */
-	mk_flush_pool *pool;        /* the cluster's, or own (NULL: none yet) */
-	bool own_pool;              /* made at the first roll, freed at close */
-	bool busy;                  /* a pass runs (jobs [0, taken) in flight) */
-	bool stop;                  /* no pass is to start */
-	bool held;                  /* tests: no pass starts */
-	flush_job *q;               /* roll order; jobs run until removed */
-	size_t n, cap;
-	uint64_t bytes;             /* sum of the queued jobs' bytes */
-	mk_err err;                 /* its first failure; no job runs after */
-	mk_strbuf msg;              /* what failed */
-	/* The next segment's files, made ahead (segment.h, "prepared"): */
-	mk_flush_task prep_task;    /* makes them, on a pool thread */
-	int prep;                   /* PREP_NONE, _QUEUED or _READY (fl.lock) */
-	uint64_t prep_prefill;      /* zeros the prepared .log starts with */
-} flusher;
-
-enum { PREP_NONE, PREP_QUEUED, PREP_READY };
 
 struct mk_log {
 	char *dir;
@@ -95,7 +69,8 @@ struct mk_log {
 	size_t nbases, bases_cap;   /* lists them (mirrored by the owner) */
 	/* ckpt_lock serialises checkpoint file writes (outer to state_lock,
 	 * which is only held to format the text): a write's fsyncs never
-	 * hold up the owner's state_lock (mirror_bases at every roll). */
+	 * hold up the owner's state_lock (mk_log_ckpt_mirror_bases at every
+	 * roll). */
 	pthread_mutex_t ckpt_lock;
 	mk_strbuf ckpt_last;        /* what the checkpoint file last got */
 	/* The owner's thread only: */
@@ -105,11 +80,22 @@ struct mk_log {
 	bool prep_asked;            /* prepared files may exist (close
 				     * deletes them) */
 	uint64_t write_calls;       /* appends' writes to .log files */
-	bool dir_dirty;             /* a segment was made since sync_all last
+	bool dir_dirty;             /* a segment was made since mk_log_sync_all last
 				     * fsynced the directory */
 	uint64_t dir_syncs;         /* those fsyncs (mk_log_dir_syncs) */
 	mk_strbuf err;              /* the last storage error */
-	flusher fl;
+	mk_log_flusher fl;
 };
+
+/* The active segment: the last one. */
+static inline mk_segment *mk_log_active(const mk_log *log)
+{
+	assert(log->nsegs > 0);
+	return log->segs[log->nsegs - 1];
+}
+
+/* Record a storage error in log->err (mk_log_error); msg is what the
+ * segment layer said. KAFKA_STORAGE_ERROR. */
+mk_err mk_log_storage_error(mk_log *log, const mk_strbuf *msg);
 
 #endif
