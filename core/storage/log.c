@@ -1,65 +1,51 @@
 /*
- * log.c — one partition replica's log (log.h): the ordered segments, the
- * checkpoint, the leader-epoch cache and the background flusher.
+ * log.c — one partition replica's log (log.h), the log's own part (Kafka's
+ * LocalLog and UnifiedLog): its lifetime (open, close, crash, abandon),
+ * append and roll, read, offset_for_time, truncate_to, the cleaner's hooks
+ * (advance_start, reset_to, replace_segments) and the inspection views.
  *
- * Organisation (struct mk_log and its locks: log_internal.h):
- *   - the epoch cache: epoch_cache.h;
- *   - the checkpoint file: log_checkpoint.h;
- *   - the flusher (this log's work in the cluster's flusher pool: fsync
- *     rolled segments in roll order, move the recovery point), the
- *     prepared segment files and the owner's flushes: log_flush.h;
- *   - open: list the NNN.log files, open those below the recovery point as
- *     closed (no I/O beyond open+fstat), recover the rest in order,
- *     reconcile the epoch cache with what the recovered segments hold;
- *   - append: roll when needed, one pwrite (one pwritev for a run of
- *     frames between two rolls), index entries, the epoch cache;
- *   - read and offset_for_time: binary search of the segment, index lookup,
- *     forward scan with the segment reader;
- *   - truncate_to, flush, close, crash.
+ * The other pieces of the log, each with its header (struct mk_log, the
+ * threads and which lock guards what: log_internal.h):
+ *   - epoch_cache.h: the leader-epoch cache;
+ *   - log_checkpoint.h: the checkpoint file (format, parse, replacement);
+ *   - log_flush.h: flush scheduling (the flusher's passes in the pool,
+ *     prepared segment files, the owner's flushes);
+ *   - log_loader.h: open's recovery (list, checkpoint, recover, reconcile
+ *     the epoch cache, check the offsets).
  *
- * Threads: see log_internal.h.
+ * Here: append rolls when needed, writes one pwrite (one pwritev for a run
+ * of frames between two rolls), index entries, the epoch cache; read and
+ * offset_for_time do a binary search of the segment, an index lookup and
+ * a forward scan with the segment reader (one loop, seg_walk).
  *
  * Storage errors leave "FILE at byte POS: REASON" (or "FILE: what: errno")
  * in log->err, which mk_log_error() returns. A flusher failure is kept and
  * returned by every later append, roll, flush and truncation: the recovery
  * point can no longer move, and the owner takes the replica offline.
  */
-#include "log_internal.h"
-#include "log_checkpoint.h"
-#include "log_flush.h"
+#include "log.h"
 
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "codec.h"
 #include "failpoint.h"
-#include "fileio.h"
 #include "fdcache.h"
-#include "flushpool.h"
-#include "parse.h"
+#include "fileio.h"
+#include "log_checkpoint.h"
+#include "log_flush.h"
+#include "log_internal.h"
+#include "log_loader.h"
 #include "segment.h"
 #include "segswap.h"
 #include "xalloc.h"
 
-
-
 int64_t mk_log_end_offset(const mk_log *log)
 {
 	return mk_log_active(log)->next_offset;
-}
-
-/* Every offset of segment i is below this. */
-static int64_t end_limit(const mk_log *log, size_t i)
-{
-	return i + 1 < log->nsegs ? log->segs[i + 1]->base : INT64_MAX;
 }
 
 /* The segment holding offset: the last one whose base is <= offset. */
@@ -76,7 +62,7 @@ static size_t find_segment(const mk_log *log, int64_t offset)
 	return lo ? lo - 1 : 0;
 }
 
-static void push_segment(mk_log *log, mk_segment *s)
+void mk_log_push_segment(mk_log *log, mk_segment *s)
 {
 	if (log->nsegs == log->segs_cap) {
 		size_t cap = log->segs_cap ? log->segs_cap * 2 : 8;
@@ -117,57 +103,6 @@ void mk_log_end_offset_for_epoch(const mk_log *log, int32_t epoch,
 
 /* ---- open and close ------------------------------------------------------ */
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
-/* The base offsets of the NNNNNNNNNNNNNNNNNNNN.log files in dir, sorted. */
-static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
-			    bool *prepared, mk_strbuf *why)
-{
-	*out = NULL;
-	*n = 0;
-	*prepared = false;
-	DIR *d = opendir(dir);
-	if (!d) {
-		if (why)
-			mk_strbuf_addf(why, "%s: cannot list: %s", dir,
-				       strerror(errno));
-		return MK_KAFKA_STORAGE_ERROR;
-	}
-	size_t cap = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		const char *name = de->d_name;
-		if (mk_segment_prepared_name(name))
-			*prepared = true;
-		size_t len = strlen(name);
-		/* A time index of the earlier three-file format: the .index
-		 * carries the timestamps now (index.h). Best effort. */
-		if (len == 30 && !strcmp(name + 20, ".timeindex"))
-			(void)unlinkat(dirfd(d), name, 0);
-		if (len != 24 || strcmp(name + 20, ".log") != 0)
-			continue;
-		char digits[21];
-		int64_t v;
-		memcpy(digits, name, 20);
-		digits[20] = '\0';
-		if (name[0] == '-' || !mk_parse_range(digits, 0, INT64_MAX, &v))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = mk_xrealloc(*out, cap * sizeof(**out));
-		}
-		(*out)[(*n)++] = v;
-	}
-	closedir(d);
-	if (*n)
-		qsort(*out, *n, sizeof(**out), cmp_i64);
-	return MK_OK;
-}
-
 /* Free the log (its segments are closed, its flusher stopped). */
 static void log_free(mk_log *log)
 {
@@ -184,29 +119,6 @@ static void log_free(mk_log *log)
 	pthread_mutex_destroy(&log->state_lock);
 	pthread_mutex_destroy(&log->ckpt_lock);
 	free(log);
-}
-
-/*
- * Delete the segments at bases[0..n) (ascending), newest first, so that a
- * crash part-way leaves a prefix of the log; then fsync the directory.
- */
-static mk_err remove_from(const char *dir, mk_fdcache *cache,
-			  const int64_t *bases, size_t n, mk_strbuf *why)
-{
-	while (n > 0) {
-		mk_segment *s;
-		mk_err err = mk_segment_open_closed(dir, bases[--n], cache, &s, why);
-		if (!err)
-			err = mk_segment_remove(s, why);
-		if (err)
-			return err;
-	}
-	if (mk_fsync_dir(dir)) {
-		if (why)
-			mk_strbuf_addf(why, "%s: fsync failed", dir);
-		return MK_KAFKA_STORAGE_ERROR;
-	}
-	return MK_OK;
 }
 
 static bool config_ok(const mk_log_config *cfg)
@@ -239,249 +151,6 @@ static mk_log *log_new(const char *dir, const mk_log_config *cfg)
 	return log;
 }
 
-/* What mk_log_open gathers on its way, for its steps to share. */
-typedef struct {
-	const char *dir;
-	const mk_log_config *cfg;
-	int64_t *bases;             /* the NNN.log files, ascending */
-	size_t nbases;
-	bool missing;               /* no checkpoint file */
-	bool prepared;              /* prepared segment files left over */
-	mk_strbuf text;             /* the checkpoint as read */
-	mk_log_checkpoint ck;       /* and as parsed */
-	size_t first;               /* the first segment to recover */
-	mk_epoch_seen seen;         /* epochs in the recovered segments */
-	mk_strbuf scratch;
-} opening;
-
-/* Read and parse the checkpoint, when there is one. */
-static mk_err open_read_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
-{
-	if (mk_file_read(log->ckpt_path, &o->text, &o->missing)) {
-		if (why)
-			mk_strbuf_addf(why, "%s: read failed: %s",
-				       log->ckpt_path, strerror(errno));
-		return MK_KAFKA_STORAGE_ERROR;
-	}
-	if (o->missing)
-		return MK_OK;
-	/* The parse cuts its text into lines: o->text stays as read, for
-	 * open_write_checkpoint to compare (an unchanged checkpoint is not
-	 * rewritten, and a mount then costs no checkpoint fsync). */
-	char *copy = mk_xstrdup(o->text.buf);
-	mk_err err = mk_log_checkpoint_parse(log->ckpt_path, copy, &o->ck,
-					       why);
-	free(copy);
-	return err;
-}
-
-/* Every durable segment the checkpoint lists is there: a missing one is
- * damage (a gap in the log), never silently skipped. */
-static mk_err open_check_listed(const opening *o, mk_strbuf *why)
-{
-	for (size_t i = 0, j = 0; i < o->ck.nbases; i++) {
-		if (o->ck.bases[i] < o->ck.start_offset ||
-		    o->ck.bases[i] >= o->ck.recovery_point)
-			continue;
-		while (j < o->nbases && o->bases[j] < o->ck.bases[i])
-			j++;
-		if (j == o->nbases || o->bases[j] != o->ck.bases[i]) {
-			if (why)
-				mk_strbuf_addf(why, "%s/%020lld.log is missing (the checkpoint lists it): the log would have a gap",
-					       o->dir, (long long)o->ck.bases[i]);
-			return MK_KAFKA_STORAGE_ERROR;
-		}
-	}
-	return MK_OK;
-}
-
-/*
- * Recovery starts at the segment holding the recovery point: normally
- * the active one; earlier when rolled segments were still waiting for
- * the flusher. Without a checkpoint (a new log, or outside damage),
- * at the active one.
- */
-static size_t open_first_to_recover(const opening *o)
-{
-	size_t first = o->nbases ? o->nbases - 1 : 0;
-	while (!o->missing && first > 0 &&
-	       o->bases[first] > o->ck.recovery_point)
-		first--;
-	return first;
-}
-
-/* Closed segments below the first to recover: opened, never read. */
-static mk_err open_closed_segments(mk_log *log, opening *o, mk_strbuf *why)
-{
-	(void)why;
-	/* The listing found them; their sizes are learnt at first use. */
-	for (size_t i = 0; i < o->first; i++) {
-		mk_segment *s;
-		mk_segment_open_unsized(o->dir, o->bases[i], log->cache, &s);
-		push_segment(log, s);
-	}
-	return MK_OK;
-}
-
-/*
- * From the first to recover on, each segment is recovered (its torn or
- * corrupt tail cut, its indexes rebuilt, fsynced). One that had to be cut,
- * or that ends short of the next one's base, ends the log: the segments
- * after it were written after data now lost, and are deleted. The others
- * are closed again, durable now.
- */
-static mk_err open_recover_segments(mk_log *log, opening *o, mk_strbuf *why)
-{
-	mk_err err;
-	for (size_t i = o->first; i < o->nbases; i++) {
-		bool last = i + 1 == o->nbases;
-		mk_segment *s;
-		uint64_t cut;
-		err = mk_segment_open_active(o->dir, o->bases[i],
-					     last ? INT64_MAX : o->bases[i + 1],
-					     o->missing ? -1 : o->ck.recovery_point,
-					     log->cache,
-					     o->cfg->index_interval_bytes,
-					     mk_epoch_seen_on_batch, &o->seen, &s, &cut,
-					     &o->scratch);
-		if (err) {
-			if (why)
-				mk_strbuf_add(why, o->scratch.buf,
-					      o->scratch.len);
-			return err;
-		}
-		push_segment(log, s);
-		if (last)
-			break;
-		if (cut || s->next_offset != o->bases[i + 1])
-			return remove_from(o->dir, log->cache, o->bases + i + 1,
-					   o->nbases - i - 1, why);
-		mk_strbuf_reset(&o->scratch);
-		if ((err = mk_segment_seal(s, &o->scratch)) ||
-		    (err = mk_segment_flush(s, &o->scratch))) {
-			if (why)
-				mk_strbuf_add(why, o->scratch.buf,
-					      o->scratch.len);
-			return err;
-		}
-	}
-	return MK_OK;
-}
-
-/* No segment at all: an empty one at the checkpoint's log start. */
-static mk_err open_create_first(mk_log *log, opening *o, mk_strbuf *why)
-{
-	mk_segment *s;
-	mk_err err = mk_segment_create(o->dir,
-				       o->missing ? 0 : o->ck.start_offset,
-				       log->cache, &s, why);
-	if (err)
-		return err;
-	push_segment(log, s);
-	if (mk_fsync_dir(o->dir)) {
-		if (why)
-			mk_strbuf_addf(why, "%s: fsync failed", o->dir);
-		return MK_KAFKA_STORAGE_ERROR;
-	}
-	return MK_OK;
-}
-
-/*
- * The epoch cache: the checkpoint's, or — when it is missing while
- * closed segments exist, which only outside damage causes — rebuilt by
- * scanning them. Then everything from the first recovered segment's
- * base on is taken from what the recovered segments actually hold: the
- * checkpoint may have run ahead of data lost in a crash, or lag behind
- * it.
- */
-static mk_err open_epoch_cache(mk_log *log, opening *o, mk_strbuf *why)
-{
-	mk_err err = MK_OK;
-	for (size_t i = 0; i < o->ck.nepochs; i++)
-		mk_epoch_cache_push(&log->epochs, o->ck.epochs[i].epoch,
-				    o->ck.epochs[i].start_offset);
-	if (o->missing && o->first > 0) {
-		mk_epoch_seen closed = { NULL, 0, 0 };
-		for (size_t i = 0; i < o->first && !err; i++)
-			err = mk_segment_scan(log->segs[i], end_limit(log, i),
-					      mk_epoch_seen_on_batch, &closed, why);
-		for (size_t i = 0; i < closed.n; i++)
-			mk_epoch_cache_observe(&log->epochs, closed.v[i].epoch,
-					       closed.v[i].start_offset);
-		free(closed.v);
-		if (err)
-			return err;
-	}
-	mk_epoch_cache_trim(&log->epochs, log->segs[o->first]->base);
-	for (size_t i = 0; i < o->seen.n; i++)
-		mk_epoch_cache_observe(&log->epochs, o->seen.v[i].epoch,
-				       o->seen.v[i].start_offset);
-	return MK_OK;
-}
-
-/*
- * The checkpoint's offsets against what the recovered log holds. Both
- * stay at or below the durable end at every instant (the start moves only
- * over fsynced records, mk_log_advance_start; a reset makes its segment
- * before the checkpoint names it), and recovery never cuts below the
- * recovery point: either one past the log end is damage, or a hand edit,
- * and clamping it would hide every record of the log (or lose fsynced
- * ones silently). The log is refused, naming the file and the value.
- */
-static mk_err open_check_offsets(const mk_log *log, const opening *o,
-				 mk_strbuf *why)
-{
-	int64_t leo = mk_log_end_offset(log);
-	const char *name = NULL;
-	int64_t value = 0;
-	if (o->missing)
-		return MK_OK;
-	if (o->ck.start_offset > leo) {
-		name = "log_start_offset";
-		value = o->ck.start_offset;
-	} else if (o->ck.recovery_point > leo) {
-		name = "recovery_point";
-		value = o->ck.recovery_point;
-	} else {
-		return MK_OK;
-	}
-	if (why)
-		mk_strbuf_addf(why, "%s: %s %lld is past the log's end %lld (its segments hold [%lld, %lld)): damaged or edited, not clamped (to keep what the segments hold, correct the value or remove the file)",
-			       log->ckpt_path, name, (long long)value,
-			       (long long)leo, (long long)log->segs[0]->base,
-			       (long long)leo);
-	return MK_KAFKA_STORAGE_ERROR;
-}
-
-/* Log start (the checkpoint's, within the segments) and recovery point. */
-static void open_settle_offsets(mk_log *log, const opening *o)
-{
-	int64_t leo = mk_log_end_offset(log);
-	log->start_offset = o->missing ? log->segs[0]->base : o->ck.start_offset;
-	if (log->start_offset < log->segs[0]->base)
-		log->start_offset = log->segs[0]->base;
-	/* Recovery fsynced what it scanned: all of the log is durable. */
-	log->recovery_point = leo;
-}
-
-/* Write the checkpoint when it is missing or says something else. */
-static mk_err open_write_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
-{
-	mk_strbuf_reset(&o->scratch);
-	mk_log_ckpt_mirror_bases(log);
-	mk_log_ckpt_format(log, &o->scratch);
-	if (!o->missing && o->scratch.len == o->text.len &&
-	    memcmp(o->scratch.buf, o->text.buf, o->text.len) == 0) {
-		/* What the file says: later writes of the same text skip. */
-		mk_strbuf_add(&log->ckpt_last, o->scratch.buf, o->scratch.len);
-		return MK_OK;
-	}
-	mk_err err = mk_log_ckpt_write(log);
-	if (err && why)
-		mk_strbuf_add(why, log->err.buf, log->err.len);
-	return err;
-}
-
 mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		   mk_strbuf *why)
 {
@@ -501,30 +170,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		return MK_KAFKA_STORAGE_ERROR;
 	}
 	mk_log *log = log_new(dir, cfg);
-	opening o = {
-		.dir = dir, .cfg = cfg,
-		.text = MK_STRBUF_INIT, .scratch = MK_STRBUF_INIT,
-	};
-	mk_err err;
-	if ((err = mk_segswap_recover(dir, why)) ||    /* a cleaner swap */
-	    (err = list_segments(dir, &o.bases, &o.nbases, &o.prepared,
-				 why)) ||
-	    (err = open_read_checkpoint(log, &o, why)) ||
-	    (err = open_check_listed(&o, why)))
-		goto done;
-	/* Files made ahead for a roll that never came: garbage. */
-	if (o.prepared)
-		mk_segment_discard_prepared(dir);
-	o.first = open_first_to_recover(&o);
-	if ((err = open_closed_segments(log, &o, why)) ||
-	    (err = open_recover_segments(log, &o, why)) ||
-	    (!o.nbases && (err = open_create_first(log, &o, why))) ||
-	    (err = open_epoch_cache(log, &o, why)) ||
-	    (err = open_check_offsets(log, &o, why)))
-		goto done;
-	open_settle_offsets(log, &o);
-	err = open_write_checkpoint(log, &o, why);
-done:
+	mk_err err = mk_log_load(log, why);     /* log_loader.h */
 	if (err) {
 		for (size_t i = 0; i < log->nsegs; i++)
 			mk_segment_close(log->segs[i]);
@@ -532,12 +178,6 @@ done:
 	} else {
 		*out = log;
 	}
-	free(o.bases);
-	free(o.ck.epochs);
-	free(o.ck.bases);
-	free(o.seen.v);
-	mk_strbuf_release(&o.text);
-	mk_strbuf_release(&o.scratch);
 	return err;
 }
 
@@ -692,7 +332,7 @@ static mk_err roll(mk_log *log)
 		return err;
 	}
 	MK_FAILPOINT("log.roll.after-create");
-	push_segment(log, s);
+	mk_log_push_segment(log, s);
 	log->dir_dirty = true;
 	mk_strbuf_release(&msg);
 	/* A log that rolled is written to: its next files get made now. */
@@ -862,7 +502,7 @@ mk_err mk_log_append_replica_trusted(mk_log *log, const uint8_t *frame,
 static mk_err load_indexes(mk_log *log, size_t i)
 {
 	mk_strbuf msg = MK_STRBUF_INIT;
-	mk_err err = mk_segment_load_indexes(log->segs[i], end_limit(log, i),
+	mk_err err = mk_segment_load_indexes(log->segs[i], mk_log_end_limit(log, i),
 					     log->cfg.index_interval_bytes,
 					     &msg);
 	if (err)
@@ -883,7 +523,7 @@ static mk_err rebuild_indexes(mk_log *log, size_t i)
 	if (err)
 		return err;
 	mk_strbuf msg = MK_STRBUF_INIT;
-	err = mk_segment_rebuild_indexes(log->segs[i], end_limit(log, i),
+	err = mk_segment_rebuild_indexes(log->segs[i], mk_log_end_limit(log, i),
 					 log->cfg.index_interval_bytes, &msg);
 	if (err)
 		mk_log_storage_error(log, &msg);
@@ -946,7 +586,7 @@ static void walk_init(seg_walk *w, mk_log *log, size_t i, uint64_t pos,
 {
 	w->log = log;
 	w->s = log->segs[i];
-	w->limit = end_limit(log, i);
+	w->limit = mk_log_end_limit(log, i);
 	w->prev_next = w->s->base;
 	w->prev_epoch = -1;
 	w->at = pos;
@@ -1322,7 +962,7 @@ mk_err mk_log_reset_to(mk_log *log, int64_t offset)
 	}
 	MK_FAILPOINT("log.reset.after-create");
 	size_t nold = log->nsegs;
-	push_segment(log, s);
+	mk_log_push_segment(log, s);
 	pthread_mutex_lock(&log->state_lock);
 	log->start_offset = offset;
 	log->recovery_point = offset;

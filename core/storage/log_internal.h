@@ -7,7 +7,22 @@
  *
  * It owns struct mk_log: the segment list, the offsets, the epoch cache,
  * the checkpoint's state and the flusher's, and says which lock guards
- * which field (below, and beside each field).
+ * which field (below, and beside each field). Which piece changes what:
+ *   - log.c: segs (append, roll, truncate, the cleaner's hooks), the
+ *     log start, and the recovery point when truncate_to or reset_to
+ *     lowers or resets it (both under state_lock), unflushed,
+ *     write_calls, err;
+ *   - epoch_cache.c: epochs (its writes under state_lock);
+ *   - log_checkpoint.c: bases, ckpt_last and the checkpoint file (under
+ *     ckpt_lock, the text made under state_lock too);
+ *   - log_flush.c: fl (under fl.lock), the recovery point's moves up
+ *     (under state_lock), ckpt_at_ms and ckpt_lag (under both), dir_dirty's
+ *     clearing and dir_syncs;
+ *   - log_loader.c: everything, once, before the log is anyone's.
+ * The invariants are those of log.h; each piece's header says its own.
+ *
+ * The helpers every piece shares (the active segment, a segment's offset
+ * limit, pushing a segment, recording a storage error) are below.
  *
  * Threads. Everything but the flusher runs on the owner's thread, under the
  * owner's lock (log.h). The flusher touches: its queue (fl.lock); the
@@ -48,7 +63,6 @@
 #include "segment.h"
 #include "strbuf.h"
 
-
 struct mk_log {
 	char *dir;
 	mk_fdcache *cache;          /* cfg.fdcache, or own_cache */
@@ -80,8 +94,9 @@ struct mk_log {
 	bool prep_asked;            /* prepared files may exist (close
 				     * deletes them) */
 	uint64_t write_calls;       /* appends' writes to .log files */
-	bool dir_dirty;             /* a segment was made since mk_log_sync_all last
-				     * fsynced the directory */
+	bool dir_dirty;             /* a segment was made since
+				     * mk_log_sync_all last fsynced the
+				     * directory */
 	uint64_t dir_syncs;         /* those fsyncs (mk_log_dir_syncs) */
 	mk_strbuf err;              /* the last storage error */
 	mk_log_flusher fl;
@@ -93,6 +108,15 @@ static inline mk_segment *mk_log_active(const mk_log *log)
 	assert(log->nsegs > 0);
 	return log->segs[log->nsegs - 1];
 }
+
+/* Every offset of segment i is below this. */
+static inline int64_t mk_log_end_limit(const mk_log *log, size_t i)
+{
+	return i + 1 < log->nsegs ? log->segs[i + 1]->base : INT64_MAX;
+}
+
+/* Append s, past the active segment, to log->segs (the owner's thread). */
+void mk_log_push_segment(mk_log *log, mk_segment *s);
 
 /* Record a storage error in log->err (mk_log_error); msg is what the
  * segment layer said. KAFKA_STORAGE_ERROR. */
