@@ -136,6 +136,21 @@ static bool parse_num(char **p, int64_t lo, int64_t hi, int64_t *out)
 	return ok;
 }
 
+/*
+ * Whether line is a "KEY N" line for a key not *seen yet; then *seen says
+ * whether N is a valid offset (into *out).
+ */
+static bool offset_line(char *line, const char *key, bool *seen,
+			int64_t *out)
+{
+	size_t k = strlen(key);
+	if (*seen || strncmp(line, key, k) != 0 || line[k] != ' ')
+		return false;
+	char *p = line + k;
+	*seen = parse_num(&p, 0, INT64_MAX, out) && !*p;
+	return true;
+}
+
 mk_err mk_log_checkpoint_parse(const char *path, char *text,
 			       mk_log_checkpoint *c, mk_strbuf *why)
 {
@@ -160,22 +175,18 @@ mk_err mk_log_checkpoint_parse(const char *path, char *text,
 				break;
 			}
 			version = true;
-		} else if (!strncmp(line, "log_start_offset ", 17) && !start) {
-			p += 16;
-			if (!parse_num(&p, 0, INT64_MAX, &c->start_offset) ||
-			    *p) {
+		} else if (offset_line(line, "log_start_offset", &start,
+				       &c->start_offset)) {
+			if (!start) {
 				bad = "bad log_start_offset";
 				break;
 			}
-			start = true;
-		} else if (!strncmp(line, "recovery_point ", 15) && !rp) {
-			p += 14;
-			if (!parse_num(&p, 0, INT64_MAX, &c->recovery_point) ||
-			    *p) {
+		} else if (offset_line(line, "recovery_point", &rp,
+				       &c->recovery_point)) {
+			if (!rp) {
 				bad = "bad recovery_point";
 				break;
 			}
-			rp = true;
 		} else if (!strncmp(line, "epoch ", 6)) {
 			p += 5;
 			if (!parse_num(&p, 0, INT32_MAX, &a) ||

@@ -45,6 +45,9 @@
 
 enum { PREP_NONE, PREP_QUEUED, PREP_READY };
 
+/* The log whose task t is (its member fl.task or fl.prep_task). */
+#define LOG_OF(t, member) ((mk_log *)((char *)(t) - offsetof(mk_log, member)))
+
 static void flusher_run(mk_flush_task *t);
 static void prep_run(mk_flush_task *t);
 
@@ -120,7 +123,7 @@ static mk_err run_jobs(mk_log *log, const mk_log_flush_job *jobs, size_t n,
  */
 static void flusher_run(mk_flush_task *t)
 {
-	mk_log *log = (mk_log *)((char *)t - offsetof(mk_log, fl.task));
+	mk_log *log = LOG_OF(t, fl.task);
 	mk_log_flusher *fl = &log->fl;
 	pthread_mutex_lock(&fl->lock);
 	if (fl->stop || fl->held || fl->n == 0 || fl->busy) {
@@ -190,6 +193,25 @@ static mk_flush_pool *flusher_pool(mk_log *log)
 }
 
 /*
+ * Under fl.lock, which it releases: submit a pass when one is due, then
+ * wait until the queue is empty (all), or else until it holds at most
+ * MAX_UNFLUSHED_BYTES (a hold or a failure ends that wait too); the
+ * flusher's failure.
+ */
+static mk_err kick_and_wait(mk_log *log, bool all)
+{
+	mk_log_flusher *fl = &log->fl;
+	if (fl->n > 0 && !fl->held && fl->pool)
+		mk_flush_pool_submit(fl->pool, &fl->task);
+	while (all ? fl->n > 0
+		   : fl->bytes > MAX_UNFLUSHED_BYTES && !fl->held && !fl->err)
+		pthread_cond_wait(&fl->cond, &fl->lock);
+	mk_err err = flusher_failed(log);
+	pthread_mutex_unlock(&fl->lock);
+	return err;
+}
+
+/*
  * Queue a rolled segment; next is the recovery point once it is durable.
  * Waits only while more than MAX_UNFLUSHED_BYTES are queued (unless held).
  */
@@ -220,77 +242,7 @@ mk_err mk_log_flusher_add(mk_log *log, mk_segment *seg, int64_t next)
 	}
 	fl->q[fl->n++] = job;
 	fl->bytes += job.bytes;
-	if (!fl->held)
-		mk_flush_pool_submit(fl->pool, &fl->task);
-	while (fl->bytes > MAX_UNFLUSHED_BYTES && !fl->held && !fl->err)
-		pthread_cond_wait(&fl->cond, &fl->lock);
-	err = flusher_failed(log);
-	pthread_mutex_unlock(&fl->lock);
-	return err;
-}
-
-/* The next segment's files, on a pool thread (log_flush.h, "Prepared
- * segment files"). */
-static void prep_run(mk_flush_task *t)
-{
-	mk_log *log = (mk_log *)((char *)t - offsetof(mk_log, fl.prep_task));
-	mk_log_flusher *fl = &log->fl;
-	pthread_mutex_lock(&fl->lock);
-	bool go = !fl->stop && fl->prep == PREP_QUEUED;
-	uint64_t prefill = fl->prep_prefill;
-	pthread_mutex_unlock(&fl->lock);
-	if (!go)
-		return;
-	/* A failure is not the log's: the roll then creates the files. */
-	mk_err err = mk_segment_prepare(log->dir, prefill, NULL);
-	pthread_mutex_lock(&fl->lock);
-	fl->prep = err ? PREP_NONE : PREP_READY;
-	pthread_cond_broadcast(&fl->cond);
-	pthread_mutex_unlock(&fl->lock);
-}
-
-/* Ask for the next segment's files (owner's thread); nothing when they
- * are asked for or ready already, or no pool thread runs. */
-void mk_log_prep_request(mk_log *log)
-{
-	mk_log_flusher *fl = &log->fl;
-	log->prep_base = mk_log_active(log)->base;
-	pthread_mutex_lock(&fl->lock);
-	if (fl->prep == PREP_NONE && !fl->stop && flusher_pool(log)) {
-		/* The new segment's first runway (segment.h), made with its
-		 * files: as much as the segment may hold, up to the cap; none
-		 * for segments too small to be worth one. */
-		uint64_t sb = (uint64_t)log->cfg.segment_bytes;
-		fl->prep_prefill = sb < 2 * MK_SEGMENT_RUNWAY_FROM ? 0
-				   : sb < MK_SEGMENT_PREFILL_MAX ? sb
-				   : MK_SEGMENT_PREFILL_MAX;
-		fl->prep = PREP_QUEUED;
-		log->prep_asked = true;
-		mk_flush_pool_submit(fl->pool, &fl->prep_task);
-	}
-	pthread_mutex_unlock(&fl->lock);
-}
-
-/* Take the prepared files when they are ready (owner's thread). */
-bool mk_log_prep_take(mk_log *log)
-{
-	pthread_mutex_lock(&log->fl.lock);
-	bool ready = log->fl.prep == PREP_READY;
-	if (ready)
-		log->fl.prep = PREP_NONE;
-	pthread_mutex_unlock(&log->fl.lock);
-	return ready;
-}
-
-bool mk_log_wait_prepared(mk_log *log)
-{
-	mk_log_flusher *fl = &log->fl;
-	pthread_mutex_lock(&fl->lock);
-	while (fl->prep == PREP_QUEUED && !fl->stop)
-		pthread_cond_wait(&fl->cond, &fl->lock);
-	bool ready = fl->prep == PREP_READY;
-	pthread_mutex_unlock(&fl->lock);
-	return ready;
+	return kick_and_wait(log, false);
 }
 
 /* Wait until every queued segment is durable, releasing a hold. */
@@ -299,13 +251,7 @@ mk_err mk_log_flusher_wait(mk_log *log)
 	mk_log_flusher *fl = &log->fl;
 	pthread_mutex_lock(&fl->lock);
 	fl->held = false;
-	if (fl->n > 0 && fl->pool)
-		mk_flush_pool_submit(fl->pool, &fl->task);
-	while (fl->n > 0)
-		pthread_cond_wait(&fl->cond, &fl->lock);
-	mk_err err = flusher_failed(log);
-	pthread_mutex_unlock(&fl->lock);
-	return err;
+	return kick_and_wait(log, true);
 }
 
 /* No pass starts from now on; one running is finished; the queue is left
@@ -384,4 +330,70 @@ mk_err mk_log_flush(mk_log *log)
 {
 	mk_err err = mk_log_sync_all(log);
 	return err ? err : mk_log_ckpt_write(log);
+}
+
+/* ---- prepared segment files ------------------------------------------- */
+
+/* The next segment's files, on a pool thread (log_flush.h, "Prepared
+ * segment files"). */
+static void prep_run(mk_flush_task *t)
+{
+	mk_log *log = LOG_OF(t, fl.prep_task);
+	mk_log_flusher *fl = &log->fl;
+	pthread_mutex_lock(&fl->lock);
+	bool go = !fl->stop && fl->prep == PREP_QUEUED;
+	uint64_t prefill = fl->prep_prefill;
+	pthread_mutex_unlock(&fl->lock);
+	if (!go)
+		return;
+	/* A failure is not the log's: the roll then creates the files. */
+	mk_err err = mk_segment_prepare(log->dir, prefill, NULL);
+	pthread_mutex_lock(&fl->lock);
+	fl->prep = err ? PREP_NONE : PREP_READY;
+	pthread_cond_broadcast(&fl->cond);
+	pthread_mutex_unlock(&fl->lock);
+}
+
+/* Ask for the next segment's files (owner's thread); nothing when they
+ * are asked for or ready already, or no pool thread runs. */
+void mk_log_prep_request(mk_log *log)
+{
+	mk_log_flusher *fl = &log->fl;
+	log->prep_base = mk_log_active(log)->base;
+	pthread_mutex_lock(&fl->lock);
+	if (fl->prep == PREP_NONE && !fl->stop && flusher_pool(log)) {
+		/* The new segment's first runway (segment.h), made with its
+		 * files: as much as the segment may hold, up to the cap; none
+		 * for segments too small to be worth one. */
+		uint64_t sb = (uint64_t)log->cfg.segment_bytes;
+		fl->prep_prefill = sb < 2 * MK_SEGMENT_RUNWAY_FROM ? 0
+				   : sb < MK_SEGMENT_PREFILL_MAX ? sb
+				   : MK_SEGMENT_PREFILL_MAX;
+		fl->prep = PREP_QUEUED;
+		log->prep_asked = true;
+		mk_flush_pool_submit(fl->pool, &fl->prep_task);
+	}
+	pthread_mutex_unlock(&fl->lock);
+}
+
+/* Take the prepared files when they are ready (owner's thread). */
+bool mk_log_prep_take(mk_log *log)
+{
+	pthread_mutex_lock(&log->fl.lock);
+	bool ready = log->fl.prep == PREP_READY;
+	if (ready)
+		log->fl.prep = PREP_NONE;
+	pthread_mutex_unlock(&log->fl.lock);
+	return ready;
+}
+
+bool mk_log_wait_prepared(mk_log *log)
+{
+	mk_log_flusher *fl = &log->fl;
+	pthread_mutex_lock(&fl->lock);
+	while (fl->prep == PREP_QUEUED && !fl->stop)
+		pthread_cond_wait(&fl->cond, &fl->lock);
+	bool ready = fl->prep == PREP_READY;
+	pthread_mutex_unlock(&fl->lock);
+	return ready;
 }
