@@ -1,63 +1,22 @@
 /*
- * log.c — one partition replica's log (log.h): the ordered segments, the
- * checkpoint, the leader-epoch cache and the background flusher.
+ * log.c — one partition replica's log (log.h), the log's own part (Kafka's
+ * LocalLog and UnifiedLog): its lifetime (open, close, crash, abandon),
+ * append and roll, read, offset_for_time, truncate_to, the cleaner's hooks
+ * (advance_start, reset_to, replace_segments) and the inspection views.
  *
- * Organisation:
- *   - the epoch cache (a small array) and the checkpoint (a text file:
- *     "version 1", "log_start_offset N", "recovery_point N", then one
- *     "epoch E START" line per cache entry), replaced atomically;
- *   - the flusher: this log's work in the cluster's flusher pool
- *     (flushpool.h): fsync rolled segments in roll order, move the
- *     recovery point;
- *   - open: list the NNN.log files, open those below the recovery point as
- *     closed (no I/O beyond open+fstat), recover the rest in order,
- *     reconcile the epoch cache with what the recovered segments hold;
- *   - append: roll when needed, one pwrite (one pwritev for a run of
- *     frames between two rolls), index entries, the epoch cache;
- *   - read and offset_for_time: binary search of the segment, index lookup,
- *     forward scan with the segment reader;
- *   - truncate_to, flush, close, crash.
+ * The other pieces of the log, each with its header (struct mk_log, the
+ * threads and which lock guards what: log_internal.h):
+ *   - epoch_cache.h: the leader-epoch cache;
+ *   - log_checkpoint.h: the checkpoint file (format, parse, replacement);
+ *   - log_flush.h: flush scheduling (the flusher's passes in the pool,
+ *     prepared segment files, the owner's flushes);
+ *   - log_loader.h: open's recovery (list, checkpoint, recover, reconcile
+ *     the epoch cache, check the offsets).
  *
- * The roll fsync. A roll used to fsync the old segment and its indexes, the
- * directory and the checkpoint before the append that caused it could go
- * on: four fsyncs per segment.bytes appended, on the append path. As in
- * Kafka (whose roll schedules the old segment's flush), the old segment is
- * now handed to the flusher, which fsyncs it with its indexes and then
- * writes the checkpoint with the recovery point past it (the checkpoint's
- * own directory fsync also makes the new segments' creation durable; as
- * that write is spaced, a flush (sync_all) fsyncs the directory itself
- * when a segment was made since its last one); when
- * it finds several segments queued, it fsyncs them all, in order, and
- * writes one checkpoint. The guarantees stay those of log.h: the recovery
- * point only moves past data that was fsynced, flushes happen in roll
- * order, and open recovers every segment from the one holding the recovery
- * point on — normally only the active one, and never more than
- * MAX_UNFLUSHED_BYTES of rolled segments, because only past that bound
- * does a roll wait for the flusher; below it the kernel's dirty-page
- * throttling is the back-pressure, as in Kafka. (Earlier versions waited
- * once 64 segments were queued: with 1 MiB segments that put the disk's
- * fsync rate on the append path.) The alternative, starting writeback
- * early with sync_file_range(SYNC_FILE_RANGE_WRITE) every 256 KiB so that
- * the roll's fsync finds little to write, keeps every fsync (and the
- * directory and checkpoint ones) on the append path, where small-file
- * fsyncs cost milliseconds each; it was measured and not kept.
- *
- * Threads. Everything but the flusher runs on the owner's thread, under the
- * owner's lock (log.h). The flusher touches: its queue (fl.lock); the
- * segments queued, through mk_segment_flush() only (see segment.h for why
- * reads of them may go on meanwhile); under state_lock, the recovery
- * point and the epoch cache (read); and, under ckpt_lock (outer to
- * state_lock), the checkpoint file. So the owner's thread takes state_lock
- * to change the epoch cache or the recovery point, ckpt_lock to write the
- * checkpoint (its text is made under both, the file written with
- * state_lock released: a roll's mirror_bases never waits behind a
- * checkpoint's fsyncs), and waits for the flusher to be idle
- * (flusher_wait) before it changes or removes anything but the active
- * segment: truncation, index rebuilds, flush, close. The prepare task
- * (prep_run) touches only the prepared.*.tmp files and fl.prep (under
- * fl.lock): the owner takes the files only once fl.prep says READY, and
- * close, crash and abandon remove the task (waiting for a run) before
- * anything deletes them.
+ * Here: append rolls when needed, writes one pwrite (one pwritev for a run
+ * of frames between two rolls), index entries, the epoch cache; read and
+ * offset_for_time do a binary search of the segment, an index lookup and
+ * a forward scan with the segment reader (one loop, seg_walk).
  *
  * Storage errors leave "FILE at byte POS: REASON" (or "FILE: what: errno")
  * in log->err, which mk_log_error() returns. A flusher failure is kept and
@@ -67,134 +26,26 @@
 #include "log.h"
 
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "codec.h"
 #include "failpoint.h"
-#include "fileio.h"
 #include "fdcache.h"
-#include "flushpool.h"
-#include "parse.h"
+#include "fileio.h"
+#include "log_checkpoint.h"
+#include "log_flush.h"
+#include "log_internal.h"
+#include "log_loader.h"
 #include "segment.h"
 #include "segswap.h"
 #include "xalloc.h"
 
-#define CHECKPOINT "checkpoint"
-
-/*
- * Back-pressure on rolls. A roll queues the old segment for the flusher
- * pool and goes on; it waits only while the rolled segments not yet
- * fsynced hold more than MAX_UNFLUSHED_BYTES (the bound of what a start
- * after a kill may have to scan, and of the page cache one log may dirty
- * ahead of the disk). Below it the kernel's dirty-page throttling is the
- * only back-pressure, as in Kafka. One flush pass takes at most BATCH
- * segments (one checkpoint for them all).
- */
-#define MAX_UNFLUSHED_BYTES (1ULL << 30)
-#define BATCH 64
-
-/*
- * The flusher's checkpoint writes are spaced (Kafka writes its recovery
- * point checkpoint every log.flush.offset.checkpoint.interval.ms): a pass
- * moves the recovery point in memory, and writes the file only when the
- * last write is CKPT_INTERVAL_MS old or CKPT_LAG_BYTES of flushed segments
- * are not in it yet. Under a burst of rolls that saves a file creation,
- * a rename and two fsyncs per roll; a kill meanwhile only makes the next
- * open recover (scan) at most CKPT_LAG_BYTES more. Flush, close and
- * mk_log_wait_flusher write it whenever it moved.
- */
-#define CKPT_INTERVAL_MS 1000
-#define CKPT_LAG_BYTES (64ULL << 20)
-
-typedef struct {
-	mk_segment *seg;            /* a rolled segment, owned by the log */
-	int64_t next;               /* the recovery point once it is durable */
-	uint64_t bytes;             /* its size at the roll */
-} flush_job;
-
-typedef struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;        /* the queue, held, stop or err changed */
-	mk_flush_task task;         /* this log's work in the pool */
-	mk_flush_pool *pool;        /* the cluster's, or own (NULL: none yet) */
-	bool own_pool;              /* made at the first roll, freed at close */
-	bool busy;                  /* a pass runs (jobs [0, taken) in flight) */
-	bool stop;                  /* no pass is to start */
-	bool held;                  /* tests: no pass starts */
-	flush_job *q;               /* roll order; jobs run until removed */
-	size_t n, cap;
-	uint64_t bytes;             /* sum of the queued jobs' bytes */
-	mk_err err;                 /* its first failure; no job runs after */
-	mk_strbuf msg;              /* what failed */
-	/* The next segment's files, made ahead (segment.h, "prepared"): */
-	mk_flush_task prep_task;    /* makes them, on a pool thread */
-	int prep;                   /* PREP_NONE, _QUEUED or _READY (fl.lock) */
-	uint64_t prep_prefill;      /* zeros the prepared .log starts with */
-} flusher;
-
-enum { PREP_NONE, PREP_QUEUED, PREP_READY };
-
-struct mk_log {
-	char *dir;
-	mk_fdcache *cache;          /* cfg.fdcache, or own_cache */
-	mk_fdcache *own_cache;
-	char *ckpt_path;
-	mk_log_config cfg;
-	mk_segment **segs;          /* ascending base offsets; last is active */
-	size_t nsegs, segs_cap;
-	/* Under state_lock (written by the owner's thread, or the flusher;
-	 * start_offset by the owner's, read by the flusher's checkpoint): */
-	int64_t start_offset;       /* set at open and by the cleaner hooks */
-	pthread_mutex_t state_lock;
-	int64_t recovery_point;     /* below it, everything was fsynced */
-	int64_t ckpt_at_ms;         /* the flusher's last write (monotonic) */
-	uint64_t ckpt_lag;          /* bytes flushed since, not in the file */
-	mk_epoch_entry *epochs;     /* epochs and starts strictly increasing */
-	size_t nepochs, epochs_cap;
-	int64_t *bases;             /* segs' base offsets, as the checkpoint */
-	size_t nbases, bases_cap;   /* lists them (mirrored by the owner) */
-	/* ckpt_lock serialises checkpoint file writes (outer to state_lock,
-	 * which is only held to format the text): a write's fsyncs never
-	 * hold up the owner's state_lock (mirror_bases at every roll). */
-	pthread_mutex_t ckpt_lock;
-	mk_strbuf ckpt_last;        /* what the checkpoint file last got */
-	/* The owner's thread only: */
-	int64_t unflushed;          /* records appended since the last fsync */
-	int64_t prep_base;          /* the active segment whose successor's
-				     * files were asked for; -1: none yet */
-	bool prep_asked;            /* prepared files may exist (close
-				     * deletes them) */
-	uint64_t write_calls;       /* appends' writes to .log files */
-	bool dir_dirty;             /* a segment was made since sync_all last
-				     * fsynced the directory */
-	uint64_t dir_syncs;         /* those fsyncs (mk_log_dir_syncs) */
-	mk_strbuf err;              /* the last storage error */
-	flusher fl;
-};
-
-static mk_segment *active(const mk_log *log)
-{
-	assert(log->nsegs > 0);
-	return log->segs[log->nsegs - 1];
-}
-
 int64_t mk_log_end_offset(const mk_log *log)
 {
-	return active(log)->next_offset;
-}
-
-/* Every offset of segment i is below this. */
-static int64_t end_limit(const mk_log *log, size_t i)
-{
-	return i + 1 < log->nsegs ? log->segs[i + 1]->base : INT64_MAX;
+	return mk_log_active(log)->next_offset;
 }
 
 /* The segment holding offset: the last one whose base is <= offset. */
@@ -211,7 +62,7 @@ static size_t find_segment(const mk_log *log, int64_t offset)
 	return lo ? lo - 1 : 0;
 }
 
-static void push_segment(mk_log *log, mk_segment *s)
+void mk_log_push_segment(mk_log *log, mk_segment *s)
 {
 	if (log->nsegs == log->segs_cap) {
 		size_t cap = log->segs_cap ? log->segs_cap * 2 : 8;
@@ -219,672 +70,38 @@ static void push_segment(mk_log *log, mk_segment *s)
 		log->segs = v;
 		log->segs_cap = cap;
 	}
-	assert(log->nsegs == 0 || s->base > active(log)->base);
+	assert(log->nsegs == 0 || s->base > mk_log_active(log)->base);
 	log->segs[log->nsegs++] = s;
 }
 
-/* Record a storage error; msg is what the segment layer said. */
-static mk_err storage_error(mk_log *log, const mk_strbuf *msg)
+mk_err mk_log_storage_error(mk_log *log, const mk_strbuf *msg)
 {
 	mk_strbuf_reset(&log->err);
 	mk_strbuf_add(&log->err, msg->buf, msg->len);
 	return MK_KAFKA_STORAGE_ERROR;
 }
 
-/* ---- the epoch cache ----------------------------------------------------- */
-
-static void epoch_push(mk_log *log, int32_t epoch, int64_t start)
-{
-	assert(log->nepochs == 0 ||
-	       (epoch > log->epochs[log->nepochs - 1].epoch &&
-		start > log->epochs[log->nepochs - 1].start_offset));
-	pthread_mutex_lock(&log->state_lock);
-	if (log->nepochs == log->epochs_cap) {
-		size_t cap = log->epochs_cap ? log->epochs_cap * 2 : 8;
-		mk_epoch_entry *v = mk_xrealloc(log->epochs, cap * sizeof(*v));
-		log->epochs = v;
-		log->epochs_cap = cap;
-	}
-	log->epochs[log->nepochs++] = (mk_epoch_entry){ epoch, start };
-	pthread_mutex_unlock(&log->state_lock);
-}
-
-/*
- * A batch of epoch e starting at base, seen in log order: a new epoch when
- * it is above the latest. Negative epochs (none) are not recorded; a lower
- * epoch cannot follow a higher one in a log, so it adds nothing.
- */
-static bool epoch_observe(mk_log *log, int32_t e, int64_t base)
-{
-	if (e < 0)
-		return false;
-	if (log->nepochs && e <= log->epochs[log->nepochs - 1].epoch)
-		return false;
-	if (log->nepochs && base <= log->epochs[log->nepochs - 1].start_offset)
-		return false;
-	epoch_push(log, e, base);
-	return true;
-}
-
-/* Drop the entries starting at or after offset. */
-static bool epoch_trim(mk_log *log, int64_t offset)
-{
-	size_t n = log->nepochs;
-	while (n > 0 && log->epochs[n - 1].start_offset >= offset)
-		n--;
-	bool changed = n != log->nepochs;
-	pthread_mutex_lock(&log->state_lock);
-	log->nepochs = n;
-	pthread_mutex_unlock(&log->state_lock);
-	return changed;
-}
+/* ---- the epoch cache (epoch_cache.h) ------------------------------------ */
 
 int32_t mk_log_latest_epoch(const mk_log *log)
 {
-	return log->nepochs ? log->epochs[log->nepochs - 1].epoch : -1;
+	return mk_epoch_cache_latest(&log->epochs);
 }
 
 size_t mk_log_epochs(const mk_log *log, const mk_epoch_entry **entries)
 {
-	*entries = log->epochs;
-	return log->nepochs;
+	*entries = log->epochs.v;
+	return log->epochs.n;
 }
 
 void mk_log_end_offset_for_epoch(const mk_log *log, int32_t epoch,
 				 int32_t *epoch_out, int64_t *end_out)
 {
-	/* The last entry whose epoch is <= the one asked for. */
-	size_t lo = 0, hi = log->nepochs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (log->epochs[mid].epoch <= epoch)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0) {
-		*epoch_out = -1;
-		*end_out = -1;
-		return;
-	}
-	*epoch_out = log->epochs[lo - 1].epoch;
-	*end_out = lo < log->nepochs ? log->epochs[lo].start_offset
-				     : mk_log_end_offset(log);
-}
-
-/* Collects the epoch changes a scan sees, in order. */
-typedef struct {
-	mk_epoch_entry *v;
-	size_t n, cap;
-} epoch_seen;
-
-static void on_batch_epoch(void *arg, const mk_batch_view *b, uint64_t pos)
-{
-	(void)pos;
-	epoch_seen *s = arg;
-	int32_t e = b->meta.leader_epoch;
-	if (e < 0 || (s->n && s->v[s->n - 1].epoch == e))
-		return;
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 8;
-		s->v = mk_xrealloc(s->v, s->cap * sizeof(*s->v));
-	}
-	s->v[s->n++] = (mk_epoch_entry){ e, b->meta.base_offset };
-}
-
-/* ---- the checkpoint ------------------------------------------------------ */
-
-typedef mk_log_checkpoint checkpoint;
-
-static void ckpt_format(const mk_log *log, mk_strbuf *out)
-{
-	mk_strbuf_addf(out, "version 1\nlog_start_offset %lld\n"
-		       "recovery_point %lld\n", (long long)log->start_offset,
-		       (long long)log->recovery_point);
-	for (size_t i = 0; i < log->nepochs; i++)
-		mk_strbuf_addf(out, "epoch %d %lld\n", (int)log->epochs[i].epoch,
-			       (long long)log->epochs[i].start_offset);
-	/* The segments below the recovery point: a missing one is damage
-	 * (open refuses the log), never a silent gap. */
-	bool any = false;
-	for (size_t i = 0; i < log->nbases; i++) {
-		int64_t b = log->bases[i];
-		if (b < log->start_offset && i + 1 < log->nbases &&
-		    log->bases[i + 1] <= log->start_offset)
-			continue;           /* wholly below the log start */
-		if (b >= log->recovery_point)
-			break;
-		mk_strbuf_addstr(out, any ? " " : "segments ");
-		mk_strbuf_addf(out, "%lld", (long long)b);
-		any = true;
-	}
-	if (any)
-		mk_strbuf_addch(out, '\n');
-}
-
-/* The owner's thread: the checkpoint's copy of the segment list follows
- * log->segs (read by the flusher under state_lock). */
-static void mirror_bases(mk_log *log)
-{
-	pthread_mutex_lock(&log->state_lock);
-	if (log->bases_cap < log->nsegs) {
-		log->bases_cap = log->segs_cap;
-		log->bases = mk_xrealloc(log->bases, log->bases_cap * sizeof(*log->bases));
-	}
-	for (size_t i = 0; i < log->nsegs; i++)
-		log->bases[i] = log->segs[i]->base;
-	log->nbases = log->nsegs;
-	pthread_mutex_unlock(&log->state_lock);
-}
-
-/* Under ckpt_lock, state_lock not held (or before the flusher exists):
- * replace the checkpoint with text (ckpt_format's, made under state_lock
- * after ckpt_lock was taken, so writes land in the order of the states
- * they show), unless it already says exactly this (a close or flush with
- * nothing new then costs no fsync). Takes text. */
-static mk_err ckpt_store(mk_log *log, mk_strbuf *text_in, mk_strbuf *why)
-{
-	mk_strbuf text = *text_in;
-	*text_in = (mk_strbuf)MK_STRBUF_INIT;
-	if (log->ckpt_last.len == text.len &&
-	    memcmp(log->ckpt_last.buf, text.buf, text.len) == 0) {
-		mk_strbuf_release(&text);
-		return MK_OK;
-	}
-	mk_err err = mk_file_replace_fp(log->ckpt_path, text.buf, text.len,
-					"log.ckpt");
-	mk_strbuf_reset(&log->ckpt_last);
-	if (!err)
-		mk_strbuf_add(&log->ckpt_last, text.buf, text.len);
-	mk_strbuf_release(&text);
-	if (err)
-		mk_strbuf_addf(why, "%s: write failed: %s", log->ckpt_path,
-			       strerror(errno));
-	return err ? MK_KAFKA_STORAGE_ERROR : MK_OK;
-}
-
-static mk_err ckpt_write(mk_log *log)
-{
-	mk_strbuf why = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
-	mirror_bases(log);
-	pthread_mutex_lock(&log->ckpt_lock);
-	pthread_mutex_lock(&log->state_lock);
-	ckpt_format(log, &text);
-	pthread_mutex_unlock(&log->state_lock);
-	mk_err err = ckpt_store(log, &text, &why);
-	pthread_mutex_unlock(&log->ckpt_lock);
-	if (err) {
-		mk_strbuf_reset(&log->err);
-		mk_strbuf_add(&log->err, why.buf, why.len);
-	}
-	mk_strbuf_release(&why);
-	return err;
-}
-
-static void set_recovery_point(mk_log *log, int64_t offset)
-{
-	pthread_mutex_lock(&log->state_lock);
-	log->recovery_point = offset;
-	pthread_mutex_unlock(&log->state_lock);
-}
-
-/*
- * A space, then a decimal integer in [lo, hi] (core/base/parse.h) ending at the
- * next space or at the end of the line; *p moves past it.
- */
-static bool parse_num(char **p, int64_t lo, int64_t hi, int64_t *out)
-{
-	char *s = *p;
-	if (*s != ' ')
-		return false;
-	s++;
-	char *end = s + strcspn(s, " ");
-	char saved = *end;
-	*end = '\0';
-	bool ok = mk_parse_range(s, lo, hi, out);
-	*end = saved;
-	if (ok)
-		*p = end;
-	return ok;
-}
-
-static mk_err ckpt_parse(const char *path, char *text, checkpoint *c,
-			 mk_strbuf *why)
-{
-	memset(c, 0, sizeof(*c));
-	bool version = false, start = false, rp = false;
-	size_t cap = 0;
-	int lineno = 0;
-	const char *bad = NULL;
-	for (char *line = text, *next; line && *line; line = next) {
-		lineno++;
-		next = strchr(line, '\n');
-		if (!next) {
-			bad = "missing newline";
-			break;
-		}
-		*next++ = '\0';
-		char *p = line;
-		int64_t a, b;
-		if (!version) {
-			if (strcmp(line, "version 1") != 0) {
-				bad = "unknown version";
-				break;
-			}
-			version = true;
-		} else if (!strncmp(line, "log_start_offset ", 17) && !start) {
-			p += 16;
-			if (!parse_num(&p, 0, INT64_MAX, &c->start_offset) ||
-			    *p) {
-				bad = "bad log_start_offset";
-				break;
-			}
-			start = true;
-		} else if (!strncmp(line, "recovery_point ", 15) && !rp) {
-			p += 14;
-			if (!parse_num(&p, 0, INT64_MAX, &c->recovery_point) ||
-			    *p) {
-				bad = "bad recovery_point";
-				break;
-			}
-			rp = true;
-		} else if (!strncmp(line, "epoch ", 6)) {
-			p += 5;
-			if (!parse_num(&p, 0, INT32_MAX, &a) ||
-			    !parse_num(&p, 0, INT64_MAX, &b) || *p) {
-				bad = "bad epoch line";
-				break;
-			}
-			if (c->nepochs &&
-			    (a <= c->epochs[c->nepochs - 1].epoch ||
-			     b <= c->epochs[c->nepochs - 1].start_offset)) {
-				bad = "epochs out of order";
-				break;
-			}
-			if (c->nepochs == cap) {
-				cap = cap ? cap * 2 : 8;
-				c->epochs = mk_xrealloc(c->epochs,
-						    cap * sizeof(*c->epochs));
-			}
-			c->epochs[c->nepochs++] =
-				(mk_epoch_entry){ (int32_t)a, b };
-		} else if (!strncmp(line, "segments ", 9) && !c->nbases) {
-			p += 8;
-			size_t bcap = 0;
-			while (*p && !bad) {
-				if (!parse_num(&p, 0, INT64_MAX, &a) ||
-				    (c->nbases && a <= c->bases[c->nbases - 1])) {
-					bad = "bad segments line";
-					break;
-				}
-				if (c->nbases == bcap) {
-					bcap = bcap ? bcap * 2 : 16;
-					c->bases = mk_xrealloc(c->bases, bcap * sizeof(*c->bases));
-				}
-				c->bases[c->nbases++] = a;
-			}
-			if (bad)
-				break;
-		} else {
-			bad = "unknown line";
-			break;
-		}
-	}
-	if (!bad && !(version && start && rp))
-		bad = "missing fields";
-	if (bad) {
-		if (why)
-			mk_strbuf_addf(why, "%s: line %d: %s", path, lineno, bad);
-		free(c->epochs);
-		c->epochs = NULL;
-		c->nepochs = 0;
-		free(c->bases);
-		c->bases = NULL;
-		c->nbases = 0;
-		return MK_KAFKA_STORAGE_ERROR;
-	}
-	return MK_OK;
-}
-
-mk_err mk_log_checkpoint_parse(const char *path, char *text,
-			       mk_log_checkpoint *c, mk_strbuf *why)
-{
-	return ckpt_parse(path, text, c, why);
-}
-
-/* ---- the flusher --------------------------------------------------------- */
-
-/*
- * Make rolled segments durable, in order, then move the recovery point past
- * the last and write the checkpoint (once for them all). Runs on the flusher
- * thread (or, when it could not be started, on the owner's).
- */
-static mk_err run_jobs(mk_log *log, const flush_job *jobs, size_t n,
-		       mk_strbuf *why)
-{
-	assert(n > 0);
-	for (size_t i = 0; i < n; i++) {
-		mk_err err = mk_segment_flush(jobs[i].seg, why);
-		if (err)
-			return err;
-	}
-	MK_FAILPOINT("log.flush.before-checkpoint");
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	mk_err err = MK_OK;
-	mk_strbuf text = MK_STRBUF_INIT;
-	pthread_mutex_lock(&log->ckpt_lock);
-	pthread_mutex_lock(&log->state_lock);
-	if (jobs[n - 1].next > log->recovery_point)
-		log->recovery_point = jobs[n - 1].next;
-	for (size_t i = 0; i < n; i++)
-		log->ckpt_lag += jobs[i].bytes;
-	bool write = log->ckpt_lag >= CKPT_LAG_BYTES ||
-		     now - log->ckpt_at_ms >= CKPT_INTERVAL_MS;
-	if (write) {
-		ckpt_format(log, &text);
-		log->ckpt_at_ms = now;
-		log->ckpt_lag = 0;
-	}
-	pthread_mutex_unlock(&log->state_lock);
-	if (write)
-		err = ckpt_store(log, &text, why);
-	pthread_mutex_unlock(&log->ckpt_lock);
-	return err;
-}
-
-/*
- * One pass of this log's flush work, on a pool thread: everything queued
- * (up to BATCH) with one checkpoint; then, if more was queued meanwhile,
- * the task is submitted again (after other logs' work already waiting).
- */
-static void flusher_run(mk_flush_task *t)
-{
-	mk_log *log = (mk_log *)((char *)t - offsetof(mk_log, fl.task));
-	flusher *fl = &log->fl;
-	pthread_mutex_lock(&fl->lock);
-	if (fl->stop || fl->held || fl->n == 0 || fl->busy) {
-		pthread_mutex_unlock(&fl->lock);
-		return;
-	}
-	flush_job jobs[BATCH];
-	size_t n = fl->n < BATCH ? fl->n : BATCH;
-	memcpy(jobs, fl->q, n * sizeof(*jobs));
-	bool skip = fl->err != MK_OK;
-	fl->busy = true;
-	pthread_mutex_unlock(&fl->lock);
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = skip ? MK_OK : run_jobs(log, jobs, n, &why);
-	pthread_mutex_lock(&fl->lock);
-	if (err && !fl->err) {
-		fl->err = err;
-		mk_strbuf_add(&fl->msg, why.buf, why.len);
-	}
-	mk_strbuf_release(&why);
-	for (size_t i = 0; i < n; i++)
-		fl->bytes -= jobs[i].bytes;
-	fl->n -= n;
-	memmove(fl->q, fl->q + n, fl->n * sizeof(*fl->q));
-	fl->busy = false;
-	if (fl->n > 0 && !fl->held && !fl->stop)
-		mk_flush_pool_submit(fl->pool, &fl->task);
-	pthread_cond_broadcast(&fl->cond);
-	pthread_mutex_unlock(&fl->lock);
-}
-
-/* The flusher's failure, made the log's error. Under fl.lock. */
-static mk_err flusher_failed(mk_log *log)
-{
-	if (log->fl.err) {
-		mk_strbuf_reset(&log->err);
-		mk_strbuf_add(&log->err, log->fl.msg.buf, log->fl.msg.len);
-	}
-	return log->fl.err;
-}
-
-static mk_err flusher_error(mk_log *log)
-{
-	pthread_mutex_lock(&log->fl.lock);
-	mk_err err = flusher_failed(log);
-	pthread_mutex_unlock(&log->fl.lock);
-	return err;
-}
-
-/* Under fl.lock: the pool to use, made (one thread) for a log without
- * the cluster's. NULL when no thread runs (or can be started). */
-static mk_flush_pool *flusher_pool(mk_log *log)
-{
-	flusher *fl = &log->fl;
-	if (!fl->pool && log->cfg.pool) {
-		/* The cluster's pool before mk_cluster_start has no thread
-		 * (the daemon has not forked yet): flush in place. */
-		if (mk_flush_pool_threads(log->cfg.pool) == 0)
-			return NULL;
-		fl->pool = log->cfg.pool;
-	}
-	if (!fl->pool) {
-		fl->pool = mk_flush_pool_new(1);
-		fl->own_pool = fl->pool != NULL;
-	}
-	return fl->pool;
-}
-
-/*
- * Queue a rolled segment; next is the recovery point once it is durable.
- * Waits only while more than MAX_UNFLUSHED_BYTES are queued (unless held).
- */
-static mk_err flusher_add(mk_log *log, mk_segment *seg, int64_t next)
-{
-	flusher *fl = &log->fl;
-	flush_job job = { seg, next, seg->size };
-	mirror_bases(log);
-	pthread_mutex_lock(&fl->lock);
-	mk_err err = flusher_failed(log);
-	if (err) {
-		pthread_mutex_unlock(&fl->lock);
-		return err;
-	}
-	if (!flusher_pool(log)) {
-		/* No thread: flush here, as a synchronous roll would. */
-		pthread_mutex_unlock(&fl->lock);
-		mk_strbuf why = MK_STRBUF_INIT;
-		err = run_jobs(log, &job, 1, &why);
-		if (err)
-			storage_error(log, &why);
-		mk_strbuf_release(&why);
-		return err;
-	}
-	if (fl->n == fl->cap) {
-		fl->cap = fl->cap ? fl->cap * 2 : BATCH;
-		fl->q = mk_xrealloc(fl->q, fl->cap * sizeof(*fl->q));
-	}
-	fl->q[fl->n++] = job;
-	fl->bytes += job.bytes;
-	if (!fl->held)
-		mk_flush_pool_submit(fl->pool, &fl->task);
-	while (fl->bytes > MAX_UNFLUSHED_BYTES && !fl->held && !fl->err)
-		pthread_cond_wait(&fl->cond, &fl->lock);
-	err = flusher_failed(log);
-	pthread_mutex_unlock(&fl->lock);
-	return err;
-}
-
-/*
- * Prepared segment files. A roll used to create the next segment's three
- * files on the append path; on a file system where an inode allocation
- * costs half a millisecond that was most of a roll's cost. A pool thread
- * now makes them ahead (once the active segment is half full, and right
- * after each roll), and the roll renames them into place; when they are
- * not ready the roll creates the files itself, as before.
- */
-static void prep_run(mk_flush_task *t)
-{
-	mk_log *log = (mk_log *)((char *)t - offsetof(mk_log, fl.prep_task));
-	flusher *fl = &log->fl;
-	pthread_mutex_lock(&fl->lock);
-	bool go = !fl->stop && fl->prep == PREP_QUEUED;
-	uint64_t prefill = fl->prep_prefill;
-	pthread_mutex_unlock(&fl->lock);
-	if (!go)
-		return;
-	/* A failure is not the log's: the roll then creates the files. */
-	mk_err err = mk_segment_prepare(log->dir, prefill, NULL);
-	pthread_mutex_lock(&fl->lock);
-	fl->prep = err ? PREP_NONE : PREP_READY;
-	pthread_cond_broadcast(&fl->cond);
-	pthread_mutex_unlock(&fl->lock);
-}
-
-/* Ask for the next segment's files (owner's thread); nothing when they
- * are asked for or ready already, or no pool thread runs. */
-static void prep_request(mk_log *log)
-{
-	flusher *fl = &log->fl;
-	log->prep_base = active(log)->base;
-	pthread_mutex_lock(&fl->lock);
-	if (fl->prep == PREP_NONE && !fl->stop && flusher_pool(log)) {
-		/* The new segment's first runway (segment.h), made with its
-		 * files: as much as the segment may hold, up to the cap; none
-		 * for segments too small to be worth one. */
-		uint64_t sb = (uint64_t)log->cfg.segment_bytes;
-		fl->prep_prefill = sb < 2 * MK_SEGMENT_RUNWAY_FROM ? 0
-				   : sb < MK_SEGMENT_PREFILL_MAX ? sb
-				   : MK_SEGMENT_PREFILL_MAX;
-		fl->prep = PREP_QUEUED;
-		log->prep_asked = true;
-		mk_flush_pool_submit(fl->pool, &fl->prep_task);
-	}
-	pthread_mutex_unlock(&fl->lock);
-}
-
-/* Take the prepared files when they are ready (owner's thread). */
-static bool prep_take(mk_log *log)
-{
-	pthread_mutex_lock(&log->fl.lock);
-	bool ready = log->fl.prep == PREP_READY;
-	if (ready)
-		log->fl.prep = PREP_NONE;
-	pthread_mutex_unlock(&log->fl.lock);
-	return ready;
-}
-
-bool mk_log_wait_prepared(mk_log *log)
-{
-	flusher *fl = &log->fl;
-	pthread_mutex_lock(&fl->lock);
-	while (fl->prep == PREP_QUEUED && !fl->stop)
-		pthread_cond_wait(&fl->cond, &fl->lock);
-	bool ready = fl->prep == PREP_READY;
-	pthread_mutex_unlock(&fl->lock);
-	return ready;
-}
-
-/* Wait until every queued segment is durable, releasing a hold. */
-static mk_err flusher_wait(mk_log *log)
-{
-	flusher *fl = &log->fl;
-	pthread_mutex_lock(&fl->lock);
-	fl->held = false;
-	if (fl->n > 0 && fl->pool)
-		mk_flush_pool_submit(fl->pool, &fl->task);
-	while (fl->n > 0)
-		pthread_cond_wait(&fl->cond, &fl->lock);
-	mk_err err = flusher_failed(log);
-	pthread_mutex_unlock(&fl->lock);
-	return err;
-}
-
-/* No pass starts from now on; one running is finished; the queue is left
- * as is. A private pool is freed. */
-static void flusher_stop(mk_log *log)
-{
-	flusher *fl = &log->fl;
-	pthread_mutex_lock(&fl->lock);
-	fl->stop = true;
-	mk_flush_pool *pool = fl->pool;
-	bool own = fl->own_pool;
-	fl->pool = NULL;
-	fl->own_pool = false;
-	pthread_mutex_unlock(&fl->lock);
-	if (pool) {
-		mk_flush_pool_remove(pool, &fl->task);
-		mk_flush_pool_remove(pool, &fl->prep_task);
-		if (own)
-			mk_flush_pool_free(pool);
-	}
-}
-
-void mk_log_hold_flusher(mk_log *log, bool held)
-{
-	pthread_mutex_lock(&log->fl.lock);
-	log->fl.held = held;
-	if (!held && log->fl.n > 0 && log->fl.pool)
-		mk_flush_pool_submit(log->fl.pool, &log->fl.task);
-	pthread_cond_broadcast(&log->fl.cond);
-	pthread_mutex_unlock(&log->fl.lock);
-}
-
-mk_err mk_log_wait_flusher(mk_log *log)
-{
-	mk_err err = flusher_wait(log);
-	/* The recovery point the passes moved is in the file too (a no-op
-	 * when it already is). */
-	return err ? err : ckpt_write(log);
+	mk_epoch_cache_end_for(&log->epochs, epoch, mk_log_end_offset(log),
+			       epoch_out, end_out);
 }
 
 /* ---- open and close ------------------------------------------------------ */
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
-/* The base offsets of the NNNNNNNNNNNNNNNNNNNN.log files in dir, sorted. */
-static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
-			    bool *prepared, mk_strbuf *why)
-{
-	*out = NULL;
-	*n = 0;
-	*prepared = false;
-	DIR *d = opendir(dir);
-	if (!d) {
-		if (why)
-			mk_strbuf_addf(why, "%s: cannot list: %s", dir,
-				       strerror(errno));
-		return MK_KAFKA_STORAGE_ERROR;
-	}
-	size_t cap = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		const char *name = de->d_name;
-		if (mk_segment_prepared_name(name))
-			*prepared = true;
-		size_t len = strlen(name);
-		/* A time index of the earlier three-file format: the .index
-		 * carries the timestamps now (index.h). Best effort. */
-		if (len == 30 && !strcmp(name + 20, ".timeindex"))
-			(void)unlinkat(dirfd(d), name, 0);
-		if (len != 24 || strcmp(name + 20, ".log") != 0)
-			continue;
-		char digits[21];
-		int64_t v;
-		memcpy(digits, name, 20);
-		digits[20] = '\0';
-		if (name[0] == '-' || !mk_parse_range(digits, 0, INT64_MAX, &v))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = mk_xrealloc(*out, cap * sizeof(**out));
-		}
-		(*out)[(*n)++] = v;
-	}
-	closedir(d);
-	if (*n)
-		qsort(*out, *n, sizeof(**out), cmp_i64);
-	return MK_OK;
-}
 
 /* Free the log (its segments are closed, its flusher stopped). */
 static void log_free(mk_log *log)
@@ -894,40 +111,14 @@ static void log_free(mk_log *log)
 	free(log->dir);
 	free(log->ckpt_path);
 	free(log->segs);
-	free(log->epochs);
+	mk_epoch_cache_free(&log->epochs);
 	free(log->bases);
 	mk_strbuf_release(&log->err);
 	mk_strbuf_release(&log->ckpt_last);
-	free(log->fl.q);
-	mk_strbuf_release(&log->fl.msg);
-	pthread_mutex_destroy(&log->fl.lock);
-	pthread_cond_destroy(&log->fl.cond);
+	mk_log_flusher_release(&log->fl);
 	pthread_mutex_destroy(&log->state_lock);
 	pthread_mutex_destroy(&log->ckpt_lock);
 	free(log);
-}
-
-/*
- * Delete the segments at bases[0..n) (ascending), newest first, so that a
- * crash part-way leaves a prefix of the log; then fsync the directory.
- */
-static mk_err remove_from(const char *dir, mk_fdcache *cache,
-			  const int64_t *bases, size_t n, mk_strbuf *why)
-{
-	while (n > 0) {
-		mk_segment *s;
-		mk_err err = mk_segment_open_closed(dir, bases[--n], cache, &s, why);
-		if (!err)
-			err = mk_segment_remove(s, why);
-		if (err)
-			return err;
-	}
-	if (mk_fsync_dir(dir)) {
-		if (why)
-			mk_strbuf_addf(why, "%s: fsync failed", dir);
-		return MK_KAFKA_STORAGE_ERROR;
-	}
-	return MK_OK;
 }
 
 static bool config_ok(const mk_log_config *cfg)
@@ -942,7 +133,7 @@ static mk_log *log_new(const char *dir, const mk_log_config *cfg)
 	mk_log *log = mk_xcalloc(1, sizeof(*log));
 	log->dir = mk_xstrdup(dir);
 	mk_strbuf p = MK_STRBUF_INIT;
-	mk_strbuf_addf(&p, "%s/" CHECKPOINT, dir);
+	mk_strbuf_addf(&p, "%s/" MK_LOG_CKPT_NAME, dir);
 	log->ckpt_path = mk_strbuf_detach(&p, NULL);
 	log->cfg = *cfg;
 	log->cache = cfg->fdcache;
@@ -954,256 +145,10 @@ static mk_log *log_new(const char *dir, const mk_log_config *cfg)
 	mk_strbuf_init(&log->ckpt_last, 0);
 	pthread_mutex_init(&log->state_lock, NULL);
 	pthread_mutex_init(&log->ckpt_lock, NULL);
-	pthread_mutex_init(&log->fl.lock, NULL);
-	pthread_cond_init(&log->fl.cond, NULL);
-	log->fl.task.run = flusher_run;
-	log->fl.prep_task.run = prep_run;
-	log->fl.prep_task.quick = true;     /* never behind an fsync */
+	mk_epoch_cache_init(&log->epochs, &log->state_lock);
+	mk_log_flusher_init(&log->fl);
 	log->prep_base = -1;
-	mk_strbuf_init(&log->fl.msg, 0);
 	return log;
-}
-
-/* What mk_log_open gathers on its way, for its steps to share. */
-typedef struct {
-	const char *dir;
-	const mk_log_config *cfg;
-	int64_t *bases;             /* the NNN.log files, ascending */
-	size_t nbases;
-	bool missing;               /* no checkpoint file */
-	bool prepared;              /* prepared segment files left over */
-	mk_strbuf text;             /* the checkpoint as read */
-	checkpoint ck;              /* and as parsed */
-	size_t first;               /* the first segment to recover */
-	epoch_seen seen;            /* epochs in the recovered segments */
-	mk_strbuf scratch;
-} opening;
-
-/* Read and parse the checkpoint, when there is one. */
-static mk_err open_read_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
-{
-	if (mk_file_read(log->ckpt_path, &o->text, &o->missing)) {
-		if (why)
-			mk_strbuf_addf(why, "%s: read failed: %s",
-				       log->ckpt_path, strerror(errno));
-		return MK_KAFKA_STORAGE_ERROR;
-	}
-	if (o->missing)
-		return MK_OK;
-	/* The parse cuts its text into lines: o->text stays as read, for
-	 * open_write_checkpoint to compare (an unchanged checkpoint is not
-	 * rewritten, and a mount then costs no checkpoint fsync). */
-	char *copy = mk_xstrdup(o->text.buf);
-	mk_err err = ckpt_parse(log->ckpt_path, copy, &o->ck, why);
-	free(copy);
-	return err;
-}
-
-/* Every durable segment the checkpoint lists is there: a missing one is
- * damage (a gap in the log), never silently skipped. */
-static mk_err open_check_listed(const opening *o, mk_strbuf *why)
-{
-	for (size_t i = 0, j = 0; i < o->ck.nbases; i++) {
-		if (o->ck.bases[i] < o->ck.start_offset ||
-		    o->ck.bases[i] >= o->ck.recovery_point)
-			continue;
-		while (j < o->nbases && o->bases[j] < o->ck.bases[i])
-			j++;
-		if (j == o->nbases || o->bases[j] != o->ck.bases[i]) {
-			if (why)
-				mk_strbuf_addf(why, "%s/%020lld.log is missing (the checkpoint lists it): the log would have a gap",
-					       o->dir, (long long)o->ck.bases[i]);
-			return MK_KAFKA_STORAGE_ERROR;
-		}
-	}
-	return MK_OK;
-}
-
-/*
- * Recovery starts at the segment holding the recovery point: normally
- * the active one; earlier when rolled segments were still waiting for
- * the flusher. Without a checkpoint (a new log, or outside damage),
- * at the active one.
- */
-static size_t open_first_to_recover(const opening *o)
-{
-	size_t first = o->nbases ? o->nbases - 1 : 0;
-	while (!o->missing && first > 0 &&
-	       o->bases[first] > o->ck.recovery_point)
-		first--;
-	return first;
-}
-
-/* Closed segments below the first to recover: opened, never read. */
-static mk_err open_closed_segments(mk_log *log, opening *o, mk_strbuf *why)
-{
-	(void)why;
-	/* The listing found them; their sizes are learnt at first use. */
-	for (size_t i = 0; i < o->first; i++) {
-		mk_segment *s;
-		mk_segment_open_unsized(o->dir, o->bases[i], log->cache, &s);
-		push_segment(log, s);
-	}
-	return MK_OK;
-}
-
-/*
- * From the first to recover on, each segment is recovered (its torn or
- * corrupt tail cut, its indexes rebuilt, fsynced). One that had to be cut,
- * or that ends short of the next one's base, ends the log: the segments
- * after it were written after data now lost, and are deleted. The others
- * are closed again, durable now.
- */
-static mk_err open_recover_segments(mk_log *log, opening *o, mk_strbuf *why)
-{
-	mk_err err;
-	for (size_t i = o->first; i < o->nbases; i++) {
-		bool last = i + 1 == o->nbases;
-		mk_segment *s;
-		uint64_t cut;
-		err = mk_segment_open_active(o->dir, o->bases[i],
-					     last ? INT64_MAX : o->bases[i + 1],
-					     o->missing ? -1 : o->ck.recovery_point,
-					     log->cache,
-					     o->cfg->index_interval_bytes,
-					     on_batch_epoch, &o->seen, &s, &cut,
-					     &o->scratch);
-		if (err) {
-			if (why)
-				mk_strbuf_add(why, o->scratch.buf,
-					      o->scratch.len);
-			return err;
-		}
-		push_segment(log, s);
-		if (last)
-			break;
-		if (cut || s->next_offset != o->bases[i + 1])
-			return remove_from(o->dir, log->cache, o->bases + i + 1,
-					   o->nbases - i - 1, why);
-		mk_strbuf_reset(&o->scratch);
-		if ((err = mk_segment_seal(s, &o->scratch)) ||
-		    (err = mk_segment_flush(s, &o->scratch))) {
-			if (why)
-				mk_strbuf_add(why, o->scratch.buf,
-					      o->scratch.len);
-			return err;
-		}
-	}
-	return MK_OK;
-}
-
-/* No segment at all: an empty one at the checkpoint's log start. */
-static mk_err open_create_first(mk_log *log, opening *o, mk_strbuf *why)
-{
-	mk_segment *s;
-	mk_err err = mk_segment_create(o->dir,
-				       o->missing ? 0 : o->ck.start_offset,
-				       log->cache, &s, why);
-	if (err)
-		return err;
-	push_segment(log, s);
-	if (mk_fsync_dir(o->dir)) {
-		if (why)
-			mk_strbuf_addf(why, "%s: fsync failed", o->dir);
-		return MK_KAFKA_STORAGE_ERROR;
-	}
-	return MK_OK;
-}
-
-/*
- * The epoch cache: the checkpoint's, or — when it is missing while
- * closed segments exist, which only outside damage causes — rebuilt by
- * scanning them. Then everything from the first recovered segment's
- * base on is taken from what the recovered segments actually hold: the
- * checkpoint may have run ahead of data lost in a crash, or lag behind
- * it.
- */
-static mk_err open_epoch_cache(mk_log *log, opening *o, mk_strbuf *why)
-{
-	mk_err err = MK_OK;
-	for (size_t i = 0; i < o->ck.nepochs; i++)
-		epoch_push(log, o->ck.epochs[i].epoch,
-			   o->ck.epochs[i].start_offset);
-	if (o->missing && o->first > 0) {
-		epoch_seen closed = { NULL, 0, 0 };
-		for (size_t i = 0; i < o->first && !err; i++)
-			err = mk_segment_scan(log->segs[i], end_limit(log, i),
-					      on_batch_epoch, &closed, why);
-		for (size_t i = 0; i < closed.n; i++)
-			epoch_observe(log, closed.v[i].epoch,
-				      closed.v[i].start_offset);
-		free(closed.v);
-		if (err)
-			return err;
-	}
-	epoch_trim(log, log->segs[o->first]->base);
-	for (size_t i = 0; i < o->seen.n; i++)
-		epoch_observe(log, o->seen.v[i].epoch,
-			      o->seen.v[i].start_offset);
-	return MK_OK;
-}
-
-/*
- * The checkpoint's offsets against what the recovered log holds. Both
- * stay at or below the durable end at every instant (the start moves only
- * over fsynced records, mk_log_advance_start; a reset makes its segment
- * before the checkpoint names it), and recovery never cuts below the
- * recovery point: either one past the log end is damage, or a hand edit,
- * and clamping it would hide every record of the log (or lose fsynced
- * ones silently). The log is refused, naming the file and the value.
- */
-static mk_err open_check_offsets(const mk_log *log, const opening *o,
-				 mk_strbuf *why)
-{
-	int64_t leo = mk_log_end_offset(log);
-	const char *name = NULL;
-	int64_t value = 0;
-	if (o->missing)
-		return MK_OK;
-	if (o->ck.start_offset > leo) {
-		name = "log_start_offset";
-		value = o->ck.start_offset;
-	} else if (o->ck.recovery_point > leo) {
-		name = "recovery_point";
-		value = o->ck.recovery_point;
-	} else {
-		return MK_OK;
-	}
-	if (why)
-		mk_strbuf_addf(why, "%s: %s %lld is past the log's end %lld (its segments hold [%lld, %lld)): damaged or edited, not clamped (to keep what the segments hold, correct the value or remove the file)",
-			       log->ckpt_path, name, (long long)value,
-			       (long long)leo, (long long)log->segs[0]->base,
-			       (long long)leo);
-	return MK_KAFKA_STORAGE_ERROR;
-}
-
-/* Log start (the checkpoint's, within the segments) and recovery point. */
-static void open_settle_offsets(mk_log *log, const opening *o)
-{
-	int64_t leo = mk_log_end_offset(log);
-	log->start_offset = o->missing ? log->segs[0]->base : o->ck.start_offset;
-	if (log->start_offset < log->segs[0]->base)
-		log->start_offset = log->segs[0]->base;
-	/* Recovery fsynced what it scanned: all of the log is durable. */
-	log->recovery_point = leo;
-}
-
-/* Write the checkpoint when it is missing or says something else. */
-static mk_err open_write_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
-{
-	mk_strbuf_reset(&o->scratch);
-	mirror_bases(log);
-	ckpt_format(log, &o->scratch);
-	if (!o->missing && o->scratch.len == o->text.len &&
-	    memcmp(o->scratch.buf, o->text.buf, o->text.len) == 0) {
-		/* What the file says: later writes of the same text skip. */
-		mk_strbuf_add(&log->ckpt_last, o->scratch.buf, o->scratch.len);
-		return MK_OK;
-	}
-	mk_err err = ckpt_write(log);
-	if (err && why)
-		mk_strbuf_add(why, log->err.buf, log->err.len);
-	return err;
 }
 
 mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
@@ -1225,30 +170,7 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		return MK_KAFKA_STORAGE_ERROR;
 	}
 	mk_log *log = log_new(dir, cfg);
-	opening o = {
-		.dir = dir, .cfg = cfg,
-		.text = MK_STRBUF_INIT, .scratch = MK_STRBUF_INIT,
-	};
-	mk_err err;
-	if ((err = mk_segswap_recover(dir, why)) ||    /* a cleaner swap */
-	    (err = list_segments(dir, &o.bases, &o.nbases, &o.prepared,
-				 why)) ||
-	    (err = open_read_checkpoint(log, &o, why)) ||
-	    (err = open_check_listed(&o, why)))
-		goto done;
-	/* Files made ahead for a roll that never came: garbage. */
-	if (o.prepared)
-		mk_segment_discard_prepared(dir);
-	o.first = open_first_to_recover(&o);
-	if ((err = open_closed_segments(log, &o, why)) ||
-	    (err = open_recover_segments(log, &o, why)) ||
-	    (!o.nbases && (err = open_create_first(log, &o, why))) ||
-	    (err = open_epoch_cache(log, &o, why)) ||
-	    (err = open_check_offsets(log, &o, why)))
-		goto done;
-	open_settle_offsets(log, &o);
-	err = open_write_checkpoint(log, &o, why);
-done:
+	mk_err err = mk_log_load(log, why);     /* log_loader.h */
 	if (err) {
 		for (size_t i = 0; i < log->nsegs; i++)
 			mk_segment_close(log->segs[i]);
@@ -1256,53 +178,7 @@ done:
 	} else {
 		*out = log;
 	}
-	free(o.bases);
-	free(o.ck.epochs);
-	free(o.ck.bases);
-	free(o.seen.v);
-	mk_strbuf_release(&o.text);
-	mk_strbuf_release(&o.scratch);
 	return err;
-}
-
-/*
- * Make everything appended durable: the rolled segments (the flusher's
- * queue), then the active one. The recovery point moves to the log end.
- */
-static mk_err sync_all(mk_log *log)
-{
-	mk_err err = flusher_wait(log);
-	if (err)
-		return err;
-	mk_strbuf msg = MK_STRBUF_INIT;
-	err = mk_segment_flush(active(log), &msg);
-	/* The entries of segments rolled in since: their data is durable
-	 * now, their names must be too (the flusher's checkpoint, which
-	 * fsyncs the directory as well, is written at most once a second). */
-	if (!err && log->dir_dirty) {
-		if (mk_fsync_dir(log->dir)) {
-			mk_strbuf_addf(&msg, "%s: fsync failed: %s", log->dir,
-				       strerror(errno));
-			err = MK_KAFKA_STORAGE_ERROR;
-		} else {
-			log->dir_dirty = false;
-			log->dir_syncs++;
-		}
-	}
-	if (err) {
-		storage_error(log, &msg);
-	} else {
-		log->unflushed = 0;
-		set_recovery_point(log, mk_log_end_offset(log));
-	}
-	mk_strbuf_release(&msg);
-	return err;
-}
-
-mk_err mk_log_flush(mk_log *log)
-{
-	mk_err err = sync_all(log);
-	return err ? err : ckpt_write(log);
 }
 
 void mk_log_close(mk_log *log)
@@ -1310,7 +186,7 @@ void mk_log_close(mk_log *log)
 	if (!log)
 		return;
 	mk_log_flush(log);
-	flusher_stop(log);
+	mk_log_flusher_stop(log);
 	if (log->prep_asked)
 		mk_segment_discard_prepared(log->dir);
 	for (size_t i = 0; i < log->nsegs; i++)
@@ -1323,7 +199,7 @@ void mk_log_crash(mk_log *log, bool torn)
 	if (!log)
 		return;
 	/* The flushes still queued never happen. */
-	flusher_stop(log);
+	mk_log_flusher_stop(log);
 	/*
 	 * What survives is the durable prefix: the first segment holding
 	 * unflushed bytes goes back to its flushed size, and every later one
@@ -1343,30 +219,11 @@ void mk_log_crash(mk_log *log, bool torn)
 	log_free(log);
 }
 
-int32_t mk_log_peek_latest_epoch(const char *dir)
-{
-	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
-	mk_strbuf_addf(&path, "%s/" CHECKPOINT, dir);
-	bool missing;
-	checkpoint ck;
-	int32_t e = -1;
-	if (!mk_file_read(path.buf, &text, &missing) && !missing &&
-	    !ckpt_parse(path.buf, text.buf, &ck, NULL)) {
-		if (ck.nepochs)
-			e = ck.epochs[ck.nepochs - 1].epoch;
-		free(ck.epochs);
-		free(ck.bases);
-	}
-	mk_strbuf_release(&path);
-	mk_strbuf_release(&text);
-	return e;
-}
-
 void mk_log_abandon(mk_log *log)
 {
 	if (!log)
 		return;
-	flusher_stop(log);
+	mk_log_flusher_stop(log);
 	for (size_t i = 0; i < log->nsegs; i++)
 		mk_segment_close(log->segs[i]);
 	log_free(log);
@@ -1428,7 +285,7 @@ size_t mk_log_segment_count(const mk_log *log)
 void mk_log_write_index_pending(mk_log *log)
 {
 	if (log->nsegs)
-		mk_segment_write_index_pending(active(log), NULL);
+		mk_segment_write_index_pending(mk_log_active(log), NULL);
 }
 
 void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info)
@@ -1455,14 +312,14 @@ const char *mk_log_error(const mk_log *log)
  */
 static mk_err roll(mk_log *log)
 {
-	mk_segment *old = active(log);
+	mk_segment *old = mk_log_active(log);
 	mk_strbuf msg = MK_STRBUF_INIT;
 	MK_FAILPOINT("log.roll.before-seal");
 	mk_err err = mk_segment_seal(old, &msg);
 	mk_segment *s = NULL;
 	if (!err) {
 		MK_FAILPOINT("log.roll.after-seal");
-		err = prep_take(log)
+		err = mk_log_prep_take(log)
 			? mk_segment_create_prepared(log->dir, old->next_offset,
 						     log->cache, &s, &msg)
 			: mk_segment_create(log->dir, old->next_offset,
@@ -1470,17 +327,17 @@ static mk_err roll(mk_log *log)
 	}
 	if (err) {
 		old->active = true;
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 		mk_strbuf_release(&msg);
 		return err;
 	}
 	MK_FAILPOINT("log.roll.after-create");
-	push_segment(log, s);
+	mk_log_push_segment(log, s);
 	log->dir_dirty = true;
 	mk_strbuf_release(&msg);
 	/* A log that rolled is written to: its next files get made now. */
-	prep_request(log);
-	return flusher_add(log, old, s->base);
+	mk_log_prep_request(log);
+	return mk_log_flusher_add(log, old, s->base);
 }
 
 /*
@@ -1496,10 +353,10 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 	*done = 0;
 	size_t i = 0;
 	while (i < n) {
-		mk_err err = flusher_error(log);
+		mk_err err = mk_log_flusher_error(log);
 		if (err)
 			return err;
-		mk_segment *a = active(log);
+		mk_segment *a = mk_log_active(log);
 		int64_t last = mk_batch_last_offset(&b[i]);
 		/* An empty segment takes any batch: the threshold is for
 		 * rolling. */
@@ -1508,7 +365,7 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 		     !mk_segment_can_hold(a, b[i].frame_len, last))) {
 			if ((err = roll(log)))
 				return err;
-			a = active(log);
+			a = mk_log_active(log);
 		}
 		if (!mk_segment_can_hold(a, b[i].frame_len, last))
 			return MK_MESSAGE_TOO_LARGE;
@@ -1524,7 +381,7 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 		/* Half full: the next segment's files get made ahead. */
 		if (log->prep_base != a->base &&
 		    (int64_t)(a->size + run) * 2 >= log->cfg.segment_bytes)
-			prep_request(log);
+			mk_log_prep_request(log);
 		/* The runway (segment.h) never runs past where the segment
 		 * rolls. */
 		a->fill_limit = (uint64_t)log->cfg.segment_bytes;
@@ -1533,21 +390,22 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 					     log->cfg.index_interval_bytes, &msg);
 		log->write_calls++;
 		if (err)
-			storage_error(log, &msg);
+			mk_log_storage_error(log, &msg);
 		mk_strbuf_release(&msg);
 		if (err)
 			return err;
 		*done = j;
 		for (size_t k = i; k < j; k++) {
-			if (epoch_observe(log, b[k].meta.leader_epoch,
-					  b[k].meta.base_offset) &&
-			    (err = ckpt_write(log)))
+			if (mk_epoch_cache_observe(&log->epochs,
+						   b[k].meta.leader_epoch,
+						   b[k].meta.base_offset) &&
+			    (err = mk_log_ckpt_write(log)))
 				return err;
 			log->unflushed += b[k].record_count;
 		}
 		if (log->cfg.flush_messages > 0 &&
 		    log->unflushed >= log->cfg.flush_messages &&
-		    (err = sync_all(log)))
+		    (err = mk_log_sync_all(log)))
 			return err;
 		i = j;
 	}
@@ -1644,11 +502,11 @@ mk_err mk_log_append_replica_trusted(mk_log *log, const uint8_t *frame,
 static mk_err load_indexes(mk_log *log, size_t i)
 {
 	mk_strbuf msg = MK_STRBUF_INIT;
-	mk_err err = mk_segment_load_indexes(log->segs[i], end_limit(log, i),
+	mk_err err = mk_segment_load_indexes(log->segs[i], mk_log_end_limit(log, i),
 					     log->cfg.index_interval_bytes,
 					     &msg);
 	if (err)
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 	mk_strbuf_release(&msg);
 	return err;
 }
@@ -1661,14 +519,14 @@ static mk_err load_indexes(mk_log *log, size_t i)
 static mk_err rebuild_indexes(mk_log *log, size_t i)
 {
 	/* The segment may be queued: its index files are the flusher's. */
-	mk_err err = flusher_wait(log);
+	mk_err err = mk_log_flusher_wait(log);
 	if (err)
 		return err;
 	mk_strbuf msg = MK_STRBUF_INIT;
-	err = mk_segment_rebuild_indexes(log->segs[i], end_limit(log, i),
+	err = mk_segment_rebuild_indexes(log->segs[i], mk_log_end_limit(log, i),
 					 log->cfg.index_interval_bytes, &msg);
 	if (err)
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 	mk_strbuf_release(&msg);
 	return err;
 }
@@ -1728,7 +586,7 @@ static void walk_init(seg_walk *w, mk_log *log, size_t i, uint64_t pos,
 {
 	w->log = log;
 	w->s = log->segs[i];
-	w->limit = end_limit(log, i);
+	w->limit = mk_log_end_limit(log, i);
 	w->prev_next = w->s->base;
 	w->prev_epoch = -1;
 	w->at = pos;
@@ -1956,7 +814,7 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 	if (offset < log->start_offset || offset < log->segs[0]->base)
 		return MK_INVALID_REQUEST;
 	/* Nothing may be queued: segments are cut and removed. */
-	mk_err err = flusher_wait(log);
+	mk_err err = mk_log_flusher_wait(log);
 	if (err)
 		return err;
 	size_t i = find_segment(log, offset);
@@ -1978,7 +836,7 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 	if (lower)
 		log->recovery_point = offset;
 	pthread_mutex_unlock(&log->state_lock);
-	if (lower && (err = ckpt_write(log)))
+	if (lower && (err = mk_log_ckpt_write(log)))
 		goto out;
 	/* Later segments go first, newest first: a crash part-way leaves a
 	 * prefix of the log, whose last segment is then recovered. */
@@ -1997,14 +855,14 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 		err = MK_KAFKA_STORAGE_ERROR;
 		goto storage;
 	}
-	epoch_trim(log, offset);
-	set_recovery_point(log, offset);
+	mk_epoch_cache_trim(&log->epochs, offset);
+	mk_log_set_recovery_point(log, offset);
 	log->unflushed = 0;
-	err = ckpt_write(log);
+	err = mk_log_ckpt_write(log);
 	MK_FAILPOINT("log.truncate.done");
 	goto out;
 storage:
-	storage_error(log, &msg);
+	mk_log_storage_error(log, &msg);
 out:
 	mk_strbuf_release(&msg);
 	return err;
@@ -2032,17 +890,17 @@ mk_err mk_log_advance_start(mk_log *log, int64_t offset)
 {
 	if (offset > mk_log_end_offset(log))
 		return MK_OFFSET_OUT_OF_RANGE;
-	mk_err err = flusher_wait(log);
+	mk_err err = mk_log_flusher_wait(log);
 	if (err)
 		return err;
 	/* The start passes only fsynced records: a crash that loses an
 	 * unflushed tail then never leaves the start past the log's end,
 	 * which the next open refuses as damage (open_check_offsets). */
-	if (offset > log->recovery_point && (err = sync_all(log)))
+	if (offset > log->recovery_point && (err = mk_log_sync_all(log)))
 		return err;
 	if (offset > log->start_offset) {
 		set_start(log, offset);
-		if ((err = ckpt_write(log)))
+		if ((err = mk_log_ckpt_write(log)))
 			return err;
 	}
 	/* Closed segments wholly below the start: the next one's base is at
@@ -2066,7 +924,7 @@ mk_err mk_log_advance_start(mk_log *log, int64_t offset)
 		err = MK_KAFKA_STORAGE_ERROR;
 	}
 	if (err)
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 	mk_strbuf_release(&msg);
 	return err;
 }
@@ -2077,7 +935,7 @@ mk_err mk_log_reset_to(mk_log *log, int64_t offset)
 		return MK_INVALID_REQUEST;
 	if (offset <= mk_log_end_offset(log))
 		return MK_INVALID_REQUEST;   /* a reset goes past the log */
-	mk_err err = flusher_wait(log);
+	mk_err err = mk_log_flusher_wait(log);
 	if (err)
 		return err;
 	/*
@@ -2098,19 +956,19 @@ mk_err mk_log_reset_to(mk_log *log, int64_t offset)
 	if (err) {
 		if (s)
 			mk_segment_remove(s, NULL);
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 		mk_strbuf_release(&msg);
 		return err;
 	}
 	MK_FAILPOINT("log.reset.after-create");
 	size_t nold = log->nsegs;
-	push_segment(log, s);
+	mk_log_push_segment(log, s);
 	pthread_mutex_lock(&log->state_lock);
 	log->start_offset = offset;
 	log->recovery_point = offset;
-	log->nepochs = 0;
+	mk_epoch_cache_clear_locked(&log->epochs);
 	pthread_mutex_unlock(&log->state_lock);
-	if ((err = ckpt_write(log))) {
+	if ((err = mk_log_ckpt_write(log))) {
 		mk_strbuf_release(&msg);
 		return err;
 	}
@@ -2128,7 +986,7 @@ mk_err mk_log_reset_to(mk_log *log, int64_t offset)
 		err = MK_KAFKA_STORAGE_ERROR;
 	}
 	if (err)
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 	log->unflushed = 0;
 	mk_strbuf_release(&msg);
 	return err;
@@ -2140,7 +998,7 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 {
 	if (n == 0 || first + n >= log->nsegs)
 		return MK_INVALID_REQUEST;
-	mk_err err = flusher_wait(log);
+	mk_err err = mk_log_flusher_wait(log);
 	if (err)
 		return err;
 	int64_t *olds = mk_xmalloc(n * sizeof(*olds));
@@ -2151,19 +1009,9 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	/* The checkpoint first stops listing the segments the swap replaces,
 	 * so that a crash at any step of the swap never finds a listed
 	 * segment missing at open; it lists the new ones once they are in. */
-	mirror_bases(log);
-	mk_strbuf text = MK_STRBUF_INIT;
-	pthread_mutex_lock(&log->ckpt_lock);
-	pthread_mutex_lock(&log->state_lock);
-	memmove(log->bases + first, log->bases + first + n,
-		(log->nbases - first - n) * sizeof(*log->bases));
-	log->nbases -= n;
-	ckpt_format(log, &text);
-	pthread_mutex_unlock(&log->state_lock);
-	err = ckpt_store(log, &text, &msg);
-	pthread_mutex_unlock(&log->ckpt_lock);
+	err = mk_log_ckpt_write_without(log, first, n, &msg);
 	if (err) {
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 		goto out;
 	}
 	err = mk_segswap_commit(log->dir, olds, n, news, nnew, state,
@@ -2174,7 +1022,7 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	if (err) {
 		for (size_t i = 0; i < nnew; i++)
 			mk_segment_close(fresh[i]);
-		storage_error(log, &msg);
+		mk_log_storage_error(log, &msg);
 		goto out;
 	}
 	/* The old segments' files are gone or replaced: close, splice. */
@@ -2193,7 +1041,7 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	}
 	for (size_t i = 0; i < nnew; i++)
 		log->segs[first + i] = fresh[i];
-	err = ckpt_write(log);
+	err = mk_log_ckpt_write(log);
 out:
 	free(olds);
 	free(fresh);

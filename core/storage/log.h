@@ -60,6 +60,10 @@
  * pool for every log of the cluster, flushpool.h); close and crash take
  * the log's work out of the pool. A roll never waits for an fsync unless
  * the log's rolled-but-unflushed segments exceed 1 GiB.
+ *
+ * The implementation is log.c and its pieces, which share the private
+ * log_internal.h (struct mk_log, its locks): epoch_cache.h,
+ * log_checkpoint.h, log_flush.h, log_loader.h.
  */
 #ifndef MK_LOG_H
 #define MK_LOG_H
