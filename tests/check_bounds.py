@@ -42,9 +42,8 @@ MAX_FUNCTION_LINES = 100
 # path: reason
 LONG_FILES = {
     "core/replication/replica.c": "to be split: issue 24 point 1 (replica set, fetch, ISR)",
-    "core/storage/log.c": "being split: issue 24 point 1 (log, loader, recovery)",
-    "core/coordination/group.c": "to be split: issue 24 point 1 (membership, offsets, poll)",
-    "core/replication/cluster.c": "to be split: issue 24 point 1; took the metadata "
+    "core/coordination/group.c": "to be split: issue 24 points 4-5 (membership, offsets, the consumer fetch to core/client)",
+    "core/replication/cluster.c": "to be split (topics, brokers, the metadata save); took the metadata "
                                   "snapshot from metadata.c to break the include circle",
 }
 
@@ -64,8 +63,6 @@ DUPLICATES = {
     # core/
     ("core/coordination/group.c:group_free", "core/coordination/group.c:member_free"):
         "group.c: two frees of alike records; to look at when group.c is split (issue 24 point 1)",
-    ("core/storage/log.c:flusher_add", "core/storage/log.c:run_jobs"):
-        "log.c: being split by another change (issue 24 point 1)",
     ("core/coordination/txn.c:mk_txn_create", "core/coordination/txn.c:mk_txn_names"):
         "txn.c: the walk of the id table, written twice; not yet merged",
     ("core/replication/replica.c:mk_partition_broker_crash",

@@ -1,6 +1,6 @@
 /*
  * flushpool.h — one small pool of background threads that serves every
- * log's fsync work (the roll flush of log.c). The cluster owns one pool and
+ * log's fsync work (the roll flush of log_flush.c). The cluster owns one pool and
  * hands it to its logs (mk_log_config.pool); a log opened without one
  * makes a private pool of one thread at its first roll (unit tests).
  *

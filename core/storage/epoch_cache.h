@@ -29,7 +29,12 @@
 #include <stdint.h>
 
 #include "codec.h"
-#include "log.h"
+
+/* One entry: the first offset written under an epoch. */
+typedef struct {
+	int32_t epoch;
+	int64_t start_offset;
+} mk_epoch_entry;
 
 typedef struct {
 	mk_epoch_entry *v;          /* epochs and starts strictly increasing */

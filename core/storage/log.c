@@ -467,19 +467,26 @@ mk_err mk_log_append_leader(mk_log *log, uint8_t *frame, size_t len,
 	return err;
 }
 
+/* A follower's copy of a decoded frame: at or past the log end (above it:
+ * the leader's log was compacted there), and epochs never go down along a
+ * log. */
+static mk_err append_copy(mk_log *log, const uint8_t *frame,
+			  const mk_batch_view *b)
+{
+	if (b->meta.base_offset < mk_log_end_offset(log))
+		return MK_INVALID_REQUEST;
+	if (b->meta.leader_epoch >= 0 &&
+	    b->meta.leader_epoch < mk_log_latest_epoch(log))
+		return MK_INVALID_REQUEST;
+	return append(log, frame, b);
+}
+
 mk_err mk_log_append_replica(mk_log *log, const uint8_t *frame, size_t len)
 {
 	mk_batch_view b;
 	if (mk_frame_decode(frame, len, 0, &b, NULL) || b.frame_len != len)
 		return MK_CORRUPT_MESSAGE;
-	/* Above the end: the leader's log was compacted there. */
-	if (b.meta.base_offset < mk_log_end_offset(log))
-		return MK_INVALID_REQUEST;
-	/* Epochs never go down along a log. */
-	if (b.meta.leader_epoch >= 0 &&
-	    b.meta.leader_epoch < mk_log_latest_epoch(log))
-		return MK_INVALID_REQUEST;
-	return append(log, frame, &b);
+	return append_copy(log, frame, &b);
 }
 
 mk_err mk_log_append_replica_trusted(mk_log *log, const uint8_t *frame,
@@ -489,12 +496,7 @@ mk_err mk_log_append_replica_trusted(mk_log *log, const uint8_t *frame,
 	if (mk_frame_decode_header(frame, len, 0, false, &b, NULL) ||
 	    b.frame_len != len)
 		return MK_CORRUPT_MESSAGE;
-	if (b.meta.base_offset < mk_log_end_offset(log))
-		return MK_INVALID_REQUEST;
-	if (b.meta.leader_epoch >= 0 &&
-	    b.meta.leader_epoch < mk_log_latest_epoch(log))
-		return MK_INVALID_REQUEST;
-	return append(log, frame, &b);
+	return append_copy(log, frame, &b);
 }
 
 /* ---- reading ------------------------------------------------------------- */

@@ -72,6 +72,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "epoch_cache.h"
 #include "error.h"
 #include "strbuf.h"
 
@@ -88,10 +89,7 @@ typedef struct {
 				       * NULL: a private, unbounded one. */
 } mk_log_config;
 
-typedef struct {
-	int32_t epoch;
-	int64_t start_offset;
-} mk_epoch_entry;
+/* mk_epoch_entry (an epoch and its start offset): epoch_cache.h. */
 
 typedef struct {
 	int64_t base_offset;

@@ -14,7 +14,7 @@
  *   - lifecycle: create, open closed/active, append, truncate, seal, flush,
  *     crash, close, remove. Sealing (at roll) does no I/O beyond the final
  *     index entry and the pending entries; the flush that makes a sealed
- *     segment durable is the log's to schedule (log.c runs it on its
+ *     segment durable is the log's to schedule (log_flush.c runs it on its
  *     flusher thread).
  */
 #include "segment.h"

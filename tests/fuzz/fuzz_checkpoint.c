@@ -1,6 +1,6 @@
 /*
  * fuzz_checkpoint.c — libFuzzer target for a log's checkpoint parser
- * (core/storage/log.c, mk_log_checkpoint_parse).
+ * (core/storage/log_checkpoint.c, mk_log_checkpoint_parse).
  *
  * The input (cut at its first NUL) is a checkpoint file. A refusal must be
  * a storage error naming the file and a line, with nothing left to free.

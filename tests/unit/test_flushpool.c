@@ -1,6 +1,6 @@
 /*
  * Unit tests of the flusher pool (core/base/flushpool.c) and of logs sharing
- * it (core/storage/log.c): order and re-submission of tasks, removal, one pool for
+ * it (core/storage/log_flush.c): order and re-submission of tasks, removal, one pool for
  * many logs (the thread count does not grow with them), and a roll whose
  * fsync cannot start (the pool's only thread is held by a gated task)
  * never blocking appends; pool threads run under SCHED_BATCH. Every wait is

@@ -1,5 +1,5 @@
 /*
- * Unit tests of prepared segment files (core/storage/log.c, segment.c;
+ * Unit tests of prepared segment files (core/storage/log_flush.c, segment.c;
  * issue 11 point 3): a pool thread makes the next segment's files ahead
  * and the roll renames them into place; leftovers of a crash are deleted
  * at open; a kill at every step (forked child, failpoints) loses nothing
