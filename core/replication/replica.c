@@ -8,7 +8,7 @@
  * after reconciling a divergent tail: by leader epochs (KIP-101/279) or,
  * with truncation = hw, to the high watermark as the teaching model does.
  */
-#include "replica.h"
+#include "replica_internal.h"
 
 #include <assert.h>
 #include <stdatomic.h>
@@ -72,7 +72,6 @@ static mk_log_config log_config(const mk_topic_config *tc)
 /* Leader, epoch or ISR moved: the cluster must persist its metadata. */
 static void meta_changed(mk_partition *p)
 {
-	p->meta_version++;
 	if (p->env->meta_dirty)
 		atomic_fetch_add(p->env->meta_dirty, 1);
 	if (p->env->meta_notify)
@@ -2561,4 +2560,48 @@ mk_err mk_partition_replay(mk_partition *p, int64_t from,
 	}
 	mk_strbuf_release(&buf);
 	return err;
+}
+
+const char *mk_partition_topic(const mk_partition *p)
+{
+	return p->topic;
+}
+
+int mk_partition_id(const mk_partition *p)
+{
+	return p->id;
+}
+
+void mk_partition_test_stats_get(mk_partition *p, mk_partition_test_stats *out)
+{
+	pthread_mutex_lock(&p->lock);
+	out->leader_reads = p->leader_reads;
+	out->writer_copies = p->writer_copies;
+	out->writer_skips = p->writer_skips;
+	out->nfetching = p->nfetching;
+	out->quiescing = p->quiescing;
+	out->copy_kept = p->copy != NULL;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void mk_partition_test_lock(mk_partition *p)
+{
+	pthread_mutex_lock(&p->lock);
+}
+
+bool mk_partition_test_trylock(mk_partition *p)
+{
+	return pthread_mutex_trylock(&p->lock) == 0;
+}
+
+void mk_partition_test_unlock(mk_partition *p)
+{
+	pthread_mutex_unlock(&p->lock);
+}
+
+void mk_partition_test_set_message_max(mk_partition *p, int64_t bytes)
+{
+	pthread_mutex_lock(&p->lock);
+	p->cfg.message_max_bytes = bytes;
+	pthread_mutex_unlock(&p->lock);
 }
