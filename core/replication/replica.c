@@ -28,8 +28,8 @@
 #define HW_FILE "high-watermark"
 #include "xalloc.h"
 
-static void log_dir(const mk_env *env, int broker, const char *topic, int id,
-		    mk_strbuf *out)
+void part_log_dir(const mk_env *env, int broker, const char *topic, int id,
+		  mk_strbuf *out)
 {
 	mk_strbuf_reset(out);
 	mk_strbuf_addf(out, "%s/broker-%d/%s-%d", env->data_dir, broker, topic, id);
@@ -59,7 +59,25 @@ static mk_err broker_dir(const mk_env *env, int broker, mk_strbuf *out)
 	return err;
 }
 
-static mk_log_config log_config(const mk_topic_config *tc)
+/* Every replica's directory exists from the start, the offline ones' too:
+ * later, a missing directory is damage (open_replica). */
+mk_err store_make_dirs(const mk_env *env, const char *topic, int id,
+		       const mk_partition_state *st)
+{
+	mk_strbuf dir = MK_STRBUF_INIT;
+	mk_err err = MK_OK;
+	for (int i = 0; i < st->nreplicas && !err; i++) {
+		err = broker_dir(env, st->brokers[i], &dir);
+		if (!err) {
+			part_log_dir(env, st->brokers[i], topic, id, &dir);
+			err = mk_mkdirs(dir.buf);
+		}
+	}
+	mk_strbuf_release(&dir);
+	return err;
+}
+
+mk_log_config part_log_config(const mk_topic_config *tc)
 {
 	mk_log_config lc = {
 		.segment_bytes = tc->segment_bytes,
@@ -70,7 +88,7 @@ static mk_log_config log_config(const mk_topic_config *tc)
 }
 
 /* Leader, epoch or ISR moved: the cluster must persist its metadata. */
-static void meta_changed(mk_partition *p)
+void meta_changed(mk_partition *p)
 {
 	if (p->env->meta_dirty)
 		atomic_fetch_add(p->env->meta_dirty, 1);
@@ -80,19 +98,19 @@ static void meta_changed(mk_partition *p)
 
 /* Is a background saver there to persist ISR changes? Without one (a
  * cluster not started, unit tests) a decision counts as saved. */
-static bool has_saver(const mk_partition *p)
+bool has_saver(const mk_partition *p)
 {
 	return p->env->meta_notify != NULL;
 }
 
 /* Counted for the HW and acks=all: in the decided or the saved ISR. */
-static bool isr_counted(const mk_partition *p, const mk_replica *r)
+bool isr_counted(const mk_partition *p, const mk_replica *r)
 {
 	return r->in_isr || (has_saver(p) && r->isr_saved);
 }
 
 /* Counted for min.insync.replicas: in both. */
-static int isr_committed(const mk_partition *p)
+int isr_committed(const mk_partition *p)
 {
 	int n = 0;
 	for (int i = 0; i < p->nreplicas; i++)
@@ -111,7 +129,7 @@ static void fire(mk_watch *w)
 	w->fn(w);
 }
 
-static void changed(mk_partition *p)
+void part_changed(mk_partition *p)
 {
 	p->seq++;
 	pthread_cond_broadcast(&p->changed);
@@ -120,16 +138,13 @@ static void changed(mk_partition *p)
 		fire(p->watchers.next);
 }
 
-static mk_err ack_look(mk_partition *p, const mk_ack_ticket *t, bool *pending,
-		       mk_strbuf *why);
-
 /*
  * A follower's copy moved and nothing else did (its log end, log start or
  * HW view; the HW, ISR and leader moves that may follow fire through
- * changed()): as changed(), except that a watcher of an acks=all ticket
+ * part_changed()): as part_changed(), except that a watcher of an acks=all ticket
  * still pending stays armed (replica.h, mk_watch).
  */
-static void progressed(mk_partition *p)
+void part_progressed(mk_partition *p)
 {
 	p->seq++;
 	pthread_cond_broadcast(&p->changed);
@@ -143,7 +158,7 @@ static void progressed(mk_partition *p)
 	}
 }
 
-static int replica_index(const mk_partition *p, int broker)
+int replica_index(const mk_partition *p, int broker)
 {
 	for (int i = 0; i < p->nreplicas; i++)
 		if (p->replicas[i].broker == broker)
@@ -157,7 +172,7 @@ static int replica_index(const mk_partition *p, int broker)
  * after Kafka's IsrExpandsPerSec and IsrShrinksPerSec meters, as totals
  * since the mount, one per replica moved (Kafka marks once per update).
  */
-static void isr_set(mk_partition *p, mk_replica *r, bool in)
+void isr_set(mk_partition *p, mk_replica *r, bool in)
 {
 	if (r->in_isr == in)
 		return;
@@ -168,7 +183,7 @@ static void isr_set(mk_partition *p, mk_replica *r, bool in)
 		p->isr_shrinks++;
 }
 
-static int isr_size(const mk_partition *p)
+int isr_size(const mk_partition *p)
 {
 	int n = 0;
 	for (int i = 0; i < p->nreplicas; i++)
@@ -176,7 +191,25 @@ static int isr_size(const mk_partition *p)
 	return n;
 }
 
-static void check(const mk_partition *p)
+/*
+ * Replica i lost its log (a storage error, its broker's crash): it leaves
+ * the ISR unless it is the last member (the ISR is never empty), and it
+ * no longer leads.
+ */
+void isr_lose(mk_partition *p, int i)
+{
+	mk_replica *r = &p->replicas[i];
+	if (r->in_isr && isr_size(p) > 1) {
+		isr_set(p, r, false);
+		meta_changed(p);
+	}
+	if (p->leader == i) {
+		p->leader = -1;
+		meta_changed(p);
+	}
+}
+
+void part_check(const mk_partition *p)
 {
 #ifndef NDEBUG
 	assert(isr_size(p) >= 1);
@@ -199,7 +232,7 @@ static void check(const mk_partition *p)
 }
 
 /* Take a replica offline after a storage error; the line names the file. */
-static void replica_failed(mk_partition *p, int i, const char *what)
+void replica_failed(mk_partition *p, int i, const char *what)
 {
 	mk_replica *r = &p->replicas[i];
 	const char *err = r->log ? mk_log_error(r->log) : "";
@@ -211,15 +244,8 @@ static void replica_failed(mk_partition *p, int i, const char *what)
 	mk_log_abandon(r->log);
 	r->log = NULL;
 	r->failed = true;
-	if (isr_size(p) > 1 && r->in_isr) {
-		isr_set(p, r, false);
-		meta_changed(p);
-	}
-	if (p->leader == i) {
-		p->leader = -1;
-		meta_changed(p);
-	}
-	changed(p);
+	isr_lose(p, i);
+	part_changed(p);
 }
 
 /* ---- idempotent producer state ------------------------------------- */
@@ -254,7 +280,7 @@ static void replace_if_changed(const mk_strbuf *path, const mk_strbuf *text,
  * preceded by this save (decide, persist, act), so an open that finds the
  * start past the saved HW has found damage (open_replica).
  */
-static void save_hw(mk_replica *r, int64_t floor)
+void save_hw(mk_replica *r, int64_t floor)
 {
 	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
 	int64_t hw = r->hw_view, start = mk_log_start_offset(r->log);
@@ -272,14 +298,14 @@ static void save_hw(mk_replica *r, int64_t floor)
 
 /* Move replica r's log start to offset (at most the HW it knows), its HW
  * saved first. */
-static mk_err advance_start(mk_replica *r, int64_t offset)
+mk_err advance_start(mk_replica *r, int64_t offset)
 {
 	save_hw(r, offset);
 	return mk_log_advance_start(r->log, offset);
 }
 
 /* Persist replica i's producer state (flush and close). */
-static void save_pstate(mk_replica *r)
+void save_pstate(mk_replica *r)
 {
 	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
 	pstate_path(r, &path);
@@ -310,11 +336,6 @@ static int64_t read_hw(const mk_replica *r)
 	return hw;
 }
 
-/*
- * Rebuild replica i's producer state: the snapshot when it is still a
- * prefix of the log, then every batch past it. After a truncation below
- * the snapshot, the scan starts at the log start.
- */
 /* Apply every batch of replica r's log past what its state covers. */
 static void pstate_catch_up(mk_replica *r)
 {
@@ -348,7 +369,7 @@ static void pstate_catch_up(mk_replica *r)
  * prefix of the log, then every batch past it. After a truncation below
  * the snapshot, the scan starts at the log start.
  */
-static void rebuild_pstate(mk_partition *p, int i)
+void rebuild_pstate(mk_partition *p, int i)
 {
 	mk_replica *r = &p->replicas[i];
 	mk_strbuf path = MK_STRBUF_INIT, buf = MK_STRBUF_INIT;
@@ -377,7 +398,7 @@ static void rebuild_pstate(mk_partition *p, int i)
 }
 
 /* After an append of frame to replica r's log: keep the state current. */
-static void note_append(mk_replica *r, const uint8_t *frame, size_t len)
+void note_append(mk_replica *r, const uint8_t *frame, size_t len)
 {
 	if ((int64_t)mk_load_be64(frame + MK_FRAME_OFF_PRODUCER_ID) >= 0) {
 		mk_batch_view b;
@@ -388,7 +409,7 @@ static void note_append(mk_replica *r, const uint8_t *frame, size_t len)
 }
 
 /* Truncate replica i, keeping its producer state in step. */
-static mk_err truncate_replica(mk_partition *p, int i, int64_t offset)
+mk_err truncate_replica(mk_partition *p, int i, int64_t offset)
 {
 	if (offset >= mk_log_end_offset(p->replicas[i].log))
 		return MK_OK;     /* nothing to cut: the snapshot stands */
@@ -403,12 +424,12 @@ static mk_err truncate_replica(mk_partition *p, int i, int64_t offset)
 	return err;
 }
 
-static void open_replica(mk_partition *p, int i)
+void open_replica(mk_partition *p, int i)
 {
 	mk_replica *r = &p->replicas[i];
 	mk_strbuf dir = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
-	log_dir(p->env, r->broker, p->topic, p->id, &dir);
-	mk_log_config lc = log_config(&p->cfg);
+	part_log_dir(p->env, r->broker, p->topic, p->id, &dir);
+	mk_log_config lc = part_log_config(&p->cfg);
 	struct stat st;
 	mk_err err = MK_OK;
 	/* A partition that exists has its directories: a missing one is
@@ -466,7 +487,7 @@ static void open_replica(mk_partition *p, int i)
  * truncates it: only the agreed prefix counts for ISR membership, the HW
  * and acks=all.
  */
-static int64_t agreed_end(const mk_replica *r, const mk_replica *l)
+int64_t agreed_end(const mk_replica *r, const mk_replica *l)
 {
 	int64_t end = mk_log_end_offset(r->log);
 	if (r == l)
@@ -491,17 +512,17 @@ static int64_t agreed_end(const mk_replica *r, const mk_replica *l)
 
 /* Replica r's log end, log start and agreed end as the others may see
  * them: while its fetch is in flight, what they were when it started. */
-static int64_t seen_leo(const mk_replica *r)
+int64_t seen_leo(const mk_replica *r)
 {
 	return r->fetching ? r->fetch_leo : mk_log_end_offset(r->log);
 }
 
-static int64_t seen_start(const mk_replica *r)
+int64_t seen_start(const mk_replica *r)
 {
 	return r->fetching ? r->fetch_start : mk_log_start_offset(r->log);
 }
 
-static int64_t seen_agreed(const mk_replica *r, const mk_replica *l)
+int64_t seen_agreed(const mk_replica *r, const mk_replica *l)
 {
 	return r->fetching ? r->fetch_agreed : agreed_end(r, l);
 }
@@ -534,7 +555,7 @@ static void copy_put(mk_fetch_copy *fc)
 }
 
 /* Under p->lock: the leader's log may change: the kept copy goes. */
-static void copy_drop(mk_partition *p)
+void copy_drop(mk_partition *p)
 {
 	copy_put(p->copy);
 	p->copy = NULL;
@@ -609,8 +630,8 @@ static void copy_keep(mk_partition *p, int i, int64_t from, mk_fetch_copy *fc)
  * page cache and a walk of every record, per write). Above
  * replica.fetch.max.bytes the followers read as usual.
  */
-static void copy_seed(mk_partition *p, uint8_t *const *frames,
-		      const size_t *lens, size_t n, int64_t from)
+void copy_seed(mk_partition *p, uint8_t *const *frames,
+	       const size_t *lens, size_t n, int64_t from)
 {
 	copy_drop(p);
 	size_t total = 0;
@@ -638,7 +659,7 @@ static void copy_seed(mk_partition *p, uint8_t *const *frames,
  * call (and the leader cannot change under a fetch). The kept copy goes:
  * the caller is about to change a log.
  */
-static void settle(mk_partition *p)
+void part_settle(mk_partition *p)
 {
 	copy_drop(p);
 	if (!p->nfetching)
@@ -659,7 +680,7 @@ static void settle(mk_partition *p)
  * ISR. At open, before anything is served; the cluster saves the result
  * before it serves. `was` is the saved leader's index, -1 when none.
  */
-static void hand_off_at_open(mk_partition *p, int was)
+void hand_off_at_open(mk_partition *p, int was)
 {
 	if (was < 0)
 		return;
@@ -692,6 +713,81 @@ static void hand_off_at_open(mk_partition *p, int was)
 	}
 }
 
+/* The ISR as the metadata file has it (decided and saved), at open: never
+ * empty, and holding the leader whose log opened. */
+void isr_load(mk_partition *p, const mk_partition_state *st)
+{
+	for (int i = 0; i < p->nreplicas; i++)
+		for (int j = 0; j < st->nisr; j++)
+			if (st->isr[j] == p->replicas[i].broker)
+				p->replicas[i].in_isr = p->replicas[i].isr_saved = true;
+	if (isr_size(p) == 0)
+		p->replicas[p->leader >= 0 ? p->leader : 0].in_isr = true;
+	if (p->leader >= 0 && !p->replicas[p->leader].in_isr) {
+		p->replicas[p->leader].in_isr = true;
+		meta_changed(p);
+	}
+}
+
+/* At open: the partition's epoch is never below one a log knows. */
+void epoch_floor_at_open(mk_partition *p, bool create)
+{
+	/*
+	 * No epoch is ever reused: the partition's epoch is at least the
+	 * newest any open replica's log knows (a crash may have saved a log
+	 * batch under an epoch the metadata file lacks only if written by an
+	 * older version; the rule holds either way).
+	 */
+	mk_strbuf dir = MK_STRBUF_INIT;
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		int32_t e = -1;
+		if (r->log) {
+			e = mk_log_latest_epoch(r->log);
+		} else if (!create) {     /* offline: its checkpoint */
+			part_log_dir(p->env, r->broker, p->topic, p->id, &dir);
+			e = mk_log_peek_latest_epoch(dir.buf);
+		}
+		if (e > p->leader_epoch) {
+			p->leader_epoch = e;
+			meta_changed(p);
+		}
+	}
+	mk_strbuf_release(&dir);
+}
+
+/* At open: the HW the logs that opened still agree on. */
+void hw_at_open(mk_partition *p)
+{
+	/*
+	 * The HW after a restart: the smallest log end among the ISR members
+	 * whose logs are open (what agrees with the leader's, when there is
+	 * one) — everything below it is on every ISR replica.
+	 */
+	int64_t hw = -1;
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		if (r->in_isr && r->log) {
+			int64_t leo = p->leader >= 0
+				? agreed_end(r, &p->replicas[p->leader])
+				: mk_log_end_offset(r->log);
+			if (hw < 0 || leo < hw)
+				hw = leo;
+		}
+	}
+	p->hw = hw < 0 ? 0 : hw;
+	/* Never below the leader's log start (Kafka's rule): what it deleted
+	 * was committed. A follower that lost its tail in a crash may end
+	 * below it, and restarts there at its next fetch. */
+	if (p->leader >= 0 &&
+	    p->hw < mk_log_start_offset(p->replicas[p->leader].log))
+		p->hw = mk_log_start_offset(p->replicas[p->leader].log);
+	for (int i = 0; i < p->nreplicas; i++)
+		if (p->replicas[i].log)
+			p->replicas[i].hw_view = p->hw < mk_log_end_offset(p->replicas[i].log)
+				? p->hw : mk_log_end_offset(p->replicas[i].log);
+}
+
 static mk_err partition_open(const mk_env *env, const char *topic, int id,
 			     const mk_topic_config *cfg,
 			     const mk_partition_state *st, bool create,
@@ -708,18 +804,7 @@ mk_err mk_partition_create(const mk_env *env, const char *topic, int id,
 			   const mk_topic_config *cfg,
 			   const mk_partition_state *st, mk_partition **out)
 {
-	/* Every replica's directory exists from the start, the offline
-	 * ones' too: later, a missing directory is damage. */
-	mk_strbuf dir = MK_STRBUF_INIT;
-	mk_err err = MK_OK;
-	for (int i = 0; i < st->nreplicas && !err; i++) {
-		err = broker_dir(env, st->brokers[i], &dir);
-		if (!err) {
-			log_dir(env, st->brokers[i], topic, id, &dir);
-			err = mk_mkdirs(dir.buf);
-		}
-	}
-	mk_strbuf_release(&dir);
+	mk_err err = store_make_dirs(env, topic, id, st);
 	if (err) {
 		*out = NULL;
 		return err;
@@ -754,9 +839,6 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 		r->online = st->online[i];
 		r->last_fetch_ms = now;
 		r->hw_view = 0;
-		for (int j = 0; j < st->nisr; j++)
-			if (st->isr[j] == r->broker)
-				r->in_isr = r->isr_saved = true;
 		if (r->online)
 			open_replica(p, i);
 		if (r->broker == st->leader && r->log)
@@ -764,66 +846,14 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 		if (r->broker == st->leader)
 			was_leader = i;
 	}
-	if (isr_size(p) == 0)
-		p->replicas[p->leader >= 0 ? p->leader : 0].in_isr = true;
-	if (p->leader >= 0 && !p->replicas[p->leader].in_isr) {
-		p->replicas[p->leader].in_isr = true;
-		meta_changed(p);
-	}
+	isr_load(p, st);
 	if (st->leader >= 0 && p->leader < 0)
 		meta_changed(p);    /* the leader could not be opened */
-	/*
-	 * No epoch is ever reused: the partition's epoch is at least the
-	 * newest any open replica's log knows (a crash may have saved a log
-	 * batch under an epoch the metadata file lacks only if written by an
-	 * older version; the rule holds either way).
-	 */
-	mk_strbuf dir = MK_STRBUF_INIT;
-	for (int i = 0; i < p->nreplicas; i++) {
-		mk_replica *r = &p->replicas[i];
-		int32_t e = -1;
-		if (r->log) {
-			e = mk_log_latest_epoch(r->log);
-		} else if (!create) {     /* offline: its checkpoint */
-			log_dir(env, r->broker, topic, id, &dir);
-			e = mk_log_peek_latest_epoch(dir.buf);
-		}
-		if (e > p->leader_epoch) {
-			p->leader_epoch = e;
-			meta_changed(p);
-		}
-	}
-	mk_strbuf_release(&dir);
+	epoch_floor_at_open(p, create);
 	hand_off_at_open(p, was_leader);
 	p->creating = false;
-	/*
-	 * The HW after a restart: the smallest log end among the ISR members
-	 * whose logs are open (what agrees with the leader's, when there is
-	 * one) — everything below it is on every ISR replica.
-	 */
-	int64_t hw = -1;
-	for (int i = 0; i < p->nreplicas; i++) {
-		mk_replica *r = &p->replicas[i];
-		if (r->in_isr && r->log) {
-			int64_t leo = p->leader >= 0
-				? agreed_end(r, &p->replicas[p->leader])
-				: mk_log_end_offset(r->log);
-			if (hw < 0 || leo < hw)
-				hw = leo;
-		}
-	}
-	p->hw = hw < 0 ? 0 : hw;
-	/* Never below the leader's log start (Kafka's rule): what it deleted
-	 * was committed. A follower that lost its tail in a crash may end
-	 * below it, and restarts there at its next fetch. */
-	if (p->leader >= 0 &&
-	    p->hw < mk_log_start_offset(p->replicas[p->leader].log))
-		p->hw = mk_log_start_offset(p->replicas[p->leader].log);
-	for (int i = 0; i < p->nreplicas; i++)
-		if (p->replicas[i].log)
-			p->replicas[i].hw_view = p->hw < mk_log_end_offset(p->replicas[i].log)
-				? p->hw : mk_log_end_offset(p->replicas[i].log);
-	check(p);
+	hw_at_open(p);
+	part_check(p);
 	*out = p;
 	return MK_OK;
 }
@@ -850,7 +880,7 @@ void mk_partition_close(mk_partition *p)
 void mk_partition_retire(mk_partition *p)
 {
 	pthread_mutex_lock(&p->lock);
-	settle(p);
+	part_settle(p);
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
 		mk_log_abandon(r->log);   /* its files go with the topic */
@@ -859,7 +889,7 @@ void mk_partition_retire(mk_partition *p)
 	}
 	p->leader = -1;
 	p->deleted = true;
-	changed(p);
+	part_changed(p);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -868,13 +898,11 @@ void mk_partition_remove_files(const mk_env *env, const char *topic, int id,
 {
 	mk_strbuf dir = MK_STRBUF_INIT;
 	for (int i = 0; i < st->nreplicas; i++) {
-		log_dir(env, st->brokers[i], topic, id, &dir);
+		part_log_dir(env, st->brokers[i], topic, id, &dir);
 		mk_remove_tree(dir.buf);
 	}
 	mk_strbuf_release(&dir);
 }
-
-static void state_locked(const mk_partition *p, mk_partition_state *st);
 
 void mk_partition_state_get(mk_partition *p, mk_partition_state *st)
 {
@@ -899,7 +927,7 @@ void mk_partition_state_get(mk_partition *p, mk_partition_state *st)
  * appends put a follower more than 10,000 messages behind ten times).
  * Joining always needs the lag within the bound.
  */
-static void refresh_isr(mk_partition *p)
+void refresh_isr(mk_partition *p)
 {
 	if (p->leader < 0)
 		return;
@@ -950,12 +978,12 @@ static void refresh_isr(mk_partition *p)
 	 * it restarts). */
 	p->replicas[p->leader].hw_view = p->hw;
 	if (moved)
-		changed(p);
-	check(p);
+		part_changed(p);
+	part_check(p);
 }
 
 /* An ISR change decided, not yet saved? */
-static bool isr_pending(const mk_partition *p)
+bool isr_pending(const mk_partition *p)
 {
 	for (int i = 0; i < p->nreplicas; i++)
 		if (p->replicas[i].in_isr != p->replicas[i].isr_saved)
@@ -963,11 +991,9 @@ static bool isr_pending(const mk_partition *p)
 	return false;
 }
 
-static void timed_wait(mk_partition *p, int ms);
-
 /* The last stable offset: the first offset of the leader's oldest open
  * transaction, the HW when none is below it. Under p->lock. */
-static int64_t lso_locked(const mk_partition *p)
+int64_t lso_locked(const mk_partition *p)
 {
 	if (p->leader < 0)
 		return p->hw;
@@ -992,7 +1018,7 @@ void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 	 */
 	for (int waited = 0; has_saver(p) && isr_pending(p) && waited < 1000 &&
 	     !*p->env->shutting_down; waited += 50)
-		timed_wait(p, 50);
+		part_timed_wait(p, 50);
 	memset(info, 0, sizeof(*info));
 	mk_replica *l = p->leader >= 0 ? &p->replicas[p->leader] : NULL;
 	info->leo = l ? mk_log_end_offset(l->log) : -1;
@@ -1022,9 +1048,9 @@ void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg)
 {
 	pthread_mutex_lock(&p->lock);
-	settle(p);
+	part_settle(p);
 	p->cfg = *cfg;
-	mk_log_config lc = log_config(cfg);
+	mk_log_config lc = part_log_config(cfg);
 	for (int i = 0; i < p->nreplicas; i++)
 		if (p->replicas[i].log)
 			mk_log_set_config(p->replicas[i].log, &lc);
@@ -1033,7 +1059,7 @@ void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg)
 }
 
 /* Wait on the condition with a wall-clock bound (milliseconds). */
-static void timed_wait(mk_partition *p, int ms)
+void part_timed_wait(mk_partition *p, int ms)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -1047,9 +1073,9 @@ static void timed_wait(mk_partition *p, int ms)
 }
 
 /* One look at an acks=all ticket, under the lock, the ISR as it stands
- * (no refresh: nothing changes, so it may run inside progressed()). */
-static mk_err ack_look(mk_partition *p, const mk_ack_ticket *t, bool *pending,
-		       mk_strbuf *why)
+ * (no refresh: nothing changes, so it may run inside part_progressed()). */
+mk_err ack_look(mk_partition *p, const mk_ack_ticket *t, bool *pending,
+		mk_strbuf *why)
 {
 	const bool *captured = t->captured;
 	int64_t target = t->target, deadline = t->deadline_ms;
@@ -1110,7 +1136,7 @@ static mk_err await_replicas(mk_partition *p, const mk_ack_ticket *t,
 			return MK_INTERRUPTED;
 		}
 		int64_t left = t->deadline_ms - mk_clock_now(p->env->clock);
-		timed_wait(p, p->env->clock->manual || left > 100 ? 100 : (int)left);
+		part_timed_wait(p, p->env->clock->manual || left > 100 ? 100 : (int)left);
 	}
 }
 
@@ -1124,7 +1150,7 @@ mk_err mk_partition_ack_check(mk_partition *p, const mk_ack_ticket *t,
 }
 
 /* Deleted, or without a leader: why no produce or fetch can be served. */
-static mk_err unavailable(mk_partition *p, mk_strbuf *why)
+mk_err part_unavailable(mk_partition *p, mk_strbuf *why)
 {
 	if (p->deleted) {
 		if (why)
@@ -1247,7 +1273,7 @@ static void wake_run(const mk_partition *p, follower_wake *wk)
  * while the leader's term is the ticket's and no change is quiescing.
  * Its broker, or -1.
  */
-static int writer_pick(const mk_partition *p, const mk_ack_ticket *t)
+int writer_pick(const mk_partition *p, const mk_ack_ticket *t)
 {
 	if (!p->env->writer_copy || p->quiescing || p->leader < 0 ||
 	    p->leader_epoch != t->leader_epoch)
@@ -1292,8 +1318,8 @@ static mk_err follower_fetch(mk_partition *p, int broker,
  * this copy took), until one is skipped or fails. Never waits for a
  * fetch.
  */
-static void writer_copy(mk_partition *p, int broker, const mk_ack_ticket *t,
-			uint64_t bytes)
+void writer_copy(mk_partition *p, int broker, const mk_ack_ticket *t,
+		 uint64_t bytes)
 {
 	size_t n;
 	bool behind = false, skipped = false;
@@ -1325,7 +1351,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 	memset(res, 0, sizeof(*res));
 	res->base = -1;
 	res->count = a->count;
-	mk_err err = unavailable(p, why);
+	mk_err err = part_unavailable(p, why);
 	if (err)
 		return err;
 	if ((err = check_batch_size(p, len, why)) ||
@@ -1361,7 +1387,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 		copy_seed(p, &frame, &len, 1, res->base);
 	else
 		copy_drop(p);
-	changed(p);
+	part_changed(p);
 	wake_take(p, len, wk);
 	refresh_isr(p);
 	if (a->acks != -1)
@@ -1431,7 +1457,7 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 		res[i].base = -1;
 	}
 	pthread_mutex_lock(&p->lock);
-	mk_err err = unavailable(p, why);
+	mk_err err = part_unavailable(p, why);
 	if (!err && a->acks == -1)
 		err = check_min_isr(p, why);
 	if (err) {
@@ -1475,7 +1501,7 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 			copy_seed(p, frames, lens, n, res[0].base);
 		else
 			copy_drop(p);
-		changed(p);
+		part_changed(p);
 		wake_take(p, bytes, &wk);
 	}
 	/* A storage error took the leader offline: nothing more to do. */
@@ -1533,7 +1559,7 @@ mk_err mk_partition_fetch_isolated(mk_partition *p, int64_t from,
 				   mk_strbuf *why)
 {
 	pthread_mutex_lock(&p->lock);
-	mk_err err = unavailable(p, why);
+	mk_err err = part_unavailable(p, why);
 	if (err)
 		goto out;
 	mk_replica *l = &p->replicas[p->leader];
@@ -1580,7 +1606,7 @@ bool mk_partition_wait_change(mk_partition *p, uint64_t *seen, int wait_ms)
 {
 	pthread_mutex_lock(&p->lock);
 	if (p->seq == *seen && !atomic_load(p->env->shutting_down))
-		timed_wait(p, wait_ms);
+		part_timed_wait(p, wait_ms);
 	bool moved = p->seq != *seen;
 	*seen = p->seq;
 	pthread_mutex_unlock(&p->lock);
@@ -1592,7 +1618,7 @@ void mk_partition_wake(mk_partition *p)
 	pthread_mutex_lock(&p->lock);
 	/* Time may have moved: the ISR and HW first, then every waiter. */
 	refresh_isr(p);
-	changed(p);
+	part_changed(p);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -1733,7 +1759,7 @@ static fetch_mark fetch_mark_of(const mk_replica *f)
  * The third step of a follower fetch, under the lock: whatever the fetch
  * wrote becomes visible. err is the append's. A fetch that moved nothing
  * (a caught-up follower's round) wakes nobody, and one that moved only
- * its copy wakes no acks=all writer it does not settle (progressed()):
+ * its copy wakes no acks=all writer it does not settle (part_progressed()):
  * the ISR refresh does when membership or the HW moves.
  */
 static mk_err fetch_publish(mk_partition *p, int i, int64_t hw_before,
@@ -1755,11 +1781,11 @@ static mk_err fetch_publish(mk_partition *p, int i, int64_t hw_before,
 		f->last_fetch_ms = mk_clock_now(p->env->clock);
 	}
 	if (err || !f->log || m->rejoining)
-		changed(p);
+		part_changed(p);
 	else if (f->hw_view != m->hw_view ||
 		 mk_log_end_offset(f->log) != m->leo ||
 		 mk_log_start_offset(f->log) != m->start)
-		progressed(p);
+		part_progressed(p);
 	refresh_isr(p);
 	return err;
 }
@@ -1801,6 +1827,49 @@ static int64_t frames_end(const mk_strbuf *buf, int64_t from)
 		pos += b.frame_len;
 	}
 	return from;
+}
+
+/*
+ * Step 1's read, under the lock: the frames follower i lacks from `from`
+ * on: the kept copy when it is that read, else a read of the leader's log
+ * (*out: the caller's reference, on an error too).
+ */
+static mk_err fetch_frames(mk_partition *p, int i, int64_t from,
+			   mk_fetch_copy **out)
+{
+	mk_replica *l = &p->replicas[p->leader];
+	mk_err err = MK_OK;
+	mk_fetch_copy *fc = copy_reuse(p, from);
+	if (fc) {
+		copy_keep(p, i, from, fc);    /* the other follower's too */
+	} else {
+		fc = copy_new();
+		p->leader_reads++;
+		err = mk_log_read(l->log, from, mk_log_end_offset(l->log),
+				  (size_t)p->env->cfg->replica_fetch_max_bytes,
+				  &fc->buf);
+		if (err == MK_KAFKA_STORAGE_ERROR)
+			replica_failed(p, p->leader, "read for follower fetch");
+		if (!err)
+			copy_keep(p, i, from, fc);
+	}
+	*out = fc;
+	return err;
+}
+
+/* Under the lock, before step 2: follower i is being fetched; the others
+ * see its log as it is now (replica.h, Locking). */
+static void fetch_begin(mk_partition *p, int i, int64_t from,
+			const mk_strbuf *buf)
+{
+	mk_replica *f = &p->replicas[i];
+	f->fetching = true;
+	f->fetch_leo = from;
+	f->fetch_start = mk_log_start_offset(f->log);
+	f->fetch_agreed = agreed_end(f, &p->replicas[p->leader]);
+	f->fetch_target = frames_end(buf, from);
+	f->last_fetch_ms = mk_clock_now(p->env->clock);   /* the request's time */
+	p->nfetching++;
 }
 
 mk_err mk_partition_follower_fetch_ex(mk_partition *p, int broker,
@@ -1858,32 +1927,14 @@ static mk_err follower_fetch(mk_partition *p, int broker,
 		goto out;
 	int64_t hw_before = p->hw;
 	int64_t from = mk_log_end_offset(f->log);
-	if ((fc = copy_reuse(p, from))) {
-		copy_keep(p, i, from, fc);    /* the other follower's too */
-	} else {
-		fc = copy_new();
-		p->leader_reads++;
-		err = mk_log_read(l->log, from, mk_log_end_offset(l->log),
-				  (size_t)p->env->cfg->replica_fetch_max_bytes,
-				  &fc->buf);
-		if (err == MK_KAFKA_STORAGE_ERROR)
-			replica_failed(p, p->leader, "read for follower fetch");
-		if (err)
-			goto out;
-		copy_keep(p, i, from, fc);
-	}
+	if ((err = fetch_frames(p, i, from, &fc)))
+		goto out;
 	const mk_strbuf *buf = &fc->buf;
 	if (buf->len == 0) {     /* caught up: nothing to write */
 		err = fetch_publish(p, i, hw_before, MK_OK, &mark);
 		goto out;
 	}
-	f->fetching = true;
-	f->fetch_leo = from;
-	f->fetch_start = mk_log_start_offset(f->log);
-	f->fetch_agreed = agreed_end(f, l);
-	f->fetch_target = frames_end(buf, from);
-	f->last_fetch_ms = mk_clock_now(p->env->clock);   /* the request's time */
-	p->nfetching++;
+	fetch_begin(p, i, from, buf);
 	pthread_mutex_unlock(&p->lock);
 
 	/* Step 2, without the lock: the follower's disk writes. */
@@ -1908,7 +1959,7 @@ out:
 }
 
 /* The persistent state, under the lock. */
-static void state_locked(const mk_partition *p, mk_partition_state *st)
+void state_locked(const mk_partition *p, mk_partition_state *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->nreplicas = p->nreplicas;
@@ -1922,7 +1973,7 @@ static void state_locked(const mk_partition *p, mk_partition_state *st)
 	}
 }
 
-static void isr_remove(mk_partition_state *st, int broker)
+void isr_remove(mk_partition_state *st, int broker)
 {
 	int n = 0;
 	for (int j = 0; j < st->nisr; j++)
@@ -1940,7 +1991,7 @@ void mk_partition_meta_saved(mk_partition *p, const mk_partition_state *st)
 			in |= st->isr[j] == p->replicas[i].broker;
 		p->replicas[i].isr_saved = in;
 	}
-	changed(p);
+	part_changed(p);
 	refresh_isr(p);
 	pthread_mutex_unlock(&p->lock);
 }
@@ -1966,7 +2017,7 @@ bool mk_partition_plan_crash(mk_partition *p, int broker,
 void mk_partition_broker_crash(mk_partition *p, int broker, bool torn)
 {
 	pthread_mutex_lock(&p->lock);
-	settle(p);
+	part_settle(p);
 	int i = replica_index(p, broker);
 	if (i >= 0 && p->replicas[i].online) {
 		mk_replica *r = &p->replicas[i];
@@ -1975,15 +2026,8 @@ void mk_partition_broker_crash(mk_partition *p, int broker, bool torn)
 			mk_log_crash(r->log, torn);
 		r->log = NULL;
 		r->online = false;
-		if (r->in_isr && isr_size(p) > 1) {
-			isr_set(p, r, false);
-			meta_changed(p);
-		}
-		if (p->leader == i) {
-			p->leader = -1;
-			meta_changed(p);
-		}
-		changed(p);
+		isr_lose(p, i);
+		part_changed(p);
 	}
 	pthread_mutex_unlock(&p->lock);
 }
@@ -2016,7 +2060,7 @@ void mk_partition_broker_restart(mk_partition *p, int broker,
 				 const mk_partition_state *plan)
 {
 	pthread_mutex_lock(&p->lock);
-	settle(p);
+	part_settle(p);
 	int i = replica_index(p, broker);
 	if (i >= 0 && !p->replicas[i].log) {
 		mk_replica *r = &p->replicas[i];
@@ -2038,7 +2082,7 @@ void mk_partition_broker_restart(mk_partition *p, int broker,
 				p->hw = leo;
 		}
 		meta_changed(p);
-		changed(p);
+		part_changed(p);
 		refresh_isr(p);
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -2103,7 +2147,7 @@ mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
 			    const mk_partition_state *plan, mk_strbuf *why)
 {
 	pthread_mutex_lock(&p->lock);
-	settle(p);
+	part_settle(p);
 	int i = replica_index(p, broker);
 	mk_err err = MK_OK;
 	/* The saved epoch is used up even if the promotion fails now. */
@@ -2136,7 +2180,7 @@ mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
 		p->hw = leo;     /* unclean: what B lacks is gone */
 	isr_set(p, r, true);
 	meta_changed(p);
-	changed(p);
+	part_changed(p);
 	refresh_isr(p);
 out:
 	pthread_mutex_unlock(&p->lock);
@@ -2146,7 +2190,7 @@ out:
 mk_err mk_partition_flush(mk_partition *p)
 {
 	pthread_mutex_lock(&p->lock);
-	settle(p);
+	part_settle(p);
 	mk_err err = MK_OK;
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
@@ -2202,7 +2246,7 @@ static mk_clean_params clean_params(const mk_partition *p)
 mk_err mk_partition_retention(mk_partition *p)
 {
 	pthread_mutex_lock(&p->lock);
-	settle(p);
+	part_settle(p);
 	mk_err first = MK_OK;
 	if (!p->deleted && (p->cfg.cleanup_policy & MK_CLEANUP_DELETE)) {
 		mk_clean_params cp = clean_params(p);
@@ -2224,7 +2268,7 @@ mk_err mk_partition_retention(mk_partition *p)
 				mk_pstate_trim(&r->pstate, mk_log_start_offset(r->log));
 			}
 		}
-		changed(p);
+		part_changed(p);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return first;
@@ -2234,7 +2278,7 @@ mk_err mk_partition_compact(mk_partition *p, mk_strbuf *why)
 {
 	mk_clean_plan *plans[MK_MAX_BROKERS] = { NULL };
 	pthread_mutex_lock(&p->lock);
-	settle(p);
+	part_settle(p);
 	mk_err first = MK_OK;
 	if (p->deleted || !(p->cfg.cleanup_policy & MK_CLEANUP_COMPACT)) {
 		pthread_mutex_unlock(&p->lock);
@@ -2269,7 +2313,7 @@ mk_err mk_partition_compact(mk_partition *p, mk_strbuf *why)
 		}
 	}
 	pthread_mutex_lock(&p->lock);
-	settle(p);
+	part_settle(p);
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
 		if (!plans[i] || !r->log)
@@ -2285,7 +2329,7 @@ mk_err mk_partition_compact(mk_partition *p, mk_strbuf *why)
 				first = err;
 		}
 	}
-	changed(p);
+	part_changed(p);
 	pthread_mutex_unlock(&p->lock);
 	for (int i = 0; i < p->nreplicas; i++)
 		mk_cleaner_plan_free(plans[i]);
@@ -2296,7 +2340,7 @@ mk_err mk_partition_delete_records(mk_partition *p, int64_t offset,
 				   int64_t *low, mk_strbuf *why)
 {
 	pthread_mutex_lock(&p->lock);
-	mk_err err = unavailable(p, why);
+	mk_err err = part_unavailable(p, why);
 	if (err)
 		goto out;
 	mk_replica *l = &p->replicas[p->leader];
@@ -2316,7 +2360,7 @@ mk_err mk_partition_delete_records(mk_partition *p, int64_t offset,
 	}
 	if (low)
 		*low = mk_log_start_offset(l->log);
-	changed(p);
+	part_changed(p);
 out:
 	pthread_mutex_unlock(&p->lock);
 	return err;
@@ -2329,7 +2373,7 @@ out:
 static mk_err view_replica(mk_partition *p, int broker, bool need_log,
 			   mk_replica **out, mk_strbuf *why)
 {
-	settle(p);     /* a follower's log is its fetch's meanwhile */
+	part_settle(p);     /* a follower's log is its fetch's meanwhile */
 	if (p->deleted) {
 		if (why)
 			mk_strbuf_addf(why, "topic %s was deleted", p->topic);

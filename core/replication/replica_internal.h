@@ -68,7 +68,7 @@ typedef struct mk_partition {
 	 * its fetch of the same range (acks=all: both followers fetch each
 	 * batch) takes them without a second read and validation. Valid only
 	 * while the leader's log is as it was (same leader, epoch, log start
-	 * and end); dropped by the reuse, the next leader append, settle()
+	 * and end); dropped by the reuse, the next leader append, part_settle()
 	 * and close. The buffer is shared read-only by the fetches holding a
 	 * reference (refs under the lock). NULL: none.
 	 */
@@ -82,5 +82,88 @@ typedef struct mk_partition {
 	int64_t isr_check_ms;   /* auto mode: the last message-lag check
 				 * (refresh_isr), cluster clock; under the lock */
 } mk_partition;
+
+/* ---- partition.c: lifecycle, state, watchers, the snapshot -------------- */
+
+/* Leader, epoch or ISR moved: the cluster must persist its metadata
+ * (bumps env->meta_dirty, wakes the saver: leaf locks). */
+void meta_changed(mk_partition *p);
+/* Something a waiter may care about moved: seq, the condition, and every
+ * armed watcher fires once. */
+void part_changed(mk_partition *p);
+/* Only a follower's copy moved: as part_changed, but a watcher of a
+ * pending acks=all ticket stays armed (replica.h, mk_watch). */
+void part_progressed(mk_partition *p);
+/* The index of broker's replica, -1 when it hosts none. */
+int replica_index(const mk_partition *p, int broker);
+/* The invariants of replica.h (debug builds). */
+void part_check(const mk_partition *p);
+/* Take replica i offline after a storage error; the /errors line names
+ * what failed. */
+void replica_failed(mk_partition *p, int i, const char *what);
+/* The last stable offset: the leader's oldest open transaction, at most
+ * the HW. */
+int64_t lso_locked(const mk_partition *p);
+/* Wait on p->changed, at most ms of wall time (p->lock released meanwhile). */
+void part_timed_wait(mk_partition *p, int ms);
+/* Deleted, or without a leader: why no produce or fetch is served. */
+mk_err part_unavailable(mk_partition *p, mk_strbuf *why);
+/* The persistent state (leader, epoch, ISR as decided). */
+void state_locked(const mk_partition *p, mk_partition_state *st);
+
+/* ---- isr.c: ISR membership and the HW ------------------------------------ */
+
+bool has_saver(const mk_partition *p);
+bool isr_counted(const mk_partition *p, const mk_replica *r);
+int isr_committed(const mk_partition *p);
+void isr_set(mk_partition *p, mk_replica *r, bool in);
+int isr_size(const mk_partition *p);
+void isr_lose(mk_partition *p, int i);
+int64_t agreed_end(const mk_replica *r, const mk_replica *l);
+int64_t seen_leo(const mk_replica *r);
+int64_t seen_start(const mk_replica *r);
+int64_t seen_agreed(const mk_replica *r, const mk_replica *l);
+void isr_load(mk_partition *p, const mk_partition_state *st);
+void hw_at_open(mk_partition *p);
+void refresh_isr(mk_partition *p);
+bool isr_pending(const mk_partition *p);
+void isr_remove(mk_partition_state *st, int broker);
+
+/* ---- produce.c: the leader's appends and their acks=all tickets ---------- */
+
+/* One look at a ticket, the ISR as it stands (no refresh: nothing
+ * changes, so part_progressed may call it). */
+mk_err ack_look(mk_partition *p, const mk_ack_ticket *t, bool *pending,
+		mk_strbuf *why);
+
+/* ---- follower_fetch.c: reconciliation, the fetch, the writer's copy ------- */
+
+void copy_drop(mk_partition *p);
+void copy_seed(mk_partition *p, uint8_t *const *frames,
+	       const size_t *lens, size_t n, int64_t from);
+void part_settle(mk_partition *p);
+int writer_pick(const mk_partition *p, const mk_ack_ticket *t);
+void writer_copy(mk_partition *p, int broker, const mk_ack_ticket *t,
+		 uint64_t bytes);
+
+/* ---- election.c: the plans for crash, restart and promote ---------------- */
+
+void hand_off_at_open(mk_partition *p, int was);
+void epoch_floor_at_open(mk_partition *p, bool create);
+
+/* ---- replica_store.c: a replica's files ---------------------------------- */
+
+void part_log_dir(const mk_env *env, int broker, const char *topic, int id,
+		  mk_strbuf *out);
+mk_err store_make_dirs(const mk_env *env, const char *topic, int id,
+		       const mk_partition_state *st);
+mk_log_config part_log_config(const mk_topic_config *tc);
+void save_hw(mk_replica *r, int64_t floor);
+mk_err advance_start(mk_replica *r, int64_t offset);
+void save_pstate(mk_replica *r);
+void rebuild_pstate(mk_partition *p, int i);
+void note_append(mk_replica *r, const uint8_t *frame, size_t len);
+mk_err truncate_replica(mk_partition *p, int i, int64_t offset);
+void open_replica(mk_partition *p, int i);
 
 #endif
