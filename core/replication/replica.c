@@ -34,29 +34,6 @@ void meta_changed(mk_partition *p)
 		p->env->meta_notify(p->env->meta_arg);
 }
 
-/* Is a background saver there to persist ISR changes? Without one (a
- * cluster not started, unit tests) a decision counts as saved. */
-bool has_saver(const mk_partition *p)
-{
-	return p->env->meta_notify != NULL;
-}
-
-/* Counted for the HW and acks=all: in the decided or the saved ISR. */
-bool isr_counted(const mk_partition *p, const mk_replica *r)
-{
-	return r->in_isr || (has_saver(p) && r->isr_saved);
-}
-
-/* Counted for min.insync.replicas: in both. */
-int isr_committed(const mk_partition *p)
-{
-	int n = 0;
-	for (int i = 0; i < p->nreplicas; i++)
-		n += p->replicas[i].in_isr &&
-		     (!has_saver(p) || p->replicas[i].isr_saved);
-	return n;
-}
-
 /* Fire one armed watcher (disarmed before its fn). */
 static void fire(mk_watch *w)
 {
@@ -104,49 +81,6 @@ int replica_index(const mk_partition *p, int broker)
 	return -1;
 }
 
-/*
- * A replica enters or leaves the ISR, once open has loaded the saved ISR,
- * only through here, where it is counted (a hand-off at open included):
- * after Kafka's IsrExpandsPerSec and IsrShrinksPerSec meters, as totals
- * since the mount, one per replica moved (Kafka marks once per update).
- */
-void isr_set(mk_partition *p, mk_replica *r, bool in)
-{
-	if (r->in_isr == in)
-		return;
-	r->in_isr = in;
-	if (in)
-		p->isr_expands++;
-	else
-		p->isr_shrinks++;
-}
-
-int isr_size(const mk_partition *p)
-{
-	int n = 0;
-	for (int i = 0; i < p->nreplicas; i++)
-		n += p->replicas[i].in_isr;
-	return n;
-}
-
-/*
- * Replica i lost its log (a storage error, its broker's crash): it leaves
- * the ISR unless it is the last member (the ISR is never empty), and it
- * no longer leads.
- */
-void isr_lose(mk_partition *p, int i)
-{
-	mk_replica *r = &p->replicas[i];
-	if (r->in_isr && isr_size(p) > 1) {
-		isr_set(p, r, false);
-		meta_changed(p);
-	}
-	if (p->leader == i) {
-		p->leader = -1;
-		meta_changed(p);
-	}
-}
-
 void part_check(const mk_partition *p)
 {
 #ifndef NDEBUG
@@ -184,54 +118,6 @@ void replica_failed(mk_partition *p, int i, const char *what)
 	r->failed = true;
 	isr_lose(p, i);
 	part_changed(p);
-}
-
-/*
- * How far replica r's log agrees with the leader's (KIP-101/279): the end
- * of the largest leader epoch both logs know, on whichever log ends it
- * first, and never past r's own end. A demoted or restarted replica may
- * hold a divergent tail, as long as the leader's log, until its next fetch
- * truncates it: only the agreed prefix counts for ISR membership, the HW
- * and acks=all.
- */
-int64_t agreed_end(const mk_replica *r, const mk_replica *l)
-{
-	int64_t end = mk_log_end_offset(r->log);
-	if (r == l)
-		return end;
-	int32_t re = mk_log_latest_epoch(r->log);
-	if (re < 0)
-		return end;
-	int32_t le, re2;
-	int64_t lend, rend;
-	mk_log_end_offset_for_epoch(l->log, re, &le, &lend);
-	if (le < 0) {
-		lend = mk_log_start_offset(l->log);
-	} else {
-		mk_log_end_offset_for_epoch(r->log, le, &re2, &rend);
-		if (rend < lend)
-			lend = rend;
-	}
-	return lend < end ? lend : end;
-}
-
-/* ---- follower fetches in flight (replica.h, Locking) --------------------- */
-
-/* Replica r's log end, log start and agreed end as the others may see
- * them: while its fetch is in flight, what they were when it started. */
-int64_t seen_leo(const mk_replica *r)
-{
-	return r->fetching ? r->fetch_leo : mk_log_end_offset(r->log);
-}
-
-int64_t seen_start(const mk_replica *r)
-{
-	return r->fetching ? r->fetch_start : mk_log_start_offset(r->log);
-}
-
-int64_t seen_agreed(const mk_replica *r, const mk_replica *l)
-{
-	return r->fetching ? r->fetch_agreed : agreed_end(r, l);
 }
 
 /* ---- the frames one leader read gives two followers (mk_partition.copy) */
@@ -420,22 +306,6 @@ void hand_off_at_open(mk_partition *p, int was)
 	}
 }
 
-/* The ISR as the metadata file has it (decided and saved), at open: never
- * empty, and holding the leader whose log opened. */
-void isr_load(mk_partition *p, const mk_partition_state *st)
-{
-	for (int i = 0; i < p->nreplicas; i++)
-		for (int j = 0; j < st->nisr; j++)
-			if (st->isr[j] == p->replicas[i].broker)
-				p->replicas[i].in_isr = p->replicas[i].isr_saved = true;
-	if (isr_size(p) == 0)
-		p->replicas[p->leader >= 0 ? p->leader : 0].in_isr = true;
-	if (p->leader >= 0 && !p->replicas[p->leader].in_isr) {
-		p->replicas[p->leader].in_isr = true;
-		meta_changed(p);
-	}
-}
-
 /* At open: the partition's epoch is never below one a log knows. */
 void epoch_floor_at_open(mk_partition *p, bool create)
 {
@@ -461,38 +331,6 @@ void epoch_floor_at_open(mk_partition *p, bool create)
 		}
 	}
 	mk_strbuf_release(&dir);
-}
-
-/* At open: the HW the logs that opened still agree on. */
-void hw_at_open(mk_partition *p)
-{
-	/*
-	 * The HW after a restart: the smallest log end among the ISR members
-	 * whose logs are open (what agrees with the leader's, when there is
-	 * one) — everything below it is on every ISR replica.
-	 */
-	int64_t hw = -1;
-	for (int i = 0; i < p->nreplicas; i++) {
-		mk_replica *r = &p->replicas[i];
-		if (r->in_isr && r->log) {
-			int64_t leo = p->leader >= 0
-				? agreed_end(r, &p->replicas[p->leader])
-				: mk_log_end_offset(r->log);
-			if (hw < 0 || leo < hw)
-				hw = leo;
-		}
-	}
-	p->hw = hw < 0 ? 0 : hw;
-	/* Never below the leader's log start (Kafka's rule): what it deleted
-	 * was committed. A follower that lost its tail in a crash may end
-	 * below it, and restarts there at its next fetch. */
-	if (p->leader >= 0 &&
-	    p->hw < mk_log_start_offset(p->replicas[p->leader].log))
-		p->hw = mk_log_start_offset(p->replicas[p->leader].log);
-	for (int i = 0; i < p->nreplicas; i++)
-		if (p->replicas[i].log)
-			p->replicas[i].hw_view = p->hw < mk_log_end_offset(p->replicas[i].log)
-				? p->hw : mk_log_end_offset(p->replicas[i].log);
 }
 
 static mk_err partition_open(const mk_env *env, const char *topic, int id,
@@ -607,86 +445,6 @@ void mk_partition_state_get(mk_partition *p, mk_partition_state *st)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/*
- * Recompute ISR membership and the HW. A follower is in sync while it is
- * online, lags at most replica.lag.max.messages behind the leader's end,
- * fetched within replica.lag.time.max.ms, and covers the current HW (so
- * joining can never shrink the committed prefix).
- *
- * The message-lag rule takes an ISR member out only at a lag check. In
- * manual mode every recomputation is one (nothing moves between the
- * steps one asks for, as in the teaching model). In auto mode the leader
- * checks once every replica.lag.time.max.ms, as Kafka 0.8's
- * isr-expiration task did for this rule: a follower is slow when it is
- * behind at a check, not when its fetcher waited for a CPU for a moment
- * during a burst (on two cores shared by three brokers, 64 MB of acks=1
- * appends put a follower more than 10,000 messages behind ten times).
- * Joining always needs the lag within the bound.
- */
-void refresh_isr(mk_partition *p)
-{
-	if (p->leader < 0)
-		return;
-	const mk_config *cfg = p->env->cfg;
-	int64_t now = mk_clock_now(p->env->clock);
-	mk_replica *leader = &p->replicas[p->leader];
-	int64_t leo = mk_log_end_offset(leader->log);
-	bool moved = false;
-	bool lag_check = !cfg->auto_replication ||
-			 now - p->isr_check_ms >= cfg->replica_lag_time_max_ms;
-	if (lag_check)
-		p->isr_check_ms = now;
-	for (int i = 0; i < p->nreplicas; i++) {
-		mk_replica *r = &p->replicas[i];
-		if (i == p->leader)
-			continue;
-		int64_t end = r->log ? seen_agreed(r, leader) : -1;
-		/* A fetch in flight is behind by what it has yet to write,
-		 * not more (Kafka counts a follower's fetch position). */
-		int64_t fetched = r->fetching ? r->fetch_target : end;
-		bool slow = leo - fetched > cfg->replica_lag_max_messages;
-		bool in = r->log != NULL && !r->rejoining &&
-			  (!slow || (r->in_isr && !lag_check)) &&
-			  now - r->last_fetch_ms <= cfg->replica_lag_time_max_ms &&
-			  end >= p->hw;
-		if (in != r->in_isr) {
-			isr_set(p, r, in);
-			meta_changed(p);
-			moved = true;
-		}
-	}
-	/* A replica dropped from the ISR holds the HW back until the
-	 * metadata file says so too; one without a log then holds it. */
-	int64_t hw = leo;
-	for (int i = 0; i < p->nreplicas; i++) {
-		mk_replica *r = &p->replicas[i];
-		if (!isr_counted(p, r))
-			continue;
-		int64_t end = r->log ? seen_agreed(r, leader) : p->hw;
-		if (end < hw)
-			hw = end;
-	}
-	if (hw > p->hw) {
-		p->hw = hw;
-		moved = true;
-	}
-	/* The leader knows the HW it computes (what hw truncation uses if
-	 * it restarts). */
-	p->replicas[p->leader].hw_view = p->hw;
-	if (moved)
-		part_changed(p);
-	part_check(p);
-}
-
-/* An ISR change decided, not yet saved? */
-bool isr_pending(const mk_partition *p)
-{
-	for (int i = 0; i < p->nreplicas; i++)
-		if (p->replicas[i].in_isr != p->replicas[i].isr_saved)
-			return true;
-	return false;
-}
-
 /* The last stable offset: the first offset of the leader's oldest open
  * transaction, the HW when none is below it. Under p->lock. */
 int64_t lso_locked(const mk_partition *p)
@@ -695,13 +453,6 @@ int64_t lso_locked(const mk_partition *p)
 		return p->hw;
 	int64_t first = mk_pstate_first_open(&p->replicas[p->leader].pstate);
 	return first < p->hw ? first : p->hw;
-}
-
-void mk_partition_refresh(mk_partition *p)
-{
-	pthread_mutex_lock(&p->lock);
-	refresh_isr(p);
-	pthread_mutex_unlock(&p->lock);
 }
 
 void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
@@ -1669,29 +1420,6 @@ void state_locked(const mk_partition *p, mk_partition_state *st)
 	}
 }
 
-void isr_remove(mk_partition_state *st, int broker)
-{
-	int n = 0;
-	for (int j = 0; j < st->nisr; j++)
-		if (st->isr[j] != broker)
-			st->isr[n++] = st->isr[j];
-	st->nisr = n;
-}
-
-void mk_partition_meta_saved(mk_partition *p, const mk_partition_state *st)
-{
-	pthread_mutex_lock(&p->lock);
-	for (int i = 0; i < p->nreplicas; i++) {
-		bool in = false;
-		for (int j = 0; j < st->nisr; j++)
-			in |= st->isr[j] == p->replicas[i].broker;
-		p->replicas[i].isr_saved = in;
-	}
-	part_changed(p);
-	refresh_isr(p);
-	pthread_mutex_unlock(&p->lock);
-}
-
 bool mk_partition_plan_crash(mk_partition *p, int broker,
 			     mk_partition_state *st)
 {
@@ -1701,10 +1429,7 @@ bool mk_partition_plan_crash(mk_partition *p, int broker,
 	if (touched) {
 		state_locked(p, st);
 		st->online[i] = false;
-		if (p->replicas[i].in_isr && st->nisr > 1)
-			isr_remove(st, broker);
-		if (st->leader == broker)
-			st->leader = -1;
+		isr_plan_lose(p, st, i);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return touched;
@@ -1773,9 +1498,7 @@ void mk_partition_broker_restart(mk_partition *p, int broker,
 			p->leader_epoch = plan->leader_epoch;
 		if (r->log && p->leader < 0 && plan && plan->leader == broker) {
 			p->leader = i;
-			int64_t leo = mk_log_end_offset(r->log);
-			if (p->hw > leo)
-				p->hw = leo;
+			isr_hw_cap(p, mk_log_end_offset(r->log));
 		}
 		meta_changed(p);
 		part_changed(p);
@@ -1872,8 +1595,7 @@ mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
 		}
 		leo = p->hw;
 	}
-	if (p->hw > leo)
-		p->hw = leo;     /* unclean: what B lacks is gone */
+	isr_hw_cap(p, leo);     /* unclean: what B lacks is gone */
 	isr_set(p, r, true);
 	meta_changed(p);
 	part_changed(p);

@@ -111,23 +111,38 @@ mk_err part_unavailable(mk_partition *p, mk_strbuf *why);
 /* The persistent state (leader, epoch, ISR as decided). */
 void state_locked(const mk_partition *p, mk_partition_state *st);
 
-/* ---- isr.c: ISR membership and the HW ------------------------------------ */
+/* ---- isr.c: ISR membership and the HW (the one place they are decided) -- */
 
+/* A background saver persists ISR changes (env->meta_notify); without one
+ * a decision counts as saved at once. */
 bool has_saver(const mk_partition *p);
+/* Counted for the HW and acks=all: in the decided or the saved ISR. */
 bool isr_counted(const mk_partition *p, const mk_replica *r);
+/* Counted for min.insync.replicas: in both. */
 int isr_committed(const mk_partition *p);
+/* Replica r in or out of the ISR, counted (isr_shrinks, isr_expands). */
 void isr_set(mk_partition *p, mk_replica *r, bool in);
 int isr_size(const mk_partition *p);
+/* Replica i lost its log: out of the ISR unless last; no longer leader. */
 void isr_lose(mk_partition *p, int i);
+/* How far r's log agrees with the leader's l (KIP-101/279). */
 int64_t agreed_end(const mk_replica *r, const mk_replica *l);
+/* r's log end, log start and agreed end as the others may see them: while
+ * its fetch is in flight, what they were when it started. */
 int64_t seen_leo(const mk_replica *r);
 int64_t seen_start(const mk_replica *r);
 int64_t seen_agreed(const mk_replica *r, const mk_replica *l);
+/* At open: the saved ISR (never empty, holding the leader), then the HW. */
 void isr_load(mk_partition *p, const mk_partition_state *st);
 void hw_at_open(mk_partition *p);
+/* The rules: membership and the HW, now; fires the watchers on a move. */
 void refresh_isr(mk_partition *p);
+/* An ISR change decided, not yet saved? */
 bool isr_pending(const mk_partition *p);
-void isr_remove(mk_partition_state *st, int broker);
+/* A new leader's log ends at leo: the HW is at most that. */
+void isr_hw_cap(mk_partition *p, int64_t leo);
+/* isr_lose in a plan st (taken from p: state_locked). */
+void isr_plan_lose(const mk_partition *p, mk_partition_state *st, int i);
 
 /* ---- produce.c: the leader's appends and their acks=all tickets ---------- */
 
