@@ -151,13 +151,23 @@ void isr_plan_lose(const mk_partition *p, mk_partition_state *st, int i);
 mk_err ack_look(mk_partition *p, const mk_ack_ticket *t, bool *pending,
 		mk_strbuf *why);
 
-/* ---- follower_fetch.c: reconciliation, the fetch, the writer's copy ------- */
+/* ---- follower_fetch.c: reconciliation, the fetch, the writer's copy ----- */
 
+/* The leader's log may change: the kept copy goes. */
 void copy_drop(mk_partition *p);
+/* Right after a leader append of frames [0, n) from offset `from` for a
+ * writer that copies them: they become the kept copy. */
 void copy_seed(mk_partition *p, uint8_t *const *frames,
 	       const size_t *lens, size_t n, int64_t from);
+/* Wait until no follower fetch is in flight (none starts before the
+ * caller unlocks); the kept copy goes. Before any change of a log but a
+ * leader append. */
 void part_settle(mk_partition *p);
+/* The follower an acks=all writer may copy ticket t's batch to (its
+ * broker), or -1. */
 int writer_pick(const mk_partition *p, const mk_ack_ticket *t);
+/* Without the lock: the writer's copy to broker, then to the others not
+ * yet fetched; wakes a fetcher for what it left. */
 void writer_copy(mk_partition *p, int broker, const mk_ack_ticket *t,
 		 uint64_t bytes);
 
