@@ -173,7 +173,11 @@ void writer_copy(mk_partition *p, int broker, const mk_ack_ticket *t,
 
 /* ---- election.c: the plans for crash, restart and promote ---------------- */
 
+/* At open: a saved leader (index was, -1: none) whose log failed to open
+ * or was cut below its checkpointed HW hands the leadership to an in-sync
+ * replica that has the records (a new epoch). */
 void hand_off_at_open(mk_partition *p, int was);
+/* At open: the epoch is at least the newest any replica's log knows. */
 void epoch_floor_at_open(mk_partition *p, bool create);
 
 /* ---- replica_store.c: a replica's files ---------------------------------- */
