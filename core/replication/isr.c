@@ -147,10 +147,12 @@ int64_t seen_agreed(const mk_replica *r, const mk_replica *l)
  * empty, and holding the leader whose log opened. */
 void isr_load(mk_partition *p, const mk_partition_state *st)
 {
-	for (int i = 0; i < p->nreplicas; i++)
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
 		for (int j = 0; j < st->nisr; j++)
-			if (st->isr[j] == p->replicas[i].broker)
-				p->replicas[i].in_isr = p->replicas[i].isr_saved = true;
+			if (st->isr[j] == r->broker)
+				r->in_isr = r->isr_saved = true;
+	}
 	if (isr_size(p) == 0)
 		p->replicas[p->leader >= 0 ? p->leader : 0].in_isr = true;
 	if (p->leader >= 0 && !p->replicas[p->leader].in_isr) {

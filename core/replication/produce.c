@@ -97,7 +97,8 @@ static mk_err await_replicas(mk_partition *p, const mk_ack_ticket *t,
 			return MK_INTERRUPTED;
 		}
 		int64_t left = t->deadline_ms - mk_clock_now(p->env->clock);
-		part_timed_wait(p, p->env->clock->manual || left > 100 ? 100 : (int)left);
+		int ms = p->env->clock->manual || left > 100 ? 100 : (int)left;
+		part_timed_wait(p, ms);
 	}
 }
 

@@ -1,9 +1,20 @@
 /*
  * replica.h — one partition: its replica set (a log per assigned broker),
- * leader, leader epoch, ISR and high watermark.
+ * leader, leader epoch, ISR and high watermark. mk_partition is opaque: its
+ * struct and the calls its pieces make of each other are private
+ * (replica_internal.h), one file per concept, after Kafka's seams:
+ *   partition.c       lifecycle, state, watchers, the snapshot;
+ *   isr.c             the ISR and the HW (the one place they are decided);
+ *   produce.c         the leader's appends, acks=all tickets and waits;
+ *   follower_fetch.c  reconciliation, the fetch, the writer's copy;
+ *   election.c        the plans for crash, restart and promote;
+ *   replica_store.c   producer snapshot, HW checkpoint, open, truncate;
+ *   replica_read.c    consumer fetch, time lookup, replay, the /brokers
+ *                     views, retention, compaction, DeleteRecords.
  *
- * Locking: mk_partition.lock guards every field below and every call into
- * the replicas' logs, with one exception: a follower fetch in flight. A
+ * Locking: the partition's lock (p->lock) guards all of its state and
+ * every call into the replicas' logs, with one exception: a follower
+ * fetch in flight. A
  * follower fetch (mk_partition_follower_fetch) runs in three steps: under
  * the lock it reconciles the follower's log, reads the frames it lacks out
  * of the leader's log and marks the replica `fetching`; without the lock it
@@ -53,7 +64,7 @@
  * every armed watcher (mk_watch) fires once, so a waiter need not hold a
  * thread: it arms a watcher and is answered from the event.
  *
- * Decide, persist, act. An ISR change is decided here (in_isr) and acted
+ * Decide, persist, act. An ISR change is decided (isr.c) and acted
  * on only once the metadata file has it (isr_saved, set by
  * mk_partition_meta_saved): until then the HW and acks=all count every
  * replica in either set (a shrink waits for the save; an expansion only
@@ -63,7 +74,7 @@
  * only then applied, so no append ever runs under an epoch the metadata
  * file lacks.
  *
- * Invariants (checked by mk_partition_check in debug builds):
+ * Invariants (checked by part_check in debug builds):
  *   - the leader, when there is one, is online and in the ISR;
  *   - every ISR member is an assigned replica; the ISR is never empty
  *     (the last member stays even when its broker goes down, as in Kafka);
@@ -239,7 +250,8 @@ const char *mk_partition_topic(const mk_partition *p);
 int mk_partition_id(const mk_partition *p);
 
 void mk_partition_state_get(mk_partition *p, mk_partition_state *st);
-/* The snapshot waits (at most 1 s) for an ISR change being saved. */
+/* The snapshot applies the ISR rules first and waits (at most 1 s) for an
+ * ISR change being saved (partition.c says why). */
 void mk_partition_info_get(mk_partition *p, mk_partition_info *info);
 /* Apply the ISR rules now (the manual clock moved). */
 void mk_partition_refresh(mk_partition *p);

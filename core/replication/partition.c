@@ -1,28 +1,39 @@
 /*
- * replica.c — the replica set of one partition.
+ * partition.c — one partition's lifecycle and state: open (every online
+ * replica's log, the saved ISR, leader and epoch, the HW the logs agree
+ * on), create, close, retire; the broker-wide events every piece reports
+ * through (a replica failed, metadata changed); the change count, the
+ * condition and the watchers (mk_watch) every waiter is answered from;
+ * the snapshot (mk_partition_info) and the persistent state.
  *
- * Everything here runs under p->lock, but a follower fetch's append to its
- * own log (replica.h, Locking). The leader's log is the source of truth
- * for consumers, which never see past the high watermark. Followers pull
- * whole batches from their own log end (mk_partition_follower_fetch),
- * after reconciling a divergent tail: by leader epochs (KIP-101/279) or,
- * with truncation = hw, to the high watermark as the teaching model does.
+ * The other pieces of the partition (replica_internal.h): isr.c decides
+ * the ISR and the HW, produce.c appends for the leader, follower_fetch.c
+ * copies to the followers, election.c moves the leadership,
+ * replica_store.c keeps each replica's files, replica_read.c serves reads,
+ * retention and compaction. The leader's log is the source of truth for
+ * consumers, which never see past the high watermark.
+ *
+ * Invariants (part_check, debug builds): those of replica.h, and
+ * nfetching is the number of replicas `fetching`; a replica's log is open
+ * exactly when its broker is online, the replica has not failed and the
+ * topic is not deleted.
+ *
+ * Locking: every call takes p->lock; watchers fire under it (part_changed,
+ * part_progressed), in whichever thread made the change. The snapshot
+ * asks the ISR for a refresh first and gives the saver up to 1 s (50 ms
+ * steps, wall time) for an ISR change being saved, so that a reader sees
+ * the change with its effect on the HW: in auto mode, the read is what
+ * applies the time rules to an idle partition whose only follower stopped
+ * fetching (no fetch, no append, no manual clock move refreshes it).
  */
 #include "replica_internal.h"
 
 #include <assert.h>
 #include <stdatomic.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
-#include "cleaner.h"
-#include "codec.h"
-#include "failpoint.h"
-#include "fileio.h"
-#include "parse.h"
 #include "xalloc.h"
 
 /* Leader, epoch or ISR moved: the cluster must persist its metadata. */
@@ -56,8 +67,8 @@ void part_changed(mk_partition *p)
 /*
  * A follower's copy moved and nothing else did (its log end, log start or
  * HW view; the HW, ISR and leader moves that may follow fire through
- * part_changed()): as part_changed(), except that a watcher of an acks=all ticket
- * still pending stays armed (replica.h, mk_watch).
+ * part_changed()): as part_changed(), except that a watcher of an
+ * acks=all ticket still pending stays armed (replica.h, mk_watch).
  */
 void part_progressed(mk_partition *p)
 {
