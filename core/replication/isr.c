@@ -19,8 +19,9 @@
  * Invariants: the ISR is never empty (the last member stays even when its
  * broker goes down, as in Kafka); every member is an assigned replica; the
  * leader is in it; within one leader epoch the HW never falls, and it is
- * never above the leader's log end; isr_shrinks and isr_expands count
- * every move after open (isr_set).
+ * never above the leader's log end; once open has loaded the saved ISR
+ * (isr_load), a replica enters or leaves it only through isr_set, which
+ * counts it (isr_shrinks, isr_expands; a hand-off at open included).
  *
  * Locking: everything here runs under p->lock. A replica whose fetch is in
  * flight is seen as it was when that fetch started (seen_leo, seen_start,

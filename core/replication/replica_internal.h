@@ -1,10 +1,9 @@
 /*
- * replica_internal.h — the partition's struct and the calls the pieces of
- * replica*.c make of each other. Private: included only by
- * core/replication/replica*.c and the files of the split (partition.c,
- * isr.c, produce.c, follower_fetch.c, election.c, replica_store.c,
- * replica_read.c); every other module sees the opaque mk_partition of
- * replica.h.
+ * replica_internal.h — the partition's struct and the calls its pieces
+ * make of each other (replica.h lists them). Private: included only by
+ * partition.c, isr.c, produce.c, follower_fetch.c, election.c,
+ * replica_store.c and replica_read.c; every other module sees the opaque
+ * mk_partition of replica.h.
  *
  * Locking (replica.h): p->lock guards every field of mk_partition and of
  * its replicas, and every call into the replicas' logs, but a follower
@@ -182,17 +181,29 @@ void epoch_floor_at_open(mk_partition *p, bool create);
 
 /* ---- replica_store.c: a replica's files ---------------------------------- */
 
+/* DATA_DIR/broker-B/T-P, in out. */
 void part_log_dir(const mk_env *env, int broker, const char *topic, int id,
 		  mk_strbuf *out);
+/* Creation: every replica's directory (and its broker's), the offline
+ * ones' too. */
 mk_err store_make_dirs(const mk_env *env, const char *topic, int id,
 		       const mk_partition_state *st);
+/* The log's part of the topic configuration. */
 mk_log_config part_log_config(const mk_topic_config *tc);
+/* Checkpoint the HW r knows (at least its log start, and floor). */
 void save_hw(mk_replica *r, int64_t floor);
+/* Move r's log start to offset, its HW saved first. */
 mk_err advance_start(mk_replica *r, int64_t offset);
+/* Persist r's producer snapshot and HW (flush, close, a cut). */
 void save_pstate(mk_replica *r);
+/* Rebuild replica i's producer state from its snapshot and its log. */
 void rebuild_pstate(mk_partition *p, int i);
+/* After an append of frame to r's log: its producer state follows. */
 void note_append(mk_replica *r, const uint8_t *frame, size_t len);
+/* Cut replica i's log at offset, its producer state in step. */
 mk_err truncate_replica(mk_partition *p, int i, int64_t offset);
+/* Open replica i's log (its broker online); on damage it is failed, with
+ * an /errors line. */
 void open_replica(mk_partition *p, int i);
 
 #endif
