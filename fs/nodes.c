@@ -678,7 +678,7 @@ static void broker_row(mk_topic *t, mk_partition *p, void *arg)
 	for (int i = 0; i < pi.nreplicas; i++) {
 		if (pi.replicas[i].broker != br->broker)
 			continue;
-		mk_strbuf_addf(br->out, "%s %d %s %lld %s %lld\n", t->name, p->id,
+		mk_strbuf_addf(br->out, "%s %d %s %lld %s %lld\n", t->name, mk_partition_id(p),
 			       pi.leader == br->broker ? "leader" : "follower",
 			       (long long)pi.replicas[i].leo,
 			       pi.replicas[i].in_isr ? "true" : "false",
@@ -866,7 +866,7 @@ static void sequence_row(mk_topic *t, mk_partition *p, void *arg)
 	struct seq_rows *sr = arg;
 	int32_t next = mk_partition_next_sequence(p, sr->id, sr->epoch);
 	if (next >= 0)
-		mk_strbuf_addf(sr->out, "%s %d %d\n", t->name, p->id, next);
+		mk_strbuf_addf(sr->out, "%s %d %d\n", t->name, mk_partition_id(p), next);
 }
 
 static mk_err read_producer_sequences(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)

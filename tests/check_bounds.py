@@ -41,7 +41,6 @@ MAX_FUNCTION_LINES = 100
 
 # path: reason
 LONG_FILES = {
-    "core/replication/replica.c": "to be split: issue 24 point 1 (replica set, fetch, ISR)",
     "core/coordination/group.c": "to be split: issue 24 points 4-5 (membership, offsets, the consumer fetch to core/client)",
     "core/replication/cluster.c": "to be split (topics, brokers, the metadata save); took the metadata "
                                   "snapshot from metadata.c to break the include circle",
@@ -65,9 +64,6 @@ DUPLICATES = {
         "group.c: two frees of alike records; to look at when group.c is split (issue 24 point 1)",
     ("core/coordination/txn.c:mk_txn_create", "core/coordination/txn.c:mk_txn_names"):
         "txn.c: the walk of the id table, written twice; not yet merged",
-    ("core/replication/replica.c:mk_partition_broker_crash",
-     "core/replication/replica.c:mk_partition_meta_saved"):
-        "replica.c: to be split by another change (issue 24 point 1)",
     ("core/storage/entryfile.h:mk_entries_truncate", "core/storage/index.h:mk_index_truncate_pos"):
         "declarations alike in shape: the index is an entry file of its own kind",
     ("core/base/config.c:mk_config_defaults", "core/base/config.c:mk_config_defaults"):

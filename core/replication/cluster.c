@@ -1217,7 +1217,7 @@ static void clean_one(mk_topic *t, mk_partition *p, void *arg)
 	if (err && !ca->err) {
 		ca->err = err;
 		if (ca->why)
-			mk_strbuf_addf(ca->why, "%s-%d: %s", p->topic, p->id,
+			mk_strbuf_addf(ca->why, "%s-%d: %s", mk_partition_topic(p), mk_partition_id(p),
 				       why.len ? why.buf : "storage error; see earlier lines");
 	}
 	mk_strbuf_release(&why);

@@ -1,9 +1,20 @@
 /*
  * replica.h — one partition: its replica set (a log per assigned broker),
- * leader, leader epoch, ISR and high watermark.
+ * leader, leader epoch, ISR and high watermark. mk_partition is opaque: its
+ * struct and the calls its pieces make of each other are private
+ * (replica_internal.h), one file per concept, after Kafka's seams:
+ *   partition.c       lifecycle, state, watchers, the snapshot;
+ *   isr.c             the ISR and the HW (the one place they are decided);
+ *   produce.c         the leader's appends, acks=all tickets and waits;
+ *   follower_fetch.c  reconciliation, the fetch, the writer's copy;
+ *   election.c        the plans for crash, restart and promote;
+ *   replica_store.c   producer snapshot, HW checkpoint, open, truncate;
+ *   replica_read.c    consumer fetch, time lookup, replay, the /brokers
+ *                     views, retention, compaction, DeleteRecords.
  *
- * Locking: mk_partition.lock guards every field below and every call into
- * the replicas' logs, with one exception: a follower fetch in flight. A
+ * Locking: the partition's lock (p->lock) guards all of its state and
+ * every call into the replicas' logs, with one exception: a follower
+ * fetch in flight. A
  * follower fetch (mk_partition_follower_fetch) runs in three steps: under
  * the lock it reconciles the follower's log, reads the frames it lacks out
  * of the leader's log and marks the replica `fetching`; without the lock it
@@ -45,7 +56,7 @@
  * fetch has still not started (its fetcher was woken by the append but
  * had no CPU yet), so a busy machine's scheduler does not hold the batch
  * back; a follower whose fetch did start is left to it.
- * mk_partition.writer_copies and writer_skips count them.
+ * mk_partition_test_stats counts them (writer_copies, writer_skips).
  *
  * `changed` is broadcast whenever something a waiter
  * may care about moves (log end, HW, leader, ISR, broker state, the manual
@@ -53,7 +64,7 @@
  * every armed watcher (mk_watch) fires once, so a waiter need not hold a
  * thread: it arms a watcher and is answered from the event.
  *
- * Decide, persist, act. An ISR change is decided here (in_isr) and acted
+ * Decide, persist, act. An ISR change is decided (isr.c) and acted
  * on only once the metadata file has it (isr_saved, set by
  * mk_partition_meta_saved): until then the HW and acks=all count every
  * replica in either set (a shrink waits for the save; an expansion only
@@ -63,7 +74,7 @@
  * only then applied, so no append ever runs under an epoch the metadata
  * file lacks.
  *
- * Invariants (checked by mk_partition_check in debug builds):
+ * Invariants (checked by part_check in debug builds):
  *   - the leader, when there is one, is online and in the ISR;
  *   - every ISR member is an assigned replica; the ISR is never empty
  *     (the last member stays even when its broker goes down, as in Kafka);
@@ -134,26 +145,6 @@ typedef struct {
 	bool writer_copy;
 } mk_env;
 
-typedef struct {
-	int broker;
-	mk_log *log;            /* NULL while offline or failed */
-	bool online;            /* the broker is up */
-	bool failed;            /* storage error: offline until restart */
-	bool in_isr;            /* the ISR as decided (what /isr shows) */
-	bool isr_saved;         /* the ISR as the metadata file has it */
-	int64_t last_fetch_ms;  /* cluster clock */
-	int64_t hw_view;        /* the HW this replica last learned */
-	int64_t hw_ckpt;        /* hw_view as last saved (flush, close); -1 */
-	bool rejoining;         /* restarted, not fetched since: not in sync */
-	mk_producer_state pstate;   /* idempotent producers seen in this log */
-	/* A follower fetch in flight: log and pstate are the fetch's alone
-	 * (see Locking); the rest see these, taken when it started. */
-	bool fetching;
-	int64_t fetch_leo;      /* the log end then */
-	int64_t fetch_start;    /* the log start then */
-	int64_t fetch_agreed;   /* agreed end then (with the leader's log) */
-	int64_t fetch_target;   /* where the frames being appended end */
-} mk_replica;
 
 /* An acks=all append's ticket (see mk_partition_produce). */
 typedef struct {
@@ -184,48 +175,8 @@ typedef struct mk_watch {
 	const mk_ack_ticket *ack;       /* NULL: every change fires it */
 } mk_watch;
 
-typedef struct mk_partition {
-	pthread_mutex_t lock;
-	pthread_cond_t changed;
-	pthread_cond_t settled; /* a fetch ended, or quiescing dropped */
-	int nfetching;          /* follower fetches in flight */
-	int quiescing;          /* waiters for nfetching == 0: none starts */
-	uint64_t seq;
-	mk_watch watchers;      /* armed watchers: a list with this head */
-	uint64_t meta_version;  /* bumped when leader, epoch or ISR change */
-
-	const mk_env *env;
-	char *topic;
-	int id;
-	mk_topic_config cfg;    /* effective topic configuration */
-
-	int nreplicas;
-	mk_replica replicas[MK_MAX_BROKERS];
-	int leader;             /* index into replicas, -1 = none */
-	int32_t leader_epoch;
-	int64_t hw;
-	bool deleted;           /* topic deleted: every call fails */
-	bool creating;          /* in mk_partition_create: dirs may be new */
-	/*
-	 * The frames a follower fetch last read out of the leader's log, kept
-	 * for another follower whose log ends where that read began, so that
-	 * its fetch of the same range (acks=all: both followers fetch each
-	 * batch) takes them without a second read and validation. Valid only
-	 * while the leader's log is as it was (same leader, epoch, log start
-	 * and end); dropped by the reuse, the next leader append, settle()
-	 * and close. The buffer is shared read-only by the fetches holding a
-	 * reference (refs under the lock). NULL: none.
-	 */
-	struct mk_fetch_copy *copy;
-	uint64_t leader_reads;  /* leader reads made for follower fetches */
-	uint64_t writer_copies; /* follower fetches made by writers (above) */
-	uint64_t writer_skips;  /* writers' copies skipped (fetch in flight) */
-	/* Replicas that left / joined the ISR since open (Kafka's
-	 * IsrShrinksPerSec / IsrExpandsPerSec, as totals), under the lock. */
-	uint64_t isr_shrinks, isr_expands;
-	int64_t isr_check_ms;   /* auto mode: the last message-lag check
-				 * (refresh_isr), cluster clock; under the lock */
-} mk_partition;
+/* One partition (opaque: replica_internal.h, private to replica*.c). */
+typedef struct mk_partition mk_partition;
 
 /* Persistent assignment and leadership, as metadata stores it. */
 typedef struct {
@@ -294,8 +245,13 @@ void mk_partition_retire(mk_partition *p);
 void mk_partition_remove_files(const mk_env *env, const char *topic, int id,
 			       const mk_partition_state *st);
 
+/* The topic's name and the partition's id (fixed at open: no lock). */
+const char *mk_partition_topic(const mk_partition *p);
+int mk_partition_id(const mk_partition *p);
+
 void mk_partition_state_get(mk_partition *p, mk_partition_state *st);
-/* The snapshot waits (at most 1 s) for an ISR change being saved. */
+/* The snapshot applies the ISR rules first and waits (at most 1 s) for an
+ * ISR change being saved (partition.c says why). */
 void mk_partition_info_get(mk_partition *p, mk_partition_info *info);
 /* Apply the ISR rules now (the manual clock moved). */
 void mk_partition_refresh(mk_partition *p);
@@ -547,5 +503,27 @@ mk_err mk_partition_replica_segments(mk_partition *p, int broker,
 /* Decoded entries of one segment's index (mk_log_index_rows). */
 mk_err mk_partition_replica_index(mk_partition *p, int broker, int64_t segment,
 				  mk_index_row **out, size_t *n, mk_strbuf *why);
+
+/* ---- tests only ---------------------------------------------------------- */
+
+/* Counters and flags of the follower-fetch machinery, read under the lock
+ * (follower_fetch.c): nothing else reads them. */
+typedef struct {
+	uint64_t leader_reads;  /* leader reads made for follower fetches */
+	uint64_t writer_copies; /* follower fetches made by writers */
+	uint64_t writer_skips;  /* writers' copies skipped (fetch in flight) */
+	int nfetching;          /* follower fetches in flight */
+	int quiescing;          /* changes waiting for them (settle) */
+	bool copy_kept;         /* a leader read kept for another follower */
+} mk_partition_test_stats;
+
+void mk_partition_test_stats_get(mk_partition *p, mk_partition_test_stats *out);
+/* The partition lock itself, for a test that stalls a change behind it or
+ * checks that a step runs without it: trylock is true when it took it. */
+void mk_partition_test_lock(mk_partition *p);
+bool mk_partition_test_trylock(mk_partition *p);
+void mk_partition_test_unlock(mk_partition *p);
+/* Set message.max.bytes alone (no settle, no ISR refresh). */
+void mk_partition_test_set_message_max(mk_partition *p, int64_t bytes);
 
 #endif

@@ -170,6 +170,13 @@ static mk_partition_info info(mk_partition *p)
 	return in;
 }
 
+static mk_partition_test_stats stats(mk_partition *p)
+{
+	mk_partition_test_stats st;
+	mk_partition_test_stats_get(p, &st);
+	return st;
+}
+
 /* Replica of broker b (brokers 1..3 are replicas 0..2 here). */
 static int64_t leo_of(mk_partition *p, int b)
 {
@@ -219,9 +226,9 @@ static void leader_goes_on(fixture *f, int broker)
 {
 	(void)broker;
 	/* The partition lock is free during the follower's disk writes. */
-	CHECK(pthread_mutex_trylock(&f->p->lock) == 0);
+	CHECK(mk_partition_test_trylock(f->p));
 	if (!f->fail)
-		pthread_mutex_unlock(&f->p->lock);
+		mk_partition_test_unlock(f->p);
 	/* The leader appends, and a reader reads, meanwhile. */
 	mk_produce_result r;
 	CHECK(produce_ex(f->p, "b", 1, false, &r) == MK_OK);
@@ -397,9 +404,9 @@ static void record_wake(void *arg, int broker, uint64_t bytes)
 	(void)arg;
 	if (woke.n == 8)
 		return;
-	bool free_ = pthread_mutex_trylock(&woke.f->p->lock) == 0;
+	bool free_ = mk_partition_test_trylock(woke.f->p);
 	if (free_)
-		pthread_mutex_unlock(&woke.f->p->lock);
+		mk_partition_test_unlock(woke.f->p);
 	woke.broker[woke.n] = broker;
 	woke.bytes[woke.n] = bytes;
 	woke.locked[woke.n++] = !free_;
@@ -472,11 +479,11 @@ static void test_append_wakes_followers_unlocked(void **state)
 	mk_strbuf_release(&b2);
 
 	/* A refused append wakes nobody. */
-	f->p->cfg.message_max_bytes = 1;
+	mk_partition_test_set_message_max(f->p, 1);
 	assert_int_equal(produce_ex(f->p, "f", 1, false, &res),
 			 MK_MESSAGE_TOO_LARGE);
 	assert_int_equal(woke.n, 0);
-	f->p->cfg.message_max_bytes = 1000000;
+	mk_partition_test_set_message_max(f->p, 1000000);
 
 	/* Broker 3 offline: only broker 2 is woken. */
 	assert_int_equal(mk_cluster_broker_crash(f->c, 3, false, NULL), MK_OK);
@@ -489,18 +496,12 @@ static void test_append_wakes_followers_unlocked(void **state)
 
 static uint64_t reads(fixture *f)
 {
-	pthread_mutex_lock(&f->p->lock);
-	uint64_t n = f->p->leader_reads;
-	pthread_mutex_unlock(&f->p->lock);
-	return n;
+	return stats(f->p).leader_reads;
 }
 
 static bool kept(fixture *f)
 {
-	pthread_mutex_lock(&f->p->lock);
-	bool k = f->p->copy != NULL;
-	pthread_mutex_unlock(&f->p->lock);
-	return k;
+	return stats(f->p).copy_kept;
 }
 
 /*
@@ -700,10 +701,7 @@ static bool is_held(fixture *f)
 /* A change waits for the fetch in flight: it has entered settle(). */
 static bool is_quiescing(fixture *f)
 {
-	pthread_mutex_lock(&f->p->lock);
-	bool q = f->p->quiescing > 0;
-	pthread_mutex_unlock(&f->p->lock);
-	return q;
+	return stats(f->p).quiescing > 0;
 }
 
 static void let_go(fixture *f)
@@ -743,7 +741,7 @@ static void test_crash_waits_for_fetch(void **state)
 	mk_partition_info in = info(f->p);
 	assert_false(in.replicas[1].online);
 	assert_int_equal(in.replicas[1].leo, -1);
-	assert_int_equal(f->p->nfetching, 0);
+	assert_int_equal(stats(f->p).nfetching, 0);
 	f->in_hook = NULL;
 	assert_int_equal(mk_cluster_broker_restart(f->c, 2, NULL), MK_OK);
 	converge(f);
@@ -891,12 +889,10 @@ static mk_err write_all(mk_partition *p, const char *val,
 
 static uint64_t copies(fixture *f, uint64_t *skips)
 {
-	pthread_mutex_lock(&f->p->lock);
-	uint64_t n = f->p->writer_copies;
+	mk_partition_test_stats st = stats(f->p);
 	if (skips)
-		*skips = f->p->writer_skips;
-	pthread_mutex_unlock(&f->p->lock);
-	return n;
+		*skips = st.writer_skips;
+	return st.writer_copies;
 }
 
 static bool acked(fixture *f, const mk_produce_result *res, mk_err *err)
@@ -1107,10 +1103,10 @@ static void test_seeded_copy_is_the_log(void **state)
 	converge(f);
 
 	/* A refused frame in the middle: not seeded, read back. */
-	f->p->cfg.message_max_bytes = frame_len("s0") + 1;
+	mk_partition_test_set_message_max(f->p, frame_len("s0") + 1);
 	const char *mixed[] = { "m0", "a-value-far-too-large", "m2" };
 	assert_int_equal(write_all_many(f->p, mixed, 3), MK_MESSAGE_TOO_LARGE);
-	f->p->cfg.message_max_bytes = 1000000;
+	mk_partition_test_set_message_max(f->p, 1000000);
 	assert_false(kept(f));
 	r = reads(f);
 	fetch(f, 2);
@@ -1156,9 +1152,7 @@ static void test_seed_only_for_a_follower_at_its_start(void **state)
 	assert_non_null(t);
 	mk_partition *p = mk_topic_partition(t, 0);
 	assert_int_equal(write_all(p, "x", &res), MK_OK);
-	pthread_mutex_lock(&p->lock);
-	assert_null(p->copy);
-	pthread_mutex_unlock(&p->lock);
+	assert_false(stats(p).copy_kept);
 	mk_topic_put(t);
 }
 
@@ -1368,7 +1362,7 @@ static void test_crash_waits_for_writer_copy(void **state)
 	/* Then broker 3's copy too, unless the crash still quiesced. */
 	assert_in_range(copies(f, NULL), 1, 2);
 	assert_false(info(f->p).replicas[1].online);
-	assert_int_equal(f->p->nfetching, 0);
+	assert_int_equal(stats(f->p).nfetching, 0);
 	/* The ticket waits for broker 3 only, in the ISR. */
 	fetch(f, 3);
 	mk_err err;

@@ -218,7 +218,7 @@ static void test_restart_does_not_stall_readers(void **state)
 	assert_int_equal(mk_cluster_broker_crash(c, 2, false, NULL), MK_OK);
 	mk_topic *a = mk_cluster_topic(c, "a");
 	mk_partition *pa = mk_topic_partition(a, 0);
-	pthread_mutex_lock(&pa->lock);
+	mk_partition_test_lock(pa);
 	restart_arg ra = { c, MK_OK };
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, restart_main, &ra), 0);
@@ -232,7 +232,7 @@ static void test_restart_does_not_stall_readers(void **state)
 	assert_int_equal(pthread_create(&rt, NULL, reader_main, &rd), 0);
 	pthread_join(rt, NULL);
 	assert_int_equal(rd.hw, 1);
-	pthread_mutex_unlock(&pa->lock);
+	mk_partition_test_unlock(pa);
 	mk_partition_info in;
 	pthread_join(th, NULL);
 	assert_int_equal(ra.err, MK_OK);

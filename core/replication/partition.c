@@ -1,0 +1,449 @@
+/*
+ * partition.c — one partition's lifecycle and state: open (every online
+ * replica's log, the saved ISR, leader and epoch, the HW the logs agree
+ * on), create, close, retire; the broker-wide events every piece reports
+ * through (a replica failed, metadata changed); the change count, the
+ * condition and the watchers (mk_watch) every waiter is answered from;
+ * the snapshot (mk_partition_info) and the persistent state.
+ *
+ * The other pieces of the partition (replica_internal.h): isr.c decides
+ * the ISR and the HW, produce.c appends for the leader, follower_fetch.c
+ * copies to the followers, election.c moves the leadership,
+ * replica_store.c keeps each replica's files, replica_read.c serves reads,
+ * retention and compaction. The leader's log is the source of truth for
+ * consumers, which never see past the high watermark.
+ *
+ * Invariants (part_check, debug builds): those of replica.h, and
+ * nfetching is the number of replicas `fetching`; a replica's log is open
+ * exactly when its broker is online, the replica has not failed and the
+ * topic is not deleted.
+ *
+ * Locking: every call takes p->lock; watchers fire under it (part_changed,
+ * part_progressed), in whichever thread made the change. The snapshot
+ * asks the ISR for a refresh first and gives the saver up to 1 s (50 ms
+ * steps, wall time) for an ISR change being saved, so that a reader sees
+ * the change with its effect on the HW: in auto mode, the read is what
+ * applies the time rules to an idle partition whose only follower stopped
+ * fetching (no fetch, no append, no manual clock move refreshes it).
+ */
+#include "replica_internal.h"
+
+#include <assert.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "xalloc.h"
+
+/* Leader, epoch or ISR moved: the cluster must persist its metadata. */
+void meta_changed(mk_partition *p)
+{
+	if (p->env->meta_dirty)
+		atomic_fetch_add(p->env->meta_dirty, 1);
+	if (p->env->meta_notify)
+		p->env->meta_notify(p->env->meta_arg);
+}
+
+/* Fire one armed watcher (disarmed before its fn). */
+static void fire(mk_watch *w)
+{
+	w->prev->next = w->next;
+	w->next->prev = w->prev;
+	w->prev = w->next = NULL;
+	w->armed = false;
+	w->fn(w);
+}
+
+void part_changed(mk_partition *p)
+{
+	p->seq++;
+	pthread_cond_broadcast(&p->changed);
+	/* Fire every armed watcher once. */
+	while (p->watchers.next != &p->watchers)
+		fire(p->watchers.next);
+}
+
+/*
+ * A follower's copy moved and nothing else did (its log end, log start or
+ * HW view; the HW, ISR and leader moves that may follow fire through
+ * part_changed()): as part_changed(), except that a watcher of an
+ * acks=all ticket still pending stays armed (replica.h, mk_watch).
+ */
+void part_progressed(mk_partition *p)
+{
+	p->seq++;
+	pthread_cond_broadcast(&p->changed);
+	mk_watch *w = p->watchers.next;
+	while (w != &p->watchers) {
+		mk_watch *next = w->next;
+		bool pending = false;
+		if (!w->ack || ack_look(p, w->ack, &pending, NULL) || !pending)
+			fire(w);
+		w = next;
+	}
+}
+
+int replica_index(const mk_partition *p, int broker)
+{
+	for (int i = 0; i < p->nreplicas; i++)
+		if (p->replicas[i].broker == broker)
+			return i;
+	return -1;
+}
+
+void part_check(const mk_partition *p)
+{
+#ifndef NDEBUG
+	assert(isr_size(p) >= 1);
+	if (p->leader >= 0) {
+		const mk_replica *l = &p->replicas[p->leader];
+		assert(l->log && l->in_isr && !l->fetching);
+		assert(p->hw <= mk_log_end_offset(l->log));
+	}
+	int nfetching = 0;
+	for (int i = 0; i < p->nreplicas; i++) {
+		const mk_replica *r = &p->replicas[i];
+		assert((r->log != NULL) == (r->online && !r->failed && !p->deleted));
+		assert(!r->fetching || r->log);
+		nfetching += r->fetching;
+	}
+	assert(nfetching == p->nfetching);
+#else
+	(void)p;
+#endif
+}
+
+/* Take a replica offline after a storage error; the line names the file. */
+void replica_failed(mk_partition *p, int i, const char *what)
+{
+	mk_replica *r = &p->replicas[i];
+	const char *err = r->log ? mk_log_error(r->log) : "";
+	mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL, MK_KAFKA_STORAGE_ERROR,
+		      "broker %d %s-%d %s%s%s; replica taken offline", r->broker,
+		      p->topic, p->id, what, *err ? ": " : "", err);
+	/* Nothing is cut: the log's files stay as they are, and the restart
+	 * of the broker recovers them. */
+	mk_log_abandon(r->log);
+	r->log = NULL;
+	r->failed = true;
+	isr_lose(p, i);
+	part_changed(p);
+}
+
+static mk_err partition_open(const mk_env *env, const char *topic, int id,
+			     const mk_topic_config *cfg,
+			     const mk_partition_state *st, bool create,
+			     mk_partition **out);
+
+mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
+			 const mk_topic_config *cfg,
+			 const mk_partition_state *st, mk_partition **out)
+{
+	return partition_open(env, topic, id, cfg, st, false, out);
+}
+
+mk_err mk_partition_create(const mk_env *env, const char *topic, int id,
+			   const mk_topic_config *cfg,
+			   const mk_partition_state *st, mk_partition **out)
+{
+	mk_err err = store_make_dirs(env, topic, id, st);
+	if (err) {
+		*out = NULL;
+		return err;
+	}
+	return partition_open(env, topic, id, cfg, st, true, out);
+}
+
+static mk_err partition_open(const mk_env *env, const char *topic, int id,
+			     const mk_topic_config *cfg,
+			     const mk_partition_state *st, bool create,
+			     mk_partition **out)
+{
+	mk_partition *p = mk_xcalloc(1, sizeof(*p));
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->changed, NULL);
+	pthread_cond_init(&p->settled, NULL);
+	p->watchers.prev = p->watchers.next = &p->watchers;
+	p->env = env;
+	p->topic = mk_xstrdup(topic);
+	p->id = id;
+	p->cfg = *cfg;
+	p->nreplicas = st->nreplicas;
+	p->leader = -1;
+	p->leader_epoch = st->leader_epoch;
+	p->creating = create;
+	int64_t now = mk_clock_now(env->clock);
+	p->isr_check_ms = now;
+	int was_leader = -1;
+	for (int i = 0; i < st->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		r->broker = st->brokers[i];
+		r->online = st->online[i];
+		r->last_fetch_ms = now;
+		r->hw_view = 0;
+		if (r->online)
+			open_replica(p, i);
+		if (r->broker == st->leader && r->log)
+			p->leader = i;
+		if (r->broker == st->leader)
+			was_leader = i;
+	}
+	isr_load(p, st);
+	if (st->leader >= 0 && p->leader < 0)
+		meta_changed(p);    /* the leader could not be opened */
+	epoch_floor_at_open(p, create);
+	hand_off_at_open(p, was_leader);
+	p->creating = false;
+	hw_at_open(p);
+	part_check(p);
+	*out = p;
+	return MK_OK;
+}
+
+void mk_partition_close(mk_partition *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->nreplicas; i++) {
+		if (p->replicas[i].log)
+			save_pstate(&p->replicas[i]);
+		mk_log_close(p->replicas[i].log);
+		mk_pstate_free(&p->replicas[i].pstate);
+	}
+	assert(p->nfetching == 0);
+	copy_drop(p);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->changed);
+	pthread_cond_destroy(&p->settled);
+	free(p->topic);
+	free(p);
+}
+
+void mk_partition_retire(mk_partition *p)
+{
+	pthread_mutex_lock(&p->lock);
+	part_settle(p);
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		mk_log_abandon(r->log);   /* its files go with the topic */
+		r->log = NULL;
+		r->failed = true;
+	}
+	p->leader = -1;
+	p->deleted = true;
+	part_changed(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void mk_partition_state_get(mk_partition *p, mk_partition_state *st)
+{
+	pthread_mutex_lock(&p->lock);
+	state_locked(p, st);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* The last stable offset: the first offset of the leader's oldest open
+ * transaction, the HW when none is below it. Under p->lock. */
+int64_t lso_locked(const mk_partition *p)
+{
+	if (p->leader < 0)
+		return p->hw;
+	int64_t first = mk_pstate_first_open(&p->replicas[p->leader].pstate);
+	return first < p->hw ? first : p->hw;
+}
+
+void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
+{
+	pthread_mutex_lock(&p->lock);
+	refresh_isr(p);
+	/*
+	 * A reader sees an ISR change with its effect (the HW): give the
+	 * saver a moment (bounded: a failing save does not hang readers).
+	 */
+	for (int waited = 0; has_saver(p) && isr_pending(p) && waited < 1000 &&
+	     !*p->env->shutting_down; waited += 50)
+		part_timed_wait(p, 50);
+	memset(info, 0, sizeof(*info));
+	mk_replica *l = p->leader >= 0 ? &p->replicas[p->leader] : NULL;
+	info->leo = l ? mk_log_end_offset(l->log) : -1;
+	info->hw = p->hw;
+	info->lso = lso_locked(p);
+	info->log_start = l ? mk_log_start_offset(l->log) : -1;
+	info->leader = l ? l->broker : -1;
+	info->leader_epoch = p->leader_epoch;
+	info->nreplicas = p->nreplicas;
+	info->isr_shrinks = p->isr_shrinks;
+	info->isr_expands = p->isr_expands;
+	for (int i = 0; i < p->nreplicas; i++) {
+		mk_replica *r = &p->replicas[i];
+		info->replicas[i].broker = r->broker;
+		info->replicas[i].online = r->online;
+		info->replicas[i].failed = r->failed;
+		info->replicas[i].in_isr = r->in_isr;
+		info->replicas[i].leo = r->log ? seen_leo(r) : -1;
+		info->replicas[i].log_start = r->log ? seen_start(r) : -1;
+		info->replicas[i].last_fetch_ms = r->last_fetch_ms;
+		info->replicas[i].hw_view = r->hw_view;
+		info->replicas[i].agreed_end = r->log && l ? seen_agreed(r, l) : -1;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg)
+{
+	pthread_mutex_lock(&p->lock);
+	part_settle(p);
+	p->cfg = *cfg;
+	mk_log_config lc = part_log_config(cfg);
+	for (int i = 0; i < p->nreplicas; i++)
+		if (p->replicas[i].log)
+			mk_log_set_config(p->replicas[i].log, &lc);
+	refresh_isr(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Wait on the condition with a wall-clock bound (milliseconds). */
+void part_timed_wait(mk_partition *p, int ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&p->changed, &p->lock, &ts);
+}
+
+/* Deleted, or without a leader: why no produce or fetch can be served. */
+mk_err part_unavailable(mk_partition *p, mk_strbuf *why)
+{
+	if (p->deleted) {
+		if (why)
+			mk_strbuf_addf(why, "topic %s was deleted", p->topic);
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	if (p->leader < 0) {
+		if (why)
+			mk_strbuf_addf(why, "%s-%d has no online leader", p->topic, p->id);
+		return MK_LEADER_NOT_AVAILABLE;
+	}
+	return MK_OK;
+}
+
+bool mk_partition_wait_change(mk_partition *p, uint64_t *seen, int wait_ms)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->seq == *seen && !atomic_load(p->env->shutting_down))
+		part_timed_wait(p, wait_ms);
+	bool moved = p->seq != *seen;
+	*seen = p->seq;
+	pthread_mutex_unlock(&p->lock);
+	return moved;
+}
+
+void mk_partition_wake(mk_partition *p)
+{
+	pthread_mutex_lock(&p->lock);
+	/* Time may have moved: the ISR and HW first, then every waiter. */
+	refresh_isr(p);
+	part_changed(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+uint64_t mk_partition_seq(mk_partition *p)
+{
+	pthread_mutex_lock(&p->lock);
+	uint64_t seq = p->seq;
+	pthread_mutex_unlock(&p->lock);
+	return seq;
+}
+
+void mk_partition_watch(mk_partition *p, mk_watch *w, uint64_t seen)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->seq != seen) {
+		w->armed = false;
+		w->fn(w);
+	} else if (!w->armed) {
+		w->armed = true;
+		w->prev = p->watchers.prev;
+		w->next = &p->watchers;
+		p->watchers.prev->next = w;
+		p->watchers.prev = w;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void mk_partition_unwatch(mk_partition *p, mk_watch *w)
+{
+	pthread_mutex_lock(&p->lock);
+	if (w->armed) {
+		w->prev->next = w->next;
+		w->next->prev = w->prev;
+		w->prev = w->next = NULL;
+		w->armed = false;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* The persistent state, under the lock. */
+void state_locked(const mk_partition *p, mk_partition_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->nreplicas = p->nreplicas;
+	st->leader = p->leader >= 0 ? p->replicas[p->leader].broker : -1;
+	st->leader_epoch = p->leader_epoch;
+	for (int i = 0; i < p->nreplicas; i++) {
+		st->brokers[i] = p->replicas[i].broker;
+		st->online[i] = p->replicas[i].online;
+		if (p->replicas[i].in_isr)
+			st->isr[st->nisr++] = p->replicas[i].broker;
+	}
+}
+
+const char *mk_partition_topic(const mk_partition *p)
+{
+	return p->topic;
+}
+
+int mk_partition_id(const mk_partition *p)
+{
+	return p->id;
+}
+
+void mk_partition_test_stats_get(mk_partition *p, mk_partition_test_stats *out)
+{
+	pthread_mutex_lock(&p->lock);
+	out->leader_reads = p->leader_reads;
+	out->writer_copies = p->writer_copies;
+	out->writer_skips = p->writer_skips;
+	out->nfetching = p->nfetching;
+	out->quiescing = p->quiescing;
+	out->copy_kept = p->copy != NULL;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void mk_partition_test_lock(mk_partition *p)
+{
+	pthread_mutex_lock(&p->lock);
+}
+
+bool mk_partition_test_trylock(mk_partition *p)
+{
+	return pthread_mutex_trylock(&p->lock) == 0;
+}
+
+void mk_partition_test_unlock(mk_partition *p)
+{
+	pthread_mutex_unlock(&p->lock);
+}
+
+void mk_partition_test_set_message_max(mk_partition *p, int64_t bytes)
+{
+	pthread_mutex_lock(&p->lock);
+	p->cfg.message_max_bytes = bytes;
+	pthread_mutex_unlock(&p->lock);
+}
