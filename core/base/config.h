@@ -1,6 +1,6 @@
 /*
- * config.h — the configuration of SPEC section 9: built-in defaults, an INI
- * file read with iniparser, and per-topic overrides.
+ * config.h — the configuration of docs/filesystem.md section 9: built-in
+ * defaults, an INI file read with iniparser, and per-topic overrides.
  *
  * One table (config.c) describes every key: its INI section, Kafka name,
  * type, bounds and where it lives in the structs below. Loading, validation,

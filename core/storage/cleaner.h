@@ -1,5 +1,5 @@
 /*
- * cleaner.h — retention and compaction of one replica's log (SPEC 5,
+ * cleaner.h — retention and compaction of one replica's log (docs/filesystem.md 5,
  * "Retention and compaction"), beside the log: it decides what goes and
  * builds cleaned segments; the log (log.h hooks) moves its start, deletes
  * segments and swaps cleaned ones in (segswap.h: crash-safe at every

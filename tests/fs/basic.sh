@@ -119,7 +119,7 @@ assert_match $'(^|\n)hw 7(\n|$)' "$state" "state shows hw"
 assert_match $'(^|\n)leader 1(\n|$)' "$state" "state shows the leader"
 assert_match $'broker 1 +leader +\\[#+\\]' "$state" "state has the picture line of broker 1's log"
 
-# ---- the tree (SPEC 2): what ls shows --------------------------------------------
+# ---- the tree (docs/filesystem.md 2): what ls shows --------------------------------------------
 lsl() { ls -A "$1" | sort | tr '\n' ' ' | sed 's/ $//'; }
 assert_eq "README brokers clock config ctl errors groups producers topics transactions" \
 	"$(lsl "$MNT")" "ls /"

@@ -10,7 +10,7 @@
 #   crash 1; promote 2 with "t/0 unclean"
 #   records                 epoch: m0 m1; hw: m0
 #
-# A crash loses what a log has not flushed (SPEC 6), and flush.messages = 0
+# A crash loses what a log has not flushed (docs/filesystem.md 6), and flush.messages = 0
 # flushes only on roll, close and /ctl flush: run as written, the crash of
 # broker 2 empties its log and both rules end with no records at all. The
 # topic therefore sets flush.messages=1; the literal history is checked too.

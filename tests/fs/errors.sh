@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# errors.sh — every error of SPEC 7 that a single broker can produce without
+# errors.sh — every error of docs/filesystem.md 7 that a single broker can produce without
 # replication: the errno the caller sees, an unchanged log, and the Kafka
 # code on the newest line of /errors.
 . "$(dirname "$0")/lib.sh"

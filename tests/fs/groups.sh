@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# groups.sh — consumer groups as files (SPEC 5, issue 8): every file under
+# groups.sh — consumer groups as files (docs/filesystem.md 5, issue 8): every file under
 # /groups, each errno, nothing changed by a refused write, committed offsets
 # in __consumer_offsets across remount, kill -9 and a broker crash followed
 # by a promotion.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# producer.sh — idempotent producers through the mount (SPEC 5 and 7,
+# producer.sh — idempotent producers through the mount (docs/filesystem.md 5 and 7,
 # issue 4 points 2, 3, 4 and 5):
 #   - mkdir /producers/NAME: an id with epoch 0, persisted; id, epoch and
 #     sequences read back; init bumps the epoch;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# replication.sh — replication through the mount (SPEC 2, 5, 6, 7, 9;
+# replication.sh — replication through the mount (docs/filesystem.md 2, 5, 6, 7, 9;
 # docs/filesystem.md 5 and 6): followers fetching from their log end, the
 # high watermark as the consumers' limit, acks=0/1/all and their errors,
 # ISR shrink and return, crashes, torn tails, promotions clean and unclean,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # retention.sh — retention, DeleteRecords and compaction through the mount
-# (SPEC 5 "Retention and compaction", 6, 7; docs/filesystem.md): the log
+# (docs/filesystem.md 5 "Retention and compaction", 6, 7): the log
 # start moving by time and size, ERANGE below it, records@earliest, a
 # follower below its leader's log start reset there, delete-records and its
 # bound, a keyless record refused by a compacted topic, /ctl compact with

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # topic_append.sh — /topics/T/append through the partitioner and the
-# accumulator (SPEC 3 and 5, issue 4 points 1, 2, 4 and 5):
+# accumulator (docs/filesystem.md 3 and 5, issue 4 points 1, 2, 4 and 5):
 #   - keyed records go to murmur2(key) mod partitions (the Java client's
 #     default partitioner; kafka-python's agrees), the same after a
 #     remount, spread over all partitions; keys from :key=K or TSV;
@@ -13,7 +13,7 @@
 #   - order within a partition is the order written;
 #   - receipts (O_RDWR) under acks=0, 1 and all, on topic and partition
 #     append files;
-#   - bad input: the errno of SPEC 7, an /errors line, nothing appended.
+#   - bad input: the errno of docs/filesystem.md 7, an /errors line, nothing appended.
 # Time moves only through /clock; nothing sleeps.
 . "$(dirname "$0")/lib.sh"
 

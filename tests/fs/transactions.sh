@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# transactions.sh — transactions as files (SPEC 5, issue 10): /transactions
+# transactions.sh — transactions as files (docs/filesystem.md 5, issue 10): /transactions
 # and its files and errnos, the visibility matrix of records and
 # records:committed (open, committed, aborted, interleaved with plain
 # writes, two transactions on one partition), the LSO, markers hidden,

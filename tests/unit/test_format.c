@@ -1,4 +1,4 @@
-/* Unit tests of fs/format.c: the record formats of SPEC section 4. */
+/* Unit tests of fs/format.c: the record formats of docs/filesystem.md section 4. */
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -674,9 +674,10 @@ static void test_tsv_scan_buffer_end(void **state)
 /*
  * ---- the TSV scan against a byte-by-byte reference ----------------------
  *
- * ref_parse() reads TSV the slow, obvious way, one byte at a time, as SPEC
- * section 4 and the decisions at the top of fs/format.c say: a line ends at
- * its '\n', is over max_line or not, splits at every TAB, and its fields
+ * ref_parse() reads TSV the slow, obvious way, one byte at a time, as
+ * docs/filesystem.md section 4 and the decisions at the top of
+ * fs/format.c say: a line ends at its '\n', is over max_line or not,
+ * splits at every TAB, and its fields
  * are unescaped and checked left to right, the first wrong one giving the
  * line's error. The parser under test must give the same records (key,
  * value, headers: serialized by ser_rec into one byte string), the same

@@ -1,4 +1,4 @@
-/* Unit tests of fs/names.c: the parameter parser of SPEC section 3. */
+/* Unit tests of fs/names.c: the parameter parser of docs/filesystem.md section 3. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -645,7 +645,7 @@ static void test_seed_lab_hw(void **state)
  * leader gets offset 1 too; it must not count as on broker 1 until broker
  * 1 has fetched it. Otherwise it is acknowledged while broker 1 holds a
  * different record at that offset, and losing broker 2 loses it although
- * an ISR replica survived (SPEC section 8).
+ * an ISR replica survived (docs/filesystem.md section 8).
  */
 static void test_acks_all_after_promotion_waits_for_old_leader(void **state)
 {
