@@ -23,7 +23,7 @@
 #ifndef MK_POLL_H
 #define MK_POLL_H
 
-#include "handles.h"
+#include "handle.h"
 
 struct mk_poll_cursor;
 
