@@ -1,5 +1,8 @@
 /*
- * handles.h — the state of one open file, by node type.
+ * handles.h — the state of one open file, by node type. The common part
+ * and each kind's operations are handle.h; the kinds' code is handles.c
+ * (value, control, raw), handle_records.c (records, batches),
+ * handle_append.c (append) and poll.c (poll).
  *
  *   value     a snapshot of the text taken at open; reads page through it
  *   control   writes run commands; a readable control file snapshots too
@@ -67,11 +70,13 @@
 
 #include "handle.h"
 
+struct mk_view_pages;
+
 /*
  * Paged records (viewmemo.h): a records descriptor opened while its
  * view's length is known reads by offset like a regular file (the page
- * cache serves it; h->keep_cache says whether the cached pages stand),
- * bytes below its name's limit only; its size is the name's told size,
+ * cache serves it; its paging's keep_cache says whether the cached pages
+ * stand), bytes below its name's limit only; its size is the name's told size,
  * which an fstat grows (a step: viewmemo.h) once the partition changed.
  * The opener (ops.c) calls mk_viewmemo_opened with the inode before
  * answering the open. Any other records descriptor is a stream (above);
@@ -88,6 +93,18 @@
  */
 long long mk_records_paged_size(mkfs *fs, struct mk_view_pages *pg,
 				const node_ref *ref, mk_format format);
+
+/* A paged records descriptor's paging, for the open's reply (ops.c):
+ * the name's pages state; fresh: the first paged open of its identity,
+ * until the opener's mk_viewmemo_opened clears it; keep_cache: the
+ * reply keeps the inode's cached pages. */
+typedef struct {
+	struct mk_view_pages *pages;
+	bool fresh;
+	bool keep_cache;
+} mk_handle_paging;
+/* NULL: not a paged records descriptor. */
+mk_handle_paging *mk_handle_paged(mk_handle *h);
 
 /* A paged records descriptor, not yet in use, becomes a stream (its
  * view's first page is not cached: docs/filesystem.md). */
@@ -132,6 +149,10 @@ long long mk_handle_stream_size(mk_handle *h);
 /* Write: commands for control files, records for append files. */
 mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
 		       const mk_waiter *w, mk_wait *wait, mk_strbuf *why);
+/* Does a write of buf wait inside a coordinator (a control write that
+ * does, mk_node_write_waits; a transactional append)? The serving layer
+ * runs it on the command thread. */
+bool mk_handle_write_waits(const mk_handle *h, const char *buf, size_t size);
 /* The close of one copy (FUSE flush): sends nothing; reports the error of
  * a batch sent in the background since, if any. */
 mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
