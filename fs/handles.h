@@ -1,5 +1,8 @@
 /*
- * handles.h — the state of one open file, by node type.
+ * handles.h — the state of one open file, by node type. The common part
+ * and each kind's operations are handle.h; the kinds' code is handles.c
+ * (value, control, raw), handle_records.c (records, batches),
+ * handle_append.c (append) and poll.c (poll).
  *
  *   value     a snapshot of the text taken at open; reads page through it
  *   control   writes run commands; a readable control file snapshots too
@@ -65,97 +68,15 @@
 #ifndef MK_HANDLES_H
 #define MK_HANDLES_H
 
-#include <pthread.h>
-#include <stdatomic.h>
+#include "handle.h"
 
-#include "codec.h"
-#include "format.h"
-#include "names.h"
-#include "nodes.h"
-#include "producer.h"
-
-typedef struct mk_handle {
-	pthread_mutex_t lock;
-	mkfs *fs;
-	node_ref ref;
-	char *path;
-	mk_strbuf text;          /* value snapshot, formatted records, receipts */
-	size_t text_pos;
-
-	/* records */
-	mk_read_params rp;
-	int64_t next;
-	int64_t returned;
-	bool eof;
-	uint64_t seen;
-	mk_strbuf fetched;
-	mk_aborted_list aborted;  /* :committed: what `fetched` hides */
-	bool at_end;             /* reached the visible end once */
-	_Atomic unsigned long long streamed;   /* bytes handed out so far */
-	/* records: the view's identity at open (viewmemo.h) */
-	bool memo_ok;            /* the view may be memoised or paged */
-	uint64_t open_seq;       /* the partition's change count at open */
-	int64_t start;           /* the view's first offset */
-	int32_t open_epoch;      /* the leader epoch at open */
-	/* records, paged: read by offset through the page cache */
-	bool paged;
-	bool keep_cache;         /* for the open's reply */
-	struct mk_view_pages *pages;   /* the name's pages state (viewmemo.h):
-					* its limit bounds reads, its told is
-					* the size; a step grows both */
-	bool pages_fresh;        /* the first paged open of its identity,
-				  * until mk_viewmemo_opened (ops.c) */
-	long long tbase;         /* the stream offset of text[0] */
-	struct mk_page_mark *marks;   /* restart points, by stream offset */
-	size_t nmarks, marks_alloc;
-
-	/* append */
-	mk_append_params ap;
-	bool readable;           /* opened O_RDWR: receipts are kept */
-	mk_strbuf pending;       /* unterminated last line */
-	mk_strbuf first;         /* the carried line completed by a write */
-	mk_parsed parsed;        /* the records of the write being appended */
-	mk_producer *prod;
-	bool line_refused;       /* the carried line was refused: every
-				  * later write is too (below) */
-	mk_err held;             /* a parked write's error, told at its end */
-	mk_strbuf held_why;
-
-	/* poll (poll.h) */
-	struct mk_poll_cursor *poll;
-
-	/* raw */
-	int fd;
-} mk_handle;
-
-typedef enum {
-	MK_WAIT_NONE,            /* complete: nothing to wait for */
-	MK_WAIT_DATA,            /* a :follow read (or poll) at the visible end */
-	MK_WAIT_ACKS,            /* a write: sent; the ISR has yet to acknowledge */
-	MK_WAIT_FSYNC_ACKS,      /* as ACKS, then fsync the partitions' logs */
-	MK_WAIT_CLOSE_ACKS,      /* the last close: as ACKS, then free */
-} mk_wait_kind;
-
-typedef struct {
-	mk_wait_kind kind;
-	mk_partition *p;         /* whose change may complete it; NULL: none */
-	uint64_t seen;           /* p's change count when it last looked */
-	int64_t deadline_ms;     /* cluster clock; INT64_MAX = none */
-	int recheck_ms;          /* wall time: look again then; 0 = only events */
-	bool has_ticket;         /* the acks kinds: the ticket p owes first */
-	mk_ack_ticket ticket;    /* (mk_watch.ack: not woken for nothing) */
-} mk_wait;
-
-static inline bool mk_wait_pending(const mk_wait *w)
-{
-	return w && w->kind != MK_WAIT_NONE;
-}
+struct mk_view_pages;
 
 /*
  * Paged records (viewmemo.h): a records descriptor opened while its
  * view's length is known reads by offset like a regular file (the page
- * cache serves it; h->keep_cache says whether the cached pages stand),
- * bytes below its name's limit only; its size is the name's told size,
+ * cache serves it; its paging's keep_cache says whether the cached pages
+ * stand), bytes below its name's limit only; its size is the name's told size,
  * which an fstat grows (a step: viewmemo.h) once the partition changed.
  * The opener (ops.c) calls mk_viewmemo_opened with the inode before
  * answering the open. Any other records descriptor is a stream (above);
@@ -172,6 +93,18 @@ static inline bool mk_wait_pending(const mk_wait *w)
  */
 long long mk_records_paged_size(mkfs *fs, struct mk_view_pages *pg,
 				const node_ref *ref, mk_format format);
+
+/* A paged records descriptor's paging, for the open's reply (ops.c):
+ * the name's pages state; fresh: the first paged open of its identity,
+ * until the opener's mk_viewmemo_opened clears it; keep_cache: the
+ * reply keeps the inode's cached pages. */
+typedef struct {
+	struct mk_view_pages *pages;
+	bool fresh;
+	bool keep_cache;
+} mk_handle_paging;
+/* NULL: not a paged records descriptor. */
+mk_handle_paging *mk_handle_paged(mk_handle *h);
 
 /* A paged records descriptor, not yet in use, becomes a stream (its
  * view's first page is not cached: docs/filesystem.md). */
@@ -202,7 +135,6 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
  * FUSE read answers with fuse_reply_buf straight from the handle's
  * formatted text. On an error or a pending wait it is not called.
  */
-typedef void (*mk_read_reply_fn)(void *arg, const char *data, size_t n);
 mk_err mk_handle_read_reply(mkfs *fs, mk_handle *h, size_t size,
 			    long long off, const mk_waiter *w, mk_wait *wait,
 			    mk_read_reply_fn reply, void *arg, mk_strbuf *why);
@@ -217,6 +149,10 @@ long long mk_handle_stream_size(mk_handle *h);
 /* Write: commands for control files, records for append files. */
 mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
 		       const mk_waiter *w, mk_wait *wait, mk_strbuf *why);
+/* Does a write of buf wait inside a coordinator (a control write that
+ * does, mk_node_write_waits; a transactional append)? The serving layer
+ * runs it on the command thread. */
+bool mk_handle_write_waits(const mk_handle *h, const char *buf, size_t size);
 /* The close of one copy (FUSE flush): sends nothing; reports the error of
  * a batch sent in the background since, if any. */
 mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,

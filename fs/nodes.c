@@ -905,11 +905,11 @@ static const node_def nodes[] = {
 
 	{ K_TOPIC, K_TOPICS, NULL, match_topic, NODE_DIR, DIRMODE, NULL, NULL, list_partitions },
 	{ K_TOPIC_CONFIG, K_TOPIC, "config", NULL, NODE_CONTROL, 0644, read_topic_config, write_topic_config, NULL },
-	{ K_TOPIC_APPEND, K_TOPIC, "append", NULL, NODE_APPEND, 0666, NULL, NULL, NULL },
+	{ K_TOPIC_APPEND, K_TOPIC, "append", NULL, NODE_APPEND, 0666, NULL, NULL, NULL, false, &mk_append_handle_ops },
 
 	{ K_PART, K_TOPIC, NULL, match_partition, NODE_DIR, DIRMODE, NULL, NULL, NULL },
-	{ K_PART_APPEND, K_PART, "append", NULL, NODE_APPEND, 0666, NULL, NULL, NULL },
-	{ K_PART_RECORDS, K_PART, "records", NULL, NODE_RECORDS, 0444, NULL, NULL, NULL },
+	{ K_PART_APPEND, K_PART, "append", NULL, NODE_APPEND, 0666, NULL, NULL, NULL, false, &mk_append_handle_ops },
+	{ K_PART_RECORDS, K_PART, "records", NULL, NODE_RECORDS, 0444, NULL, NULL, NULL, false, &mk_records_handle_ops },
 	{ K_LEO, K_PART, "leo", NULL, NODE_VALUE, 0444, read_leo, NULL, NULL },
 	{ K_HW, K_PART, "hw", NULL, NODE_VALUE, 0444, read_hw, NULL, NULL },
 	{ K_LSO, K_PART, "lso", NULL, NODE_VALUE, 0444, read_lso, NULL, NULL },
@@ -923,10 +923,10 @@ static const node_def nodes[] = {
 	{ K_STATE, K_PART, "state", NULL, NODE_VALUE, 0444, read_state, NULL, NULL },
 	{ K_DELREC, K_PART, "delete-records", NULL, NODE_CONTROL, 0200, NULL, write_delete_records, NULL },
 	{ K_SEGMENTS, K_PART, "segments", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_segments },
-	{ K_SEGFILE, K_SEGMENTS, NULL, match_segment, NODE_RAW, 0444, NULL, NULL, NULL },
+	{ K_SEGFILE, K_SEGMENTS, NULL, match_segment, NODE_RAW, 0444, NULL, NULL, NULL, false, &mk_raw_handle_ops },
 	{ K_SEGTXT, K_SEGMENTS, NULL, match_segment_txt, NODE_VALUE, 0444, read_segment_txt, NULL, NULL },
 	{ K_EPOCHS, K_PART, "epochs", NULL, NODE_VALUE, 0444, read_epochs, NULL, NULL },
-	{ K_BATCHES, K_PART, "batches", NULL, NODE_BATCHES, 0444, NULL, NULL, NULL },
+	{ K_BATCHES, K_PART, "batches", NULL, NODE_BATCHES, 0444, NULL, NULL, NULL, false, &mk_batches_handle_ops },
 
 	{ K_PRODUCER, K_PRODUCERS, NULL, match_producer, NODE_DIR, DIRMODE, NULL, NULL, NULL },
 	{ K_PID, K_PRODUCER, "id", NULL, NODE_VALUE, 0444, read_producer_id, NULL, NULL },
@@ -949,7 +949,7 @@ static const node_def nodes[] = {
 	{ K_MPOSITIONS, K_MEMBER, "positions", NULL, NODE_VALUE, 0444, mk_groups_read_positions, NULL, NULL },
 	{ K_MLAG, K_MEMBER, "lag", NULL, NODE_VALUE, 0444, mk_groups_read_lag, NULL, NULL },
 	{ K_MSEEK, K_MEMBER, "seek", NULL, NODE_CONTROL, 0200, NULL, mk_groups_write_seek, NULL, true },
-	{ K_MPOLL, K_MEMBER, "poll", NULL, NODE_POLL, 0444, NULL, NULL, NULL },
+	{ K_MPOLL, K_MEMBER, "poll", NULL, NODE_POLL, 0444, NULL, NULL, NULL, false, &mk_poll_handle_ops },
 	{ K_MCOMMIT, K_MEMBER, "commit", NULL, NODE_CONTROL, 0200, NULL, NULL, NULL, true },
 
 	{ K_TXN, K_TRANSACTIONS, NULL, mk_txn_node_match, NODE_DIR, DIRMODE, NULL, NULL, NULL },

@@ -70,7 +70,19 @@ struct node_def {
 	 * its children. The serving layer runs these on the command thread,
 	 * never on a FUSE worker (ops.c). */
 	bool waits;
+	/* The kind's descriptor operations (handle.h): records, batches,
+	 * append, raw and poll rows; none: a snapshot (value, control). */
+	const struct mk_handle_ops *hops;
 };
+
+/* The descriptor operations of the kinds, for the rows (handle.h; each
+ * in its kind's file). */
+struct mk_handle_ops;
+extern const struct mk_handle_ops mk_records_handle_ops;   /* handle_records.c */
+extern const struct mk_handle_ops mk_batches_handle_ops;   /* handle_records.c */
+extern const struct mk_handle_ops mk_append_handle_ops;    /* handle_append.c */
+extern const struct mk_handle_ops mk_raw_handle_ops;       /* handles.c */
+extern const struct mk_handle_ops mk_poll_handle_ops;      /* poll.c */
 
 /* Resolve a path. ENOENT-style errors come back as core codes. */
 mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why);

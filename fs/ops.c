@@ -140,7 +140,7 @@ static off_t stream_size(mkfs *fs, const node_ref *ref, const char *path,
 			 struct fuse_file_info *fi)
 {
 	mk_handle *h = fi && fi->fh ? (mk_handle *)(uintptr_t)fi->fh : NULL;
-	if (h && h->paged)
+	if (h && mk_handle_paged(h))
 		return (off_t)mk_handle_stream_size(h);    /* may step */
 	long long size = 0;
 	/* A records view whose pages state lives or whose length is known
@@ -855,10 +855,10 @@ static mk_handle *handle_of(struct fuse_file_info *fi)
 	return (mk_handle *)(uintptr_t)fi->fh;
 }
 
-/* Open path into a new handle (*out, of type *type); 0 or an errno (with
- * its /errors line). */
+/* Open path into a new handle (*out); 0 or an errno (with its /errors
+ * line). */
 static int open_handle(fuse_req_t req, const char *path, int flags,
-		       mk_handle **out, node_type *type)
+		       mk_handle **out)
 {
 	mkfs *fs = fs_of(req);
 	mk_strbuf why = MK_STRBUF_INIT;
@@ -877,7 +877,6 @@ static int open_handle(fuse_req_t req, const char *path, int flags,
 		mk_strbuf_release(&why);
 		return EACCES;
 	}
-	*type = ref.def->type;
 	err = mk_handle_open(fs, &ref, path, flags, out, &why);
 	mk_node_ref_release(&ref);
 	if (err)
@@ -892,32 +891,33 @@ fail:
 }
 
 /* The open of h (inode ino) is decided: fill fi and track h. */
-static void open_finish(mkfs *fs, mk_handle *h, node_type type, fuse_ino_t ino,
+static void open_finish(mkfs *fs, mk_handle *h, fuse_ino_t ino,
 			struct fuse_file_info *fi)
 {
 	/* Paged records (handles.h) go through the page cache like raw
 	 * segments; every other file is computed, with direct I/O. */
-	fi->direct_io = type != NODE_RAW && !h->paged;
-	fi->keep_cache = h->paged && h->keep_cache;
+	mk_handle_paging *pg = mk_handle_paged(h);
+	fi->direct_io = !h->ops->cached && !pg;
+	fi->keep_cache = pg && pg->keep_cache;
 	/* Before the open is answered: a first paged open of its view drops
 	 * what the inode cached (viewmemo.h). */
-	if (h->pages) {
-		mk_viewmemo_opened(fs->views, h->pages, ino, fs->session,
-				   h->pages_fresh);
-		h->pages_fresh = false;
+	if (pg) {
+		mk_viewmemo_opened(fs->views, pg->pages, ino, fs->session,
+				   pg->fresh);
+		pg->fresh = false;
 	}
 	track(fs, h);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	/* Streams accept lseek (head and tail seek back) and go on reading;
 	 * a poll is consumed as read, so it does not seek. */
-	fi->nonseekable = type == NODE_APPEND || type == NODE_POLL;
+	fi->nonseekable = h->ops->nonseekable;
 }
 
 /* Answer an open whose handle is ready. */
-static void open_reply(fuse_req_t req, mkfs *fs, mk_handle *h, node_type type,
-		       fuse_ino_t ino, struct fuse_file_info *fi)
+static void open_reply(fuse_req_t req, mkfs *fs, mk_handle *h, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
 {
-	open_finish(fs, h, type, ino, fi);
+	open_finish(fs, h, ino, fi);
 	if (fuse_reply_open(req, fi) != 0)   /* the open was interrupted */
 		drop_handle(fs, h);
 }
@@ -936,7 +936,6 @@ typedef struct {
 	fuse_req_t req;
 	mkfs *fs;
 	mk_handle *h;
-	node_type type;
 	fuse_ino_t ino;
 	struct fuse_file_info fi;    /* a copy: libfuse's is on its stack */
 } probed_open;
@@ -946,10 +945,11 @@ static void probe_done(void *arg, int cached)
 	probed_open *po = arg;
 	mkfs *fs = po->fs;
 	if (cached == 1)
-		mk_viewmemo_warm(fs->views, po->h->pages);
-	else if (cached == 0 && mk_viewmemo_cold(fs->views, po->h->pages))
+		mk_viewmemo_warm(fs->views, mk_handle_paged(po->h)->pages);
+	else if (cached == 0 &&
+		 mk_viewmemo_cold(fs->views, mk_handle_paged(po->h)->pages))
 		mk_handle_unpage(po->h);
-	open_reply(po->req, fs, po->h, po->type, po->ino, &po->fi);
+	open_reply(po->req, fs, po->h, po->ino, &po->fi);
 	free(po);
 }
 
@@ -960,22 +960,22 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (!path_of(req, ino, &path))
 		return;
 	mk_handle *h;
-	node_type type;
-	int rc = open_handle(req, path.buf, fi->flags, &h, &type);
+	int rc = open_handle(req, path.buf, fi->flags, &h);
 	mk_strbuf_release(&path);
 	if (rc) {
 		fuse_reply_err(req, rc);
 		return;
 	}
-	if (h->pages && !h->pages_fresh && fs->probe && fs->session && fs->parking) {
+	mk_handle_paging *pg = mk_handle_paged(h);
+	if (pg && !pg->fresh && fs->probe && fs->session && fs->parking) {
 		probed_open *po = mk_xcalloc(1, sizeof(*po));
-		*po = (probed_open){ req, fs, h, type, ino, *fi };
+		*po = (probed_open){ req, fs, h, ino, *fi };
 		mk_cacheprobe_start(fs->probe, view_retrieve, fs->session, ino, 0,
 				    mk_wall_ms() + PROBE_MS, probe_done, po);
 		mk_parking_poke(fs->parking);    /* the expiry's timer */
 		return;
 	}
-	open_reply(req, fs, h, type, ino, fi);
+	open_reply(req, fs, h, ino, fi);
 }
 
 /* Files cannot be created; an existing one opens as usual. */
@@ -998,11 +998,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int rc = stat_path(fs, path.buf, NULL, 0, &e.attr);
 	e.ino = mk_inodes_ref(fs->inodes, path.buf);
 	mk_handle *h = NULL;
-	node_type type;
 	if (!rc)
-		rc = open_handle(req, path.buf, fi->flags, &h, &type);
+		rc = open_handle(req, path.buf, fi->flags, &h);
 	if (!rc)
-		open_finish(fs, h, type, e.ino, fi);    /* no cache probe: a speed-up only */
+		open_finish(fs, h, e.ino, fi);    /* no cache probe: a speed-up only */
 	if (rc) {
 		mk_inodes_forget(fs->inodes, e.ino, 1);
 		fuse_reply_err(req, rc);
@@ -1052,9 +1051,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	(void)off;
 	mkfs *fs = fs_of(req);
 	mk_handle *h = handle_of(fi);
-	if ((h->ref.def->type == NODE_CONTROL &&
-	     mk_node_write_waits(&h->ref, buf, size)) ||
-	    (h->ref.def->type == NODE_APPEND && h->ap.txn[0])) {
+	if (mk_handle_write_waits(h, buf, size)) {
 		queue_job(req, JOB_WRITE, h, buf, size);
 		return;
 	}

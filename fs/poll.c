@@ -53,17 +53,19 @@ struct mk_poll_cursor {
 	size_t last_part;        /* the part of the last record */
 };
 
-mk_err mk_poll_open(mkfs *fs, mk_handle *h, mk_strbuf *why)
+static mk_err poll_open(mkfs *fs, mk_handle *h, int flags, mk_strbuf *why)
 {
 	(void)fs;
+	(void)flags;
 	struct mk_poll_cursor *pc = mk_xcalloc(1, sizeof(*pc));
 	pc->cache = mk_poll_cache_new();
-	h->poll = pc;
+	h->kind = pc;
 	return mk_name_parse_poll(h->ref.name, &pc->rp, why);
 }
 
-void mk_poll_free(struct mk_poll_cursor *pc)
+static void poll_release(mk_handle *h)
 {
+	struct mk_poll_cursor *pc = h->kind;
 	if (!pc)
 		return;
 	for (size_t i = 0; i < pc->nparts; i++)
@@ -125,7 +127,7 @@ static void make_lead(pc_part *p, mk_format format)
 }
 
 /* One batch's records, formatted in one call (format.h); each record's
- * end in the stream and next position are kept for mk_poll_consumed. */
+ * end in the stream and next position are kept for poll_consumed. */
 static size_t on_batch(void *arg, const mk_poll_partition *pp,
 		       const mk_batch_view *b, int64_t from, int64_t end,
 		       size_t max, int64_t *next)
@@ -174,10 +176,13 @@ static bool max_reached(const struct mk_poll_cursor *pc)
 /* How many polls a :follow read gathers at once. */
 #define FOLLOW_POLLS 8
 
-mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_wait *wait,
-		    mk_strbuf *why)
+/* Once h->text is all handed out: the next poll's records (or EOF). */
+static mk_err poll_read(mkfs *fs, mk_handle *h, mk_read_req *rq,
+			mk_strbuf *why)
 {
-	struct mk_poll_cursor *pc = h->poll;
+	const mk_waiter *w = rq->w;
+	mk_wait *wait = rq->wait;
+	struct mk_poll_cursor *pc = h->kind;
 	if (!fs->groups) {
 		mk_strbuf_addstr(why, "the group coordinator is not running");
 		return MK_GROUP_ID_NOT_FOUND;
@@ -234,9 +239,10 @@ mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_wait *wait,
 	return MK_OK;
 }
 
-void mk_poll_consumed(mkfs *fs, mk_handle *h, size_t n)
+/* n more bytes of h->text were handed to the reader. */
+static void poll_consumed(mkfs *fs, mk_handle *h, size_t n)
 {
-	struct mk_poll_cursor *pc = h->poll;
+	struct mk_poll_cursor *pc = h->kind;
 	pc->handed += n;
 	/* Every record now wholly handed out moves its partition's position;
 	 * one compare-and-set per partition and read, not one per record. */
@@ -262,3 +268,11 @@ void mk_poll_consumed(mkfs *fs, mk_handle *h, size_t n)
 			p->lost = true;
 	}
 }
+
+const mk_handle_ops mk_poll_handle_ops = {
+	.open = poll_open,
+	.read = poll_read,
+	.consumed = poll_consumed,
+	.release = poll_release,
+	.nonseekable = true,
+};

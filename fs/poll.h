@@ -1,14 +1,14 @@
 /*
  * poll.h — the stream of a group member's poll file (poll[:FLAG]...).
  *
- * A poll cursor belongs to one open handle (handles.h) and is guarded by
- * the handle's lock. A read with nothing buffered runs one core poll
- * (mk_group_poll_batches) and formats what it returns a batch at a time
- * (mk_format_records_lines, which also tells where each record's line
- * ends); positions move only when
- * the bytes of a record have been handed to the reader (mk_poll_consumed),
- * by a compare-and-set (mk_group_advance), so a reader that stops early
- * consumed exactly what it read, and a seek or rebalance in between wins.
+ * A poll cursor belongs to one open handle (handle.h), its kind's state,
+ * and is guarded by the handle's lock. A read with nothing buffered runs
+ * one core poll (mk_group_poll_batches) and formats what it returns a
+ * batch at a time (mk_format_records_lines, which also tells where each
+ * record's line ends); positions move only when the bytes of a record
+ * have been handed to the reader (poll_consumed), by a compare-and-set
+ * (mk_group_advance), so a reader that stops early consumed exactly what
+ * it read, and a seek or rebalance in between wins.
  *
  * Without :follow an open file returns one poll's records, then EOF; with
  * :follow it polls again (several polls' worth at a time) once what it
@@ -23,20 +23,17 @@
 #ifndef MK_POLL_H
 #define MK_POLL_H
 
-#include "handles.h"
+#include "handle.h"
 
+/* The poll kind's operations are mk_poll_handle_ops (nodes.h), its
+ * state (h->kind) a struct mk_poll_cursor. */
 struct mk_poll_cursor;
 
-mk_err mk_poll_open(mkfs *fs, mk_handle *h, mk_strbuf *why);
-/* Once h->text is all handed out: the next poll's records (or EOF). */
-/* With a wait, a :follow poll with nothing new never waits: it fills the
- * wait (the partition the next poll starts at, looked at again every
- * MK_POLL_RECHECK_MS: an assignment can change without it) and returns. */
+/* A read once h->text is all handed out: the next poll's records (or
+ * EOF). With a wait, a :follow poll with nothing new never waits: it
+ * fills the wait (the partition the next poll starts at, looked at again
+ * every MK_POLL_RECHECK_MS: an assignment can change without it) and
+ * returns. */
 #define MK_POLL_RECHECK_MS 200
-mk_err mk_poll_fill(mkfs *fs, mk_handle *h, const mk_waiter *w, mk_wait *wait,
-		    mk_strbuf *why);
-/* n more bytes of h->text were handed to the reader. */
-void mk_poll_consumed(mkfs *fs, mk_handle *h, size_t n);
-void mk_poll_free(struct mk_poll_cursor *pc);
 
 #endif

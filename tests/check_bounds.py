@@ -80,8 +80,6 @@ DUPLICATES = {
         "nodes.c: listings of two tables alike in shape; not yet merged",
     ("fs/nodes_groups.c:mk_groups_mkdir", "fs/nodes_txn.c:mk_txn_node_mkdir"):
         "mkdir of /groups/G and /transactions/ID: one shape, two coordinators; not yet merged",
-    ("fs/handles.c:resolve_log_position", "fs/handles.c:resolve_position"):
-        "handles.c: POS resolved against a log and a view; not yet merged",
     ("fs/nodes_txn.c:mk_txn_node_read_epoch", "fs/nodes_txn.c:mk_txn_node_read_state"):
         "read nodes of one transaction, alike in shape",
     ("fs/ops.c:op_mkdir", "fs/ops.c:op_rmdir"):

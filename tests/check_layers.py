@@ -167,10 +167,6 @@ def show(path):
 # its reason: (the modules of the circle, in any order), reason. A listed
 # circle that no longer exists fails the check too, so the list shrinks.
 KNOWN = [
-    ({"fs/handles", "fs/poll"},
-     "poll.c is the poll kind of handles.c's open files: it needs mk_handle "
-     "and mk_wait (handles.h) and handles.c calls it; to be broken by moving "
-     "those types to a lower header (issue 24 point 7, follow-up)"),
 ]
 
 bad = layering()
