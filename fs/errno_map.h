@@ -1,5 +1,6 @@
 /*
- * errno_map.h — the one table from core error codes to errnos (SPEC 7).
+ * errno_map.h — the one table from core error codes to errnos
+ * (docs/filesystem.md 7).
  */
 #ifndef MK_ERRNO_MAP_H
 #define MK_ERRNO_MAP_H

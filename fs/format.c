@@ -1,7 +1,7 @@
 /*
- * format.c — plain / TSV / JSON record text (SPEC section 4).
+ * format.c — plain / TSV / JSON record text (docs/filesystem.md section 4).
  *
- * Decisions beyond SPEC section 4 (docs/filesystem.md should say the same):
+ * Decisions beyond docs/filesystem.md section 4 (which should say the same):
  *
  *   Parsing
  *   - Lines end at '\n' only. A '\r' before it is data, in plain and TSV

@@ -1,5 +1,6 @@
 /*
- * format.h — record text formats of SPEC section 4, both directions.
+ * format.h — record text formats of docs/filesystem.md section 4, both
+ * directions.
  *
  * Writing (append files): the input bytes are split into lines; every
  * complete line becomes one record handed to a sink callback. Plain: the
@@ -132,8 +133,8 @@ void mk_tsv_escape(mk_bytes field, mk_strbuf *out);
 mk_err mk_tsv_unescape(const char *p, size_t len, mk_strbuf *out, bool *is_null);
 
 /*
- * One batch header as a line (SPEC 2, batches): plain and tsv give the
- * columns
+ * One batch header as a line (docs/filesystem.md 2, batches): plain and
+ * tsv give the columns
  *   BASE_OFFSET LAST_OFFSET COUNT BYTES FILE POSITION LEADER_EPOCH
  *   PRODUCER_ID PRODUCER_EPOCH BASE_SEQUENCE TRANSACTIONAL CONTROL
  *   MAX_TIMESTAMP CRC

@@ -1,7 +1,7 @@
 /*
  * names.c — parse the parameters carried in records@... / append:... names.
  *
- * Decisions beyond SPEC section 3 (docs/filesystem.md should say the same):
+ * Decisions beyond docs/filesystem.md section 3 (which should say the same):
  *
  *   - Numbers are plain decimal digits: no sign, no '+', no spaces; leading
  *     zeros are accepted ("007" is 7); the value must fit int64.

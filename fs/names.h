@@ -1,5 +1,6 @@
 /*
- * names.h — the one parser for file names that carry parameters (SPEC 3).
+ * names.h — the one parser for file names that carry parameters
+ * (docs/filesystem.md 3).
  *
  *     records[@POS][:FLAG]...     POS = N | earliest | latest | -N | ts=MS
  *     append[:FLAG]...

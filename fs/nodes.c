@@ -65,7 +65,7 @@ static bool strict_number(const char *s, int64_t max, int64_t *v)
 	       mk_parse_i64(s, v) && *v >= 0 && *v <= max;
 }
 
-/* An empty line or "1" means "no argument" (SPEC 2). */
+/* An empty line or "1" means "no argument" (docs/filesystem.md 2). */
 static bool no_argument(const char *line)
 {
 	return !*line || !strcmp(line, "1");

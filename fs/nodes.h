@@ -1,5 +1,5 @@
 /*
- * nodes.h — the tree of SPEC section 2, as data.
+ * nodes.h — the tree of docs/filesystem.md section 2, as data.
  *
  * Every file and directory is an instance of one node kind, a row of the
  * table in nodes.c: its parent kind, its name (fixed, or matched by a

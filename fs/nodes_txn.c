@@ -24,7 +24,7 @@ static mk_err no_txns(mk_strbuf *why)
 			return no_txns(why);                                 \
 	} while (0)
 
-/* An empty line or "1" (SPEC 2). */
+/* An empty line or "1" (docs/filesystem.md 2). */
 static mk_err no_argument(const char *line, const char *file, mk_strbuf *why)
 {
 	if (!*line || !strcmp(line, "1"))

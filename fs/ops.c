@@ -1,7 +1,9 @@
 /*
- * ops.c — the FUSE low-level operations. Thin: turn an inode number into
- * a path (inodes.h), resolve it (nodes.h), call a node or handle function,
- * map the error. No request waits for the cluster here: a handle call that
+ * ops.c — the FUSE low-level operations: turn an inode number into a
+ * path (inodes.h), resolve it (nodes.h), call a node or handle function,
+ * map the error; around that, what only the FUSE layer can do (the
+ * permission rules of -o allow_other, directory listings, the kernel's
+ * cache of paged views and attribute times, write and read replies). No request waits for the cluster here: a handle call that
  * would wait fills an mk_wait and the request is parked (park.h); the
  * worker thread returns at once.
  *

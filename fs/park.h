@@ -19,10 +19,11 @@
  * its events meanwhile are dropped (that thread looks after disarming).
  * An interrupted read is answered EINTR at once; an interrupted write or
  * fsync whose batch was appended keeps waiting, so it is never answered
- * EINTR: it completes or fails with the SPEC section 7 errno (ETIMEDOUT at
- * request.timeout.ms on the cluster clock, which a manual clock's advance
- * also reaches) — unless its caller is being killed (SIGKILL pending),
- * which is answered at once so that it does not stay in D state.
+ * EINTR: it completes or fails with the errno of docs/filesystem.md
+ * section 7 (ETIMEDOUT at request.timeout.ms on the cluster clock, which a
+ * manual clock's advance also reaches) — unless its caller is being killed
+ * (SIGKILL pending), which is answered at once so that it does not stay in
+ * D state.
  *
  * Commands that wait inside core (the group and transaction coordinators
  * write their records with acks=all and act once they are acknowledged:
