@@ -173,6 +173,21 @@ field() { tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"; }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
+# passes_row LABEL NAME CMD...: run CMD (bounded), which prints first_ms,
+# last_ms, ratio and segments, as one row; NAME says what failed.
+passes_row() {
+    local label=$1 name=$2 out
+    shift 2
+    if bounded "$@"; then
+        out=$(cat "$TMP/out")
+        printf '%-18s %8s ms     first %7s ms     ratio %s (aim 1, flat; %s segments left)\n' \
+            "$label" "$(field last_ms "$out")" "$(field first_ms "$out")" \
+            "$(field ratio "$out")" "$(field segments "$out")"
+    else
+        echo "  $name: $ERR"
+    fi
+}
+
 # row LABEL VALUE UNIT BASE_LABEL BASE_VALUE [AIM] : one line of the table.
 # An empty VALUE prints n/a with the reason in NA_WHY.
 row() {
@@ -608,26 +623,12 @@ if [ -x "$BCOMPACT" ]; then
     fi
     # The cost of a pass across 100 passes (issue 23 point 4): the median
     # of the last quartile over that of the first (aim: flat, about 1).
-    if bounded "$BCOMPACT" "$TMP/compact" passes 100; then
-        out=$(cat "$TMP/out")
-        printf '%-18s %8s ms     first %7s ms     ratio %s (aim 1, flat; %s segments left)\n' \
-            "compact x100" "$(field last_ms "$out")" "$(field first_ms "$out")" \
-            "$(field ratio "$out")" "$(field segments "$out")"
-    else
-        echo "  bcompact passes: $ERR"
-    fi
+    passes_row "compact x100" "bcompact passes" "$BCOMPACT" "$TMP/compact" passes 100
 fi
 # The same through a mount: /ctl compact across 100 passes of keyed
 # appends (bench/ctl_compact.sh, its own mount).
 if [ -x "$MKFS_BIN" ]; then
-    if bounded bash "$REPO/bench/ctl_compact.sh" 100; then
-        out=$(cat "$TMP/out")
-        printf '%-18s %8s ms     first %7s ms     ratio %s (aim 1, flat; %s segments left)\n' \
-            "ctl compact x100" "$(field last_ms "$out")" "$(field first_ms "$out")" \
-            "$(field ratio "$out")" "$(field segments "$out")"
-    else
-        echo "  ctl_compact.sh: $ERR"
-    fi
+    passes_row "ctl compact x100" "ctl_compact.sh" bash "$REPO/bench/ctl_compact.sh" 100
 fi
 # Scale and no stall (issue 11): bench/scale.sh, its own mounts and rows.
 # BENCH_SCALE=0 leaves it out.
