@@ -17,6 +17,9 @@
 #include "producer_state.h"
 
 #define HEAD "producer-snapshot 1\ncovered_to 5\n"
+/* A covered_to past every offset the range tests below name. */
+#define HEAD_MAX "producer-snapshot 1\ncovered_to 9223372036854775807\n"
+#define HEAD2 "producer-snapshot 2\ncovered_to 5\n"
 
 static void test_strict(void **state)
 {
@@ -26,10 +29,8 @@ static void test_strict(void **state)
 	static const char *const good[] = {
 		HEAD,
 		HEAD "producer 4 0\n",
-		"producer-snapshot 1\ncovered_to 9223372036854775807\n"
-		"producer 4 -1 0:-2147483648:0:2147483647\n",
-		"producer-snapshot 1\ncovered_to 9223372036854775807\n"
-		"producer 9223372036854775807 32767 2147483647:2147483647:9223372036854775806:0\n",
+		HEAD_MAX "producer 4 -1 0:-2147483648:0:2147483647\n",
+		HEAD_MAX "producer 9223372036854775807 32767 2147483647:2147483647:9223372036854775806:0\n",
 		HEAD "producer 4 0 0:0:0:0 1:1:1:0 2:2:2:0 3:3:3:0 4:4:4:0\n"
 		     "producer 3 0\n",
 	};
@@ -62,10 +63,9 @@ static void test_strict(void **state)
 		HEAD "producer 4 0 0:0:5:0\n",
 		HEAD "producer 4 0 0:1:4:1\n",
 		HEAD "producer 4 0 0:1:4:2147483647\n",
-		"producer-snapshot 1\ncovered_to 9223372036854775807\n"
-		"producer 4 0 0:1:9223372036854775806:2147483647\n",
-		"producer-snapshot 2\ncovered_to 5\nproducer 4 0\nopen 4 5\n",
-		"producer-snapshot 2\ncovered_to 5\naborted 4 1 5\n",
+		HEAD_MAX "producer 4 0 0:1:9223372036854775806:2147483647\n",
+		HEAD2 "producer 4 0\nopen 4 5\n",
+		HEAD2 "aborted 4 1 5\n",
 	};
 	mk_strbuf a = MK_STRBUF_INIT;
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
