@@ -45,3 +45,18 @@ bool mk_clock_set(mk_clock *c, int64_t ms)
 	}
 	return false;
 }
+
+struct timespec mk_timespec_after_ms(clockid_t clk, int64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	if (ms < 0)
+		ms = 0;
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}

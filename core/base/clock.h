@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 typedef struct {
 	bool manual;
@@ -40,5 +41,12 @@ static inline int64_t mk_deadline(int64_t a, int64_t b)
 }
 /* Wall-clock milliseconds, whatever the mode (for /errors lines). */
 int64_t mk_wall_ms(void);
+/*
+ * The absolute time ms milliseconds from now on clk, for
+ * pthread_cond_timedwait (CLOCK_REALTIME for a condition variable made
+ * with default attributes, CLOCK_MONOTONIC for one made with that clock):
+ * the one place such a deadline is computed. A negative ms is now.
+ */
+struct timespec mk_timespec_after_ms(clockid_t clk, int64_t ms);
 
 #endif

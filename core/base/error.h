@@ -7,9 +7,18 @@
  * errnos: fs/errno_map.c turns these into errnos in one table.
  *
  * MK_OK is zero so that `if (err)` reads naturally.
+ *
+ * The reason a person reads goes into an optional mk_strbuf (`why`,
+ * NULL when the caller does not want it). mk_error is the one way to
+ * report: git's error() returns -1 after printing; ours adds the reason
+ * when one is wanted and returns the code, so a refusal is one statement,
+ *     return mk_error(why, MK_INVALID_CONFIG, "bad value for %s", key);
+ * and mk_why adds a reason where no code is returned with it.
  */
 #ifndef MK_ERROR_H
 #define MK_ERROR_H
+
+#include "strbuf.h"
 
 #define MK_ERR_LIST(X)                                                     \
 	X(OK)                                                              \
@@ -59,5 +68,12 @@ typedef enum {
 
 /* The Kafka-style name of an error, e.g. "NOT_ENOUGH_REPLICAS". */
 const char *mk_err_name(mk_err err);
+
+/* Add the formatted reason to why (when not NULL) and return err. */
+mk_err mk_error(mk_strbuf *why, mk_err err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Add the formatted reason to why, when not NULL. */
+void mk_why(mk_strbuf *why, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif
