@@ -928,6 +928,25 @@ size_t mk_format_records(mk_format format, const mk_batch_view *b,
 	return mk_format_records_lines(&o, b, from, end, max, out, next);
 }
 
+typedef struct {
+	mk_format format;
+	mk_strbuf *out;
+} fetched_ctx;
+
+static size_t format_batch(void *arg, const mk_batch_view *b, int64_t from,
+			   int64_t end, size_t max, int64_t *next)
+{
+	fetched_ctx *ctx = arg;
+	return mk_format_records(ctx->format, b, from, end, max, ctx->out, next);
+}
+
+size_t mk_format_fetched(mk_format format, const mk_fetched *f, size_t max,
+			 int64_t *next, mk_strbuf *out)
+{
+	fetched_ctx ctx = { format, out };
+	return mk_visible_batches(f, max, next, format_batch, &ctx);
+}
+
 size_t mk_format_records_lines(const mk_format_lines *o, const mk_batch_view *b,
 			       int64_t from, int64_t end, size_t max,
 			       mk_strbuf *out, int64_t *next)

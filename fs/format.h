@@ -26,6 +26,7 @@
 
 #include "codec.h"
 #include "log.h"
+#include "visible.h"
 #include "error.h"
 #include "names.h"
 #include "producer.h"
@@ -102,6 +103,15 @@ void mk_format_record(mk_format format, const mk_record_view *rec,
 size_t mk_format_records(mk_format format, const mk_batch_view *b,
 			 int64_t from, int64_t end, size_t max,
 			 mk_strbuf *out, int64_t *next);
+
+/*
+ * The records a fetch shows its reader (visible.h) from *next on, at most
+ * max of them (SIZE_MAX: all), each batch formatted by one
+ * mk_format_records call, appended to out; *next moves past them and past
+ * what the reader is not shown, up to the visible end. Returns how many.
+ */
+size_t mk_format_fetched(mk_format format, const mk_fetched *f, size_t max,
+			 int64_t *next, mk_strbuf *out);
 
 /*
  * mk_format_records with more: lead, when lead_len > 0, begins every TSV

@@ -126,38 +126,20 @@ static bool max_reached(const mk_handle *h)
 	return r->rp.max >= 0 && r->returned >= r->rp.max;
 }
 
-/* Format the records of fetched frames at or after r->next, below end:
- * every batch in one call (format.h), no per-record work here. */
+/* Format the records of fetched frames at or after r->next, below end
+ * (format.h's mk_format_fetched: a batch at a time, no per-record work
+ * here). Markers are never shown; :committed hides aborted data. */
 static void format_frames(mk_handle *h, int64_t end)
 {
 	rec_state *r = h->kind;
-	size_t pos = 0;
-	while (pos < r->fetched.len && !max_reached(h)) {
-		/* The log validated the frame (CRC, records) as it read it. */
-		mk_batch_view b;
-		if (mk_frame_decode_header((const uint8_t *)r->fetched.buf + pos,
-					   r->fetched.len - pos, 0, false, &b,
-					   NULL))
-			break;    /* cannot happen */
-		pos += b.frame_len;
-		if (b.meta.base_offset >= end)
-			break;
-		/* Markers are never shown; :committed hides aborted data. */
-		if (!mk_batch_is_control(&b) &&
-		    !(r->rp.committed && h->ref.broker < 0 &&
-		      mk_aborted_hides(&r->aborted, &b))) {
-			size_t left = r->rp.max >= 0
-				? (size_t)(r->rp.max - r->returned) : SIZE_MAX;
-			r->returned += (int64_t)mk_format_records(
-				r->rp.format, &b, r->next, end, left, &h->text,
-				&r->next);
-		}
-		if (max_reached(h))
-			break;
-		int64_t after = mk_batch_next_offset(&b);
-		if (after > r->next)
-			r->next = after < end ? after : end;
-	}
+	mk_fetched f = {
+		r->fetched.buf, r->fetched.len, end,
+		r->rp.committed && h->ref.broker < 0 ? &r->aborted : NULL,
+	};
+	size_t left = r->rp.max >= 0 ? (size_t)(r->rp.max - r->returned)
+				     : SIZE_MAX;
+	r->returned += (int64_t)mk_format_fetched(r->rp.format, &f, left,
+						  &r->next, &h->text);
 }
 
 /* A follow at the visible end with a wait: park instead of waiting. */
@@ -387,24 +369,9 @@ static mk_err paged_count(mk_partition *p, mk_format format, int64_t *end,
 						  &frames, &visible, why);
 		if (err || !frames.len)
 			break;
-		size_t pos = 0;
 		int64_t next = *end;
-		while (pos < frames.len) {
-			mk_batch_view b;
-			if (mk_frame_decode_header((const uint8_t *)frames.buf + pos,
-						   frames.len - pos, 0, false, &b,
-						   NULL))
-				break;
-			pos += b.frame_len;
-			if (b.meta.base_offset >= visible)
-				break;
-			if (!mk_batch_is_control(&b))
-				mk_format_records(format, &b, next, visible,
-						  SIZE_MAX, &text, &next);
-			int64_t after = mk_batch_next_offset(&b);
-			if (after > next)
-				next = after < visible ? after : visible;
-		}
+		mk_fetched f = { frames.buf, frames.len, visible, NULL };
+		mk_format_fetched(format, &f, SIZE_MAX, &next, &text);
 		if (text.len) {
 			*size += (long long)text.len;
 			*last = text.buf[text.len - 1];

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fetcher.h"
 #include "format.h"
 #include "group.h"
 #include "topic_name.h"
@@ -202,7 +203,7 @@ static mk_err poll_read(mkfs *fs, mk_handle *h, mk_read_req *rq,
 		poll_ctx ctx = { h, pc };
 		pc->npolls++;
 		int64_t count;
-		mk_err err = mk_group_poll_batches(
+		mk_err err = mk_fetcher_poll_batches(
 			fs->groups, h->ref.group, h->ref.member,
 			pc->rp.max > 0 ? pc->rp.max - pc->returned : 0,
 			pc->rp.follow ? FOLLOW_POLLS : 1, pc->rp.committed,

@@ -3,9 +3,9 @@
  *
  * A poll cursor belongs to one open handle (handle.h), its kind's state,
  * and is guarded by the handle's lock. A read with nothing buffered runs
- * one core poll (mk_group_poll_batches) and formats what it returns a
- * batch at a time (mk_format_records_lines, which also tells where each
- * record's line ends); positions move only when the bytes of a record
+ * one core poll (mk_fetcher_poll_batches, fetcher.h) and formats what it
+ * returns a batch at a time (mk_format_records_lines, which also tells
+ * where each record's line ends); positions move only when the bytes of a record
  * have been handed to the reader (poll_consumed), by a compare-and-set
  * (mk_group_advance), so a reader that stops early consumed exactly what
  * it read, and a seek or rebalance in between wins.

@@ -48,8 +48,6 @@ LONG_FILES = {
 
 # "path:function": reason
 LONG_FUNCTIONS = {
-    "core/coordination/group.c:mk_group_poll_batches":
-        "to be split with group.c (issue 24 point 1): one poll's fetch loop",
     "core/replication/cluster.c:mk_cluster_create_topic":
         "to be split with cluster.c (issue 24 point 1): plan, build, save, insert",
     "core/replication/cluster.c:mk_cluster_open_with":

@@ -20,9 +20,6 @@
 #include "partitioner.h"
 #include "topic_name.h"
 
-#define POLL_FETCH_BYTES (1u << 20)
-#define POLL_CACHE_MAX (8u << 20)      /* fetched bytes a poll file keeps */
-
 typedef struct {
 	char *topic;
 	int partition;
@@ -1334,13 +1331,7 @@ mk_err mk_group_commit_offsets(mk_groups *g, const char *group,
 	return mk_group_commit(g, group, NULL, -1, entries, n, why);
 }
 
-/* ---- poll ----------------------------------------------------------------------------- */
-
-typedef struct {
-	char *topic;
-	int partition;
-	int64_t from;
-} poll_target;
+/* ---- positions for the fetcher (core/client/fetcher.h) -------------------- */
 
 /* Give position -1 or an out-of-range position one by the policy. Under lock. */
 static mk_err resolve_position(mk_groups *g, gm_group *grp, gm_part *p,
@@ -1370,139 +1361,22 @@ static mk_err resolve_position(mk_groups *g, gm_group *grp, gm_part *p,
 	return MK_OK;
 }
 
-/* ---- the poll cache --------------------------------------------------------------- */
-
-struct poll_cached {
-	char *topic;
-	int partition;
-	int32_t epoch;           /* the leader epoch the frames were read in */
-	int64_t first, next;     /* offsets the frames cover */
-	int64_t visible;         /* the HW (LSO) when they were read */
-	mk_strbuf buf;
-	mk_aborted_list aborted; /* read_committed: what the frames hide */
-};
-
-mk_poll_cache *mk_poll_cache_new(void)
+mk_err mk_group_poll_positions(mk_groups *g, const char *group,
+			       const char *member, mk_group_position **out,
+			       size_t *n, int64_t *max_poll, mk_strbuf *why)
 {
-	return mk_xcalloc(1, sizeof(mk_poll_cache));
-}
-
-void mk_poll_cache_clear(mk_poll_cache *c)
-{
-	for (size_t i = 0; i < c->n; i++) {
-		free(c->entries[i].topic);
-		mk_strbuf_release(&c->entries[i].buf);
-		mk_aborted_free(&c->entries[i].aborted);
-	}
-	free(c->entries);
-	c->entries = NULL;
-	c->n = 0;
-}
-
-void mk_poll_cache_free(mk_poll_cache *c)
-{
-	if (!c)
-		return;
-	mk_poll_cache_clear(c);
-	free(c);
-}
-
-static poll_cached *cache_entry(mk_poll_cache *c, const char *topic, int part)
-{
-	for (size_t i = 0; i < c->n; i++)
-		if (c->entries[i].partition == part && !strcmp(c->entries[i].topic, topic))
-			return &c->entries[i];
-	poll_cached *v = mk_xrealloc(c->entries, (c->n + 1) * sizeof(*v));
-	c->entries = v;
-	poll_cached *e = &v[c->n++];
-	memset(e, 0, sizeof(*e));
-	e->topic = mk_xstrdup(topic);
-	e->partition = part;
-	mk_strbuf_init(&e->buf, 0);
-	return e;
-}
-
-static size_t cache_bytes(const mk_poll_cache *c)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < c->n; i++)
-		n += c->entries[i].buf.alloc;
-	return n;
-}
-
-/* The offsets the fetched frames cover. */
-static void cache_bounds(poll_cached *pc)
-{
-	size_t pos = 0;
-	bool firstf = true;
-	while (pos < pc->buf.len) {
-		mk_batch_view b;
-		if (mk_frame_decode_header((const uint8_t *)pc->buf.buf + pos,
-					   pc->buf.len - pos, 0, false, &b, NULL))
-			break;
-		if (firstf)
-			pc->first = b.meta.base_offset;
-		firstf = false;
-		pc->next = mk_batch_next_offset(&b);
-		pos += b.frame_len;
-	}
-}
-
-/* mk_group_poll's records, one callback each. */
-typedef struct {
-	mk_poll_fn fn;
-	void *arg;
-} each_record_ctx;
-
-static size_t each_record(void *arg, const mk_poll_partition *pp,
-			  const mk_batch_view *b, int64_t from, int64_t end,
-			  size_t max, int64_t *next)
-{
-	each_record_ctx *ctx = arg;
-	size_t n = 0;
-	mk_record_iter it;
-	mk_record_view rec;
-	mk_record_iter_init(&it, b);
-	while (n < max && mk_record_next(&it, &rec)) {
-		if (rec.offset < from)
-			continue;
-		if (rec.offset >= end)
-			break;
-		ctx->fn(ctx->arg, pp, &rec);
-		n++;
-		*next = rec.offset + 1;
-	}
-	return n;
-}
-
-mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
-		     int64_t max, int polls, bool committed, mk_poll_cache *cache,
-		     mk_poll_fn fn, void *arg, int64_t *count, mk_strbuf *why)
-{
-	each_record_ctx ctx = { fn, arg };
-	return mk_group_poll_batches(g, group, member, max, polls, committed,
-				     cache, each_record, &ctx, count, why);
-}
-
-mk_err mk_group_poll_batches(mk_groups *g, const char *group,
-			     const char *member, int64_t max, int polls,
-			     bool committed, mk_poll_cache *cache,
-			     mk_poll_batch_fn fn, void *arg, int64_t *count,
-			     mk_strbuf *why)
-{
-	*count = 0;
+	*out = NULL;
+	*n = 0;
 	pthread_mutex_lock(&g->lock);
 	gm_group *grp;
 	gm_member *m = NULL;
 	mk_err err = lookup(g, group, member, &grp, &m, why);
-	poll_target *tg = NULL;
-	size_t nt = 0, start = 0;
+	mk_group_position *tg = NULL;
+	size_t nt = 0;
 	if (!err) {
-		int64_t limit = eff_max_poll(g, grp) * (polls > 1 ? polls : 1);
-		if (max <= 0 || max > limit)
-			max = limit;
+		*max_poll = eff_max_poll(g, grp);
 		tg = mk_xcalloc(m->nparts ? m->nparts : 1, sizeof(*tg));
-		start = m->nparts ? m->poll_next % m->nparts : 0;
+		size_t start = m->nparts ? m->poll_next % m->nparts : 0;
 		for (size_t k = 0; k < m->nparts && !err; k++) {
 			gm_part *p = &m->parts[(start + k) % m->nparts];
 			err = resolve_position(g, grp, p, why);
@@ -1511,118 +1385,47 @@ mk_err mk_group_poll_batches(mk_groups *g, const char *group,
 				continue;
 			}
 			if (!err && p->position >= 0)
-				tg[nt++] = (poll_target){ mk_xstrdup(p->topic), p->partition,
-							  p->position };
+				tg[nt++] = (mk_group_position){
+					mk_xstrdup(p->topic), p->partition,
+					p->position };
 		}
 		if (!err)
 			m->last_seen_ms = now_ms(g);
 	}
 	pthread_mutex_unlock(&g->lock);
-	size_t last_used = SIZE_MAX;
-	mk_poll_cache local = { NULL, 0 };
-	if (!cache)
-		cache = &local;
-	/* A partition that cannot be fetched now (no leader) is skipped; its
-	 * error is the poll's only when no partition returned anything. */
-	mk_err skipped = MK_OK;
-	mk_strbuf skipwhy = MK_STRBUF_INIT;
-	for (size_t k = 0; k < nt && !err && *count < max; k++) {
-		mk_topic *t = mk_cluster_topic(g->c, tg[k].topic);
-		mk_partition *p = t ? mk_topic_partition(t, tg[k].partition) : NULL;
-		if (!p) {
-			mk_topic_put(t);
-			continue;
-		}
-		mk_poll_partition pp = { tg[k].topic, tg[k].partition, tg[k].from };
-		poll_cached *pc = cache_entry(cache, tg[k].topic, tg[k].partition);
-		mk_partition_info pi;
-		mk_partition_info_get(p, &pi);
-		int64_t from = tg[k].from;
-		while (!err && *count < max) {
-			if (!pc->buf.len || pc->epoch != pi.leader_epoch || from < pc->first ||
-			    from >= pc->next || from >= pc->visible) {
-				mk_strbuf_reset(&pc->buf);
-				mk_strbuf fwhy = MK_STRBUF_INIT;
-				/* read_committed: up to the LSO, with the
-				 * aborted transactions of that range */
-				mk_err ferr = mk_partition_fetch_isolated(
-					p, from, POLL_FETCH_BYTES,
-					committed ? &pc->aborted : NULL, &pc->buf,
-					&pc->visible, &fwhy);
-				if (ferr && !skipped) {
-					skipped = ferr;
-					mk_strbuf_add(&skipwhy, fwhy.buf, fwhy.len);
-				}
-				mk_strbuf_release(&fwhy);
-				if (ferr || !pc->buf.len) {
-					mk_strbuf_reset(&pc->buf);
-					break;
-				}
-				pc->epoch = pi.leader_epoch;
-				cache_bounds(pc);
-			}
-			size_t pos = 0;
-			int64_t before = from, visible = pc->visible;
-			while (pos < pc->buf.len && *count < max) {
-				mk_batch_view b;
-				if (mk_frame_decode_header((const uint8_t *)pc->buf.buf + pos,
-							   pc->buf.len - pos, 0, false, &b, NULL))
-					break;
-				pos += b.frame_len;
-				if (b.meta.base_offset >= visible)
-					break;
-				if (mk_batch_next_offset(&b) <= from)
-					continue;
-				if (!mk_batch_is_control(&b) &&
-				    !(committed && mk_aborted_hides(&pc->aborted, &b))) {
-					size_t took = fn(arg, &pp, &b, from, visible,
-							 (size_t)(max - *count), &from);
-					if (took) {
-						*count += (int64_t)took;
-						last_used = k;
-					}
-				}
-				if (*count < max && mk_batch_next_offset(&b) > from)
-					from = mk_batch_next_offset(&b) < visible
-						? mk_batch_next_offset(&b) : visible;
-			}
-			if (from == before)
-				break;
-			/* Past what the cache holds: the loop fetches again
-			 * (an empty fetch at the HW ends it). */
-		}
-		/* Keep only frames with records still to return, and at most
-		 * POLL_CACHE_MAX bytes of buffers over all partitions. */
-		if (from >= pc->next || from >= pc->visible)
-			mk_strbuf_reset(&pc->buf);
-		if (cache_bytes(cache) > POLL_CACHE_MAX)
-			mk_strbuf_release(&pc->buf);
-		mk_topic_put(t);
+	if (err) {
+		mk_group_positions_free(tg, nt);
+		return err;
 	}
-	if (cache == &local)
-		mk_poll_cache_clear(&local);
-	if (!err && !*count && skipped) {
-		err = skipped;
-		if (why)
-			mk_strbuf_add(why, skipwhy.buf, skipwhy.len);
-	}
-	mk_strbuf_release(&skipwhy);
-	if (last_used != SIZE_MAX) {
-		/* The next poll starts after the partition this one ended on. */
-		pthread_mutex_lock(&g->lock);
-		grp = find_group(g, group, NULL);
-		m = grp ? find_member(grp, member, NULL) : NULL;
-		if (m && m->nparts)
-			for (size_t k = 0; k < m->nparts; k++)
-				if (m->parts[k].partition == tg[last_used].partition &&
-				    !strcmp(m->parts[k].topic, tg[last_used].topic))
-					m->poll_next = k + 1;
-		pthread_mutex_unlock(&g->lock);
-	}
-	for (size_t k = 0; k < nt; k++)
-		free(tg[k].topic);
-	free(tg);
-	return err;
+	*out = tg;
+	*n = nt;
+	return MK_OK;
+}
+
+void mk_group_positions_free(mk_group_position *v, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		free(v[k].topic);
+	free(v);
+}
+
+void mk_group_poll_ended(mk_groups *g, const char *group, const char *member,
+			 const char *topic, int partition)
+{
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp = find_group(g, group, NULL);
+	gm_member *m = grp ? find_member(grp, member, NULL) : NULL;
+	if (m && m->nparts)
+		for (size_t k = 0; k < m->nparts; k++)
+			if (m->parts[k].partition == partition &&
+			    !strcmp(m->parts[k].topic, topic))
+				m->poll_next = k + 1;
+	pthread_mutex_unlock(&g->lock);
+}
+
+mk_cluster *mk_groups_cluster(mk_groups *g)
+{
+	return g->c;
 }
 
 bool mk_group_advance(mk_groups *g, const char *group, const char *member,

@@ -50,8 +50,9 @@
  *                delete, join, leave, expire, commit, configure) and the
  *                rebuilds; held while waiting for acks=all
  *   lock         guards all in-memory state; never held while waiting
- * Polls fetch with neither lock held and move positions with a
- * compare-and-set (mk_group_advance), so readers never wait on acks.
+ * Polls (core/client/fetcher.h) fetch with neither lock held and move
+ * positions with a compare-and-set (mk_group_advance), so readers never
+ * wait on acks.
  *
  * Failpoints: group.persist.after-append (a change is in the log, not yet
  * applied in memory).
@@ -63,7 +64,6 @@
 #include <stdint.h>
 
 #include "cluster.h"
-#include "codec.h"
 #include "error.h"
 #include "strbuf.h"
 
@@ -137,65 +137,36 @@ mk_err mk_group_commit_offsets(mk_groups *g, const char *group,
 				const mk_commit_entry *entries, size_t n,
 				mk_strbuf *why);
 
-/* One partition of a poll: where it started. */
+/*
+ * For the consumer's fetcher (core/client/fetcher.h), which fetches with
+ * neither lock held: a poll starts from these and ends with these.
+ */
 typedef struct {
-	const char *topic;
+	char *topic;
 	int partition;
-	int64_t from;            /* the member's position when the poll began */
-} mk_poll_partition;
-
-/* Called for each record returned, in order; the views live until the
- * callback returns. */
-typedef void (*mk_poll_fn)(void *arg, const mk_poll_partition *pp,
-			   const mk_record_view *rec);
-/*
- * Called for each data batch with records to return, in order: it takes
- * the first records of b whose offsets lie in [from, end), at most max
- * (>= 1) of them, returns how many it took and sets *next to the offset
- * after the last one taken (untouched when none). The view lives until
- * the callback returns. A batch at a time, so that a reader formats a
- * whole batch in one call (no per-record call here).
- */
-typedef size_t (*mk_poll_batch_fn)(void *arg, const mk_poll_partition *pp,
-				   const mk_batch_view *b, int64_t from,
-				   int64_t end, size_t max, int64_t *next);
+	int64_t from;            /* the member's position as the poll starts */
+} mk_group_position;
 
 /*
- * What a poller fetched and has not returned yet, per partition, so that
- * a poll of max.poll.records does not read a partition's frames again
- * for every poll (Kafka's consumer keeps its fetched data the same way).
- * Owned by one poller (an open poll file), never shared; entries are
- * used only while the leader epoch is the one they were read in, and only
- * below the HW they were read at. NULL: no cache.
+ * The member's assigned partitions that have a position, in the order a
+ * poll takes them (from the one after where the last poll ended:
+ * mk_group_poll_ended). A partition with no position, or one outside
+ * [log start, log end], first gets one by auto.offset.reset (none:
+ * OFFSET_OUT_OF_RANGE, and nothing is returned); a deleted topic's
+ * partitions are left out. *max_poll gets the group's max.poll.records.
+ * Refreshes the session. Free *out with mk_group_positions_free.
  */
-typedef struct poll_cached poll_cached;
-typedef struct {
-	poll_cached *entries;
-	size_t n;
-} mk_poll_cache;
-mk_poll_cache *mk_poll_cache_new(void);
-void mk_poll_cache_clear(mk_poll_cache *c);
-void mk_poll_cache_free(mk_poll_cache *c);
+mk_err mk_group_poll_positions(mk_groups *g, const char *group,
+			       const char *member, mk_group_position **out,
+			       size_t *n, int64_t *max_poll, mk_strbuf *why);
+void mk_group_positions_free(mk_group_position *v, size_t n);
+/* A poll handed out records of (topic, partition) last: the member's next
+ * poll starts at the partition after it. */
+void mk_group_poll_ended(mk_groups *g, const char *group, const char *member,
+			 const char *topic, int partition);
+/* The cluster the coordinator runs on (whose partitions a fetcher reads). */
+mk_cluster *mk_groups_cluster(mk_groups *g);
 
-/*
- * Poll: the member's next records from its positions up to the visible
- * end (the HW; with committed, the LSO), at most max records (max <= 0 or
- * above the group's max.poll.records: max.poll.records), partitions taken
- * in turn starting after the one the last poll ended on. polls > 1 stands
- * for that many polls in a row (a stream that polls again as soon as it
- * is read): up to polls x max.poll.records in one pass. Positions do not
- * move here: the caller moves them by what it really handed out, with
- * mk_group_advance. Refreshes the session. *count gets the records.
- */
-mk_err mk_group_poll(mk_groups *g, const char *group, const char *member,
-		     int64_t max, int polls, bool committed, mk_poll_cache *cache,
-		     mk_poll_fn fn, void *arg, int64_t *count, mk_strbuf *why);
-/* The same, handing out whole batches (fn takes their records). */
-mk_err mk_group_poll_batches(mk_groups *g, const char *group,
-			     const char *member, int64_t max, int polls,
-			     bool committed, mk_poll_cache *cache,
-			     mk_poll_batch_fn fn, void *arg, int64_t *count,
-			     mk_strbuf *why);
 /* Move a position from `from` to `to` if it is still `from` and the
  * member still owns the partition; false otherwise (nothing changes). */
 bool mk_group_advance(mk_groups *g, const char *group, const char *member,

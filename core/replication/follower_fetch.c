@@ -375,37 +375,32 @@ static mk_err fetch_publish(mk_partition *p, int i, int64_t hw_before,
 static mk_err fetch_append(mk_replica *f, const mk_strbuf *buf, size_t *bytes)
 {
 	mk_err err = MK_OK;
-	size_t pos = 0;
-	while (pos < buf->len && !err) {
-		/* mk_log_read validated every frame it returned (CRC,
-		 * records): the copy is not walked again. */
-		mk_batch_view b;
-		const uint8_t *frame = (const uint8_t *)buf->buf + pos;
-		err = mk_frame_decode_header(frame, buf->len - pos, 0, false, &b,
-					     NULL);
-		if (!err)
-			err = mk_log_append_replica_trusted(f->log, frame,
-							    b.frame_len);
+	/* mk_log_read validated every frame it returned (CRC, records): the
+	 * copy is not walked again. */
+	mk_frame_iter it;
+	mk_batch_view b;
+	mk_frame_iter_init(&it, buf->buf, buf->len);
+	while (!err && mk_frame_next(&it, &b)) {
+		err = mk_log_append_replica_trusted(f->log, it.frame,
+						    b.frame_len);
 		if (!err) {  /* as the leader does: state follows the log */
-			note_append(f, frame, b.frame_len);
+			note_append(f, it.frame, b.frame_len);
 			*bytes += b.frame_len;
 		}
-		pos += b.frame_len;
 	}
+	if (!err && it.left)
+		err = MK_CORRUPT_MESSAGE;    /* cannot happen */
 	return err;
 }
 
 /* The offset after the last whole frame in buf (from when none). */
 static int64_t frames_end(const mk_strbuf *buf, int64_t from)
 {
-	size_t pos = 0;
+	mk_frame_iter it;
 	mk_batch_view b;
-	while (pos < buf->len &&
-	       !mk_frame_decode_header((const uint8_t *)buf->buf + pos,
-				       buf->len - pos, 0, false, &b, NULL)) {
+	mk_frame_iter_init(&it, buf->buf, buf->len);
+	while (mk_frame_next(&it, &b))
 		from = mk_batch_next_offset(&b);
-		pos += b.frame_len;
-	}
 	return from;
 }
 

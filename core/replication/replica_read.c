@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "visible.h"
 #include "xalloc.h"
 
 mk_err mk_partition_fetch(mk_partition *p, int64_t from, size_t max_bytes,
@@ -448,39 +449,37 @@ mk_err mk_partition_replica_index(mk_partition *p, int broker, int64_t segment,
 
 #define REPLAY_FETCH_BYTES (1u << 20)
 
+/* The replay's share of a batch: every visible record, one call each. */
+typedef struct {
+	void (*fn)(void *arg, const mk_record_view *rec);
+	void *arg;
+} replay_ctx;
+
+static size_t replay_batch(void *arg, const mk_batch_view *b, int64_t from,
+			   int64_t end, size_t max, int64_t *next)
+{
+	replay_ctx *ctx = arg;
+	return mk_visible_records(b, from, end, max, ctx->fn, ctx->arg, next);
+}
+
 mk_err mk_partition_replay(mk_partition *p, int64_t from,
 			   void (*fn)(void *arg, const mk_record_view *rec),
 			   void *arg)
 {
-	int64_t visible = 0;
+	replay_ctx ctx = { fn, arg };
+	mk_fetched f = { .visible = 0 };
 	mk_strbuf buf = MK_STRBUF_INIT;
 	mk_err err = MK_OK;
 	while (!err) {
 		mk_strbuf_reset(&buf);
-		err = mk_partition_fetch(p, from, REPLAY_FETCH_BYTES, &buf, &visible, NULL);
+		err = mk_partition_fetch(p, from, REPLAY_FETCH_BYTES, &buf,
+					 &f.visible, NULL);
 		if (err || !buf.len)
 			break;
-		size_t pos = 0;
-		while (pos < buf.len) {
-			mk_batch_view b;
-			if (mk_frame_decode_header((const uint8_t *)buf.buf + pos,
-						   buf.len - pos, 0, false, &b, NULL))
-				break;
-			pos += b.frame_len;
-			if (b.meta.base_offset >= visible)
-				break;
-			if (!mk_batch_is_control(&b)) {
-				mk_record_iter it;
-				mk_record_view rec;
-				mk_record_iter_init(&it, &b);
-				while (mk_record_next(&it, &rec))
-					if (rec.offset >= from && rec.offset < visible)
-						fn(arg, &rec);
-			}
-			if (mk_batch_next_offset(&b) > from)
-				from = mk_batch_next_offset(&b);
-		}
-		if (from >= visible)
+		f.frames = buf.buf;
+		f.len = buf.len;
+		mk_visible_batches(&f, SIZE_MAX, &from, replay_batch, &ctx);
+		if (from >= f.visible)
 			break;
 	}
 	mk_strbuf_release(&buf);

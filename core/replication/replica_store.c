@@ -191,19 +191,17 @@ static void pstate_catch_up(mk_replica *r)
 		mk_strbuf_reset(&buf);
 		if (mk_log_read(r->log, from, end, 1u << 20, &buf) || !buf.len)
 			break;
-		size_t pos = 0;
+		/* mk_log_read validated every frame it returned */
+		mk_frame_iter it;
 		mk_batch_view b;
-		while (pos < buf.len &&
-		       /* mk_log_read validated every frame it returned */
-		       !mk_frame_decode_header((const uint8_t *)buf.buf + pos,
-					       buf.len - pos, 0, false, &b, NULL)) {
+		mk_frame_iter_init(&it, buf.buf, buf.len);
+		while (mk_frame_next(&it, &b)) {
 			if (mk_batch_next_offset(&b) > from) {
 				mk_pstate_apply(&r->pstate, &b);
 				from = mk_batch_next_offset(&b);
 			}
-			pos += b.frame_len;
 		}
-		if (pos < buf.len)
+		if (it.left)
 			break;
 	}
 	mk_strbuf_release(&buf);

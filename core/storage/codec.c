@@ -10,7 +10,8 @@
  *     iterators only assert;
  *   - mk_frame_decode_header(): frame header, CRC (optional), fixed
  *     payload fields; mk_frame_decode() is that plus one pass over the
- *     records and their headers, without allocating;
+ *     records and their headers, without allocating; mk_frame_next()
+ *     walks a buffer of frames validated before, by their headers;
  *   - encoding: begin_frame() reserves the frame header and the payload
  *     header (meta written at once), add_record() appends one record with a
  *     single grow of the buffer (mk_builder_add_many() a run of records
@@ -319,6 +320,24 @@ mk_err mk_frame_decode(const uint8_t *buf, size_t len, size_t max_payload,
 }
 
 /* ---- iteration ----------------------------------------------------------- */
+
+void mk_frame_iter_init(mk_frame_iter *it, const void *buf, size_t len)
+{
+	it->p = len ? buf : NULL;
+	it->left = len;
+	it->frame = NULL;
+}
+
+bool mk_frame_next(mk_frame_iter *it, mk_batch_view *b)
+{
+	if (!it->left ||
+	    mk_frame_decode_header(it->p, it->left, 0, false, b, NULL))
+		return false;
+	it->frame = it->p;
+	it->p += b->frame_len;
+	it->left -= b->frame_len;
+	return true;
+}
 
 void mk_record_iter_init(mk_record_iter *it, const mk_batch_view *b)
 {

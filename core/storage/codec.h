@@ -182,6 +182,27 @@ mk_err mk_frame_decode_header(const uint8_t *buf, size_t len,
 			      size_t max_payload, bool check_crc,
 			      mk_batch_view *out, const char **why);
 
+/*
+ * Walk the frames of a buffer of whole frames already validated (what
+ * mk_log_read and the fetches built on it return: every frame passed
+ * mk_frame_decode once): each is decoded by its header only, without the
+ * CRC, and handed out as a batch view. The walk stops at the buffer's
+ * end, or before a tail that is not a whole frame (a partial frame, or
+ * bytes that do not decode): it.left then counts those bytes, 0 after a
+ * clean end. This is every reader's loop over fetched frames.
+ */
+typedef struct {
+	const uint8_t *p;         /* the next frame */
+	size_t left;              /* bytes from p to the buffer's end */
+	const uint8_t *frame;     /* the frame next() last returned */
+} mk_frame_iter;
+
+void mk_frame_iter_init(mk_frame_iter *it, const void *buf, size_t len);
+/* Fills *b with the next frame's view (it->frame its bytes) and returns
+ * true, or returns false at the end or before a tail that does not
+ * decode. */
+bool mk_frame_next(mk_frame_iter *it, mk_batch_view *b);
+
 /* Iterate the records of a decoded batch. */
 typedef struct {
 	const mk_batch_view *batch;

@@ -543,32 +543,9 @@ static mk_err bad_frame(mk_log *log, const mk_segment *s, uint64_t pos,
 }
 
 /*
- * Checks a forward scan makes of each batch besides its decoding. Base
- * offset and epoch lie outside the frame's CRC (codec.h): offsets must
- * increase, and an epoch (when not -1) may neither go down from the one
- * before it (*prev_epoch, updated) nor exceed the epoch cache's latest.
- */
-static const char *batch_misplaced(const mk_log *log, const mk_batch_view *b,
-				   int64_t prev_next, int32_t *prev_epoch,
-				   int64_t base, int64_t limit)
-{
-	if (b->meta.base_offset < base)
-		return "offset below the segment base";
-	if (b->meta.base_offset < prev_next)
-		return "offsets out of order";
-	if (mk_batch_last_offset(b) >= limit)
-		return "offset at or past the next segment's base";
-	int32_t e = b->meta.leader_epoch;
-	if (e >= 0 && (e < *prev_epoch || e > mk_log_latest_epoch(log)))
-		return "leader epoch out of order";
-	if (e >= 0)
-		*prev_epoch = e;
-	return NULL;
-}
-
-/*
  * A forward walk over segment i's batches from a position, each one
- * decoded (CRC checked) and checked by batch_misplaced: the one loop the
+ * decoded (CRC checked) and placed by mk_batch_misplaced (segment.h), its
+ * epoch checked against the epoch cache's latest too: the one loop the
  * reads, the time lookup and the batch list share. The reader stays the
  * caller's to keep, skip or finish each batch.
  */
@@ -576,9 +553,7 @@ typedef struct {
 	mk_log *log;
 	mk_segment *s;
 	mk_segment_reader r;
-	int64_t limit;          /* offsets below the next segment's base */
-	int64_t prev_next;      /* the next offset after the last batch */
-	int32_t prev_epoch;
+	mk_batch_place place;   /* place.next: after the last batch */
 	uint64_t at;            /* position of the batch last returned (or of
 				 * the bad one) */
 } seg_walk;
@@ -588,9 +563,8 @@ static void walk_init(seg_walk *w, mk_log *log, size_t i, uint64_t pos,
 {
 	w->log = log;
 	w->s = log->segs[i];
-	w->limit = mk_log_end_limit(log, i);
-	w->prev_next = w->s->base;
-	w->prev_epoch = -1;
+	mk_batch_place_init(&w->place, w->s->base, mk_log_end_limit(log, i),
+			    mk_log_latest_epoch(log));
 	w->at = pos;
 	mk_segment_reader_init(&w->r, w->s, pos, w->s->size, buf, max_chunk);
 }
@@ -603,12 +577,9 @@ static mk_err walk_next(seg_walk *w, mk_batch_view *b, bool *done)
 	mk_err err = mk_segment_reader_next(&w->r, b, done);
 	const char *bad = err ? (w->r.reason ? w->r.reason : "bad frame") : NULL;
 	if (!err && !*done)
-		bad = batch_misplaced(w->log, b, w->prev_next, &w->prev_epoch,
-				      w->s->base, w->limit);
+		bad = mk_batch_misplaced(&w->place, b);
 	if (bad)
 		return bad_frame(w->log, w->s, w->at, bad);
-	if (!*done)
-		w->prev_next = mk_batch_next_offset(b);
 	return MK_OK;
 }
 
@@ -643,7 +614,7 @@ static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 		}
 		if (done)
 			break;
-		if (w.prev_next <= rs->from) {
+		if (w.place.next <= rs->from) {
 			mk_segment_reader_skip(&w.r);
 			continue;
 		}
@@ -656,7 +627,7 @@ static mk_err read_segment(mk_log *log, size_t i, uint64_t pos,
 		rs->added += b.frame_len;
 		/* The next batch starts at or after this one's end: when that
 		 * is past `end`, do not even read it. */
-		if (w.prev_next >= rs->end) {
+		if (w.place.next >= rs->end) {
 			rs->stop = true;
 			break;
 		}
@@ -756,7 +727,7 @@ static mk_err time_scan(mk_log *log, size_t i, uint64_t pos, int64_t ts,
 		}
 		if (done)
 			break;
-		if (w.prev_next > from && b.max_timestamp >= ts) {
+		if (w.place.next > from && b.max_timestamp >= ts) {
 			mk_record_iter it;
 			mk_record_view rec;
 			mk_record_iter_init(&it, &b);
@@ -1094,7 +1065,7 @@ mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,
 			bool done;
 			if ((err = walk_next(&w, &b, &done)) || done)
 				break;
-			if (w.prev_next > from) {
+			if (w.place.next > from) {
 				if (*n == cap) {
 					cap = cap ? cap * 2 : 64;
 					*out = mk_xrealloc(*out, cap * sizeof(**out));

@@ -342,6 +342,31 @@ static mk_err final_entry(mk_segment *s, int64_t max_ts, int64_t last_base,
 
 /* ---- the scan ------------------------------------------------------------ */
 
+void mk_batch_place_init(mk_batch_place *pl, int64_t base, int64_t limit,
+			 int32_t max_epoch)
+{
+	*pl = (mk_batch_place){ base, limit, base, -1, max_epoch };
+}
+
+const char *mk_batch_misplaced(mk_batch_place *pl, const mk_batch_view *b)
+{
+	if (b->meta.base_offset < pl->base)
+		return "offset below the segment base";
+	if (b->meta.base_offset < pl->next)
+		return "offsets out of order";
+	if (mk_batch_last_offset(b) >= pl->limit)
+		return "offset at or past the next segment's base";
+	int32_t e = b->meta.leader_epoch;
+	bool cache = pl->max_epoch != MK_PLACE_NO_CACHE;
+	if (e >= 0 && (e < pl->epoch || e > pl->max_epoch))
+		return cache ? "leader epoch out of order"
+			     : "leader epoch went down";
+	pl->next = mk_batch_next_offset(b);
+	if (e >= 0)
+		pl->epoch = e;
+	return NULL;
+}
+
 typedef struct {
 	uint64_t valid;         /* end of the last accepted batch */
 	const char *reason;     /* set when a bad frame or order stopped it */
@@ -356,12 +381,10 @@ typedef struct {
 } scan_result;
 
 /*
- * Walk [0, limit) frame by frame. Each batch must decode, start at or after
- * the previous one's end (and the segment base), end below end_limit, fit
- * the u32 index fields and carry an epoch that is none (-1) or at least the
- * last one before it (base offset and epoch are outside the CRC: these
- * checks are what guards them); the first that does not ends the scan with a
- * reason. The scan also ends before a batch whose base is >= stop. With
+ * Walk [0, limit) frame by frame. Each batch must decode, sit where
+ * mk_batch_misplaced says it may (after the previous one, below end_limit,
+ * its epoch not going down; no epoch cache here) and fit the u32 index
+ * fields; the first that does not ends the scan with a reason. The scan also ends before a batch whose base is >= stop. With
  * build, the index is rebuilt in memory. Only I/O failure is an error.
  */
 static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
@@ -379,6 +402,8 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 	mk_strbuf buf = MK_STRBUF_INIT;
 	mk_segment_reader r;
 	mk_segment_reader_init(&r, s, 0, limit, &buf, SCAN_CHUNK);
+	mk_batch_place place;
+	mk_batch_place_init(&place, s->base, end_limit, MK_PLACE_NO_CACHE);
 	mk_err err = MK_OK;
 	for (;;) {
 		mk_batch_view b;
@@ -398,19 +423,12 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 		if (done)
 			break;
 		int64_t base = b.meta.base_offset, last = mk_batch_last_offset(&b);
-		const char *bad = NULL;
-		if (base < res->next_offset)
-			bad = base < s->base ? "offset below the segment base"
-					     : "offsets out of order";
-		else if (last >= end_limit)
-			bad = "offset at or past the next segment's base";
-		else if (last - s->base > (int64_t)UINT32_MAX)
+		/* Besides its place, what the u32 index fields can hold. */
+		const char *bad = mk_batch_misplaced(&place, &b);
+		if (!bad && last - s->base > (int64_t)UINT32_MAX)
 			bad = "offset too far from the segment base";
-		else if (pos + b.frame_len > UINT32_MAX)
+		else if (!bad && pos + b.frame_len > UINT32_MAX)
 			bad = "segment larger than 4 GiB";
-		else if (b.meta.leader_epoch >= 0 &&
-			 b.meta.leader_epoch < res->last_epoch)
-			bad = "leader epoch went down";
 		if (bad) {
 			res->reason = bad;
 			res->bad_pos = pos;
@@ -428,11 +446,10 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 				    NULL);
 		if (fn)
 			fn(arg, &b, pos);
-		res->next_offset = mk_batch_next_offset(&b);
+		res->next_offset = place.next;
 		res->last_base = base;
 		res->last_pos = pos;
-		if (b.meta.leader_epoch >= 0)
-			res->last_epoch = b.meta.leader_epoch;
+		res->last_epoch = place.epoch;
 		res->valid = pos + b.frame_len;
 		mk_segment_reader_skip(&r);
 	}

@@ -108,6 +108,39 @@ typedef struct {
 	uint64_t last_pos;      /* its byte position */
 } mk_segment;
 
+/*
+ * Where a batch may sit, checked by every forward walk over a segment's
+ * batches: the scan here (open, recovery, index rebuilds, the boundary
+ * check of a truncation) and the log's reads, time lookups and batch
+ * lists (log.c). Base offset and epoch lie outside the frame's CRC
+ * (codec.h): these checks are what guards them. A batch starts at or
+ * after the segment base and the end of the batch before it and ends
+ * below the next segment's base; its epoch, when not -1, does not go down
+ * from the last one before it and, where the walk knows the epoch cache,
+ * does not pass the cache's latest.
+ */
+#define MK_PLACE_NO_CACHE INT32_MAX    /* max_epoch of a walk without one */
+typedef struct {
+	int64_t base;           /* the segment's base offset */
+	int64_t limit;          /* offsets stay below: the next segment's base */
+	int64_t next;           /* the offset after the last batch placed
+				 * (base before the first) */
+	int32_t epoch;          /* the last epoch >= 0 placed, or -1 */
+	int32_t max_epoch;      /* the epoch cache's latest, or
+				 * MK_PLACE_NO_CACHE */
+} mk_batch_place;
+
+void mk_batch_place_init(mk_batch_place *pl, int64_t base, int64_t limit,
+			 int32_t max_epoch);
+/*
+ * NULL when b sits where pl says a batch may (pl then moves past it), or
+ * why not, pl unchanged: "offset below the segment base", "offsets out of
+ * order", "offset at or past the next segment's base", and for the epoch
+ * "leader epoch out of order" against a cache (down, or past its latest),
+ * "leader epoch went down" without one.
+ */
+const char *mk_batch_misplaced(mk_batch_place *pl, const mk_batch_view *b);
+
 /* Called for each batch a scan accepts, in order, with its position. */
 typedef void (*mk_segment_batch_fn)(void *arg, const mk_batch_view *b,
 				    uint64_t pos);

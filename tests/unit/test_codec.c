@@ -493,6 +493,66 @@ static void test_two_frames_back_to_back(void **state)
 	mk_strbuf_release(&all);
 }
 
+/*
+ * The frame walk (mk_frame_iter): every whole frame in order, each view's
+ * frame pointing at its bytes; it stops before a partial tail, leaving
+ * those bytes counted in it.left, and gives nothing for an empty buffer.
+ */
+static void test_frame_iter(void **state)
+{
+	(void)state;
+	raw_batch a = valid_batch(), b = valid_batch();
+	b.base_offset = 103;
+	mk_strbuf sa = MK_STRBUF_INIT, sb2 = MK_STRBUF_INIT, all = MK_STRBUF_INIT;
+	raw_encode(&a, &sa);
+	raw_encode(&b, &sb2);
+	mk_strbuf_add(&all, sa.buf, sa.len);
+	mk_strbuf_add(&all, sb2.buf, sb2.len);
+	mk_frame_iter it;
+	mk_batch_view v;
+
+	/* Two whole frames: both, then a clean end. */
+	owned o = own(all.buf, all.len);
+	mk_frame_iter_init(&it, o.buf, o.len);
+	assert_true(mk_frame_next(&it, &v));
+	assert_int_equal(v.meta.base_offset, 100);
+	assert_ptr_equal(it.frame, o.buf);
+	assert_true(mk_frame_next(&it, &v));
+	assert_int_equal(v.meta.base_offset, 103);
+	assert_ptr_equal(it.frame, o.buf + sa.len);
+	assert_int_equal(v.frame_len, sb2.len);
+	assert_false(mk_frame_next(&it, &v));
+	assert_int_equal(it.left, 0);
+	assert_false(mk_frame_next(&it, &v));
+	free(o.buf);
+
+	/* A partial second frame, cut anywhere (even inside its header): the
+	 * first only, the cut bytes left. */
+	for (size_t cut = 1; cut < sb2.len; cut++) {
+		o = own(all.buf, sa.len + cut);
+		mk_frame_iter_init(&it, o.buf, o.len);
+		assert_true(mk_frame_next(&it, &v));
+		assert_int_equal(v.meta.base_offset, 100);
+		assert_false(mk_frame_next(&it, &v));
+		assert_int_equal(it.left, cut);
+		free(o.buf);
+	}
+
+	/* An empty buffer: nothing, nothing left; NULL with no bytes too. */
+	o = own(all.buf, 0);
+	mk_frame_iter_init(&it, o.buf, 0);
+	assert_false(mk_frame_next(&it, &v));
+	assert_int_equal(it.left, 0);
+	free(o.buf);
+	mk_frame_iter_init(&it, NULL, 0);
+	assert_false(mk_frame_next(&it, &v));
+	assert_null(it.frame);
+
+	mk_strbuf_release(&sa);
+	mk_strbuf_release(&sb2);
+	mk_strbuf_release(&all);
+}
+
 static void test_max_payload_bound(void **state)
 {
 	(void)state;
@@ -2001,6 +2061,7 @@ int main(void)
 		cmocka_unit_test(test_frame_size_of_one),
 		cmocka_unit_test(test_builder_add_many),
 		cmocka_unit_test(test_crc_is_zlib_crc32),
+		cmocka_unit_test(test_frame_iter),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /*
- * Unit tests of the group coordinator (core/coordination/group.c) and the round-robin
+ * Unit tests of the group coordinator (core/coordination/group.c), the
+ * consumer fetcher its polls run on (core/client/fetcher.c) and the round-robin
  * assignor (core/coordination/assignor.c): determinism, eager rebalances, generation
  * fencing, sessions on the manual clock, positions and polls, commits
  * refused for stale generations, unowned partitions and offsets outside
@@ -18,6 +19,7 @@
 #include "assignor.h"
 #include "cluster.h"
 #include "codec.h"
+#include "fetcher.h"
 #include "fileio.h"
 #include "group.h"
 #include "partitioner.h"
@@ -317,7 +319,7 @@ static void poll_and_rebalance_resume_from_commits(void **state)
 	join(f, "m1", "t");
 	collected c = { "", 0 };
 	int64_t n;
-	assert_int_equal(mk_group_poll(f->g, "g", "m1", 5, 1, false, NULL, collect, &c, &n, NULL), MK_OK);
+	assert_int_equal(mk_fetcher_poll(f->g, "g", "m1", 5, 1, false, NULL, collect, &c, &n, NULL), MK_OK);
 	assert_int_equal(n, 5);
 	assert_string_equal(c.got, "0@0 0@1 0@2 1@0 1@1");
 	/* Positions move only by advance (compare-and-set). */
@@ -339,16 +341,16 @@ static void poll_and_rebalance_resume_from_commits(void **state)
 	/* Eager: m1 kept t/0 but starts again at its committed offset too. */
 	assert_int_equal(position(f, "m1", "t", 0), 3);
 	memset(&c, 0, sizeof(c));
-	assert_int_equal(mk_group_poll(f->g, "g", "m2", 0, 1, false, NULL, collect, &c, &n, NULL), MK_OK);
+	assert_int_equal(mk_fetcher_poll(f->g, "g", "m2", 0, 1, false, NULL, collect, &c, &n, NULL), MK_OK);
 	assert_string_equal(c.got, "1@3 1@4");
 	memset(&c, 0, sizeof(c));
-	assert_int_equal(mk_group_poll(f->g, "g", "m1", 0, 1, false, NULL, collect, &c, &n, NULL), MK_OK);
+	assert_int_equal(mk_fetcher_poll(f->g, "g", "m1", 0, 1, false, NULL, collect, &c, &n, NULL), MK_OK);
 	assert_int_equal(n, 0);
 	/* max.poll.records caps a poll. */
 	const char *kv[] = { "max.poll.records=1" };
 	assert_int_equal(mk_group_configure(f->g, "g", kv, 1, NULL), MK_OK);
 	memset(&c, 0, sizeof(c));
-	assert_int_equal(mk_group_poll(f->g, "g", "m2", 0, 1, false, NULL, collect, &c, &n, NULL), MK_OK);
+	assert_int_equal(mk_fetcher_poll(f->g, "g", "m2", 0, 1, false, NULL, collect, &c, &n, NULL), MK_OK);
 	assert_int_equal(n, 1);
 }
 
@@ -364,7 +366,7 @@ static void poll_cache_follows_positions(void **state)
 #define POLL2(want)                                                          \
 	do {                                                                 \
 		memset(&c, 0, sizeof(c));                                    \
-		assert_int_equal(mk_group_poll(f->g, "g", "m1", 2, 1, false, \
+		assert_int_equal(mk_fetcher_poll(f->g, "g", "m1", 2, 1, false, \
 					       cache, collect, &c, &n, NULL), MK_OK); \
 		assert_string_equal(c.got, want);                            \
 	} while (0)
@@ -399,13 +401,13 @@ static void reset_policies(void **state)
 	assert_int_equal(position(f, "m1", "t", 0), -1);
 	collected c = { "", 0 };
 	int64_t n;
-	assert_int_equal(mk_group_poll(f->g, "g", "m1", 0, 1, false, NULL, collect, &c, &n, NULL),
+	assert_int_equal(mk_fetcher_poll(f->g, "g", "m1", 0, 1, false, NULL, collect, &c, &n, NULL),
 			 MK_OFFSET_OUT_OF_RANGE);
 	assert_int_equal(mk_group_seek(f->g, "g", "m1", "t", 0, 2, NULL), MK_OK);
 	assert_int_equal(mk_group_seek(f->g, "g", "m1", "t", 1, 0, NULL), MK_OK);
 	assert_int_equal(mk_group_seek(f->g, "g", "m1", "t", 2, 0, NULL), MK_OK);
 	assert_int_equal(mk_group_seek(f->g, "g", "m1", "t", 3, 0, NULL), MK_OK);
-	assert_int_equal(mk_group_poll(f->g, "g", "m1", 0, 1, false, NULL, collect, &c, &n, NULL), MK_OK);
+	assert_int_equal(mk_fetcher_poll(f->g, "g", "m1", 0, 1, false, NULL, collect, &c, &n, NULL), MK_OK);
 	assert_string_equal(c.got, "0@2 0@3");
 }
 

@@ -1516,6 +1516,62 @@ static void put_be_at(const char *path, off_t at, uint64_t v, int width)
 	close(fd);
 }
 
+/* A view placed at [base, base + delta] in epoch e. */
+static mk_batch_view placed(int64_t base, int32_t delta, int32_t e)
+{
+	mk_batch_view b;
+	memset(&b, 0, sizeof(b));
+	b.meta.base_offset = base;
+	b.meta.leader_epoch = e;
+	b.last_offset_delta = delta;
+	return b;
+}
+
+/*
+ * The placement checks both walks share (mk_batch_misplaced), with each
+ * walk's own messages: after the base and the batch before, below the
+ * next segment's base, the epoch not going down, nor (with a cache) past
+ * its latest; a refused batch leaves the place as it was.
+ */
+static void test_batch_place(void **state)
+{
+	(void)state;
+	mk_batch_place pl;
+	mk_batch_view b;
+	mk_batch_place_init(&pl, 10, 20, 3);    /* the log's: cache latest 3 */
+	b = placed(9, 0, 1);
+	assert_string_equal(mk_batch_misplaced(&pl, &b), "offset below the segment base");
+	b = placed(10, 1, 2);
+	assert_null(mk_batch_misplaced(&pl, &b));
+	assert_int_equal(pl.next, 12);
+	assert_int_equal(pl.epoch, 2);
+	b = placed(11, 0, 2);
+	assert_string_equal(mk_batch_misplaced(&pl, &b), "offsets out of order");
+	b = placed(12, 8, 2);
+	assert_string_equal(mk_batch_misplaced(&pl, &b),
+			    "offset at or past the next segment's base");
+	b = placed(12, 0, 1);
+	assert_string_equal(mk_batch_misplaced(&pl, &b), "leader epoch out of order");
+	b = placed(12, 0, 4);
+	assert_string_equal(mk_batch_misplaced(&pl, &b), "leader epoch out of order");
+	assert_int_equal(pl.next, 12);          /* refusals moved nothing */
+	assert_int_equal(pl.epoch, 2);
+	b = placed(12, 0, -1);                  /* no epoch: not compared */
+	assert_null(mk_batch_misplaced(&pl, &b));
+	assert_int_equal(pl.epoch, 2);
+	b = placed(15, 4, 3);                   /* a gap is fine; 19 < 20 */
+	assert_null(mk_batch_misplaced(&pl, &b));
+	assert_int_equal(pl.next, 20);
+
+	mk_batch_place_init(&pl, 0, INT64_MAX, MK_PLACE_NO_CACHE);  /* a scan */
+	b = placed(0, 0, 5);
+	assert_null(mk_batch_misplaced(&pl, &b));
+	b = placed(1, 0, 4);
+	assert_string_equal(mk_batch_misplaced(&pl, &b), "leader epoch went down");
+	b = placed(1, 0, 1000);                 /* no cache to exceed */
+	assert_null(mk_batch_misplaced(&pl, &b));
+}
+
 /*
  * Base offset and epoch lie outside the frame CRC (codec.h): on disk, the
  * log's order checks stand guard. A closed segment whose batch moved to an
@@ -2899,6 +2955,7 @@ int main(void)
 		T(test_tail_repair),
 		T(test_index_rebuild),
 		T(test_closed_damage),
+		cmocka_unit_test(test_batch_place),
 		T(test_stamp_sanity),
 		T(test_startup_skips_closed),
 		T(test_ignores_other_files),

@@ -1,6 +1,7 @@
 /*
  * Unit tests of transactions: the aborted-transaction index
- * (core/storage/txnindex.c), the producer state's open transactions and its
+ * (core/storage/txnindex.c), a fetch reduced to what its reader sees
+ * (core/storage/visible.c), the producer state's open transactions and its
  * snapshot (core/storage/producer_state.c), and the coordinator (core/coordination/txn.c):
  * its state machine, the LSO and read_committed fetches it leads to,
  * fencing by init, offsets committed only with the transaction, timeouts
@@ -28,6 +29,7 @@
 #include "testlib.h"
 #include "txn.h"
 #include "txnindex.h"
+#include "visible.h"
 
 /* ---- the index and the producer state ---------------------------------- */
 
@@ -72,6 +74,129 @@ static void test_index(void **state)
 	assert_int_equal(l.v[0].first, 2);
 	mk_aborted_free(&l);
 	mk_aborted_free(&r);
+}
+
+/* ---- a fetch reduced to what its reader sees (visible.h) ----------------- */
+
+/* One batch of n records from base: pid -1 plain, else transactional of
+ * that producer; marker a control batch of that kind (n ignored). */
+static void put_batch(mk_strbuf *out, int64_t base, int n, int64_t pid,
+		      uint16_t marker)
+{
+	mk_batch_meta m = {
+		.flags = pid >= 0 ? MK_BATCH_TRANSACTIONAL | marker : 0,
+		.base_offset = base, .leader_epoch = 0, .producer_id = pid,
+		.producer_epoch = pid >= 0 ? 0 : -1,
+		.base_sequence = pid >= 0 && !marker ? 0 : -1,
+		.txn_id = MK_BYTES_NULL,
+	};
+	if (marker) {
+		mk_frame_marker(out, &m, 1);
+		return;
+	}
+	mk_batch_builder b;
+	mk_builder_init(&b, &m);
+	for (int i = 0; i < n; i++) {
+		char v[16];
+		snprintf(v, sizeof(v), "%lld", (long long)(base + i));
+		mk_builder_add(&b, 1, MK_BYTES_NULL, mk_bytes_of(v, strlen(v)),
+			       NULL, 0);
+	}
+	mk_builder_finish(&b);
+	mk_strbuf_add(out, b.frame.buf, b.frame.len);
+	mk_builder_release(&b);
+}
+
+static void seen_record(void *arg, const mk_record_view *rec)
+{
+	mk_strbuf_addf(arg, "%lld ", (long long)rec->offset);
+}
+
+static size_t seen_batch(void *arg, const mk_batch_view *b, int64_t from,
+			 int64_t end, size_t max, int64_t *next)
+{
+	return mk_visible_records(b, from, end, max, seen_record, arg, next);
+}
+
+/* The offsets f shows from *pos on, at most max; *pos moved. */
+static const char *shown(const mk_fetched *f, size_t max, int64_t *pos,
+			 mk_strbuf *out)
+{
+	mk_strbuf_reset(out);
+	mk_visible_batches(f, max, pos, seen_batch, out);
+	return out->len ? out->buf : "";
+}
+
+/*
+ * Data 0-1, producer 7's aborted 2-3 and its ABORT marker at 4, producer
+ * 8's committed 5-6 and its COMMIT marker at 7, data 8-10: markers are
+ * never shown, the aborted list hides 2-3, nothing at or past the visible
+ * end is shown and the position stops there, and it moves past hidden
+ * batches but not past one the reader had no room for.
+ */
+static void test_visible(void **state)
+{
+	(void)state;
+	mk_strbuf frames = MK_STRBUF_INIT, out = MK_STRBUF_INIT;
+	put_batch(&frames, 0, 2, -1, 0);
+	put_batch(&frames, 2, 2, 7, 0);
+	put_batch(&frames, 4, 1, 7, MK_BATCH_ABORT_MARKER);
+	put_batch(&frames, 5, 2, 8, 0);
+	put_batch(&frames, 7, 1, 8, MK_BATCH_COMMIT_MARKER);
+	put_batch(&frames, 8, 3, -1, 0);
+	mk_aborted_list ab;
+	mk_aborted_init(&ab);
+	mk_aborted_add(&ab, 7, 2, 4);
+	int64_t pos = 0;
+
+	/* read_uncommitted: the aborted data too, the markers never. */
+	mk_fetched f = { frames.buf, frames.len, 100, NULL };
+	assert_string_equal(shown(&f, SIZE_MAX, &pos, &out), "0 1 2 3 5 6 8 9 10 ");
+	assert_int_equal(pos, 11);
+	/* read_committed: the aborted transaction hidden. */
+	f.aborted = &ab;
+	pos = 0;
+	assert_string_equal(shown(&f, SIZE_MAX, &pos, &out), "0 1 5 6 8 9 10 ");
+	assert_int_equal(pos, 11);
+	/* From inside a batch. */
+	pos = 9;
+	assert_string_equal(shown(&f, SIZE_MAX, &pos, &out), "9 10 ");
+	assert_int_equal(pos, 11);
+	/* Clamped at a visible end inside a batch, and at one on a batch's
+	 * start (past the COMMIT marker: the position moves over it). */
+	f.visible = 9;
+	pos = 0;
+	assert_string_equal(shown(&f, SIZE_MAX, &pos, &out), "0 1 5 6 8 ");
+	assert_int_equal(pos, 9);
+	f.visible = 8;
+	pos = 0;
+	assert_string_equal(shown(&f, SIZE_MAX, &pos, &out), "0 1 5 6 ");
+	assert_int_equal(pos, 8);
+	/* Nothing visible past the position: nothing, the position stays. */
+	pos = 8;
+	assert_string_equal(shown(&f, SIZE_MAX, &pos, &out), "");
+	assert_int_equal(pos, 8);
+	/* At most 3: over the hidden batch and the marker, not past 5's
+	 * batch, whose 6 is left for the next read. */
+	f.visible = 100;
+	pos = 0;
+	assert_string_equal(shown(&f, 3, &pos, &out), "0 1 5 ");
+	assert_int_equal(pos, 6);
+	assert_string_equal(shown(&f, 3, &pos, &out), "6 8 9 ");
+	assert_int_equal(pos, 10);
+	/* A partial last frame: the whole ones only. */
+	f.len = frames.len - 3;
+	pos = 0;
+	assert_string_equal(shown(&f, SIZE_MAX, &pos, &out), "0 1 5 6 ");
+	assert_int_equal(pos, 8);
+	/* An empty fetch. */
+	f.len = 0;
+	pos = 0;
+	assert_string_equal(shown(&f, SIZE_MAX, &pos, &out), "");
+	assert_int_equal(pos, 0);
+	mk_aborted_free(&ab);
+	mk_strbuf_release(&frames);
+	mk_strbuf_release(&out);
 }
 
 static void test_pstate(void **state)
@@ -769,6 +894,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_visible),
 		cmocka_unit_test(test_pstate),
 		cmocka_unit_test_setup_teardown(test_commit_abort, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fencing, setup, teardown),
