@@ -5,7 +5,8 @@
  * refused write, a carried line refused as too large dropped (and its
  * descriptor refusing every later write), a full piece refusing a line
  * near the limit, a close of one copy (flush) that sends nothing, the
- * last close and fsync that do, receipts as text.
+ * last close and fsync that do, receipts as text. Calls that would wait
+ * are driven past their waits as the parking lot would (tl_fs_settle).
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -60,7 +61,7 @@ static mk_handle *hopen(fixture *f, const char *path, int flags)
 static mk_err hwrite(fixture *f, mk_handle *h, const char *s)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_handle_write(&f->fs, h, s, strlen(s), NULL, NULL, &why);
+	mk_err err = tl_fs_write(f, h, s, strlen(s), &why);
 	if (err)
 		assert_true(why.len > 0);
 	mk_strbuf_release(&why);
@@ -70,7 +71,7 @@ static mk_err hwrite(fixture *f, mk_handle *h, const char *s)
 static mk_err hflush(fixture *f, mk_handle *h)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_handle_flush(&f->fs, h, NULL, &why);
+	mk_err err = mk_handle_flush(&f->fs, h, &why);
 	mk_strbuf_release(&why);
 	return err;
 }
@@ -78,7 +79,7 @@ static mk_err hflush(fixture *f, mk_handle *h)
 static mk_err hfsync(fixture *f, mk_handle *h)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_handle_fsync(&f->fs, h, NULL, NULL, &why);
+	mk_err err = tl_fs_fsync(f, h, &why);
 	mk_strbuf_release(&why);
 	return err;
 }
@@ -91,8 +92,8 @@ static char *hread_all(fixture *f, mk_handle *h)
 	size_t n;
 	long long off = 0;
 	do {
-		assert_int_equal(mk_handle_read(&f->fs, h, buf, sizeof(buf), off,
-						NULL, NULL, &n, &why), MK_OK);
+		assert_int_equal(tl_fs_read(f, h, buf, sizeof(buf), off, &n, &why),
+				 MK_OK);
 		mk_strbuf_add(&out, buf, n);
 		off += (long long)n;
 	} while (n);
@@ -111,7 +112,7 @@ static void assert_records(fixture *f, int p, const char *expect)
 	char *got = hread_all(f, h);
 	assert_string_equal(got, expect);
 	free(got);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 }
 
 static int64_t leo(fixture *f, int p)
@@ -139,7 +140,7 @@ static void carries_lines(void **state)
 	assert_int_equal(leo(f, 0), 1);
 	assert_int_equal(hwrite(f, h, "f\ng\nh"), MK_OK);
 	assert_int_equal(leo(f, 0), 3);          /* one batch: def, g */
-	mk_handle_close(h);                       /* the last close: h */
+	tl_fs_close_handle(f, h);                 /* the last close: h */
 	assert_int_equal(leo(f, 0), 4);
 	assert_records(f, 0, "abc\ndef\ng\nh\n");
 }
@@ -160,10 +161,10 @@ static void refused_write_keeps_the_carry(void **state)
 	big[sizeof(big) - 1] = '\0';
 	assert_int_equal(hwrite(f, h, big), MK_MESSAGE_TOO_LARGE);
 	assert_int_equal(hwrite(f, h, "w\n"), MK_OK);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	mk_handle *r = hopen(f, "/topics/t/0/records:tsv", O_RDONLY);
 	char *got = hread_all(f, r);
-	mk_handle_close(r);
+	tl_fs_close_handle(f, r);
 	/* OFFSET TIMESTAMP KEY VALUE: the value unescaped, then escaped again */
 	assert_non_null(strstr(got, "\t\\N\txy\\tz\n"));
 	assert_non_null(strstr(got, "\t\\N\tw\n"));
@@ -187,7 +188,7 @@ static void refused_carried_line_is_dropped(void **state)
 	assert_int_equal(hwrite(f, h, big), MK_MESSAGE_TOO_LARGE);
 	assert_int_equal(hwrite(f, h, "y\n"), MK_MESSAGE_TOO_LARGE);
 	assert_int_equal(hfsync(f, h), MK_OK);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	assert_int_equal(leo(f, 0), 1);
 	assert_records(f, 0, "a\n");
 
@@ -201,7 +202,7 @@ static void refused_carried_line_is_dropped(void **state)
 	half[51] = '\0';
 	assert_int_equal(hwrite(f, h, half), MK_MESSAGE_TOO_LARGE);
 	assert_int_equal(hwrite(f, h, "ok\n"), MK_MESSAGE_TOO_LARGE);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	assert_int_equal(leo(f, 1), 0);
 }
 
@@ -222,7 +223,7 @@ static void full_piece_refuses_a_line_near_the_limit(void **state)
 	buf[near] = '\0';
 	mk_handle *h = hopen(f, "/topics/w/0/append", O_WRONLY);
 	assert_int_equal(hwrite(f, h, buf), MK_OK);   /* max_write unknown */
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	f->fs.max_write = 2 * page;
 	h = hopen(f, "/topics/w/0/append", O_WRONLY);
 	assert_int_equal(hwrite(f, h, buf), MK_MESSAGE_TOO_LARGE);
@@ -235,7 +236,7 @@ static void full_piece_refuses_a_line_near_the_limit(void **state)
 	/* The next piece: the carried line is over the limit; dropped. */
 	assert_int_equal(hwrite(f, h, buf), MK_MESSAGE_TOO_LARGE);
 	assert_int_equal(hwrite(f, h, "z\n"), MK_MESSAGE_TOO_LARGE);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	free(buf);
 	mk_topic *t = mk_cluster_topic(f->c, "w");
 	mk_partition_info in;
@@ -258,13 +259,13 @@ static void receipts(void **state)
 	got = hread_all(f, h);
 	assert_string_equal(got, "");
 	free(got);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	h = hopen(f, "/topics/t/1/append:acks=0", O_RDWR);
 	assert_int_equal(hwrite(f, h, "d\n"), MK_OK);
 	got = hread_all(f, h);
 	assert_string_equal(got, "t 1 - 1\n");
 	free(got);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 
 	node_ref ref;
 	assert_int_equal(mk_resolve(&f->fs, "/topics/t/append", &ref, NULL), MK_OK);
@@ -294,7 +295,7 @@ static void lingering_batches(void **state)
 	assert_int_equal(hwrite(f, h, "partial"), MK_OK);
 	assert_int_equal(hflush(f, h), MK_OK);
 	assert_int_equal(leo(f, 0) + leo(f, 1), 2);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	/* fsync moved keyless records on to partition 1 */
 	assert_int_equal(leo(f, 1), 2);
 	assert_records(f, 1, "c\npartial\n");
@@ -311,7 +312,7 @@ static void flush_reports_background_errors(void **state)
 	assert_int_equal(mk_cluster_clock_advance(f->c, 100, NULL), MK_OK);
 	assert_int_equal(hflush(f, h), MK_LEADER_NOT_AVAILABLE);
 	assert_int_equal(hflush(f, h), MK_OK);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	assert_int_equal(mk_cluster_broker_restart(f->c, 1, NULL), MK_OK);
 }
 
