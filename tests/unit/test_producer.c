@@ -2310,6 +2310,80 @@ static void test_check_without_waiting(void **state)
 	mk_strbuf_release(&why);
 }
 
+/*
+ * A close waits for nothing: it sends what is open and takes one last
+ * look (mk_producer_close). An acknowledgement still owed then is
+ * REQUEST_TIMED_OUT (the batch stays appended and a later fetch
+ * acknowledges it); one the follower's fetch gave is MK_OK; a ticket that
+ * failed (a new leader) is told at that look even while another is still
+ * owed. tl_producer_send settles by fetch rounds.
+ */
+static void test_close_takes_one_last_look(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 2);
+	f->cfg.auto_replication = 0;
+	f->cfg.replica_lag_time_max_ms = 100000;
+	open_cluster(f);
+	create(f, "t", 2, 2);
+	for (int i = 0; i < 2; i++)    /* the followers join the ISR */
+		assert_int_equal(mk_partition_follower_fetch(part(f, i), 2), MK_OK);
+	mk_producer_opts o = { .acks = -1, .seq = -1 };
+	mk_record_in r = { MK_BYTES_NULL, mk_bytes_of("a", 1), NULL, 0 };
+	mk_producer *p;
+	mk_strbuf why = MK_STRBUF_INIT;
+	size_t taken;
+	assert_int_equal(mk_producer_open(f->ps, f->t, 0, &o, &p, &why), MK_OK);
+	assert_int_equal(mk_producer_append(p, &r, 1, &taken, &why), MK_OK);
+	assert_int_equal(mk_producer_close(p, &why), MK_REQUEST_TIMED_OUT);
+	assert_non_null(strstr(why.buf, "closed before the ISR acknowledged 1 batch"));
+	assert_int_equal(leo(f, 0), 1);
+	assert_int_equal(info(part(f, 0)).hw, 0);
+	assert_int_equal(mk_partition_follower_fetch(part(f, 0), 2), MK_OK);
+	assert_int_equal(info(part(f, 0)).hw, 1);
+
+	mk_strbuf_reset(&why);
+	assert_int_equal(mk_producer_open(f->ps, f->t, 0, &o, &p, &why), MK_OK);
+	assert_int_equal(mk_producer_append(p, &r, 1, &taken, &why), MK_OK);
+	assert_int_equal(mk_partition_follower_fetch(part(f, 0), 2), MK_OK);
+	assert_int_equal(mk_producer_close(p, &why), MK_OK);
+	assert_int_equal(why.len, 0);
+
+	/* Settled by explicit fetch rounds. */
+	assert_int_equal(mk_producer_open(f->ps, f->t, 0, &o, &p, &why), MK_OK);
+	assert_int_equal(tl_producer_send(f->c, p, &r, 1, &taken, &why), MK_OK);
+	assert_int_equal(info(part(f, 0)).hw, 3);
+	assert_int_equal(mk_producer_close(p, &why), MK_OK);
+
+	/* A topic producer owing on both partitions; partition 0 gets a new
+	 * leader, so its ticket fails, and partition 1's is still owed. */
+	mk_producer_limits lim = { 1 << 20, 100000 };
+	mk_producer_opts to = { .acks = -1, .seq = -1, .limits = &lim };
+	assert_int_equal(mk_producer_open(f->ps, f->t, MK_PARTITION_ANY, &to, &p,
+					  &why), MK_OK);
+	const char *keys[2] = { NULL, NULL };
+	char kb[2][16];
+	for (int i = 0, found = 0; found < 2; i++) {    /* one key per partition */
+		snprintf(kb[found], sizeof(kb[found]), "k%d", i);
+		int at = pfk(kb[found], 2);
+		if (!keys[at]) {
+			keys[at] = kb[found];
+			found++;
+		}
+	}
+	mk_record_in rs[2];
+	for (int i = 0; i < 2; i++)
+		rs[i] = (mk_record_in){ mk_bytes_of(keys[i], strlen(keys[i])),
+					mk_bytes_of("b", 1), NULL, 0 };
+	assert_int_equal(mk_producer_append(p, rs, 2, &taken, &why), MK_OK);
+	assert_int_equal(mk_producer_flush_begin(p, &why), MK_OK);
+	assert_int_equal(leo(f, 0) + leo(f, 1), 5);
+	assert_int_equal(mk_cluster_promote(f->c, 2, "t", 0, false, NULL), MK_OK);
+	assert_int_equal(mk_producer_close(p, &why), MK_FENCED_LEADER_EPOCH);
+	assert_non_null(strstr(why.buf, "leader changed"));
+	mk_strbuf_release(&why);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2342,6 +2416,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idem_bad_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_promotion, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_without_waiting, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_takes_one_last_look, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
