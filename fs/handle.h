@@ -75,8 +75,7 @@ typedef void (*mk_read_reply_fn)(void *arg, const char *data, size_t n);
 typedef struct {
 	size_t size;
 	long long off;
-	const mk_waiter *w;
-	mk_wait *wait;
+	mk_wait *wait;           /* where a :follow read at the end parks */
 	mk_read_reply_fn reply;
 	void *arg;
 	bool answered;           /* the kind answered it (read by offset) */
@@ -103,14 +102,13 @@ typedef struct mk_handle_ops {
 	void (*consumed)(mkfs *fs, mk_handle *h, size_t n);
 	/* Under h->lock. */
 	mk_err (*write)(mkfs *fs, mk_handle *h, const char *buf, size_t size,
-			const mk_waiter *w, mk_wait *wait, mk_strbuf *why);
+			mk_wait *wait, mk_strbuf *why);
 	/* Does this write wait inside a coordinator (ops.c: the command
 	 * thread)? */
 	bool (*write_waits)(const mk_handle *h, const char *buf, size_t size);
 	/* Under h->lock: the close of one copy. */
 	mk_err (*flush)(mkfs *fs, mk_handle *h, mk_strbuf *why);
-	mk_err (*fsync)(mkfs *fs, mk_handle *h, const mk_waiter *w,
-			mk_wait *wait, mk_strbuf *why);
+	mk_err (*fsync)(mkfs *fs, mk_handle *h, mk_wait *wait, mk_strbuf *why);
 	mk_err (*resume)(mkfs *fs, mk_handle *h, mk_wait *wait, mk_strbuf *why);
 	bool (*close_begin)(mk_handle *h, mk_wait *wait);
 	/* The last close, after the reply let go of the lock: what the kind

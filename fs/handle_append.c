@@ -259,8 +259,7 @@ static mk_err take_held(mk_handle *h, mk_err err, mk_strbuf *why)
  * a refused one changes nothing.
  */
 static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
-			   bool final, const mk_waiter *w, mk_wait *wait,
-			   mk_strbuf *why)
+			   bool final, mk_strbuf *why)
 {
 	append_state *a = h->kind;
 	mk_topic_config tc;
@@ -287,16 +286,11 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 		drop_carried(h, why);
 	if (err)
 		return err;
-	if (a->parsed.n && wait) {
+	if (a->parsed.n) {
 		/* Append now; the acknowledgements are looked at by the caller
 		 * (the write's own, or fsync's and the last close's all). */
 		err = mk_producer_append(a->prod, a->parsed.recs, a->parsed.n,
 					 &taken, why);
-		if (!taken)
-			return err;
-	} else if (a->parsed.n) {
-		err = mk_producer_send(a->prod, a->parsed.recs, a->parsed.n, w,
-				       &taken, why);
 		if (!taken)
 			return err;
 	}
@@ -305,22 +299,17 @@ static mk_err append_bytes(mkfs *fs, mk_handle *h, const char *buf, size_t len,
 }
 
 /*
- * The carried line as a record, then every lingering batch, awaited; with
- * a wait, sent only: what is owed is looked at once and, while some is,
- * the wait is filled with `kind` (the error so far held for the end).
- * Under h->lock.
+ * The carried line as a record, then every lingering batch, sent; what is
+ * owed is looked at once and, while some is, the wait is filled with
+ * `kind` (the error so far held for the end). Under h->lock.
  */
-static mk_err append_drain(mkfs *fs, mk_handle *h, const mk_waiter *w,
-			   mk_wait *wait, mk_wait_kind kind, mk_strbuf *why)
+static mk_err append_drain(mkfs *fs, mk_handle *h, mk_wait *wait,
+			   mk_wait_kind kind, mk_strbuf *why)
 {
 	append_state *a = h->kind;
 	mk_err err = MK_OK;
 	if (a->pending.len)
-		err = append_bytes(fs, h, "", 0, true, w, wait, why);
-	if (!wait) {
-		mk_err ferr = mk_producer_flush(a->prod, w, why);
-		return err ? err : ferr;
-	}
+		err = append_bytes(fs, h, "", 0, true, why);
 	mk_err ferr = mk_producer_flush_begin(a->prod, why);
 	if (!err)
 		err = ferr;
@@ -343,18 +332,28 @@ static mk_err fsync_logs(mk_handle *h)
 	return err;
 }
 
-/* The last close of an append descriptor: what it still holds is sent;
- * errors can only go to /errors now. */
+/*
+ * The last close of an append descriptor: what it still holds is sent;
+ * errors can only go to /errors now. Nothing is waited for: after
+ * close_begin's parked wait nothing is owed; what a close without it (a
+ * stop: mk_fs_release_all) still finds owed is the producer's last look
+ * (mk_producer_close), told after an error held before it.
+ */
 static void append_release(mk_handle *h)
 {
 	append_state *a = h->kind;
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = append_drain(h->fs, h, NULL, NULL, MK_WAIT_NONE, &why);
-	mk_err held = take_held(h, MK_OK, &why);
-	if (!err)
-		err = held;
-	mk_producer_close(a->prod, NULL, &why);
+	mk_strbuf why = MK_STRBUF_INIT, last = MK_STRBUF_INIT;
+	mk_wait wait;
+	mk_err err = append_drain(h->fs, h, &wait, MK_WAIT_CLOSE_ACKS, &why);
+	mk_err closed = mk_producer_close(a->prod, &last);
 	a->prod = NULL;
+	bool owed = mk_wait_pending(&wait);
+	if (owed || (!err && closed)) {
+		err = owed ? take_held(h, closed, &last) : closed;
+		mk_strbuf_reset(&why);
+		mk_strbuf_add(&why, last.buf, last.len);
+	}
+	mk_strbuf_release(&last);
 	if (err)
 		mk_errlog_add(&h->fs->cluster->errlog,
 			      mk_clock_now(&h->fs->cluster->clock), h->path, err,
@@ -394,13 +393,11 @@ static mk_err append_read(mkfs *fs, mk_handle *h, mk_read_req *rq,
 }
 
 static mk_err append_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
-			   const mk_waiter *w, mk_wait *wait, mk_strbuf *why)
+			   mk_wait *wait, mk_strbuf *why)
 {
-	if (!wait)
-		return append_bytes(fs, h, buf, size, false, w, NULL, why);
 	/* A write refused before anything was appended owes nothing: the
 	 * look finds nothing pending and its error stands. */
-	mk_err err = append_bytes(fs, h, buf, size, false, w, wait, why);
+	mk_err err = append_bytes(fs, h, buf, size, false, why);
 	mk_strbuf first = MK_STRBUF_INIT;
 	mk_strbuf_add(&first, why->buf, why->len);
 	mk_strbuf_reset(why);
@@ -439,11 +436,11 @@ static mk_err append_flush(mkfs *fs, mk_handle *h, mk_strbuf *why)
 	return a->prod ? mk_producer_poll(a->prod, why) : MK_OK;
 }
 
-static mk_err append_fsync(mkfs *fs, mk_handle *h, const mk_waiter *w,
-			   mk_wait *wait, mk_strbuf *why)
+static mk_err append_fsync(mkfs *fs, mk_handle *h, mk_wait *wait,
+			   mk_strbuf *why)
 {
 	pthread_mutex_lock(&h->lock);
-	mk_err err = append_drain(fs, h, w, wait, MK_WAIT_FSYNC_ACKS, why);
+	mk_err err = append_drain(fs, h, wait, MK_WAIT_FSYNC_ACKS, why);
 	pthread_mutex_unlock(&h->lock);
 	if (err || mk_wait_pending(wait))
 		return err;
@@ -475,7 +472,7 @@ static bool append_close_begin(mk_handle *h, mk_wait *wait)
 		return true;
 	mk_strbuf why = MK_STRBUF_INIT;
 	pthread_mutex_lock(&h->lock);
-	mk_err err = append_drain(h->fs, h, NULL, wait, MK_WAIT_CLOSE_ACKS, &why);
+	mk_err err = append_drain(h->fs, h, wait, MK_WAIT_CLOSE_ACKS, &why);
 	/* Settled with an error: held for mk_handle_close's /errors line. */
 	hold_error(h, err, &why);
 	pthread_mutex_unlock(&h->lock);

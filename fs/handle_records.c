@@ -19,7 +19,6 @@ typedef struct {
 	int64_t next;
 	int64_t returned;
 	bool eof;
-	uint64_t seen;
 	mk_strbuf fetched;
 	mk_aborted_list aborted;  /* :committed: what `fetched` hides */
 	bool at_end;             /* reached the visible end once */
@@ -142,7 +141,7 @@ static void format_frames(mk_handle *h, int64_t end)
 						  &r->next, &h->text);
 }
 
-/* A follow at the visible end with a wait: park instead of waiting. */
+/* A :follow read at the visible end parks: the next change wakes it. */
 static void wait_data(mk_wait *wait, mk_partition *p, uint64_t seen)
 {
 	*wait = (mk_wait){ .kind = MK_WAIT_DATA, .p = p, .seen = seen,
@@ -198,10 +197,11 @@ static mk_err batches_step(mk_handle *h, mk_partition *p, size_t want,
 	return MK_OK;
 }
 
-/* Steps from r->next on until want bytes are buffered or the visible end
- * (where :follow waits, or fills wait). */
+/* Steps from r->next on until want bytes are buffered or the visible end,
+ * where :follow fills wait (NULL: a look that follows nothing, a peek or
+ * a paged read; the visible end ends it). */
 static mk_err stream_steps(mk_handle *h, step_fn step, size_t want,
-			   const mk_waiter *w, mk_wait *wait, mk_strbuf *why)
+			   mk_wait *wait, mk_strbuf *why)
 {
 	rec_state *r = h->kind;
 	mk_partition *p = mk_handle_partition(h);
@@ -219,21 +219,14 @@ static mk_err stream_steps(mk_handle *h, step_fn step, size_t want,
 		if (got)
 			continue;
 		r->at_end = true;
-		if (!r->rp.follow || (!w && !wait)) {
+		if (!r->rp.follow || !wait) {
 			r->eof = true;
 			break;
 		}
-		if (h->text.len > h->text_pos)
-			break;    /* give the reader what it has first */
-		if (wait) {
+		/* Give the reader what it has first; else park. */
+		if (h->text.len == h->text_pos)
 			wait_data(wait, p, seq);
-			break;
-		}
-		if (w && w->interrupted && w->interrupted(w->arg)) {
-			mk_strbuf_addstr(why, "interrupted while following");
-			return MK_INTERRUPTED;
-		}
-		mk_partition_wait_change(p, &r->seen, 200);
+		break;
 	}
 	return MK_OK;
 }
@@ -488,7 +481,7 @@ static mk_err paged_read(mk_handle *h, size_t size, long long off,
 		paged_forget(h, off);    /* skipping ahead */
 		paged_mark(h);
 		size_t before = h->text.len - h->text_pos;
-		mk_err err = stream_steps(h, records_step, before + 1, NULL, NULL, why);
+		mk_err err = stream_steps(h, records_step, before + 1, NULL, why);
 		if (err)
 			return err;
 		if (h->text.len - h->text_pos == before)
@@ -507,14 +500,14 @@ static mk_err paged_read(mk_handle *h, size_t size, long long off,
 }
 
 static mk_err stream_fill(mk_handle *h, step_fn step, size_t want,
-			  const mk_waiter *w, mk_wait *wait, mk_strbuf *why)
+			  mk_wait *wait, mk_strbuf *why)
 {
 	rec_state *r = h->kind;
 	/* A stream at its end looks again at every read, as a growing file
 	 * does: only max=N ends it for good. */
 	if (!max_reached(h))
 		r->eof = false;
-	return stream_steps(h, step, want, w, wait, why);
+	return stream_steps(h, step, want, wait, why);
 }
 
 /* ---- the kinds' operations --------------------------------------------- */
@@ -566,7 +559,7 @@ static mk_err records_read(mkfs *fs, mk_handle *h, mk_read_req *rq,
 		rq->answered = true;
 		return paged_read(h, rq->size, rq->off, rq->reply, rq->arg, why);
 	}
-	mk_err err = stream_fill(h, records_step, rq->size, rq->w, rq->wait, why);
+	mk_err err = stream_fill(h, records_step, rq->size, rq->wait, why);
 	if (r->memo_ok && r->eof)
 		records_learn(h);
 	return err;
@@ -576,7 +569,7 @@ static mk_err batches_read(mkfs *fs, mk_handle *h, mk_read_req *rq,
 			   mk_strbuf *why)
 {
 	(void)fs;
-	return stream_fill(h, batches_step, rq->size, rq->w, rq->wait, why);
+	return stream_fill(h, batches_step, rq->size, rq->wait, why);
 }
 
 /* A paged descriptor's size takes no handle lock (a step may wait). */
@@ -595,7 +588,7 @@ static void stream_peek(mk_handle *h, step_fn step)
 	rec_state *r = h->kind;
 	if (r->at_end && h->text.len == h->text_pos) {
 		mk_strbuf why = MK_STRBUF_INIT;
-		stream_fill(h, step, 1, NULL, NULL, &why);    /* no waiter: never blocks */
+		stream_fill(h, step, 1, NULL, &why);    /* no wait: follows nothing */
 		mk_strbuf_release(&why);
 	}
 }

@@ -42,10 +42,8 @@ static mk_err snapshot_read(mkfs *fs, mk_handle *h, mk_read_req *rq,
 }
 
 static mk_err snapshot_write(mkfs *fs, mk_handle *h, const char *buf,
-			     size_t size, const mk_waiter *w, mk_wait *wait,
-			     mk_strbuf *why)
+			     size_t size, mk_wait *wait, mk_strbuf *why)
 {
-	(void)w;
 	(void)wait;
 	return mk_node_control(fs, &h->ref, buf, size, why);
 }
@@ -212,21 +210,19 @@ static void copy_out(void *arg, const char *data, size_t n)
 }
 
 mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
-		      long long off, const mk_waiter *w, mk_wait *wait,
-		      size_t *n, mk_strbuf *why)
+		      long long off, mk_wait *wait, size_t *n, mk_strbuf *why)
 {
 	*n = 0;
 	copy_reply c = { buf, n };
-	return mk_handle_read_reply(fs, h, size, off, w, wait, copy_out, &c, why);
+	return mk_handle_read_reply(fs, h, size, off, wait, copy_out, &c, why);
 }
 
 mk_err mk_handle_read_reply(mkfs *fs, mk_handle *h, size_t size,
-			    long long off, const mk_waiter *w, mk_wait *wait,
+			    long long off, mk_wait *wait,
 			    mk_read_reply_fn reply, void *arg, mk_strbuf *why)
 {
-	mk_read_req rq = { size, off, w, wait, reply, arg, false };
-	if (wait)
-		wait->kind = MK_WAIT_NONE;
+	mk_read_req rq = { size, off, wait, reply, arg, false };
+	wait->kind = MK_WAIT_NONE;
 	pthread_mutex_lock(&h->lock);
 	mk_err err = h->ops->read ? h->ops->read(fs, h, &rq, why) : MK_OK;
 	if (rq.answered || (err && h->text.len == h->text_pos))
@@ -256,14 +252,13 @@ out:
 }
 
 mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
-		       const mk_waiter *w, mk_wait *wait, mk_strbuf *why)
+		       mk_wait *wait, mk_strbuf *why)
 {
 	mk_err err = MK_OK;
-	if (wait)
-		wait->kind = MK_WAIT_NONE;
+	wait->kind = MK_WAIT_NONE;
 	pthread_mutex_lock(&h->lock);
 	if (h->ops->write)
-		err = h->ops->write(fs, h, buf, size, w, wait, why);
+		err = h->ops->write(fs, h, buf, size, wait, why);
 	pthread_mutex_unlock(&h->lock);
 	return err;
 }
@@ -273,10 +268,8 @@ bool mk_handle_write_waits(const mk_handle *h, const char *buf, size_t size)
 	return h->ops->write_waits && h->ops->write_waits(h, buf, size);
 }
 
-mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
-		       mk_strbuf *why)
+mk_err mk_handle_flush(mkfs *fs, mk_handle *h, mk_strbuf *why)
 {
-	(void)w;
 	mk_err err = MK_OK;
 	pthread_mutex_lock(&h->lock);
 	if (h->ops->flush)
@@ -285,12 +278,11 @@ mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
 	return err;
 }
 
-mk_err mk_handle_fsync(mkfs *fs, mk_handle *h, const mk_waiter *w,
-		       mk_wait *wait, mk_strbuf *why)
+mk_err mk_handle_fsync(mkfs *fs, mk_handle *h, mk_wait *wait,
+		       mk_strbuf *why)
 {
-	if (wait)
-		wait->kind = MK_WAIT_NONE;
-	return h->ops->fsync ? h->ops->fsync(fs, h, w, wait, why) : MK_OK;
+	wait->kind = MK_WAIT_NONE;
+	return h->ops->fsync ? h->ops->fsync(fs, h, wait, why) : MK_OK;
 }
 
 mk_err mk_handle_resume(mkfs *fs, mk_handle *h, mk_wait *wait, mk_strbuf *why)

@@ -8,7 +8,7 @@
  *   control   writes run commands; a readable control file snapshots too
  *   records   a cursor: the next offset to fetch, formatted text not yet
  *             returned, the read parameters; reads stream to the visible
- *             end (or block there with :follow)
+ *             end (and park there with :follow)
  *   append    the write parameters, the unterminated last line carried to
  *             the next write, and the descriptor's producer (producer.h),
  *             which holds every rule of appending, its batches and its
@@ -46,24 +46,26 @@
  * descriptor (fstat), is what was read so far plus what is visible now, so
  * that `tail -f` follows them; by path it is 0.
  *
- * A handle's own mutex serialises operations on one descriptor; no other
- * lock is held while a handle waits (acks=all, follow). A read's reply is
+ * A handle's own mutex serialises operations on one descriptor; nothing
+ * here waits for the cluster (Parking, below). A read's reply is
  * written under it (mk_handle_read_reply), so the close takes it once
  * before freeing: the kernel may deliver the release before the reply's
  * write returned.
  *
  * Parking (the seam to fs/park.c): read, write, fsync and the last close
- * take an optional mk_wait. Given one, they never wait for the cluster:
- * where they would (a :follow read or poll at the visible end; the
- * acks=all acknowledgements of what a write, fsync or last close sent,
- * which the producer keeps: mk_producer_check), they fill the wait,
- * return MK_OK and leave mk_wait_pending() true. The caller parks the
+ * take an mk_wait, and never wait for the cluster: where they would (a
+ * :follow read or poll at the visible end; the acks=all acknowledgements
+ * of what a write, fsync or last close sent, which the producer keeps:
+ * mk_producer_check), they fill the wait, return MK_OK and leave
+ * mk_wait_pending() true. The caller parks the
  * request, watches wait->p from wait->seen (mk_partition_watch), looks
  * again after wait->recheck_ms of wall time and at wait->deadline_ms on
  * the cluster clock, and at each such event calls mk_handle_resume (a
  * read is resumed by reading again): it completes the request (its
- * error, or MK_OK) or refreshes the wait. Without a wait (NULL) they
- * block as before, polling the waiter for interruption.
+ * error, or MK_OK) or refreshes the wait. The close of one copy (flush)
+ * sends nothing, so it has nothing to wait for; a last close without
+ * close_begin (mk_handle_close alone: at a stop, mk_fs_release_all) takes
+ * one last look at what is owed (mk_producer_close) and waits for none.
  */
 #ifndef MK_HANDLES_H
 #define MK_HANDLES_H
@@ -114,7 +116,9 @@ void mk_handle_unpage(mk_handle *h);
 mk_err mk_handle_open(mkfs *fs, node_ref *ref, const char *path, int flags,
 		      mk_handle **out, mk_strbuf *why);
 /* The last close (FUSE release): an append file's carried line and
- * lingering batches are sent, errors go to /errors; then free. */
+ * lingering batches are sent and what is owed looked at once (waited for
+ * by mk_handle_close_begin before, if at all), errors go to /errors; then
+ * free. */
 void mk_handle_close(mk_handle *h);
 /*
  * The last close without waiting: sends what an append file holds; when
@@ -126,8 +130,7 @@ bool mk_handle_close_begin(mk_handle *h, mk_wait *wait);
 
 /* Read up to size bytes; *n gets how many (0 = EOF). */
 mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
-		      long long off, const mk_waiter *w, mk_wait *wait,
-		      size_t *n, mk_strbuf *why);
+		      long long off, mk_wait *wait, size_t *n, mk_strbuf *why);
 /*
  * The same without the copy: when the read completes (MK_OK, no wait
  * left pending) reply is called exactly once, under the handle's lock,
@@ -136,7 +139,7 @@ mk_err mk_handle_read(mkfs *fs, mk_handle *h, char *buf, size_t size,
  * formatted text. On an error or a pending wait it is not called.
  */
 mk_err mk_handle_read_reply(mkfs *fs, mk_handle *h, size_t size,
-			    long long off, const mk_waiter *w, mk_wait *wait,
+			    long long off, mk_wait *wait,
 			    mk_read_reply_fn reply, void *arg, mk_strbuf *why);
 /*
  * The size of a stream (records, batches) through this descriptor: bytes
@@ -148,19 +151,19 @@ mk_err mk_handle_read_reply(mkfs *fs, mk_handle *h, size_t size,
 long long mk_handle_stream_size(mk_handle *h);
 /* Write: commands for control files, records for append files. */
 mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
-		       const mk_waiter *w, mk_wait *wait, mk_strbuf *why);
+		       mk_wait *wait, mk_strbuf *why);
 /* Does a write of buf wait inside a coordinator (a control write that
  * does, mk_node_write_waits; a transactional append)? The serving layer
  * runs it on the command thread. */
 bool mk_handle_write_waits(const mk_handle *h, const char *buf, size_t size);
-/* The close of one copy (FUSE flush): sends nothing; reports the error of
- * a batch sent in the background since, if any. */
-mk_err mk_handle_flush(mkfs *fs, mk_handle *h, const mk_waiter *w,
-		       mk_strbuf *why);
+/* The close of one copy (FUSE flush): sends nothing and waits for
+ * nothing; reports the error of a batch sent in the background since, if
+ * any. */
+mk_err mk_handle_flush(mkfs *fs, mk_handle *h, mk_strbuf *why);
 /* fsync: the carried line and every batch sent and acknowledged, then the
  * partitions' logs made durable. */
-mk_err mk_handle_fsync(mkfs *fs, mk_handle *h, const mk_waiter *w,
-		       mk_wait *wait, mk_strbuf *why);
+mk_err mk_handle_fsync(mkfs *fs, mk_handle *h, mk_wait *wait,
+		       mk_strbuf *why);
 /* A parked ACKS wait after an event: complete it, or refresh the wait. */
 mk_err mk_handle_resume(mkfs *fs, mk_handle *h, mk_wait *wait, mk_strbuf *why);
 

@@ -55,11 +55,6 @@ static void refuse(fuse_req_t req, const char *path, int errnum,
 	fuse_reply_err(req, errnum);
 }
 
-static bool interrupted_req(void *arg)
-{
-	return fuse_req_interrupted(arg);
-}
-
 /* ---- paths and permissions ----------------------------------------- */
 
 /* The path of ino into out; false (ENOENT replied) when it is unknown. */
@@ -331,7 +326,7 @@ void mk_fs_release_all(mkfs *fs)
 	pthread_mutex_lock(&fs->handles_lock);
 	for (size_t i = 0; i < fs->nhandles; i++) {
 		mk_strbuf why = MK_STRBUF_INIT;
-		mk_handle_flush(fs, fs->handles[i], NULL, &why);
+		mk_handle_flush(fs, fs->handles[i], &why);
 		mk_strbuf_release(&why);
 		mk_handle_close(fs->handles[i]);
 	}
@@ -697,7 +692,7 @@ static void job_run(mk_job *base)
 	const char *path = j->kind == JOB_WRITE ? j->h->path : j->data;
 	if (j->kind == JOB_WRITE) {
 		mk_wait wait;
-		err = mk_handle_write(fs, j->h, j->data, j->size, NULL, &wait, &why);
+		err = mk_handle_write(fs, j->h, j->data, j->size, &wait, &why);
 		if (!err && mk_wait_pending(&wait)) {
 			/* A transactional append: its acks=all is parked. */
 			mk_strbuf_release(&why);
@@ -1033,8 +1028,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	mk_handle *h = handle_of(fi);
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_wait wait;
-	mk_err err = mk_handle_read_reply(fs, h, size, off, NULL, &wait,
-					  reply_read, req, &why);
+	mk_err err = mk_handle_read_reply(fs, h, size, off, &wait, reply_read,
+					  req, &why);
 	if (!err && mk_wait_pending(&wait)) {
 		mk_strbuf_release(&why);
 		mk_park(fs->parking, req, h, MK_PARK_READ,
@@ -1059,8 +1054,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	}
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_wait wait;
-	mk_waiter w = { interrupted_req, req };
-	mk_err err = mk_handle_write(fs, h, buf, size, &w, &wait, &why);
+	mk_err err = mk_handle_write(fs, h, buf, size, &wait, &why);
 	if (!err && mk_wait_pending(&wait)) {
 		mk_strbuf_release(&why);
 		mk_park(fs->parking, req, h, MK_PARK_WRITE, NULL, size, 0, &wait);
@@ -1079,10 +1073,9 @@ static void status_op(fuse_req_t req, struct fuse_file_info *fi, bool sync)
 	mk_handle *h = handle_of(fi);
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_wait wait;
-	mk_waiter w = { interrupted_req, req };
-	wait.kind = MK_WAIT_NONE;
-	mk_err err = sync ? mk_handle_fsync(fs, h, &w, &wait, &why)
-			  : mk_handle_flush(fs, h, &w, &why);
+	wait.kind = MK_WAIT_NONE;    /* a flush sends nothing: never parks */
+	mk_err err = sync ? mk_handle_fsync(fs, h, &wait, &why)
+			  : mk_handle_flush(fs, h, &why);
 	if (!err && mk_wait_pending(&wait)) {
 		mk_strbuf_release(&why);
 		mk_park(fs->parking, req, h, MK_PARK_STATUS, NULL, 0, 0, &wait);

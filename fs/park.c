@@ -275,7 +275,7 @@ static void process(mk_parking *lot, mk_parked *k, bool stopping)
 			return;
 		}
 		size_t n = 0;
-		err = mk_handle_read(fs, k->h, k->buf, k->size, k->off, NULL,
+		err = mk_handle_read(fs, k->h, k->buf, k->size, k->off,
 				     &k->wait, &n, &why);
 		if (!err && mk_wait_pending(&k->wait)) {
 			mk_strbuf_release(&why);

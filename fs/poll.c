@@ -181,7 +181,6 @@ static bool max_reached(const struct mk_poll_cursor *pc)
 static mk_err poll_read(mkfs *fs, mk_handle *h, mk_read_req *rq,
 			mk_strbuf *why)
 {
-	const mk_waiter *w = rq->w;
 	mk_wait *wait = rq->wait;
 	struct mk_poll_cursor *pc = h->kind;
 	if (!fs->groups) {
@@ -192,51 +191,43 @@ static mk_err poll_read(mkfs *fs, mk_handle *h, mk_read_req *rq,
 	 * Poll only when everything formatted was handed out: positions move
 	 * as bytes are handed out, so a poll before that would return the
 	 * same records again. Without :follow one poll, then EOF; with it, up
-	 * to FOLLOW_POLLS polls' worth at a time, waiting while nothing comes.
+	 * to FOLLOW_POLLS polls' worth at a time, parked while nothing comes.
 	 */
-	while (h->text.len == h->text_pos && !pc->eof) {
-		if (max_reached(pc) || (pc->polled && !pc->rp.follow)) {
-			pc->eof = true;
-			break;
-		}
-		pc->nrecs = pc->head = 0;
-		poll_ctx ctx = { h, pc };
-		pc->npolls++;
-		int64_t count;
-		mk_err err = mk_fetcher_poll_batches(
-			fs->groups, h->ref.group, h->ref.member,
-			pc->rp.max > 0 ? pc->rp.max - pc->returned : 0,
-			pc->rp.follow ? FOLLOW_POLLS : 1, pc->rp.committed,
-			pc->cache, on_batch, &ctx, &count, why);
-		if (err)
-			return err;
-		if (count) {
-			pc->polled = true;
-			break;
-		}
-		if (!pc->rp.follow) {
-			pc->eof = true;
-			break;
-		}
-		if (wait) {
-			/* The topic stays held until the next fill or the
-			 * close, which come after the parked read ends. */
-			mk_topic_put(pc->watched);
-			mk_partition *p;
-			mk_group_poll_target(fs->groups, h->ref.group,
-					     h->ref.member, &pc->watched, &p);
-			*wait = (mk_wait){ .kind = MK_WAIT_DATA, .p = p,
-					   .seen = p ? mk_partition_seq(p) : 0,
-					   .deadline_ms = INT64_MAX,
-					   .recheck_ms = MK_POLL_RECHECK_MS };
-			break;
-		}
-		if (w && w->interrupted && w->interrupted(w->arg)) {
-			mk_strbuf_addstr(why, "interrupted while following");
-			return MK_INTERRUPTED;
-		}
-		mk_group_wait(fs->groups, h->ref.group, h->ref.member, MK_POLL_RECHECK_MS);
+	if (h->text.len != h->text_pos || pc->eof)
+		return MK_OK;
+	if (max_reached(pc) || (pc->polled && !pc->rp.follow)) {
+		pc->eof = true;
+		return MK_OK;
 	}
+	pc->nrecs = pc->head = 0;
+	poll_ctx ctx = { h, pc };
+	pc->npolls++;
+	int64_t count;
+	mk_err err = mk_fetcher_poll_batches(
+		fs->groups, h->ref.group, h->ref.member,
+		pc->rp.max > 0 ? pc->rp.max - pc->returned : 0,
+		pc->rp.follow ? FOLLOW_POLLS : 1, pc->rp.committed,
+		pc->cache, on_batch, &ctx, &count, why);
+	if (err)
+		return err;
+	if (count) {
+		pc->polled = true;
+		return MK_OK;
+	}
+	if (!pc->rp.follow) {
+		pc->eof = true;
+		return MK_OK;
+	}
+	/* Park. The topic stays held until the next fill or the close,
+	 * which come after the parked read ends. */
+	mk_topic_put(pc->watched);
+	mk_partition *p;
+	mk_group_poll_target(fs->groups, h->ref.group, h->ref.member,
+			     &pc->watched, &p);
+	*wait = (mk_wait){ .kind = MK_WAIT_DATA, .p = p,
+			   .seen = p ? mk_partition_seq(p) : 0,
+			   .deadline_ms = INT64_MAX,
+			   .recheck_ms = MK_POLL_RECHECK_MS };
 	return MK_OK;
 }
 

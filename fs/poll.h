@@ -12,8 +12,8 @@
  *
  * Without :follow an open file returns one poll's records, then EOF; with
  * :follow it polls again (several polls' worth at a time) once what it
- * returned was read, waiting (mk_group_wait, the one wait) while there is
- * nothing new. :max=N caps the records of the whole open file.
+ * returned was read, and parks (below) while there is nothing new.
+ * :max=N caps the records of the whole open file.
  *
  * Formats: plain gives the values, as records does; :tsv and :json name
  * the topic and partition of each record too (a member reads many):
@@ -30,10 +30,10 @@
 struct mk_poll_cursor;
 
 /* A read once h->text is all handed out: the next poll's records (or
- * EOF). With a wait, a :follow poll with nothing new never waits: it
- * fills the wait (the partition the next poll starts at, looked at again
- * every MK_POLL_RECHECK_MS: an assignment can change without it) and
- * returns. */
+ * EOF). A :follow poll with nothing new never waits: it fills the read's
+ * wait (the partition the next poll starts at, looked at again every
+ * MK_POLL_RECHECK_MS: an assignment can change without it, and the group
+ * coordinator has no event of its own for that) and returns. */
 #define MK_POLL_RECHECK_MS 200
 
 #endif

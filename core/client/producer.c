@@ -73,7 +73,7 @@ struct mk_producer {
 	slot *slots;              /* one open batch per partition */
 	int sticky;               /* keyless records' partition; -1 unset */
 	ack_list owed;            /* appended by the current call */
-	ack_list pending;         /* appended by the sender: await at flush */
+	ack_list pending;         /* appended by the sender: checked with all */
 	mk_err deferred;          /* first error of a send nobody waited on */
 	mk_strbuf deferred_why;
 	mk_err checked;           /* first error settled by mk_producer_check */
@@ -219,7 +219,8 @@ void mk_producers_free(mk_producers *ps)
 	pthread_mutex_unlock(&ps->lock);
 	if (ps->sender_started)
 		pthread_join(ps->sender, NULL);
-	/* Producers still open (a stop with files open): send their batches. */
+	/* Producers still open (a stop with files open): send their batches
+	 * and take one last look at what they are owed (mk_producer_close). */
 	for (;;) {
 		pthread_mutex_lock(&ps->lock);
 		mk_producer *p = ps->n ? ps->list[ps->n - 1] : NULL;
@@ -227,7 +228,7 @@ void mk_producers_free(mk_producers *ps)
 		if (!p)
 			break;
 		mk_strbuf why = MK_STRBUF_INIT;
-		mk_err err = mk_producer_close(p, NULL, &why);
+		mk_err err = mk_producer_close(p, &why);
 		if (err)
 			mk_errlog_add(&ps->c->errlog, mk_clock_now(&ps->c->clock), NULL,
 				      err, "closing a producer at stop: %s", why.buf);
@@ -398,9 +399,9 @@ static void add_receipt(mk_producer *p, int partition, int64_t base,
 
 /*
  * Produce slot s's finished batch to partition `part`, without waiting:
- * an acks=all ticket goes to the owed list (the caller awaits it) or the
- * pending one (flush awaits it). *appended tells whether the leader took
- * it. Under p->lock.
+ * an acks=all ticket goes to the owed list (the caller checks it) or the
+ * pending one (a check with all takes it). *appended tells whether the
+ * leader took it. Under p->lock.
  */
 static mk_err produce_slot(mk_producer *p, slot *s, int part, bool owed,
 			   bool *appended, mk_strbuf *why)
@@ -414,7 +415,7 @@ static mk_err produce_slot(mk_producer *p, slot *s, int part, bool owed,
 		.seq = p->next_seq,
 		.count = s->b.count,
 		.defer_ack = true,
-		/* The writer awaits an owed ticket: in auto mode its thread
+		/* The writer looks after an owed ticket: in auto mode its thread
 		 * copies the batch to one follower (replica.h). Not acks=1
 		 * nor 0 (Kafka's leader answers those without followers),
 		 * nor a batch the sender sends in the background. */
@@ -478,7 +479,7 @@ static void hold_slot(mk_producer *p, int i)
 }
 
 /* Produce partition i's held batches, in order, as one append. Tickets go
- * to the owed list (the caller awaits them); owed: the caller is the
+ * to the owed list (the caller checks them); owed: the caller is the
  * writer (not the sender). Under p->lock. */
 static mk_err produce_held(mk_producer *p, int i, bool owed, mk_strbuf *why)
 {
@@ -500,7 +501,7 @@ static mk_err produce_held(mk_producer *p, int i, bool owed, mk_strbuf *why)
 	for (size_t k = 0; k < n; k++) {
 		if (res[k].base >= 0)
 			add_receipt(p, i, res[k].base, res[k].count);
-		/* Appended next to a refused batch: still awaited. */
+		/* Appended next to a refused batch: still owed. */
 		if (res[k].pending)
 			ack_push(&p->owed, (owed_ack){ i, 0, res[k].ticket });
 		mk_strbuf_reset(&s->held[k]);
@@ -804,61 +805,6 @@ mk_err mk_producer_append(mk_producer *p, const mk_record_in *recs, size_t n,
 	return err;
 }
 
-/* Await a list of tickets taken out of the producer. */
-static mk_err await_list(mk_producer *p, ack_list *l, const mk_waiter *w,
-			 mk_strbuf *why)
-{
-	mk_err first = MK_OK;
-	int32_t advance = 0;
-	for (size_t k = 0; k < l->n; k++) {
-		owed_ack *a = &l->v[k];
-		mk_err e = mk_partition_await(mk_topic_partition(p->t, a->partition),
-					      &a->ticket, w, why);
-		if (e && !first)
-			first = e;
-		if (!e)
-			advance += a->seq_advance;
-	}
-	if (advance) {
-		pthread_mutex_lock(&p->lock);
-		p->next_seq += advance;
-		pthread_mutex_unlock(&p->lock);
-	}
-	return first;
-}
-
-/* Take the owed tickets (and with all, the pending ones) out under the
- * lock, then wait without it. */
-static mk_err await_owed(mk_producer *p, bool all, const mk_waiter *w,
-			 mk_strbuf *why)
-{
-	pthread_mutex_lock(&p->lock);
-	ack_list l = p->owed;
-	p->owed = (ack_list){ 0 };
-	if (all) {
-		for (size_t k = 0; k < p->pending.n; k++)
-			ack_push(&l, p->pending.v[k]);
-		p->pending.n = 0;
-	}
-	pthread_mutex_unlock(&p->lock);
-	mk_err err = l.n ? await_list(p, &l, w, why) : MK_OK;
-	free(l.v);
-	return err;
-}
-
-mk_err mk_producer_await(mk_producer *p, const mk_waiter *w, mk_strbuf *why)
-{
-	return await_owed(p, false, w, why);
-}
-
-mk_err mk_producer_send(mk_producer *p, const mk_record_in *recs, size_t n,
-			const mk_waiter *w, size_t *taken, mk_strbuf *why)
-{
-	mk_err err = mk_producer_append(p, recs, n, taken, why);
-	mk_err acked = mk_producer_await(p, w, why);
-	return err ? err : acked;
-}
-
 mk_err mk_producer_flush_begin(mk_producer *p, mk_strbuf *why)
 {
 	pthread_mutex_lock(&p->lock);
@@ -868,19 +814,18 @@ mk_err mk_producer_flush_begin(mk_producer *p, mk_strbuf *why)
 	return err ? err : sent;
 }
 
-mk_err mk_producer_flush(mk_producer *p, const mk_waiter *w, mk_strbuf *why)
+/*
+ * One look at every acknowledgement owed (with all, those of the
+ * sender's batches too), under p->lock; partition locks are taken under
+ * it (as produce does). Each one done, failed or past its deadline is
+ * settled: an error is kept (the first, in p->checked), a success moves
+ * an explicit seq= on. *owed gets how many are still owed and *watch the
+ * first of them. The first error settled since it was last told is told
+ * (once) when none are owed, or with final (the close's last look) now.
+ */
+static mk_err check_locked(mk_producer *p, bool all, bool final, size_t *owed,
+			   mk_ack_watch *watch, mk_strbuf *why)
 {
-	mk_err err = mk_producer_flush_begin(p, why);
-	mk_err acked = await_owed(p, true, w, why);
-	return err ? err : acked;
-}
-
-/* Partition locks are taken under the producer's (as produce does). */
-mk_err mk_producer_check(mk_producer *p, bool all, bool *pending,
-			 mk_ack_watch *watch, mk_strbuf *why)
-{
-	*pending = false;
-	pthread_mutex_lock(&p->lock);
 	if (all) {
 		for (size_t k = 0; k < p->pending.n; k++)
 			ack_push(&p->owed, p->pending.v[k]);
@@ -896,10 +841,9 @@ mk_err mk_producer_check(mk_producer *p, bool all, bool *pending,
 		mk_strbuf_reset(&one);
 		mk_err e = mk_partition_ack_check(part, &a->ticket, &still, &one);
 		if (!e && still) {
-			if (!*pending)
+			if (!keep)
 				*watch = (mk_ack_watch){ part, seen, a->ticket.deadline_ms,
 							 a->ticket };
-			*pending = true;
 			p->owed.v[keep++] = *a;
 			continue;
 		}
@@ -913,13 +857,24 @@ mk_err mk_producer_check(mk_producer *p, bool all, bool *pending,
 	}
 	mk_strbuf_release(&one);
 	p->owed.n = keep;
+	*owed = keep;
 	mk_err err = MK_OK;
-	if (!*pending && p->checked) {
+	if ((!keep || final) && p->checked) {
 		err = p->checked;
 		p->checked = MK_OK;
 		mk_strbuf_add(why, p->checked_why.buf, p->checked_why.len);
 	}
+	return err;
+}
+
+mk_err mk_producer_check(mk_producer *p, bool all, bool *pending,
+			 mk_ack_watch *watch, mk_strbuf *why)
+{
+	size_t owed;
+	pthread_mutex_lock(&p->lock);
+	mk_err err = check_locked(p, all, false, &owed, watch, why);
 	pthread_mutex_unlock(&p->lock);
+	*pending = owed > 0;
 	return err;
 }
 
@@ -931,15 +886,26 @@ mk_err mk_producer_poll(mk_producer *p, mk_strbuf *why)
 	return err;
 }
 
-mk_err mk_producer_close(mk_producer *p, const mk_waiter *w, mk_strbuf *why)
+/* Send, then one last look (producer.h): nothing is waited for. */
+mk_err mk_producer_close(mk_producer *p, mk_strbuf *why)
 {
 	if (!p)
 		return MK_OK;
 	if (p->partition == MK_PARTITION_ANY)
 		registry_remove(p->ps, p);
-	mk_err err = mk_producer_flush(p, w, why);
+	mk_err err = mk_producer_flush_begin(p, why);
+	size_t owed;
+	mk_ack_watch w;
+	pthread_mutex_lock(&p->lock);
+	mk_err acked = check_locked(p, true, true, &owed, &w, why);
+	pthread_mutex_unlock(&p->lock);
+	if (!acked && owed) {
+		mk_strbuf_addf(why, "closed before the ISR acknowledged %zu batch%s (appended: %s in the log)",
+			       owed, owed == 1 ? "" : "es", owed == 1 ? "it stays" : "they stay");
+		acked = MK_REQUEST_TIMED_OUT;
+	}
 	producer_free(p);
-	return err;
+	return err ? err : acked;
 }
 
 size_t mk_producer_take_receipts(mk_producer *p, mk_receipt *out, size_t max)

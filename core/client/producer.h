@@ -36,15 +36,17 @@
  * rotates per topic (mk_topic.next_sticky), then move on by one partition
  * each time their batch closes.
  *
- * Appending and awaiting acks=all are two steps: mk_producer_append
- * appends and keeps the tickets of what it appended, mk_producer_await
- * waits for them; mk_producer_send does both. In auto mode an acks=all
- * batch the caller awaits (append, flush) is copied to the followers on
- * the caller's thread where their fetchers have not started
- * (mk_produce_args.copy_inline, replica.h); the sender's batches are not. No wait ever happens under
- * the producer's lock. Batches the sender (or an advance of the manual
- * clock) sends are awaited at the next flush, and their first error is
- * logged to /errors and returned (once) by the next send, poll or flush.
+ * Nothing here waits for an acknowledgement: mk_producer_append appends
+ * and keeps the tickets of what it appended, mk_producer_check looks at
+ * them (and says which partition change to watch while some are owed),
+ * and the caller waits for that event its own way (the filesystem parks
+ * the request, park.h). In auto mode an acks=all batch the caller looks
+ * after (append, flush_begin) is copied to the followers on the caller's
+ * thread where their fetchers have not started
+ * (mk_produce_args.copy_inline, replica.h); the sender's batches are not.
+ * Batches the sender (or an advance of the manual clock) sends are owed
+ * to the next check with all, and their first error is logged to /errors
+ * and returned (once) by the next append, poll or flush_begin.
  *
  * Receipts: with keep_receipts, one receipt per batch the leader took
  * (or deduplicated), in the order sent; take_receipts hands them out.
@@ -106,27 +108,22 @@ mk_err mk_producer_open(mk_producers *ps, mk_topic *t, int partition,
 /* A record to send is an mk_record_in (codec.h): the bytes stay the
  * caller's. */
 
-/* Append (see above); tickets of acks=all batches are kept for await. */
+/* Append (see above); tickets of acks=all batches are kept for check. */
 mk_err mk_producer_append(mk_producer *p, const mk_record_in *recs, size_t n,
 			  size_t *taken, mk_strbuf *why);
-/* Wait for the acknowledgements of what the last append appended. */
-mk_err mk_producer_await(mk_producer *p, const mk_waiter *w, mk_strbuf *why);
-/* append, then await; the first error of the two. */
-mk_err mk_producer_send(mk_producer *p, const mk_record_in *recs, size_t n,
-			const mk_waiter *w, size_t *taken, mk_strbuf *why);
 
 /*
- * The same without a thread that waits (the filesystem parks the request
- * instead): flush_begin sends every open batch (and returns the error of
- * a background send, once), leaving its acknowledgements owed; check
- * takes one look at every acknowledgement owed (with all, those of the
- * sender's batches too) and settles each that is done, failed or past its
- * deadline (mk_partition_ack_check). While some are owed it sets *pending
- * and says where to watch: a partition that owes one, its change count
- * taken before the look, and that ticket (for mk_watch.ack; its deadline
- * on the cluster clock).
- * Once none are owed it returns the first error settled since the last
- * time it did (MK_OK when all were acknowledged); never MK_INTERRUPTED.
+ * The acknowledgements, without a thread that waits (the filesystem parks
+ * the request instead): flush_begin sends every open batch (and returns
+ * the error of a background send, once), leaving its acknowledgements
+ * owed; check takes one look at every acknowledgement owed (with all,
+ * those of the sender's batches too) and settles each that is done,
+ * failed or past its deadline (mk_partition_ack_check). While some are
+ * owed it sets *pending and says where to watch: a partition that owes
+ * one, its change count taken before the look, and that ticket (for
+ * mk_watch.ack; its deadline on the cluster clock). Once none are owed
+ * it returns the first error settled since the last time it did (MK_OK
+ * when all were acknowledged); never MK_INTERRUPTED.
  */
 typedef struct {
 	mk_partition *p;
@@ -138,13 +135,19 @@ mk_err mk_producer_flush_begin(mk_producer *p, mk_strbuf *why);
 mk_err mk_producer_check(mk_producer *p, bool all, bool *pending,
 			 mk_ack_watch *watch, mk_strbuf *why);
 
-/* Send every open batch and await every acknowledgement still owed. */
-mk_err mk_producer_flush(mk_producer *p, const mk_waiter *w, mk_strbuf *why);
 /* Without sending or waiting: the error of a batch sent in the
  * background since the last call, if any (once). */
 mk_err mk_producer_poll(mk_producer *p, mk_strbuf *why);
-/* Flush, then free; *why gets what went wrong (the batches are lost). */
-mk_err mk_producer_close(mk_producer *p, const mk_waiter *w, mk_strbuf *why);
+/*
+ * Close: flush_begin, then one last look at every acknowledgement still
+ * owed (check with all), then free. Nothing is waited for: a caller that
+ * must know waits until check says none are owed first (the filesystem's
+ * last close and fsync park for it). What that look still finds owed is
+ * REQUEST_TIMED_OUT (the batches stay appended; the ISR may yet take
+ * them), as a stop answers a parked write (park.h); otherwise the first
+ * error of the send and of the acknowledgements settled, or MK_OK.
+ */
+mk_err mk_producer_close(mk_producer *p, mk_strbuf *why);
 
 typedef struct {
 	int partition;

@@ -1250,7 +1250,7 @@ static void test_writer_copy_auto_producer(void **state)
 		for (int i = 0; i < 20; i++) {
 			/* Each acks=all append waits for the last to be in the
 			 * ISR: no fetch has its batch when it claims one. */
-			assert_int_equal(mk_producer_send(pr, &r, 1, NULL, &taken,
+			assert_int_equal(tl_producer_send(f->c, pr, &r, 1, &taken,
 							  &why), MK_OK);
 			assert_int_equal(taken, 1);
 		}
@@ -1262,7 +1262,7 @@ static void test_writer_copy_auto_producer(void **state)
 			assert_in_range(n, 20, 40);
 		else
 			assert_int_equal(n, 0);
-		assert_int_equal(mk_producer_close(pr, NULL, &why), MK_OK);
+		assert_int_equal(mk_producer_close(pr, &why), MK_OK);
 	}
 	mk_strbuf_release(&why);
 	mk_producers_free(ps);

@@ -5,7 +5,10 @@
  * refused write, a carried line refused as too large dropped (and its
  * descriptor refusing every later write), a full piece refusing a line
  * near the limit, a close of one copy (flush) that sends nothing, the
- * last close and fsync that do, receipts as text.
+ * last close and fsync that do, receipts as text; and that nothing here
+ * waits: acks=all writes, fsync and the last close, and :follow reads,
+ * leave their wait pending until the event (tl_fs_settle drives them as
+ * the parking lot would), a last close nobody waited for takes one look.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -60,7 +63,7 @@ static mk_handle *hopen(fixture *f, const char *path, int flags)
 static mk_err hwrite(fixture *f, mk_handle *h, const char *s)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_handle_write(&f->fs, h, s, strlen(s), NULL, NULL, &why);
+	mk_err err = tl_fs_write(f, h, s, strlen(s), &why);
 	if (err)
 		assert_true(why.len > 0);
 	mk_strbuf_release(&why);
@@ -70,7 +73,7 @@ static mk_err hwrite(fixture *f, mk_handle *h, const char *s)
 static mk_err hflush(fixture *f, mk_handle *h)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_handle_flush(&f->fs, h, NULL, &why);
+	mk_err err = mk_handle_flush(&f->fs, h, &why);
 	mk_strbuf_release(&why);
 	return err;
 }
@@ -78,7 +81,7 @@ static mk_err hflush(fixture *f, mk_handle *h)
 static mk_err hfsync(fixture *f, mk_handle *h)
 {
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_handle_fsync(&f->fs, h, NULL, NULL, &why);
+	mk_err err = tl_fs_fsync(f, h, &why);
 	mk_strbuf_release(&why);
 	return err;
 }
@@ -91,8 +94,8 @@ static char *hread_all(fixture *f, mk_handle *h)
 	size_t n;
 	long long off = 0;
 	do {
-		assert_int_equal(mk_handle_read(&f->fs, h, buf, sizeof(buf), off,
-						NULL, NULL, &n, &why), MK_OK);
+		assert_int_equal(tl_fs_read(f, h, buf, sizeof(buf), off, &n, &why),
+				 MK_OK);
 		mk_strbuf_add(&out, buf, n);
 		off += (long long)n;
 	} while (n);
@@ -111,7 +114,7 @@ static void assert_records(fixture *f, int p, const char *expect)
 	char *got = hread_all(f, h);
 	assert_string_equal(got, expect);
 	free(got);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 }
 
 static int64_t leo(fixture *f, int p)
@@ -139,7 +142,7 @@ static void carries_lines(void **state)
 	assert_int_equal(leo(f, 0), 1);
 	assert_int_equal(hwrite(f, h, "f\ng\nh"), MK_OK);
 	assert_int_equal(leo(f, 0), 3);          /* one batch: def, g */
-	mk_handle_close(h);                       /* the last close: h */
+	tl_fs_close_handle(f, h);                 /* the last close: h */
 	assert_int_equal(leo(f, 0), 4);
 	assert_records(f, 0, "abc\ndef\ng\nh\n");
 }
@@ -160,10 +163,10 @@ static void refused_write_keeps_the_carry(void **state)
 	big[sizeof(big) - 1] = '\0';
 	assert_int_equal(hwrite(f, h, big), MK_MESSAGE_TOO_LARGE);
 	assert_int_equal(hwrite(f, h, "w\n"), MK_OK);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	mk_handle *r = hopen(f, "/topics/t/0/records:tsv", O_RDONLY);
 	char *got = hread_all(f, r);
-	mk_handle_close(r);
+	tl_fs_close_handle(f, r);
 	/* OFFSET TIMESTAMP KEY VALUE: the value unescaped, then escaped again */
 	assert_non_null(strstr(got, "\t\\N\txy\\tz\n"));
 	assert_non_null(strstr(got, "\t\\N\tw\n"));
@@ -187,7 +190,7 @@ static void refused_carried_line_is_dropped(void **state)
 	assert_int_equal(hwrite(f, h, big), MK_MESSAGE_TOO_LARGE);
 	assert_int_equal(hwrite(f, h, "y\n"), MK_MESSAGE_TOO_LARGE);
 	assert_int_equal(hfsync(f, h), MK_OK);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	assert_int_equal(leo(f, 0), 1);
 	assert_records(f, 0, "a\n");
 
@@ -201,7 +204,7 @@ static void refused_carried_line_is_dropped(void **state)
 	half[51] = '\0';
 	assert_int_equal(hwrite(f, h, half), MK_MESSAGE_TOO_LARGE);
 	assert_int_equal(hwrite(f, h, "ok\n"), MK_MESSAGE_TOO_LARGE);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	assert_int_equal(leo(f, 1), 0);
 }
 
@@ -222,7 +225,7 @@ static void full_piece_refuses_a_line_near_the_limit(void **state)
 	buf[near] = '\0';
 	mk_handle *h = hopen(f, "/topics/w/0/append", O_WRONLY);
 	assert_int_equal(hwrite(f, h, buf), MK_OK);   /* max_write unknown */
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	f->fs.max_write = 2 * page;
 	h = hopen(f, "/topics/w/0/append", O_WRONLY);
 	assert_int_equal(hwrite(f, h, buf), MK_MESSAGE_TOO_LARGE);
@@ -235,7 +238,7 @@ static void full_piece_refuses_a_line_near_the_limit(void **state)
 	/* The next piece: the carried line is over the limit; dropped. */
 	assert_int_equal(hwrite(f, h, buf), MK_MESSAGE_TOO_LARGE);
 	assert_int_equal(hwrite(f, h, "z\n"), MK_MESSAGE_TOO_LARGE);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	free(buf);
 	mk_topic *t = mk_cluster_topic(f->c, "w");
 	mk_partition_info in;
@@ -258,13 +261,13 @@ static void receipts(void **state)
 	got = hread_all(f, h);
 	assert_string_equal(got, "");
 	free(got);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	h = hopen(f, "/topics/t/1/append:acks=0", O_RDWR);
 	assert_int_equal(hwrite(f, h, "d\n"), MK_OK);
 	got = hread_all(f, h);
 	assert_string_equal(got, "t 1 - 1\n");
 	free(got);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 
 	node_ref ref;
 	assert_int_equal(mk_resolve(&f->fs, "/topics/t/append", &ref, NULL), MK_OK);
@@ -294,7 +297,7 @@ static void lingering_batches(void **state)
 	assert_int_equal(hwrite(f, h, "partial"), MK_OK);
 	assert_int_equal(hflush(f, h), MK_OK);
 	assert_int_equal(leo(f, 0) + leo(f, 1), 2);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	/* fsync moved keyless records on to partition 1 */
 	assert_int_equal(leo(f, 1), 2);
 	assert_records(f, 1, "c\npartial\n");
@@ -311,8 +314,149 @@ static void flush_reports_background_errors(void **state)
 	assert_int_equal(mk_cluster_clock_advance(f->c, 100, NULL), MK_OK);
 	assert_int_equal(hflush(f, h), MK_LEADER_NOT_AVAILABLE);
 	assert_int_equal(hflush(f, h), MK_OK);
-	mk_handle_close(h);
+	tl_fs_close_handle(f, h);
 	assert_int_equal(mk_cluster_broker_restart(f->c, 1, NULL), MK_OK);
+}
+
+/* ---- the event path: replicated acks=all, :follow ------------------------ */
+
+/* Two brokers, replication only by explicit fetch rounds. */
+static int setup_replicated(void **state)
+{
+	mk_config cfg;
+	tl_config(&cfg, 2);
+	cfg.auto_replication = 0;
+	cfg.request_timeout_ms = 500;
+	cfg.replica_lag_time_max_ms = 100000;
+	fixture *f = tl_fs_open("handles-rf2", &cfg, TL_FS_PRODUCERS);
+	tl_create_topic(f->c, "t", 1, 2, NULL, NULL);
+	assert_int_equal(mk_cluster_replicate(f->c, NULL), MK_OK);
+	*state = f;
+	return 0;
+}
+
+static int64_t hw(fixture *f)
+{
+	mk_topic *t = mk_cluster_topic(f->c, "t");
+	mk_partition_info in;
+	mk_partition_info_get(mk_topic_partition(t, 0), &in);
+	mk_topic_put(t);
+	return in.hw;
+}
+
+/* The wait an acks=all call left: the partition's, from its change
+ * count, with the ticket of the first batch owed. */
+static void assert_acks_wait(fixture *f, const mk_wait *wait, mk_wait_kind kind)
+{
+	mk_topic *t = mk_cluster_topic(f->c, "t");
+	assert_int_equal(wait->kind, kind);
+	assert_ptr_equal(wait->p, mk_topic_partition(t, 0));
+	assert_true(wait->has_ticket);
+	assert_int_equal(wait->deadline_ms, mk_clock_now(&f->c->clock) + 500);
+	mk_topic_put(t);
+}
+
+/*
+ * Nothing in a handle waits: an acks=all write, fsync and last close
+ * each leave their wait pending while the follower has yet to fetch,
+ * and complete at the resume after the fetch round (the event).
+ */
+static void acks_all_parks_until_the_fetch(void **state)
+{
+	fixture *f = *state;
+	mk_handle *h = hopen(f, "/topics/t/0/append:acks=all", O_WRONLY);
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_wait wait;
+	assert_int_equal(mk_handle_write(&f->fs, h, "a\n", 2, &wait, &why), MK_OK);
+	assert_acks_wait(f, &wait, MK_WAIT_ACKS);
+	assert_int_equal(leo(f, 0), 1);
+	assert_int_equal(hw(f), 0);
+	assert_int_equal(mk_handle_resume(&f->fs, h, &wait, &why), MK_OK);
+	assert_true(mk_wait_pending(&wait));        /* nothing happened yet */
+	assert_int_equal(tl_fs_settle(f, h, &wait, MK_OK, &why), MK_OK);
+	assert_false(mk_wait_pending(&wait));
+	assert_int_equal(hw(f), 1);
+
+	/* fsync sends the carried line, parks, then makes the logs durable. */
+	assert_int_equal(hwrite(f, h, "b"), MK_OK);
+	assert_int_equal(leo(f, 0), 1);
+	assert_int_equal(mk_handle_fsync(&f->fs, h, &wait, &why), MK_OK);
+	assert_acks_wait(f, &wait, MK_WAIT_FSYNC_ACKS);
+	assert_int_equal(leo(f, 0), 2);
+	assert_int_equal(tl_fs_settle(f, h, &wait, MK_OK, &why), MK_OK);
+	assert_int_equal(hw(f), 2);
+
+	/* The close of a copy sends nothing and so has nothing to wait for;
+	 * the last close sends the carried line and parks. */
+	assert_int_equal(hwrite(f, h, "c"), MK_OK);
+	assert_int_equal(hflush(f, h), MK_OK);
+	assert_int_equal(leo(f, 0), 2);
+	assert_false(mk_handle_close_begin(h, &wait));
+	assert_acks_wait(f, &wait, MK_WAIT_CLOSE_ACKS);
+	assert_int_equal(leo(f, 0), 3);
+	assert_int_equal(tl_fs_settle(f, h, &wait, MK_OK, &why), MK_OK);
+	assert_int_equal(hw(f), 3);
+	mk_handle_close(h);
+	mk_strbuf_release(&why);
+}
+
+/*
+ * A last close that nobody waited for (mk_handle_close without
+ * close_begin: a stop) still sends the carried line, takes one last look
+ * at its acknowledgement and, finding it owed, says so in /errors; the
+ * record stays appended and is acknowledged by a later fetch.
+ */
+static void last_close_without_waiting_takes_one_look(void **state)
+{
+	fixture *f = *state;
+	mk_handle *h = hopen(f, "/topics/t/0/append:acks=all", O_WRONLY);
+	assert_int_equal(hwrite(f, h, "a\nb"), MK_OK);
+	assert_int_equal(hw(f), 1);
+	mk_handle_close(h);
+	assert_int_equal(leo(f, 0), 2);
+	assert_int_equal(hw(f), 1);
+	mk_strbuf log = MK_STRBUF_INIT;
+	mk_errlog_format(&f->c->errlog, &log);
+	assert_non_null(strstr(log.buf, "/topics/t/0/append:acks=all REQUEST_TIMED_OUT at the last close: closed before the ISR acknowledged 1 batch"));
+	mk_strbuf_release(&log);
+	assert_int_equal(mk_cluster_replicate(f->c, NULL), MK_OK);
+	assert_int_equal(hw(f), 2);
+}
+
+/*
+ * A :follow read at the visible end parks on the partition from its
+ * change count before the look; read again after an append (the
+ * event), it returns the record.
+ */
+static void follow_read_parks_at_the_end(void **state)
+{
+	fixture *f = *state;
+	mk_handle *r = hopen(f, "/topics/t/0/records:follow", O_RDONLY);
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_wait wait;
+	char buf[64];
+	size_t n = 99;
+	assert_int_equal(mk_handle_read(&f->fs, r, buf, sizeof(buf), 0, &wait,
+					&n, &why), MK_OK);
+	mk_topic *t = mk_cluster_topic(f->c, "t");
+	mk_partition *p = mk_topic_partition(t, 0);
+	assert_int_equal(wait.kind, MK_WAIT_DATA);
+	assert_ptr_equal(wait.p, p);
+	assert_int_equal(wait.seen, mk_partition_seq(p));
+	assert_int_equal(wait.deadline_ms, INT64_MAX);
+	assert_int_equal(n, 0);
+	mk_handle *h = hopen(f, "/topics/t/0/append:acks=1", O_WRONLY);
+	assert_int_equal(hwrite(f, h, "x\n"), MK_OK);
+	tl_fs_close_handle(f, h);
+	assert_true(mk_partition_seq(p) != wait.seen);
+	/* acks=1: the HW moves with the follower's fetch (tl_fs_read's
+	 * round), and then the record is visible. */
+	assert_int_equal(tl_fs_read(f, r, buf, sizeof(buf), 0, &n, &why), MK_OK);
+	assert_int_equal(n, 2);
+	assert_memory_equal(buf, "x\n", 2);
+	mk_topic_put(t);
+	tl_fs_close_handle(f, r);
+	mk_strbuf_release(&why);
 }
 
 int main(void)
@@ -325,6 +469,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(receipts, setup, teardown),
 		cmocka_unit_test_setup_teardown(lingering_batches, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_reports_background_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(acks_all_parks_until_the_fetch, setup_replicated, teardown),
+		cmocka_unit_test_setup_teardown(last_close_without_waiting_takes_one_look, setup_replicated, teardown),
+		cmocka_unit_test_setup_teardown(follow_read_parks_at_the_end, setup_replicated, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* The /groups part of the node table, without a mount: resolution of group
- * and member paths, control lines, the whole-write commit, value texts. */
+ * and member paths, control lines, the whole-write commit, value texts,
+ * and a poll:follow read that parks instead of waiting. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,8 @@
 #include "errno_map.h"
 #include "group.h"
 #include "nodes.h"
+#include "poll.h"
+#include "producer.h"
 #include "testlib_fs.h"
 
 typedef tl_fs fixture;
@@ -136,12 +140,67 @@ static void commit_is_one_write(void **state)
 	assert_int_equal(mk_resolve(&f->fs, "/groups/g", &ref, NULL), MK_UNKNOWN_TOPIC_OR_PARTITION);
 }
 
+/* Open path as the daemon does (the handle takes the reference). */
+static mk_handle *hopen(fixture *f, const char *path, int flags)
+{
+	node_ref ref;
+	assert_int_equal(mk_resolve(&f->fs, path, &ref, NULL), MK_OK);
+	mk_handle *h = NULL;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_handle_open(&f->fs, &ref, path, flags, &h, &why);
+	mk_node_ref_release(&ref);
+	if (err)
+		fail_msg("open %s: %s: %s", path, mk_err_name(err), why.buf);
+	mk_strbuf_release(&why);
+	return h;
+}
+
+/*
+ * A poll:follow read with nothing new parks: its wait names the
+ * partition the next poll starts at, from its change count, and is
+ * looked at again every MK_POLL_RECHECK_MS (an assignment changes
+ * without it). Read again after an append there, it returns the record.
+ */
+static void poll_follow_parks(void **state)
+{
+	fixture *f = *state;
+	f->fs.producers = mk_producers_new(f->c);
+	assert_int_equal(mk_errno(mk_node_mkdir(&f->fs, "/groups/g", NULL)), 0);
+	assert_int_equal(write_to(f, "/groups/g/join", "m1 t"), 0);
+	mk_handle *h = hopen(f, "/groups/g/members/m1/poll:follow", O_RDONLY);
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_wait wait;
+	char buf[64];
+	size_t n = 99;
+	assert_int_equal(mk_handle_read(&f->fs, h, buf, sizeof(buf), 0, &wait,
+					&n, &why), MK_OK);
+	assert_int_equal(n, 0);
+	assert_int_equal(wait.kind, MK_WAIT_DATA);
+	assert_non_null(wait.p);
+	assert_int_equal(wait.seen, mk_partition_seq(wait.p));
+	assert_int_equal(wait.recheck_ms, MK_POLL_RECHECK_MS);
+	assert_int_equal(wait.deadline_ms, INT64_MAX);
+	char path[64];
+	snprintf(path, sizeof(path), "/topics/t/%d/append",
+		 mk_partition_id(wait.p));
+	mk_handle *a = hopen(f, path, O_WRONLY);
+	assert_int_equal(tl_fs_write(f, a, "r\n", 2, &why), MK_OK);
+	tl_fs_close_handle(f, a);
+	assert_true(mk_partition_seq(wait.p) != wait.seen);   /* the event */
+	assert_int_equal(tl_fs_read(f, h, buf, sizeof(buf), 0, &n, &why), MK_OK);
+	assert_int_equal(n, 2);
+	assert_memory_equal(buf, "r\n", 2);
+	tl_fs_close_handle(f, h);
+	mk_strbuf_release(&why);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(resolves_group_paths),
 		T(commit_is_one_write),
+		T(poll_follow_parks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

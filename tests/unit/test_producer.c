@@ -834,7 +834,8 @@ static mk_err send_collected(tprod *acc, mk_strbuf *why)
 			acc->key[i] ? mk_bytes_of(acc->key[i], strlen(acc->key[i])) : MK_BYTES_NULL,
 			mk_bytes_of(acc->val[i], strlen(acc->val[i])), NULL, 0 };
 	size_t taken;
-	mk_err err = mk_producer_send(acc->p, recs, (size_t)acc->n, NULL, &taken, why);
+	mk_err err = tl_producer_send(acc->f->c, acc->p, recs, (size_t)acc->n,
+				      &taken, why);
 	for (int i = 0; i < acc->n; i++) {
 		free(acc->key[i]);
 		free(acc->val[i]);
@@ -878,7 +879,7 @@ static void end_write(tprod *acc)
 
 static mk_err flush_why(tprod *acc, mk_strbuf *why)
 {
-	mk_err err = mk_producer_flush(acc->p, NULL, why);
+	mk_err err = tl_producer_flush(acc->f->c, acc->p, why);
 	pull(acc);
 	return err;
 }
@@ -901,7 +902,7 @@ static void acc_free(tprod *acc)
 	if (err)
 		print_error("close: %s: %s\n", mk_err_name(err), why.buf);
 	assert_int_equal(err, MK_OK);
-	assert_int_equal(mk_producer_close(acc->p, NULL, &why), MK_OK);
+	assert_int_equal(mk_producer_close(acc->p, &why), MK_OK);
 	mk_strbuf_release(&why);
 	fixture *f = acc->f;
 	for (int i = 0; i < f->nlive; i++)
@@ -1156,16 +1157,16 @@ static void compare_one_and_all(fixture *f, const char *one, const char *all,
 		size_t taken;
 		if (t == 0) {
 			for (int i = 0; i < nrec; i++) {
-				assert_int_equal(mk_producer_send(p, &recs[i], 1, NULL,
+				assert_int_equal(tl_producer_send(f->c, p, &recs[i], 1,
 								  &taken, &why), MK_OK);
 				assert_int_equal(taken, 1);
 			}
 		} else {
-			assert_int_equal(mk_producer_send(p, recs, (size_t)nrec, NULL,
+			assert_int_equal(tl_producer_send(f->c, p, recs, (size_t)nrec,
 							  &taken, &why), MK_OK);
 			assert_int_equal(taken, (size_t)nrec);
 		}
-		assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+		assert_int_equal(mk_producer_close(p, &why), MK_OK);
 		mk_strbuf_release(&why);
 	}
 	static contents a, b;
@@ -1276,21 +1277,21 @@ static void test_acc_sticky_after_grouped_keyed(void **state)
 		assert_int_equal(mk_producer_open(f->ps, f->t, MK_PARTITION_ANY,
 						  &o, &p, &why), MK_OK);
 		/* The sticky partition: 0 (a new topic's first). */
-		assert_int_equal(mk_producer_send(p, &keyless, 1, NULL, &taken,
+		assert_int_equal(tl_producer_send(f->c, p, &keyless, 1, &taken,
 						  &why), MK_OK);
 		if (t == 0) {
 			for (int i = 0; i < 3; i++)
-				assert_int_equal(mk_producer_send(p, &keyed[i], 1, NULL,
+				assert_int_equal(tl_producer_send(f->c, p, &keyed[i], 1,
 								  &taken, &why), MK_OK);
 		} else {
-			assert_int_equal(mk_producer_send(p, keyed, 3, NULL, &taken,
+			assert_int_equal(tl_producer_send(f->c, p, keyed, 3, &taken,
 							  &why), MK_OK);
 		}
 		assert_int_equal(leo(f, 0), 2);
 		assert_int_equal(leo(f, 1), 2);
-		assert_int_equal(mk_producer_send(p, &after, 1, NULL, &taken,
+		assert_int_equal(tl_producer_send(f->c, p, &after, 1, &taken,
 						  &why), MK_OK);
-		assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+		assert_int_equal(mk_producer_close(p, &why), MK_OK);
 		mk_strbuf_release(&why);
 		for (int i = 0; i < 3; i++)
 			leos[t][i] = leo(f, i);
@@ -1340,16 +1341,16 @@ static void test_partition_append_max_bytes_exact(void **state)
 		size_t taken = 99;
 		assert_int_equal(mk_producer_open(f->ps, f->t, 0, &o, &p, &why),
 				 MK_OK);
-		assert_int_equal(mk_producer_send(p, recs, 3, NULL, &taken, &why),
+		assert_int_equal(tl_producer_send(f->c, p, recs, 3, &taken, &why),
 				 over ? MK_MESSAGE_TOO_LARGE : MK_OK);
 		assert_int_equal(taken, over ? 0 : 3);
 		assert_int_equal(leo(f, 0), over ? 0 : 3);
 		/* The next append starts from an empty batch. */
 		mk_strbuf_reset(&why);
-		assert_int_equal(mk_producer_send(p, recs, 2, NULL, &taken, &why),
+		assert_int_equal(tl_producer_send(f->c, p, recs, 2, &taken, &why),
 				 MK_OK);
 		assert_int_equal(taken, 2);
-		assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+		assert_int_equal(mk_producer_close(p, &why), MK_OK);
 		mk_strbuf_release(&why);
 		contents r;
 		read_part(part(f, 0), &r);
@@ -1390,16 +1391,16 @@ static void test_topic_append_max_bytes_exact(void **state)
 	assert_int_equal(mk_producer_open(f->ps, f->t, MK_PARTITION_ANY, &o, &p,
 					  &why), MK_OK);
 	recs[1].value = mk_bytes_of(big, 100);
-	assert_int_equal(mk_producer_send(p, recs, 3, NULL, &taken, &why),
+	assert_int_equal(tl_producer_send(f->c, p, recs, 3, &taken, &why),
 			 MK_MESSAGE_TOO_LARGE);
 	assert_int_equal(taken, 0);
-	assert_int_equal(mk_producer_flush(p, NULL, &why), MK_OK);
+	assert_int_equal(tl_producer_flush(f->c, p, &why), MK_OK);
 	assert_int_equal(leo(f, 0) + leo(f, 1), 0);
 	recs[1].value = mk_bytes_of(big, 99);
 	mk_strbuf_reset(&why);
-	assert_int_equal(mk_producer_send(p, recs, 3, NULL, &taken, &why), MK_OK);
+	assert_int_equal(tl_producer_send(f->c, p, recs, 3, &taken, &why), MK_OK);
 	assert_int_equal(taken, 3);
-	assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+	assert_int_equal(mk_producer_close(p, &why), MK_OK);
 	assert_int_equal(leo(f, 0) + leo(f, 1), 3);
 	mk_strbuf_release(&why);
 }
@@ -2262,7 +2263,7 @@ static void test_check_without_waiting(void **state)
 	assert_int_equal(mk_producer_check(p, false, &pending, &w, &why), MK_OK);
 	assert_false(pending);
 	assert_int_equal(why.len, 0);
-	assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+	assert_int_equal(mk_producer_close(p, &why), MK_OK);
 
 	/* A topic producer: keyed records on both partitions, sent by
 	 * flush_begin, owed until each partition's follower fetched. */
@@ -2305,7 +2306,81 @@ static void test_check_without_waiting(void **state)
 	mk_strbuf_reset(&why);
 	assert_int_equal(mk_producer_check(p, true, &pending, &w, &why), MK_OK);
 	assert_false(pending);                           /* told once */
-	assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+	assert_int_equal(mk_producer_close(p, &why), MK_OK);
+	mk_strbuf_release(&why);
+}
+
+/*
+ * A close waits for nothing: it sends what is open and takes one last
+ * look (mk_producer_close). An acknowledgement still owed then is
+ * REQUEST_TIMED_OUT (the batch stays appended and a later fetch
+ * acknowledges it); one the follower's fetch gave is MK_OK; a ticket that
+ * failed (a new leader) is told at that look even while another is still
+ * owed. tl_producer_send settles by fetch rounds.
+ */
+static void test_close_takes_one_last_look(void **state)
+{
+	fixture *f = *state;
+	brokers(f, 2);
+	f->cfg.auto_replication = 0;
+	f->cfg.replica_lag_time_max_ms = 100000;
+	open_cluster(f);
+	create(f, "t", 2, 2);
+	for (int i = 0; i < 2; i++)    /* the followers join the ISR */
+		assert_int_equal(mk_partition_follower_fetch(part(f, i), 2), MK_OK);
+	mk_producer_opts o = { .acks = -1, .seq = -1 };
+	mk_record_in r = { MK_BYTES_NULL, mk_bytes_of("a", 1), NULL, 0 };
+	mk_producer *p;
+	mk_strbuf why = MK_STRBUF_INIT;
+	size_t taken;
+	assert_int_equal(mk_producer_open(f->ps, f->t, 0, &o, &p, &why), MK_OK);
+	assert_int_equal(mk_producer_append(p, &r, 1, &taken, &why), MK_OK);
+	assert_int_equal(mk_producer_close(p, &why), MK_REQUEST_TIMED_OUT);
+	assert_non_null(strstr(why.buf, "closed before the ISR acknowledged 1 batch"));
+	assert_int_equal(leo(f, 0), 1);
+	assert_int_equal(info(part(f, 0)).hw, 0);
+	assert_int_equal(mk_partition_follower_fetch(part(f, 0), 2), MK_OK);
+	assert_int_equal(info(part(f, 0)).hw, 1);
+
+	mk_strbuf_reset(&why);
+	assert_int_equal(mk_producer_open(f->ps, f->t, 0, &o, &p, &why), MK_OK);
+	assert_int_equal(mk_producer_append(p, &r, 1, &taken, &why), MK_OK);
+	assert_int_equal(mk_partition_follower_fetch(part(f, 0), 2), MK_OK);
+	assert_int_equal(mk_producer_close(p, &why), MK_OK);
+	assert_int_equal(why.len, 0);
+
+	/* Settled by explicit fetch rounds. */
+	assert_int_equal(mk_producer_open(f->ps, f->t, 0, &o, &p, &why), MK_OK);
+	assert_int_equal(tl_producer_send(f->c, p, &r, 1, &taken, &why), MK_OK);
+	assert_int_equal(info(part(f, 0)).hw, 3);
+	assert_int_equal(mk_producer_close(p, &why), MK_OK);
+
+	/* A topic producer owing on both partitions; partition 0 gets a new
+	 * leader, so its ticket fails, and partition 1's is still owed. */
+	mk_producer_limits lim = { 1 << 20, 100000 };
+	mk_producer_opts to = { .acks = -1, .seq = -1, .limits = &lim };
+	assert_int_equal(mk_producer_open(f->ps, f->t, MK_PARTITION_ANY, &to, &p,
+					  &why), MK_OK);
+	const char *keys[2] = { NULL, NULL };
+	char kb[2][16];
+	for (int i = 0, found = 0; found < 2; i++) {    /* one key per partition */
+		snprintf(kb[found], sizeof(kb[found]), "k%d", i);
+		int at = pfk(kb[found], 2);
+		if (!keys[at]) {
+			keys[at] = kb[found];
+			found++;
+		}
+	}
+	mk_record_in rs[2];
+	for (int i = 0; i < 2; i++)
+		rs[i] = (mk_record_in){ mk_bytes_of(keys[i], strlen(keys[i])),
+					mk_bytes_of("b", 1), NULL, 0 };
+	assert_int_equal(mk_producer_append(p, rs, 2, &taken, &why), MK_OK);
+	assert_int_equal(mk_producer_flush_begin(p, &why), MK_OK);
+	assert_int_equal(leo(f, 0) + leo(f, 1), 5);
+	assert_int_equal(mk_cluster_promote(f->c, 2, "t", 0, false, NULL), MK_OK);
+	assert_int_equal(mk_producer_close(p, &why), MK_FENCED_LEADER_EPOCH);
+	assert_non_null(strstr(why.buf, "leader changed"));
 	mk_strbuf_release(&why);
 }
 
@@ -2341,6 +2416,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idem_bad_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_promotion, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_without_waiting, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_takes_one_last_look, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -316,7 +316,7 @@ static mk_producer *txn_producer(fixture *f, const char *id, int partition)
 	return p;
 }
 
-static mk_err send(mk_producer *p, const char *v1, const char *v2)
+static mk_err send(fixture *f, mk_producer *p, const char *v1, const char *v2)
 {
 	mk_record_in r[2] = {
 		{ MK_BYTES_NULL, mk_bytes_of(v1, strlen(v1)), NULL, 0 },
@@ -324,7 +324,7 @@ static mk_err send(mk_producer *p, const char *v1, const char *v2)
 	};
 	size_t taken;
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err = mk_producer_send(p, r, v2 ? 2 : 1, NULL, &taken, &why);
+	mk_err err = tl_producer_send(f->c, p, r, v2 ? 2 : 1, &taken, &why);
 	mk_strbuf_release(&why);
 	return err;
 }
@@ -397,7 +397,7 @@ static void test_commit_abort(void **state)
 	assert_int_equal(state_of(f, "tx"), MK_TXN_EMPTY);
 
 	mk_producer *p = txn_producer(f, "tx", 0);
-	assert_int_equal(send(p, "a", "b"), MK_OK);
+	assert_int_equal(send(f, p, "a", "b"), MK_OK);
 	assert_int_equal(state_of(f, "tx"), MK_TXN_ONGOING);
 	mk_partition_info pi = info(f, 0);
 	assert_int_equal(pi.hw, 2);
@@ -409,7 +409,7 @@ static void test_commit_abort(void **state)
 	/* A second transactional id on the same partition. */
 	assert_int_equal(mk_txn_create(f->t, "tx2", NULL), MK_OK);
 	mk_producer *p2 = txn_producer(f, "tx2", 0);
-	assert_int_equal(send(p2, "x", NULL), MK_OK);
+	assert_int_equal(send(f, p2, "x", NULL), MK_OK);
 
 	assert_int_equal(mk_txn_end(f->t, "tx", true, &why), MK_OK);
 	assert_int_equal(state_of(f, "tx"), MK_TXN_COMPLETE_COMMIT);
@@ -430,7 +430,7 @@ static void test_commit_abort(void **state)
 	assert_string_equal(v.buf, "a b x ");     /* read_uncommitted shows it */
 
 	/* The next write begins the next transaction. */
-	assert_int_equal(send(p, "c", NULL), MK_OK);
+	assert_int_equal(send(f, p, "c", NULL), MK_OK);
 	assert_int_equal(state_of(f, "tx"), MK_TXN_ONGOING);
 	assert_int_equal(info(f, 0).lso, 5);
 	assert_int_equal(mk_txn_end(f->t, "tx", true, NULL), MK_OK);
@@ -439,7 +439,7 @@ static void test_commit_abort(void **state)
 
 	/* rmdir: refused while open, then the id's pid comes back at a new
 	 * epoch when it is made again. */
-	assert_int_equal(send(p, "d", NULL), MK_OK);
+	assert_int_equal(send(f, p, "d", NULL), MK_OK);
 	assert_int_equal(mk_txn_delete(f->t, "tx", NULL), MK_CONCURRENT_TRANSACTIONS);
 	assert_int_equal(mk_txn_end(f->t, "tx", false, NULL), MK_OK);
 	int64_t pid;
@@ -447,17 +447,17 @@ static void test_commit_abort(void **state)
 	assert_int_equal(mk_txn_producer(f->t, "tx", &pid, &epoch, NULL), MK_OK);
 	assert_int_equal(mk_txn_delete(f->t, "tx", NULL), MK_OK);
 	assert_false(mk_txn_exists(f->t, "tx"));
-	assert_int_equal(send(p, "e", NULL), MK_TRANSACTIONAL_ID_NOT_FOUND);
+	assert_int_equal(send(f, p, "e", NULL), MK_TRANSACTIONAL_ID_NOT_FOUND);
 	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
 	int64_t pid2;
 	int16_t epoch2;
 	assert_int_equal(mk_txn_producer(f->t, "tx", &pid2, &epoch2, NULL), MK_OK);
 	assert_int_equal(pid2, pid);
 	assert_int_equal(epoch2, epoch + 1);
-	assert_int_equal(send(p, "e", NULL), MK_PRODUCER_FENCED);
+	assert_int_equal(send(f, p, "e", NULL), MK_PRODUCER_FENCED);
 
-	mk_producer_close(p, NULL, &why);
-	mk_producer_close(p2, NULL, &why);
+	mk_producer_close(p, &why);
+	mk_producer_close(p2, &why);
 	mk_strbuf_release(&why);
 	mk_strbuf_release(&v);
 }
@@ -468,21 +468,21 @@ static void test_fencing(void **state)
 	mk_strbuf v = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
 	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
 	mk_producer *old = txn_producer(f, "tx", 1);
-	assert_int_equal(send(old, "zombie", NULL), MK_OK);
+	assert_int_equal(send(f, old, "zombie", NULL), MK_OK);
 	assert_int_equal(mk_txn_init(f->t, "tx", &why), MK_OK);
 	mk_txn_info ti;
 	assert_int_equal(mk_txn_describe(f->t, "tx", &ti, NULL), MK_OK);
 	assert_int_equal(ti.epoch, 1);
 	assert_int_equal(ti.state, MK_TXN_COMPLETE_ABORT);   /* init aborted it */
 	mk_txn_info_free(&ti);
-	assert_int_equal(send(old, "late", NULL), MK_PRODUCER_FENCED);
+	assert_int_equal(send(f, old, "late", NULL), MK_PRODUCER_FENCED);
 	mk_producer *cur = txn_producer(f, "tx", 1);
-	assert_int_equal(send(cur, "fresh", NULL), MK_OK);
+	assert_int_equal(send(f, cur, "fresh", NULL), MK_OK);
 	assert_int_equal(mk_txn_end(f->t, "tx", true, NULL), MK_OK);
 	read_values(f, 1, true, &v);
 	assert_string_equal(v.buf, "fresh ");
-	mk_producer_close(old, NULL, &why);
-	mk_producer_close(cur, NULL, &why);
+	mk_producer_close(old, &why);
+	mk_producer_close(cur, &why);
 	mk_strbuf_release(&v);
 	mk_strbuf_release(&why);
 }
@@ -509,7 +509,7 @@ static void test_offsets(void **state)
 	assert_int_equal(mk_group_join(f->g, "g", "m1", topics, 1, NULL), MK_OK);
 	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
 	mk_producer *p = txn_producer(f, "tx", 0);
-	assert_int_equal(send(p, "a", NULL), MK_OK);
+	assert_int_equal(send(f, p, "a", NULL), MK_OK);
 	mk_txn_offset o = { "g", "t", 1, 0 };
 	assert_int_equal(mk_txn_stage_offsets(f->t, "tx", &o, 1, NULL), MK_OK);
 	mk_txn_offset bad = { "nope", "t", 1, 0 };
@@ -522,7 +522,7 @@ static void test_offsets(void **state)
 	assert_int_equal(state_of(f, "tx"), MK_TXN_ONGOING);  /* staging begins one */
 	assert_int_equal(mk_txn_end(f->t, "tx", true, &why), MK_OK);
 	assert_int_equal(committed_offset(f, "g", 1), 0);
-	mk_producer_close(p, NULL, &why);
+	mk_producer_close(p, &why);
 	mk_strbuf_release(&why);
 }
 
@@ -532,7 +532,7 @@ static void test_timeout(void **state)
 	mk_strbuf why = MK_STRBUF_INIT;
 	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
 	mk_producer *p = txn_producer(f, "tx", 0);
-	assert_int_equal(send(p, "a", NULL), MK_OK);
+	assert_int_equal(send(f, p, "a", NULL), MK_OK);
 	int n = -1;
 	assert_int_equal(mk_cluster_clock_advance(f->c, f->cfg.transaction_timeout_ms - 1, NULL), MK_OK);
 	assert_int_equal(mk_txns_expire(f->t, &n, NULL), MK_OK);
@@ -544,8 +544,8 @@ static void test_timeout(void **state)
 	assert_int_equal(state_of(f, "tx"), MK_TXN_COMPLETE_ABORT);
 	assert_int_equal(info(f, 0).lso, info(f, 0).hw);
 	/* The timeout bumped the epoch: the writer is fenced. */
-	assert_int_equal(send(p, "b", NULL), MK_PRODUCER_FENCED);
-	mk_producer_close(p, NULL, &why);
+	assert_int_equal(send(f, p, "b", NULL), MK_PRODUCER_FENCED);
+	mk_producer_close(p, &why);
 	mk_strbuf_release(&why);
 }
 
@@ -561,8 +561,8 @@ static void send_kv(fixture *f, const char *topic, const char *id,
 	assert_int_equal(mk_producer_open(f->ps, t, 0, &o, &p, &why), MK_OK);
 	mk_record_in r = { mk_bytes_of(k, strlen(k)), mk_bytes_of(v, strlen(v)), NULL, 0 };
 	size_t taken;
-	assert_int_equal(mk_producer_send(p, &r, 1, NULL, &taken, &why), MK_OK);
-	assert_int_equal(mk_producer_close(p, NULL, &why), MK_OK);
+	assert_int_equal(tl_producer_send(f->c, p, &r, 1, &taken, &why), MK_OK);
+	assert_int_equal(mk_producer_close(p, &why), MK_OK);
 	mk_strbuf_release(&why);
 	mk_topic_put(t);
 }
@@ -636,13 +636,13 @@ static void crash_end_at(fixture *f, const char *point, int n, bool commit)
 	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
 	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
 	mk_producer *p0 = txn_producer(f, "tx", 0), *p1 = txn_producer(f, "tx", 1);
-	assert_int_equal(send(p0, "a", "b"), MK_OK);
-	assert_int_equal(send(p1, "c", NULL), MK_OK);
+	assert_int_equal(send(f, p0, "a", "b"), MK_OK);
+	assert_int_equal(send(f, p1, "c", NULL), MK_OK);
 	mk_txn_offset o = { "g", "t", 0, 1 };
 	assert_int_equal(mk_txn_stage_offsets(f->t, "tx", &o, 1, NULL), MK_OK);
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_producer_close(p0, NULL, &why);
-	mk_producer_close(p1, NULL, &why);
+	mk_producer_close(p0, &why);
+	mk_producer_close(p1, &why);
 	close_all(f);
 	fflush(NULL);
 	pid_t pid = fork();
@@ -724,7 +724,7 @@ static void test_crash_ongoing(void **state)
 	if (pid == 0) {
 		open_all(f);
 		mk_producer *p = txn_producer(f, "tx", 0);
-		send(p, "open", NULL);
+		send(f, p, "open", NULL);
 		kill(getpid(), SIGKILL);
 		_exit(3);
 	}
@@ -810,7 +810,7 @@ static void test_promotion(void **state)
 	mk_producer *pr = NULL;
 	mk_strbuf why = MK_STRBUF_INIT;
 	assert_int_equal(mk_producer_open(f->ps, t, 0, &o, &pr, &why), MK_OK);
-	assert_int_equal(send(pr, "a", "b"), MK_OK);
+	assert_int_equal(send(f, pr, "a", "b"), MK_OK);
 	mk_partition_info pi;
 	mk_partition_info_get(p, &pi);
 	assert_int_equal(pi.lso, 0);
@@ -834,7 +834,7 @@ static void test_promotion(void **state)
 	assert_int_equal(ab.v[0].last, 2);
 	mk_aborted_free(&ab);
 	mk_strbuf_release(&buf);
-	mk_producer_close(pr, NULL, &why);
+	mk_producer_close(pr, &why);
 	mk_strbuf_release(&why);
 	mk_topic_put(t);
 }
@@ -865,14 +865,14 @@ static void test_prepared_retry(void **state)
 						    MK_TXN_TOPIC, 0, false, NULL), MK_OK);
 	mk_topic_put(lt);
 	mk_producer *pt = txn_producer(f, "tx", 0);
-	assert_int_equal(send(pt, "a", NULL), MK_OK);
+	assert_int_equal(send(f, pt, "a", NULL), MK_OK);
 	send_kv(f, "u", "tx", "k", "v");
 	assert_int_equal(mk_cluster_flush(f->c, NULL), MK_OK);
 	assert_int_equal(mk_cluster_broker_crash(f->c, broker, false, NULL), MK_OK);
 	mk_strbuf why = MK_STRBUF_INIT;
 	assert_int_equal(mk_txn_end(f->t, "tx", true, &why), MK_LEADER_NOT_AVAILABLE);
 	assert_int_equal(state_of(f, "tx"), MK_TXN_PREPARE_COMMIT);
-	assert_int_equal(send(pt, "b", NULL), MK_CONCURRENT_TRANSACTIONS);
+	assert_int_equal(send(f, pt, "b", NULL), MK_CONCURRENT_TRANSACTIONS);
 	assert_int_equal(mk_txn_end(f->t, "tx", false, NULL), MK_INVALID_TXN_STATE);
 	assert_int_equal(mk_cluster_broker_restart(f->c, broker, NULL), MK_OK);
 	assert_int_equal(mk_txn_end(f->t, "tx", true, &why), MK_OK);
@@ -885,7 +885,7 @@ static void test_prepared_retry(void **state)
 	read_values(f, 0, true, &v);
 	assert_string_equal(v.buf, "a ");
 	mk_strbuf_release(&v);
-	mk_producer_close(pt, NULL, &why);
+	mk_producer_close(pt, &why);
 	mk_strbuf_release(&why);
 	mk_topic_put(u);
 }

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,4 +148,81 @@ mk_index_row *tl_check_index_rows(mk_log *log, int64_t segment,
 	}
 	*nrows = nr;
 	return rows;
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+typedef struct {
+	mk_watch w;              /* first: the callback finds us */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool fired;
+} tl_event;
+
+/* Under the partition's lock: record only. */
+static void event_fired(mk_watch *w)
+{
+	tl_event *e = (tl_event *)w;
+	pthread_mutex_lock(&e->lock);
+	e->fired = true;
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+static bool fetchers_run(const mk_cluster *c)
+{
+	for (int i = 0; i < c->nbrokers; i++)
+		if (c->brokers[i].fetcher_started)
+			return true;
+	return false;
+}
+
+void tl_await_change(mk_cluster *c, mk_partition *p, uint64_t seen,
+		     const mk_ack_ticket *ack)
+{
+	if (!fetchers_run(c)) {
+		mk_cluster_replicate(c, NULL);
+		return;
+	}
+	tl_event e = { .w = { .fn = event_fired, .ack = ack } };
+	pthread_mutex_init(&e.lock, NULL);
+	pthread_cond_init(&e.cond, NULL);
+	mk_partition_watch(p, &e.w, seen);
+	pthread_mutex_lock(&e.lock);
+	while (!e.fired)
+		pthread_cond_wait(&e.cond, &e.lock);
+	pthread_mutex_unlock(&e.lock);
+	mk_partition_unwatch(p, &e.w);
+	pthread_cond_destroy(&e.cond);
+	pthread_mutex_destroy(&e.lock);
+}
+
+mk_err tl_producer_settle(mk_cluster *c, mk_producer *p, bool all,
+			  mk_strbuf *why)
+{
+	for (int round = 0;; round++) {
+		bool pending;
+		mk_ack_watch w;
+		mk_err err = mk_producer_check(p, all, &pending, &w, why);
+		if (!pending)
+			return err;
+		if (round == TL_ROUNDS)
+			fail_msg("acknowledgements still owed after %d rounds", round);
+		tl_await_change(c, w.p, w.seen, &w.ticket);
+	}
+}
+
+mk_err tl_producer_send(mk_cluster *c, mk_producer *p, const mk_record_in *recs,
+			size_t n, size_t *taken, mk_strbuf *why)
+{
+	mk_err err = mk_producer_append(p, recs, n, taken, why);
+	mk_err acked = tl_producer_settle(c, p, false, why);
+	return err ? err : acked;
+}
+
+mk_err tl_producer_flush(mk_cluster *c, mk_producer *p, mk_strbuf *why)
+{
+	mk_err err = mk_producer_flush_begin(p, why);
+	mk_err acked = tl_producer_settle(c, p, true, why);
+	return err ? err : acked;
 }

@@ -2,7 +2,8 @@
  * testlib.h — fixtures shared by the unit tests (test_log.c,
  * test_replica.c, test_producer.c, ...; the fs tests through
  * testlib_fs.h): temporary directories, descriptor counting, batch
- * frames, and a cluster on a manual clock. Every helper asserts (cmocka)
+ * frames, a cluster on a manual clock, and the driver of the events a
+ * producer's acknowledgements wait for. Every helper asserts (cmocka)
  * what it needs, so a test reads as its scenario.
  *
  * Linked into every unit test, core and fs (tests/meson.build). No state of its
@@ -20,6 +21,7 @@
 #include "codec.h"
 #include "config.h"
 #include "log.h"
+#include "producer.h"
 #include "strbuf.h"
 
 /* ---- temporary directories ------------------------------------------- */
@@ -83,5 +85,35 @@ mk_cluster *tl_cluster_open(const char *dir, const mk_config *cfg);
  * overrides (NULL for none); asserts success. */
 void tl_create_topic(mk_cluster *c, const char *name, int partitions, int rf,
 		     const char *o1, const char *o2);
+
+/* ---- events: nothing in core waits, so a test drives what would -------- */
+
+/*
+ * Make the event a pending call waits for come, or let it come: a change
+ * of p after `seen` (with ack, one that may settle that ticket:
+ * mk_watch.ack). On a cluster whose fetchers did not start, one explicit
+ * fetch round (mk_cluster_replicate): the event comes from it or not at
+ * all. With fetchers, wait for it: a watcher armed on p and a condition
+ * variable, no timed wait.
+ */
+void tl_await_change(mk_cluster *c, mk_partition *p, uint64_t seen,
+		     const mk_ack_ticket *ack);
+/*
+ * Settle what producer p owes (mk_producer_check; all: the sender's
+ * batches too): while a check says some is owed, tl_await_change on the
+ * watch it names, then look again; asserts that it settles within
+ * TL_ROUNDS events. Returns the first error settled (MK_OK: all
+ * acknowledged).
+ */
+#define TL_ROUNDS 1000
+mk_err tl_producer_settle(mk_cluster *c, mk_producer *p, bool all,
+			  mk_strbuf *why);
+/* Append (mk_producer_append), then settle what that append owes: the
+ * first error of the two. */
+mk_err tl_producer_send(mk_cluster *c, mk_producer *p, const mk_record_in *recs,
+			size_t n, size_t *taken, mk_strbuf *why);
+/* Send every open batch (mk_producer_flush_begin), then settle all that
+ * is owed: the first error of the two. */
+mk_err tl_producer_flush(mk_cluster *c, mk_producer *p, mk_strbuf *why);
 
 #endif
