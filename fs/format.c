@@ -184,8 +184,7 @@ void mk_tsv_escape(mk_bytes field, mk_strbuf *out)
 static mk_err line_fail(mk_strbuf *why, mk_err err, size_t lineno,
 			const char *msg)
 {
-	if (why)
-		mk_strbuf_addf(why, "line %zu: %s", lineno, msg);
+	mk_why(why, "line %zu: %s", lineno, msg);
 	return err;
 }
 

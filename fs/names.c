@@ -38,16 +38,12 @@ typedef struct {
 
 static mk_err fail(mk_strbuf *why, const char *fmt, piece what)
 {
-	if (why)
-		mk_strbuf_addf(why, fmt, (int)what.len, what.p);
-	return MK_INVALID_REQUEST;
+	return mk_error(why, MK_INVALID_REQUEST, fmt, (int)what.len, what.p);
 }
 
 static mk_err fail0(mk_strbuf *why, const char *msg)
 {
-	if (why)
-		mk_strbuf_addstr(why, msg);
-	return MK_INVALID_REQUEST;
+	return mk_error(why, MK_INVALID_REQUEST, "%s", msg);
 }
 
 static bool piece_is(piece s, const char *lit)

@@ -1080,8 +1080,7 @@ mk_err mk_resolve(mkfs *fs, const char *path, node_ref *ref, mk_strbuf *why)
 		const char *end = strchr(p, '/');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
 		if (len >= sizeof(ref->name)) {
-			if (why)
-				mk_strbuf_addf(why, "a name component is %zu bytes, over 255", len);
+			mk_why(why, "a name component is %zu bytes, over 255", len);
 			mk_node_ref_release(ref);
 			return MK_INVALID_REQUEST;
 		}
@@ -1197,11 +1196,8 @@ static mk_err parent_of(mkfs *fs, const char *path, node_ref *parent,
 			const char **name, mk_strbuf *why)
 {
 	const char *slash = strrchr(path, '/');
-	if (!slash || !slash[1]) {
-		if (why)
-			mk_strbuf_addf(why, "bad path %s", path);
-		return MK_INVALID_REQUEST;
-	}
+	if (!slash || !slash[1])
+		return mk_error(why, MK_INVALID_REQUEST, "bad path %s", path);
 	mk_strbuf dir = MK_STRBUF_INIT;
 	mk_strbuf_add(&dir, path, (size_t)(slash - path));
 	mk_err err = mk_resolve(fs, dir.len ? dir.buf : "/", parent, why);

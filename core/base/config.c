@@ -163,10 +163,8 @@ static mk_err parse_brokers(mk_config *cfg, const char *s, mk_strbuf *why)
 	cfg->nbrokers = n;
 	return MK_OK;
 bad:
-	if (why)
-		mk_strbuf_addf(why, "brokers: expected 1 to %d distinct ids >= 0, comma separated, got '%s'",
-			       MK_MAX_BROKERS, s);
-	return MK_INVALID_CONFIG;
+	return mk_error(why, MK_INVALID_CONFIG, "brokers: expected 1 to %d distinct ids >= 0, comma separated, got '%s'",
+			MK_MAX_BROKERS, s);
 }
 
 /* Parse value for key k into *dst; the message names the key. */
@@ -250,11 +248,8 @@ mk_err mk_config_set(mk_config *cfg, const char *key, const char *value,
 		     mk_strbuf *why)
 {
 	const key_def *k = find_key(key);
-	if (!k) {
-		if (why)
-			mk_strbuf_addf(why, "unknown configuration key '%s'", key);
-		return MK_INVALID_CONFIG;
-	}
+	if (!k)
+		return mk_error(why, MK_INVALID_CONFIG, "unknown configuration key '%s'", key);
 	if (k->type == T_BROKERS)
 		return parse_brokers(cfg, value, why);
 	return parse_value(k, value, field(cfg, k, false), why);
@@ -370,24 +365,21 @@ mk_err mk_config_load(mk_config *cfg, const char *path, mk_strbuf *why)
 	mk_strbuf text = MK_STRBUF_INIT;
 	bool missing;
 	if (mk_file_read(path, &text, &missing) || missing) {
-		if (why)
-			mk_strbuf_addf(why, "%s: cannot read the configuration", path);
+		mk_why(why, "%s: cannot read the configuration", path);
 		mk_strbuf_release(&text);
 		return MK_INVALID_CONFIG;
 	}
 	int bad = ini_scan(text.buf, NULL);
 	if (bad || memchr(text.buf, '\0', text.len)) {
-		if (why)
-			mk_strbuf_addf(why, "%s:%d: not a [section], KEY = VALUE, comment or blank line",
-				       path, bad ? bad : 1);
+		mk_why(why, "%s:%d: not a [section], KEY = VALUE, comment or blank line",
+		       path, bad ? bad : 1);
 		mk_strbuf_release(&text);
 		return MK_INVALID_CONFIG;
 	}
 	iniparser_set_error_callback(quiet);
 	dictionary *d = iniparser_load(path);
 	if (!d) {
-		if (why)
-			mk_strbuf_addf(why, "%s: cannot read or parse configuration", path);
+		mk_why(why, "%s: cannot read or parse configuration", path);
 		mk_strbuf_release(&text);
 		return MK_INVALID_CONFIG;
 	}
@@ -405,8 +397,7 @@ mk_err mk_config_load(mk_config *cfg, const char *path, mk_strbuf *why)
 			const key_def *k = find_key(names[i]);
 			size_t from = why ? why->len : 0;
 			if (!k) {
-				if (why)
-					mk_strbuf_addf(why, "unknown key '%s'", names[i]);
+				mk_why(why, "unknown key '%s'", names[i]);
 				at_line(why, from, path, ini_scan(text.buf, names[i]));
 				err = MK_INVALID_CONFIG;
 				break;
@@ -495,11 +486,9 @@ mk_err mk_topic_config_set(mk_topic_config *tc, const char *key,
 			   const char *value, mk_strbuf *why)
 {
 	const key_def *k = find_key(key);
-	if (!k || !k->topic) {
-		if (why)
-			mk_strbuf_addf(why, "'%s' is not a topic configuration key", key);
-		return MK_INVALID_CONFIG;
-	}
+	if (!k || !k->topic)
+		return mk_error(why, MK_INVALID_CONFIG, "'%s' is not a topic configuration key",
+				key);
 	mk_err err = parse_value(k, value, field(tc, k, true), why);
 	if (!err)
 		tc->overrides |= 1u << topic_bit(k);

@@ -1,6 +1,8 @@
 #include "error.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <string.h>
 
 static const char *const names[] = {
 #define MK_ERR_NAME(name) #name,
@@ -34,4 +36,10 @@ void mk_why(mk_strbuf *why, const char *fmt, ...)
 	va_start(ap, fmt);
 	mk_strbuf_vaddf(why, fmt, ap);
 	va_end(ap);
+}
+
+mk_err mk_io_error(mk_strbuf *why, const char *path, const char *what)
+{
+	return mk_error(why, MK_KAFKA_STORAGE_ERROR, "%s: %s: %s", path, what,
+			strerror(errno));
 }

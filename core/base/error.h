@@ -75,5 +75,8 @@ mk_err mk_error(mk_strbuf *why, mk_err err, const char *fmt, ...)
 /* Add the formatted reason to why, when not NULL. */
 void mk_why(mk_strbuf *why, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* A failed system call on a file: "PATH: WHAT: strerror(errno)" and
+ * KAFKA_STORAGE_ERROR (the code Kafka gives a replica's I/O failure). */
+mk_err mk_io_error(mk_strbuf *why, const char *path, const char *what);
 
 #endif

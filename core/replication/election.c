@@ -190,35 +190,24 @@ void mk_partition_broker_restart(mk_partition *p, int broker,
 static mk_err promotable(mk_partition *p, int i, int broker, bool unclean,
 			 mk_strbuf *why)
 {
-	if (i < 0) {
-		if (why)
-			mk_strbuf_addf(why, "broker %d hosts no replica of %s-%d", broker, p->topic, p->id);
-		return MK_UNKNOWN_TOPIC_OR_PARTITION;
-	}
+	if (i < 0)
+		return mk_error(why, MK_UNKNOWN_TOPIC_OR_PARTITION, "broker %d hosts no replica of %s-%d",
+				broker, p->topic, p->id);
 	mk_replica *r = &p->replicas[i];
-	if (!r->log) {
-		if (why)
-			mk_strbuf_addf(why, "broker %d is offline", broker);
-		return MK_BROKER_NOT_AVAILABLE;
-	}
+	if (!r->log)
+		return mk_error(why, MK_BROKER_NOT_AVAILABLE, "broker %d is offline", broker);
 	refresh_isr(p);
 	if (!r->in_isr) {
-		if (!unclean) {
-			if (why)
-				mk_strbuf_addf(why, "broker %d is not in the ISR of %s-%d", broker, p->topic, p->id);
-			return MK_INELIGIBLE_REPLICA;
-		}
-		if (!p->cfg.unclean_leader_election) {
-			if (why)
-				mk_strbuf_addf(why, "unclean.leader.election.enable is false for %s", p->topic);
-			return MK_INELIGIBLE_REPLICA;
-		}
+		if (!unclean)
+			return mk_error(why, MK_INELIGIBLE_REPLICA, "broker %d is not in the ISR of %s-%d",
+					broker, p->topic, p->id);
+		if (!p->cfg.unclean_leader_election)
+			return mk_error(why, MK_INELIGIBLE_REPLICA, "unclean.leader.election.enable is false for %s",
+					p->topic);
 	}
-	if (p->leader_epoch == INT32_MAX) {
-		if (why)
-			mk_strbuf_addf(why, "%s-%d: the leader epoch cannot grow past 2^31-1", p->topic, p->id);
-		return MK_INVALID_REQUEST;
-	}
+	if (p->leader_epoch == INT32_MAX)
+		return mk_error(why, MK_INVALID_REQUEST, "%s-%d: the leader epoch cannot grow past 2^31-1",
+				p->topic, p->id);
 	return MK_OK;
 }
 
@@ -254,8 +243,7 @@ mk_err mk_partition_promote(mk_partition *p, int broker, bool unclean,
 		meta_changed(p);
 	}
 	if (i < 0 || !p->replicas[i].log) {
-		if (why)
-			mk_strbuf_addf(why, "broker %d went offline during the promotion", broker);
+		mk_why(why, "broker %d went offline during the promotion", broker);
 		err = MK_BROKER_NOT_AVAILABLE;
 		goto out;
 	}

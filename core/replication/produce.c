@@ -42,18 +42,12 @@ mk_err ack_look(mk_partition *p, const mk_ack_ticket *t, bool *pending,
 	int64_t target = t->target, deadline = t->deadline_ms;
 	int32_t epoch = t->leader_epoch;
 	*pending = false;
-	if (p->leader < 0 || p->leader_epoch != epoch) {
-		if (why)
-			mk_strbuf_addf(why, "leader changed while waiting for acks=all (epoch %d -> %d)",
-				       epoch, p->leader_epoch);
-		return MK_FENCED_LEADER_EPOCH;
-	}
-	if (isr_committed(p) < p->cfg.min_insync_replicas) {
-		if (why)
-			mk_strbuf_addf(why, "ISR shrank to %d, below min.insync.replicas=%lld, after the batch was appended",
-				       isr_committed(p), (long long)p->cfg.min_insync_replicas);
-		return MK_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
-	}
+	if (p->leader < 0 || p->leader_epoch != epoch)
+		return mk_error(why, MK_FENCED_LEADER_EPOCH, "leader changed while waiting for acks=all (epoch %d -> %d)",
+				epoch, p->leader_epoch);
+	if (isr_committed(p) < p->cfg.min_insync_replicas)
+		return mk_error(why, MK_NOT_ENOUGH_REPLICAS_AFTER_APPEND, "ISR shrank to %d, below min.insync.replicas=%lld, after the batch was appended",
+				isr_committed(p), (long long)p->cfg.min_insync_replicas);
 	bool done = true;
 	for (int i = 0; i < p->nreplicas; i++) {
 		mk_replica *r = &p->replicas[i];
@@ -63,12 +57,9 @@ mk_err ack_look(mk_partition *p, const mk_ack_ticket *t, bool *pending,
 	}
 	if (done)
 		return MK_OK;
-	if (mk_clock_now(p->env->clock) >= deadline) {
-		if (why)
-			mk_strbuf_addf(why, "not acknowledged by the ISR within request.timeout.ms=%lld",
-				       (long long)p->env->cfg->request_timeout_ms);
-		return MK_REQUEST_TIMED_OUT;
-	}
+	if (mk_clock_now(p->env->clock) >= deadline)
+		return mk_error(why, MK_REQUEST_TIMED_OUT, "not acknowledged by the ISR within request.timeout.ms=%lld",
+				(long long)p->env->cfg->request_timeout_ms);
 	*pending = true;
 	return MK_OK;
 }
@@ -92,9 +83,7 @@ static mk_err await_replicas(mk_partition *p, const mk_ack_ticket *t,
 			return err;
 		if (atomic_load(p->env->shutting_down) ||
 		    (w && w->interrupted && w->interrupted(w->arg))) {
-			if (why)
-				mk_strbuf_addstr(why, "interrupted while waiting for acks=all");
-			return MK_INTERRUPTED;
+			return mk_error(why, MK_INTERRUPTED, "interrupted while waiting for acks=all");
 		}
 		int64_t left = t->deadline_ms - mk_clock_now(p->env->clock);
 		int ms = p->env->clock->manual || left > 100 ? 100 : (int)left;
@@ -126,12 +115,9 @@ static mk_err check_compacted_keys(const mk_partition *p, const uint8_t *frame,
 	mk_record_view rec;
 	mk_record_iter_init(&it, &b);
 	while (mk_record_next(&it, &rec)) {
-		if (rec.key.len < 0) {
-			if (why)
-				mk_strbuf_addf(why, "keyless record refused: topic %s is compacted (cleanup.policy has compact)",
-					       p->topic);
-			return MK_INVALID_RECORD;
-		}
+		if (rec.key.len < 0)
+			return mk_error(why, MK_INVALID_RECORD, "keyless record refused: topic %s is compacted (cleanup.policy has compact)",
+					p->topic);
 	}
 	return MK_OK;
 }
@@ -141,10 +127,8 @@ static mk_err check_batch_size(mk_partition *p, size_t len, mk_strbuf *why)
 {
 	if ((int64_t)len <= p->cfg.message_max_bytes)
 		return MK_OK;
-	if (why)
-		mk_strbuf_addf(why, "batch of %zu bytes exceeds message.max.bytes=%lld",
-			       len, (long long)p->cfg.message_max_bytes);
-	return MK_MESSAGE_TOO_LARGE;
+	return mk_error(why, MK_MESSAGE_TOO_LARGE, "batch of %zu bytes exceeds message.max.bytes=%lld",
+			len, (long long)p->cfg.message_max_bytes);
 }
 
 /* Under p->lock: an acks=all append needs min.insync.replicas in the ISR. */
@@ -153,18 +137,15 @@ static mk_err check_min_isr(mk_partition *p, mk_strbuf *why)
 	refresh_isr(p);
 	if (isr_committed(p) >= p->cfg.min_insync_replicas)
 		return MK_OK;
-	if (why)
-		mk_strbuf_addf(why, "ISR has %d replica(s), min.insync.replicas=%lld; nothing appended",
-			       isr_committed(p), (long long)p->cfg.min_insync_replicas);
-	return MK_NOT_ENOUGH_REPLICAS;
+	return mk_error(why, MK_NOT_ENOUGH_REPLICAS, "ISR has %d replica(s), min.insync.replicas=%lld; nothing appended",
+			isr_committed(p), (long long)p->cfg.min_insync_replicas);
 }
 
 /* Under p->lock: the leader's log failed an append; it goes offline. */
 static void leader_append_failed(mk_partition *p, mk_strbuf *why)
 {
-	if (why)
-		mk_strbuf_addf(why, "append failed: %s",
-			       mk_log_error(p->replicas[p->leader].log));
+	mk_why(why, "append failed: %s",
+	       mk_log_error(p->replicas[p->leader].log));
 	replica_failed(p, p->leader, "append");
 }
 

@@ -54,9 +54,8 @@ mk_err mk_partition_fetch_isolated(mk_partition *p, int64_t from,
 	if (aborted)
 		mk_aborted_range(&l->pstate.aborted, from, vis, aborted);
 	if (from < start || from > end) {
-		if (why)
-			mk_strbuf_addf(why, "offset %lld outside [%lld, %lld]",
-				       (long long)from, (long long)start, (long long)end);
+		mk_why(why, "offset %lld outside [%lld, %lld]",
+		       (long long)from, (long long)start, (long long)end);
 		err = MK_OFFSET_OUT_OF_RANGE;
 		goto out;
 	}
@@ -64,8 +63,7 @@ mk_err mk_partition_fetch_isolated(mk_partition *p, int64_t from,
 		goto out;
 	err = mk_log_read(l->log, from, vis, max_bytes, out);
 	if (err == MK_KAFKA_STORAGE_ERROR) {
-		if (why)
-			mk_strbuf_addstr(why, mk_log_error(l->log));
+		mk_why(why, "%s", mk_log_error(l->log));
 		replica_failed(p, p->leader, "read");
 	}
 out:
@@ -100,8 +98,7 @@ size_t mk_partition_segments(mk_partition *p, mk_segment_info **out,
 		*out = mk_xcalloc(n ? n : 1, sizeof(**out));
 		for (size_t i = 0; i < n; i++)
 			mk_log_segment_info(log, i, &(*out)[i]);
-		if (dir)
-			mk_strbuf_addstr(dir, mk_log_dir(log));
+		mk_why(dir, "%s", mk_log_dir(log));
 	}
 	pthread_mutex_unlock(&p->lock);
 	return n;
@@ -227,16 +224,14 @@ mk_err mk_partition_delete_records(mk_partition *p, int64_t offset,
 		goto out;
 	mk_replica *l = &p->replicas[p->leader];
 	if (offset < 0 || offset > p->hw) {
-		if (why)
-			mk_strbuf_addf(why, "offset %lld outside [0, hw %lld]",
-				       (long long)offset, (long long)p->hw);
+		mk_why(why, "offset %lld outside [0, hw %lld]",
+		       (long long)offset, (long long)p->hw);
 		err = MK_OFFSET_OUT_OF_RANGE;
 		goto out;
 	}
 	err = advance_start(l, offset);
 	if (err) {
-		if (why)
-			mk_strbuf_addstr(why, mk_log_error(l->log));
+		mk_why(why, "%s", mk_log_error(l->log));
 		replica_failed(p, p->leader, "delete records");
 		goto out;
 	}
@@ -256,11 +251,9 @@ static mk_err view_replica(mk_partition *p, int broker, bool need_log,
 			   mk_replica **out, mk_strbuf *why)
 {
 	part_settle(p);     /* a follower's log is its fetch's meanwhile */
-	if (p->deleted) {
-		if (why)
-			mk_strbuf_addf(why, "topic %s was deleted", p->topic);
-		return MK_UNKNOWN_TOPIC_OR_PARTITION;
-	}
+	if (p->deleted)
+		return mk_error(why, MK_UNKNOWN_TOPIC_OR_PARTITION, "topic %s was deleted",
+				p->topic);
 	int i = broker < 0 ? p->leader : replica_index(p, broker);
 	if (i < 0) {
 		if (why && broker < 0)
@@ -273,11 +266,9 @@ static mk_err view_replica(mk_partition *p, int broker, bool need_log,
 	}
 	*out = &p->replicas[i];
 	if (need_log && !(*out)->log) {
-		if (why)
-			mk_strbuf_addf(why, "broker %d is %s: its replica of %s-%d cannot be read",
-				       (*out)->broker, (*out)->failed ? "failed (storage error; restart it)"
-				       : "offline (write to brokers/B/restart)", p->topic, p->id);
-		return MK_BROKER_NOT_AVAILABLE;
+		return mk_error(why, MK_BROKER_NOT_AVAILABLE, "broker %d is %s: its replica of %s-%d cannot be read",
+				(*out)->broker, (*out)->failed ? "failed (storage error; restart it)"
+				: "offline (write to brokers/B/restart)", p->topic, p->id);
 	}
 	return MK_OK;
 }
@@ -339,10 +330,9 @@ mk_err mk_partition_replica_fetch(mk_partition *p, int broker, int64_t from,
 	int64_t start = mk_log_start_offset(r->log), end = mk_log_end_offset(r->log);
 	*visible_end = committed && r->hw_view < end ? r->hw_view : end;
 	if (from < start || from > end) {
-		if (why)
-			mk_strbuf_addf(why, "offset %lld outside [%lld, %lld] of broker %d's replica",
-				       (long long)from, (long long)start,
-				       (long long)end, r->broker);
+		mk_why(why, "offset %lld outside [%lld, %lld] of broker %d's replica",
+		       (long long)from, (long long)start,
+		       (long long)end, r->broker);
 		err = MK_OFFSET_OUT_OF_RANGE;
 		goto out;
 	}
@@ -420,8 +410,7 @@ mk_err mk_partition_replica_segments(mk_partition *p, int broker,
 		*out = mk_xcalloc(*n ? *n : 1, sizeof(**out));
 		for (size_t i = 0; i < *n; i++)
 			mk_log_segment_info(r->log, i, &(*out)[i]);
-		if (dir)
-			mk_strbuf_addstr(dir, mk_log_dir(r->log));
+		mk_why(dir, "%s", mk_log_dir(r->log));
 	}
 	pthread_mutex_unlock(&p->lock);
 	return err;

@@ -158,17 +158,10 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 	mk_log_config defaults = { 1048576, 4096, 0, NULL, NULL };
 	if (!cfg)
 		cfg = &defaults;
-	if (!config_ok(cfg)) {
-		if (why)
-			mk_strbuf_addstr(why, "invalid log configuration");
-		return MK_INVALID_CONFIG;
-	}
-	if (mk_mkdirs(dir)) {
-		if (why)
-			mk_strbuf_addf(why, "%s: cannot create: %s", dir,
-				       strerror(errno));
-		return MK_KAFKA_STORAGE_ERROR;
-	}
+	if (!config_ok(cfg))
+		return mk_error(why, MK_INVALID_CONFIG, "invalid log configuration");
+	if (mk_mkdirs(dir))
+		return mk_io_error(why, dir, "cannot create");
 	mk_log *log = log_new(dir, cfg);
 	mk_err err = mk_log_load(log, why);     /* log_loader.h */
 	if (err) {

@@ -232,8 +232,7 @@ mk_err mk_log_checkpoint_parse(const char *path, char *text,
 	if (!bad && !(version && start && rp))
 		bad = "missing fields";
 	if (bad) {
-		if (why)
-			mk_strbuf_addf(why, "%s: line %d: %s", path, lineno, bad);
+		mk_why(why, "%s: line %d: %s", path, lineno, bad);
 		free(c->epochs);
 		c->epochs = NULL;
 		c->nepochs = 0;

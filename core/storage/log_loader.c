@@ -32,12 +32,8 @@ static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
 	*n = 0;
 	*prepared = false;
 	DIR *d = opendir(dir);
-	if (!d) {
-		if (why)
-			mk_strbuf_addf(why, "%s: cannot list: %s", dir,
-				       strerror(errno));
-		return MK_KAFKA_STORAGE_ERROR;
-	}
+	if (!d)
+		return mk_io_error(why, dir, "cannot list");
 	size_t cap = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
@@ -84,11 +80,8 @@ static mk_err remove_from(const char *dir, mk_fdcache *cache,
 		if (err)
 			return err;
 	}
-	if (mk_fsync_dir(dir)) {
-		if (why)
-			mk_strbuf_addf(why, "%s: fsync failed", dir);
-		return MK_KAFKA_STORAGE_ERROR;
-	}
+	if (mk_fsync_dir(dir))
+		return mk_error(why, MK_KAFKA_STORAGE_ERROR, "%s: fsync failed", dir);
 	return MK_OK;
 }
 
@@ -110,12 +103,8 @@ typedef struct {
 /* Read and parse the checkpoint, when there is one. */
 static mk_err open_read_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
 {
-	if (mk_file_read(log->ckpt_path, &o->text, &o->missing)) {
-		if (why)
-			mk_strbuf_addf(why, "%s: read failed: %s",
-				       log->ckpt_path, strerror(errno));
-		return MK_KAFKA_STORAGE_ERROR;
-	}
+	if (mk_file_read(log->ckpt_path, &o->text, &o->missing))
+		return mk_io_error(why, log->ckpt_path, "read failed");
 	if (o->missing)
 		return MK_OK;
 	/* The parse cuts its text into lines: o->text stays as read, for
@@ -138,12 +127,9 @@ static mk_err open_check_listed(const opening *o, mk_strbuf *why)
 			continue;
 		while (j < o->nbases && o->bases[j] < o->ck.bases[i])
 			j++;
-		if (j == o->nbases || o->bases[j] != o->ck.bases[i]) {
-			if (why)
-				mk_strbuf_addf(why, "%s/%020lld.log is missing (the checkpoint lists it): the log would have a gap",
-					       o->dir, (long long)o->ck.bases[i]);
-			return MK_KAFKA_STORAGE_ERROR;
-		}
+		if (j == o->nbases || o->bases[j] != o->ck.bases[i])
+			return mk_error(why, MK_KAFKA_STORAGE_ERROR, "%s/%020lld.log is missing (the checkpoint lists it): the log would have a gap",
+					o->dir, (long long)o->ck.bases[i]);
 	}
 	return MK_OK;
 }
@@ -231,11 +217,8 @@ static mk_err open_create_first(mk_log *log, opening *o, mk_strbuf *why)
 	if (err)
 		return err;
 	mk_log_push_segment(log, s);
-	if (mk_fsync_dir(o->dir)) {
-		if (why)
-			mk_strbuf_addf(why, "%s: fsync failed", o->dir);
-		return MK_KAFKA_STORAGE_ERROR;
-	}
+	if (mk_fsync_dir(o->dir))
+		return mk_error(why, MK_KAFKA_STORAGE_ERROR, "%s: fsync failed", o->dir);
 	return MK_OK;
 }
 
@@ -298,12 +281,10 @@ static mk_err open_check_offsets(const mk_log *log, const opening *o,
 	} else {
 		return MK_OK;
 	}
-	if (why)
-		mk_strbuf_addf(why, "%s: %s %lld is past the log's end %lld (its segments hold [%lld, %lld)): damaged or edited, not clamped (to keep what the segments hold, correct the value or remove the file)",
-			       log->ckpt_path, name, (long long)value,
-			       (long long)leo, (long long)log->segs[0]->base,
-			       (long long)leo);
-	return MK_KAFKA_STORAGE_ERROR;
+	return mk_error(why, MK_KAFKA_STORAGE_ERROR, "%s: %s %lld is past the log's end %lld (its segments hold [%lld, %lld)): damaged or edited, not clamped (to keep what the segments hold, correct the value or remove the file)",
+			log->ckpt_path, name, (long long)value,
+			(long long)leo, (long long)log->segs[0]->base,
+			(long long)leo);
 }
 
 /* Log start (the checkpoint's, within the segments) and recovery point. */

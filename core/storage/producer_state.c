@@ -67,17 +67,12 @@ mk_err mk_pstate_check(const mk_producer_state *ps, int64_t pid, int16_t epoch,
 	if (!e || epoch > e->epoch) {
 		if (base_seq == 0 && last_seq <= INT32_MAX)
 			return MK_OK;
-		if (why)
-			mk_strbuf_addf(why, "producer %lld epoch %d must start at sequence 0, got %d",
-				       (long long)pid, epoch, base_seq);
-		return MK_OUT_OF_ORDER_SEQUENCE_NUMBER;
+		return mk_error(why, MK_OUT_OF_ORDER_SEQUENCE_NUMBER, "producer %lld epoch %d must start at sequence 0, got %d",
+				(long long)pid, epoch, base_seq);
 	}
-	if (epoch < e->epoch) {
-		if (why)
-			mk_strbuf_addf(why, "producer %lld epoch %d is fenced by epoch %d",
-				       (long long)pid, epoch, e->epoch);
-		return MK_PRODUCER_FENCED;
-	}
+	if (epoch < e->epoch)
+		return mk_error(why, MK_PRODUCER_FENCED, "producer %lld epoch %d is fenced by epoch %d",
+				(long long)pid, epoch, e->epoch);
 	for (int i = 0; i < e->n; i++)
 		if (e->recent[i].first_seq == base_seq &&
 		    e->recent[i].last_seq == last_seq) {
@@ -87,11 +82,9 @@ mk_err mk_pstate_check(const mk_producer_state *ps, int64_t pid, int16_t epoch,
 	int64_t expected = e->n ? (int64_t)e->recent[e->n - 1].last_seq + 1 : 0;
 	if (base_seq == expected && last_seq <= INT32_MAX)
 		return MK_OK;
-	if (why)
-		mk_strbuf_addf(why, "producer %lld epoch %d: sequence %d, expected %lld%s",
-			       (long long)pid, epoch, base_seq, (long long)expected,
-			       base_seq < expected ? " (a retry older than the last 5 batches, or not an exact retry)" : " (a gap)");
-	return MK_OUT_OF_ORDER_SEQUENCE_NUMBER;
+	return mk_error(why, MK_OUT_OF_ORDER_SEQUENCE_NUMBER, "producer %lld epoch %d: sequence %d, expected %lld%s",
+			(long long)pid, epoch, base_seq, (long long)expected,
+			base_seq < expected ? " (a retry older than the last 5 batches, or not an exact retry)" : " (a gap)");
 }
 
 int32_t mk_pstate_next_seq(const mk_producer_state *ps, int64_t pid,

@@ -42,16 +42,8 @@
 static void say_at(mk_strbuf *why, const char *path, uint64_t pos,
 		   const char *reason)
 {
-	if (why)
-		mk_strbuf_addf(why, "%s at byte %llu: %s", path,
-			       (unsigned long long)pos, reason);
-}
-
-static mk_err io_error(mk_strbuf *why, const char *path, const char *what)
-{
-	if (why)
-		mk_strbuf_addf(why, "%s: %s: %s", path, what, strerror(errno));
-	return MK_KAFKA_STORAGE_ERROR;
+	mk_why(why, "%s at byte %llu: %s", path,
+	       (unsigned long long)pos, reason);
 }
 
 /* ---- the frame reader ---------------------------------------------------- */
@@ -75,7 +67,7 @@ static int seg_open_cb(mk_fdcache_node *n, void *arg)
 	if (s->fd < 0) {
 		s->fd = open(s->log_path, O_RDWR | O_CLOEXEC);
 		if (s->fd < 0) {
-			req->err = io_error(req->why, s->log_path, "cannot open");
+			req->err = mk_io_error(req->why, s->log_path, "cannot open");
 			return opened;
 		}
 		opened++;
@@ -84,7 +76,7 @@ static int seg_open_cb(mk_fdcache_node *n, void *arg)
 		return opened;
 	if (!mk_index_attached(&s->index)) {
 		if (mk_index_open(&s->index, s->index_path)) {
-			req->err = io_error(req->why, s->index_path, "cannot open");
+			req->err = mk_io_error(req->why, s->index_path, "cannot open");
 			return opened;
 		}
 		opened++;
@@ -313,7 +305,7 @@ static mk_err index_batch(mk_segment *s, const mk_batch_view *b, uint64_t pos,
 	if (!write)
 		mk_index_push(&s->index, rel, (uint32_t)pos, max_ts);
 	else if (mk_index_append(&s->index, rel, (uint32_t)pos, max_ts))
-		return io_error(why, s->index_path, "write failed");
+		return mk_io_error(why, s->index_path, "write failed");
 	return MK_OK;
 }
 
@@ -336,7 +328,7 @@ static mk_err final_entry(mk_segment *s, int64_t max_ts, int64_t last_base,
 	if (!write)
 		mk_index_push(&s->index, rel, (uint32_t)last_pos, max_ts);
 	else if (mk_index_append(&s->index, rel, (uint32_t)last_pos, max_ts))
-		return io_error(why, s->index_path, "write failed");
+		return mk_io_error(why, s->index_path, "write failed");
 	return MK_OK;
 }
 
@@ -573,14 +565,14 @@ static void detach_indexes(mk_segment *s)
 static mk_err write_indexes(mk_segment *s, mk_strbuf *why)
 {
 	if (mk_index_write_all(&s->index))
-		return io_error(why, s->index_path, "write failed");
+		return mk_io_error(why, s->index_path, "write failed");
 	return MK_OK;
 }
 
 static mk_err sync_indexes(mk_segment *s, mk_strbuf *why)
 {
 	if (mk_index_sync(&s->index))
-		return io_error(why, s->index_path, "fsync failed");
+		return mk_io_error(why, s->index_path, "fsync failed");
 	return MK_OK;
 }
 
@@ -607,7 +599,7 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 	mk_err err = MK_OK;
 	int fd = open(s->log_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		err = io_error(why, s->log_path, "cannot create");
+		err = mk_io_error(why, s->log_path, "cannot create");
 		mk_segment_close(s);
 		return err;
 	}
@@ -662,14 +654,14 @@ mk_err mk_segment_prepare(const char *dir, uint64_t prefill, mk_strbuf *why)
 		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (fd < 0 && errno == EEXIST) {
 			if (unlink(path) && errno != ENOENT) {
-				mk_err err = io_error(why, path, "cannot delete");
+				mk_err err = mk_io_error(why, path, "cannot delete");
 				free(path);
 				return err;
 			}
 			fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
 				  0644);
 		}
-		mk_err err = fd < 0 ? io_error(why, path, "cannot create") : MK_OK;
+		mk_err err = fd < 0 ? mk_io_error(why, path, "cannot create") : MK_OK;
 		free(path);
 		if (err)
 			return err;
@@ -738,7 +730,7 @@ mk_err mk_segment_create_prepared(const char *dir, int64_t base,
 		int fd = open(s->index_path, O_RDWR | O_CREAT | O_TRUNC |
 			      O_CLOEXEC, 0644);
 		if (fd < 0)
-			err = io_error(why, s->index_path, "cannot create");
+			err = mk_io_error(why, s->index_path, "cannot create");
 		else
 			close(fd);
 	}
@@ -773,7 +765,7 @@ mk_err mk_segment_know_size(mk_segment *s, mk_strbuf *why)
 		return MK_OK;
 	struct stat st;
 	if (stat(s->log_path, &st))
-		return io_error(why, s->log_path, "cannot open");
+		return mk_io_error(why, s->log_path, "cannot open");
 	s->size = s->flushed = (uint64_t)st.st_size;
 	s->sized = true;
 	return MK_OK;
@@ -790,7 +782,7 @@ mk_err mk_segment_open_closed_at(int dirfd, const char *dir, int64_t base,
 	const char *name = dirfd == AT_FDCWD ? s->log_path
 			   : s->log_path + strlen(dir) + 1;
 	if (fstatat(dirfd, name, &st, 0)) {
-		mk_err err = io_error(why, s->log_path, "cannot open");
+		mk_err err = mk_io_error(why, s->log_path, "cannot open");
 		mk_segment_close(s);
 		return err;
 	}
@@ -834,7 +826,7 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 	if (fd < 0 || fstat(fd, &st)) {
 		if (fd >= 0)
 			close(fd);
-		err = io_error(why, s->log_path, "cannot open");
+		err = mk_io_error(why, s->log_path, "cannot open");
 		mk_segment_close(s);
 		return err;
 	}
@@ -857,7 +849,7 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 			       res.reason ? res.reason : "invalid tail");
 		}
 		if (ftruncate(s->fd, (off_t)res.valid)) {
-			err = io_error(why, s->log_path, "truncate failed");
+			err = mk_io_error(why, s->log_path, "truncate failed");
 			goto fail;
 		}
 	}
@@ -877,7 +869,7 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 	bool durable = s->size == 0 ||
 		       (res.valid == phys && s->next_offset <= durable_to);
 	if (!durable && fsync(s->fd)) {
-		err = io_error(why, s->log_path, "fsync failed");
+		err = mk_io_error(why, s->log_path, "fsync failed");
 		goto fail;
 	}
 	s->flushed = s->size;
@@ -954,7 +946,7 @@ mk_err mk_segment_load_indexes(mk_segment *s, int64_t end_limit,
 				     : (uint64_t)(end_limit - s->base);
 	bool ok;
 	if (mk_index_load(&s->index, s->size, rel_limit, &ok))
-		err = io_error(why, s->index_path, "read failed");
+		err = mk_io_error(why, s->index_path, "read failed");
 	else if (!ok)
 		err = rebuild_indexes(s, end_limit, interval, why);
 	else {
@@ -1058,10 +1050,9 @@ mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
 		if (w <= 0) {
 			if (w == 0)
 				errno = EIO;
-			if (why)
-				mk_strbuf_addf(why, "%s at byte %llu: write failed: %s",
-					       s->log_path, (unsigned long long)at,
-					       strerror(errno));
+			mk_why(why, "%s at byte %llu: write failed: %s",
+			       s->log_path, (unsigned long long)at,
+			       strerror(errno));
 			/* Past the runway, the file now ends at `at`. */
 			if (at >= s->runway_end)
 				s->runway_end = 0;
@@ -1144,10 +1135,8 @@ mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
 	}
 	if (res.next_offset != offset &&
 	    !(res.stopped && res.stopped_base == offset)) {
-		if (why)
-			mk_strbuf_addf(why, "offset %lld is not a batch boundary "
-				       "in %s", (long long)offset, s->log_path);
-		return MK_INVALID_REQUEST;
+		return mk_error(why, MK_INVALID_REQUEST, "offset %lld is not a batch boundary "
+				"in %s", (long long)offset, s->log_path);
 	}
 	c->offset = offset;
 	c->pos = res.valid;
@@ -1178,7 +1167,7 @@ static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
 {
 	mk_err err;
 	if (c->pos < file_len(s) && ftruncate(s->fd, (off_t)c->pos))
-		return io_error(why, s->log_path, "truncate failed");
+		return mk_io_error(why, s->log_path, "truncate failed");
 	s->size = c->pos;
 	s->runway_end = 0;
 	if (s->flushed > s->size)
@@ -1187,7 +1176,7 @@ static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
 	s->active = true;
 	if (s->indexes_loaded) {
 		if (mk_index_truncate_pos(&s->index, (uint32_t)c->pos))
-			return io_error(why, s->index_path, "truncate failed");
+			return mk_io_error(why, s->index_path, "truncate failed");
 		/* The file was detached while closed: make sure it holds
 		 * exactly what memory does. */
 		if ((err = write_indexes(s, why)))
@@ -1219,7 +1208,7 @@ mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why)
 	if (s->dirty) {
 		if (fsync(s->fd)) {
 			seg_done(s);
-			return io_error(why, s->log_path, "fsync failed");
+			return mk_io_error(why, s->log_path, "fsync failed");
 		}
 		s->flushed = s->size;
 		s->dirty = false;
@@ -1235,7 +1224,7 @@ mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why)
 static mk_err write_index_pending(mk_segment *s, mk_strbuf *why)
 {
 	if (mk_index_write_pending(&s->index))
-		return io_error(why, s->index_path, "write failed");
+		return mk_io_error(why, s->index_path, "write failed");
 	return MK_OK;
 }
 
@@ -1264,7 +1253,7 @@ mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why)
 	 * power cut would show the zeros as data. */
 	if (s->runway_end > s->size) {
 		if (ftruncate(s->fd, (off_t)s->size)) {
-			err = io_error(why, s->log_path, "truncate failed");
+			err = mk_io_error(why, s->log_path, "truncate failed");
 		} else {
 			s->runway_end = 0;
 			s->dirty = true;
@@ -1317,7 +1306,7 @@ mk_err mk_segment_remove(mk_segment *s, mk_strbuf *why)
 	s->runway_end = 0;
 	/* The .log goes first: without it the segment no longer exists. */
 	if (unlink(s->log_path) && errno != ENOENT)
-		err = io_error(why, s->log_path, "cannot delete");
+		err = mk_io_error(why, s->log_path, "cannot delete");
 	if (!err)
 		unlink(s->index_path);
 	mk_segment_close(s);

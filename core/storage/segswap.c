@@ -23,13 +23,6 @@
 #define NSUFFIXES 2
 static const char *const suffixes[NSUFFIXES] = { ".log", ".index" };
 
-static mk_err fail(mk_strbuf *why, const char *path, const char *what)
-{
-	if (why)
-		mk_strbuf_addf(why, "%s: %s: %s", path, what, strerror(errno));
-	return MK_KAFKA_STORAGE_ERROR;
-}
-
 static void seg_path(mk_strbuf *out, const char *dir, const char *sub,
 		     int64_t base, const char *suffix)
 {
@@ -50,7 +43,7 @@ static mk_err clear_staging(const char *dir, mk_strbuf *why)
 	mk_err err = MK_OK;
 	if (!d) {
 		if (errno != ENOENT)
-			err = fail(why, p.buf, "cannot list");
+			err = mk_io_error(why, p.buf, "cannot list");
 		mk_strbuf_release(&p);
 		return err;
 	}
@@ -63,13 +56,13 @@ static mk_err clear_staging(const char *dir, mk_strbuf *why)
 		mk_strbuf_setlen(&p, base_len);
 		mk_strbuf_addf(&p, "/%s", de->d_name);
 		if (unlink(p.buf) && errno != ENOENT)
-			err = fail(why, p.buf, "cannot delete");
+			err = mk_io_error(why, p.buf, "cannot delete");
 		any = true;
 	}
 	closedir(d);
 	mk_strbuf_setlen(&p, base_len);
 	if (!err && any && mk_fsync_dir(p.buf))
-		err = fail(why, p.buf, "fsync failed");
+		err = mk_io_error(why, p.buf, "fsync failed");
 	mk_strbuf_release(&p);
 	return err;
 }
@@ -79,7 +72,7 @@ mk_err mk_segswap_prepare(const char *dir, mk_strbuf *out, mk_strbuf *why)
 	mk_strbuf_reset(out);
 	mk_strbuf_addf(out, "%s/" MK_SEGSWAP_STAGING, dir);
 	if (mk_mkdirs(out->buf))
-		return fail(why, out->buf, "cannot create");
+		return mk_io_error(why, out->buf, "cannot create");
 	return clear_staging(dir, why);
 }
 
@@ -97,7 +90,7 @@ static mk_err apply(const char *dir, const int64_t *olds, size_t nold,
 			seg_path(&from, dir, MK_SEGSWAP_STAGING, news[i], suffixes[s]);
 			seg_path(&to, dir, NULL, news[i], suffixes[s]);
 			if (rename(from.buf, to.buf) && errno != ENOENT)
-				err = fail(why, from.buf, "cannot move");
+				err = mk_io_error(why, from.buf, "cannot move");
 			if (!err && s == 0 && i == 0)
 				MK_FAILPOINT("cleaner.swap.moved-one");
 		}
@@ -113,20 +106,20 @@ static mk_err apply(const char *dir, const int64_t *olds, size_t nold,
 		for (int s = 0; s < NSUFFIXES && !err; s++) {
 			seg_path(&to, dir, NULL, olds[i], suffixes[s]);
 			if (unlink(to.buf) && errno != ENOENT)
-				err = fail(why, to.buf, "cannot delete");
+				err = mk_io_error(why, to.buf, "cannot delete");
 		}
 		if (!err && i + 1 < nold)
 			MK_FAILPOINT("cleaner.swap.deleted-one");
 	}
 	if (!err && mk_fsync_dir(dir))
-		err = fail(why, dir, "fsync failed");
+		err = mk_io_error(why, dir, "fsync failed");
 	if (!err)
 		MK_FAILPOINT("cleaner.swap.deleted");
 	if (!err) {
 		mk_strbuf_reset(&to);
 		mk_strbuf_addf(&to, "%s/" MK_SEGSWAP_STATE, dir);
 		if (mk_file_replace(to.buf, state, state_len))
-			err = fail(why, to.buf, "cannot write");
+			err = mk_io_error(why, to.buf, "cannot write");
 	}
 	if (!err)
 		MK_FAILPOINT("cleaner.swap.state");
@@ -134,9 +127,9 @@ static mk_err apply(const char *dir, const int64_t *olds, size_t nold,
 		mk_strbuf_reset(&to);
 		mk_strbuf_addf(&to, "%s/" MK_SEGSWAP_JOURNAL, dir);
 		if (unlink(to.buf) && errno != ENOENT)
-			err = fail(why, to.buf, "cannot delete");
+			err = mk_io_error(why, to.buf, "cannot delete");
 		else if (mk_fsync_dir(dir))
-			err = fail(why, dir, "fsync failed");
+			err = mk_io_error(why, dir, "fsync failed");
 	}
 	if (!err)
 		MK_FAILPOINT("cleaner.swap.done");
@@ -161,7 +154,7 @@ mk_err mk_segswap_commit(const char *dir, const int64_t *olds, size_t nold,
 	mk_strbuf_addf(&path, "%s/" MK_SEGSWAP_JOURNAL, dir);
 	mk_err err = MK_OK;
 	if (mk_file_replace(path.buf, text.buf, text.len))
-		err = fail(why, path.buf, "cannot write");
+		err = mk_io_error(why, path.buf, "cannot write");
 	mk_strbuf_release(&text);
 	mk_strbuf_release(&path);
 	if (err)
@@ -186,7 +179,7 @@ mk_err mk_segswap_recover(const char *dir, mk_strbuf *why)
 	bool missing = true;
 	mk_err err = MK_OK;
 	if (mk_file_read(path.buf, &text, &missing)) {
-		err = fail(why, path.buf, "cannot read");
+		err = mk_io_error(why, path.buf, "cannot read");
 		goto out;
 	}
 	if (missing) {
@@ -221,8 +214,7 @@ mk_err mk_segswap_recover(const char *dir, mk_strbuf *why)
 	}
 	if (!ok || !state) {
 		/* The journal is written atomically: this is outside damage. */
-		if (why)
-			mk_strbuf_addf(why, "%s: malformed journal", path.buf);
+		mk_why(why, "%s: malformed journal", path.buf);
 		err = MK_KAFKA_STORAGE_ERROR;
 	} else {
 		err = apply(dir, olds, nold, news, nnew, state,
