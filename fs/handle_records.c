@@ -4,6 +4,7 @@
  * the paged records views (viewmemo.h).
  */
 #include "handles.h"
+#include "search.h"
 #include "xalloc.h"
 
 #include <stdlib.h>
@@ -417,18 +418,25 @@ static void paged_mark(mk_handle *h)
 	r->marks[r->nmarks++] = (struct mk_page_mark){ pos, r->next, r->returned };
 }
 
+typedef struct {
+	const struct mk_page_mark *marks;
+	long long off;
+} mark_key;
+
+static bool mark_at_or_before(const void *ctx, size_t i)
+{
+	const mark_key *k = ctx;
+	return k->marks[i].pos <= k->off;
+}
+
 /* Make the text again from the last mark at or before off. */
 static void paged_restart(mk_handle *h, long long off)
 {
 	rec_state *r = h->kind;
-	size_t lo = 0, hi = r->nmarks;
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
-		if (r->marks[mid].pos <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	/* The last mark at or before off; the first (at 0) at least. */
+	mark_key k = { r->marks, off };
+	size_t lo = mk_lower_bound(r->nmarks, mark_at_or_before, &k);
+	lo = lo ? lo - 1 : 0;
 	mk_strbuf_reset(&h->text);
 	h->text_pos = 0;
 	r->tbase = r->marks[lo].pos;

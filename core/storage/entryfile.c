@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "search.h"
 #include "xalloc.h"
 
 void mk_entries_init(mk_entry_file *f, const mk_entry_kind *kind)
@@ -172,19 +173,24 @@ mk_err mk_entries_load(mk_entry_file *f, uint64_t seg_size,
 	return MK_OK;
 }
 
+typedef struct {
+	const mk_entry_file *f;
+	bool (*below)(const void *e, const void *arg);
+	const void *arg;
+} entry_key;
+
+static bool entry_below(const void *ctx, size_t i)
+{
+	const entry_key *k = ctx;
+	return k->below(mk_entries_at(k->f, i), k->arg);
+}
+
 size_t mk_entries_partition(const mk_entry_file *f,
 			    bool (*below)(const void *e, const void *arg),
 			    const void *arg)
 {
-	size_t lo = 0, hi = f->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (below(mk_entries_at(f, mid), arg))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	entry_key k = { f, below, arg };
+	return mk_lower_bound(f->n, entry_below, &k);
 }
 
 mk_err mk_entries_truncate(mk_entry_file *f, size_t n)

@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <stdlib.h>
 
+#include "search.h"
 #include "xalloc.h"
 
 void mk_epoch_cache_init(mk_epoch_cache *c, pthread_mutex_t *lock)
@@ -71,19 +72,24 @@ int32_t mk_epoch_cache_latest(const mk_epoch_cache *c)
 	return c->n ? c->v[c->n - 1].epoch : -1;
 }
 
+typedef struct {
+	const mk_epoch_cache *c;
+	int32_t epoch;
+} epoch_key;
+
+static bool epoch_at_or_below(const void *ctx, size_t i)
+{
+	const epoch_key *k = ctx;
+	return k->c->v[i].epoch <= k->epoch;
+}
+
 void mk_epoch_cache_end_for(const mk_epoch_cache *c, int32_t epoch,
 			    int64_t log_end, int32_t *epoch_out,
 			    int64_t *end_out)
 {
-	/* The last entry whose epoch is <= the one asked for. */
-	size_t lo = 0, hi = c->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->v[mid].epoch <= epoch)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* lo - 1: the last entry whose epoch is <= the one asked for. */
+	epoch_key k = { c, epoch };
+	size_t lo = mk_lower_bound(c->n, epoch_at_or_below, &k);
 	if (lo == 0) {
 		*epoch_out = -1;
 		*end_out = -1;

@@ -39,6 +39,7 @@
 #include "log_flush.h"
 #include "log_internal.h"
 #include "log_loader.h"
+#include "search.h"
 #include "segment.h"
 #include "segswap.h"
 #include "xalloc.h"
@@ -48,18 +49,23 @@ int64_t mk_log_end_offset(const mk_log *log)
 	return mk_log_active(log)->next_offset;
 }
 
+typedef struct {
+	const mk_log *log;
+	int64_t offset;
+} seg_key;
+
+static bool seg_starts_at_or_below(const void *ctx, size_t i)
+{
+	const seg_key *k = ctx;
+	return k->log->segs[i]->base <= k->offset;
+}
+
 /* The segment holding offset: the last one whose base is <= offset. */
 static size_t find_segment(const mk_log *log, int64_t offset)
 {
-	size_t lo = 0, hi = log->nsegs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (log->segs[mid]->base <= offset)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? lo - 1 : 0;
+	seg_key k = { log, offset };
+	size_t after = mk_lower_bound(log->nsegs, seg_starts_at_or_below, &k);
+	return after ? after - 1 : 0;
 }
 
 void mk_log_push_segment(mk_log *log, mk_segment *s)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "parse.h"
+#include "search.h"
 #include "xalloc.h"
 
 void mk_pstate_init(mk_producer_state *ps)
@@ -28,26 +29,28 @@ void mk_pstate_reset(mk_producer_state *ps)
 	mk_aborted_clear(&ps->aborted);
 }
 
-/* Binary search; *pos is where pid is or would go. */
+typedef struct {
+	const mk_producer_state *ps;
+	int64_t pid;
+} pid_key;
+
+static int cmp_pid(const void *ctx, size_t i)
+{
+	const pid_key *k = ctx;
+	int64_t at = k->ps->v[i].pid;
+	return (at > k->pid) - (at < k->pid);
+}
+
+/* The entry of pid, or NULL; *pos is where pid is or would go. */
 static mk_producer_entry *lookup(const mk_producer_state *ps, int64_t pid,
 				 size_t *pos)
 {
-	size_t lo = 0, hi = ps->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (ps->v[mid].pid == pid) {
-			if (pos)
-				*pos = mid;
-			return &ps->v[mid];
-		}
-		if (ps->v[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	pid_key k = { ps, pid };
+	size_t at;
+	bool found = mk_search_sorted(ps->n, cmp_pid, &k, &at);
 	if (pos)
-		*pos = lo;
-	return NULL;
+		*pos = at;
+	return found ? &ps->v[at] : NULL;
 }
 
 const mk_producer_entry *mk_pstate_find(const mk_producer_state *ps, int64_t pid)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search.h"
 #include "xalloc.h"
 
 void mk_aborted_init(mk_aborted_list *l)
@@ -34,18 +35,22 @@ void mk_aborted_add(mk_aborted_list *l, int64_t pid, int64_t first, int64_t last
 	l->v[l->n++] = (mk_aborted_txn){ pid, first, last };
 }
 
+typedef struct {
+	const mk_aborted_list *l;
+	int64_t offset;
+} ending_key;
+
+static bool ends_before(const void *ctx, size_t i)
+{
+	const ending_key *k = ctx;
+	return k->l->v[i].last < k->offset;
+}
+
 /* The first entry whose last offset is >= offset. */
 static size_t first_ending_at(const mk_aborted_list *l, int64_t offset)
 {
-	size_t lo = 0, hi = l->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (l->v[mid].last < offset)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	ending_key k = { l, offset };
+	return mk_lower_bound(l->n, ends_before, &k);
 }
 
 void mk_aborted_range(const mk_aborted_list *l, int64_t from, int64_t to,
