@@ -5,6 +5,8 @@
 
 #include <time.h>
 
+#include "clock.h"
+
 void mk_notifier_init(mk_notifier *n)
 {
 	pthread_mutex_init(&n->lock, NULL);
@@ -69,16 +71,7 @@ static bool satisfied(const mk_notifier *n, const mk_notify_mark *m,
 bool mk_notifier_wait(mk_notifier *n, mk_notify_mark *mark,
 		      uint64_t min_bytes, int64_t wait_ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	if (wait_ms < 0)
-		wait_ms = 0;
-	ts.tv_sec += (time_t)(wait_ms / 1000);
-	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = mk_timespec_after_ms(CLOCK_MONOTONIC, wait_ms);
 	pthread_mutex_lock(&n->lock);
 	bool ok = true;
 	while (!satisfied(n, mark, min_bytes)) {

@@ -153,11 +153,7 @@ static void *sender_main(void *arg)
 			wait = 1000;
 		if (wait < 1)
 			wait = 1;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t ns = ts.tv_nsec + wait * 1000000LL;
-		ts.tv_sec += ns / 1000000000LL;
-		ts.tv_nsec = ns % 1000000000LL;
+		struct timespec ts = mk_timespec_after_ms(CLOCK_REALTIME, wait);
 		pthread_cond_timedwait(&ps->cond, &ps->lock, &ts);
 	}
 	pthread_mutex_unlock(&ps->lock);
