@@ -1,7 +1,8 @@
 /*
  * cluster.h — the root of the domain: brokers, topics and their partitions,
  * the clock, the error ring, metadata persistence and the background
- * fetchers. The daemon owns exactly one mk_cluster; nothing else is global.
+ * threads. The daemon owns exactly one mk_cluster; nothing else is global.
+ * Its code is one file per concept (cluster_internal.h lists them).
  *
  * Locking (always in this order; errlog last):
  *   c->clean_lock      one cleaner run at a time (/ctl retention, /ctl
@@ -94,6 +95,10 @@ typedef struct {
 
 #define MK_CLUSTER_MAX_HOOKS 8
 
+/* The periodic tasks of auto mode (cluster_tasks.c): retention and
+ * compaction. */
+enum { MK_TASK_CLEANER, MK_CLUSTER_TASKS };
+
 typedef struct {
 	void (*fn)(void *arg);
 	void *arg;
@@ -131,11 +136,12 @@ typedef struct mk_cluster {
 	int nclock_hooks;
 
 	pthread_mutex_t clean_lock;  /* serialises cleaner runs */
-	pthread_t cleaner;           /* auto mode: retention and compaction */
-	bool cleaner_started;
+	/* Auto mode: the periodic tasks, a thread each (cluster_tasks.c). */
+	pthread_t tasks[MK_CLUSTER_TASKS];
+	bool task_started[MK_CLUSTER_TASKS];
 
 	pthread_mutex_t meta_lock;
-	pthread_t saver;             /* saves ISR changes (see cluster.c) */
+	pthread_t saver;             /* saves ISR changes (cluster_meta.c) */
 	bool saver_started;
 	pthread_mutex_t saver_lock;
 	pthread_cond_t saver_cond;
@@ -175,9 +181,10 @@ mk_err mk_cluster_open_with(const char *data_dir, const mk_config *cfg,
 			    const mk_open_options *opts, mk_cluster **out,
 			    mk_strbuf *why);
 /*
- * Start the background fetchers (replication mode auto). Separate from
- * open so that a daemon can open, report start-up errors, daemonize, and
- * only then start threads.
+ * Start the threads: the flusher pool and the metadata saver, and in
+ * replication mode auto the background fetchers and the periodic tasks.
+ * Separate from open so that a daemon can open, report start-up errors,
+ * daemonize, and only then start threads.
  */
 void mk_cluster_start(mk_cluster *c);
 /*
