@@ -145,7 +145,7 @@ static void sweep_strays(mk_cluster *c, const mk_metadata *md,
 		mk_strbuf_reset(&path);
 		mk_strbuf_addf(&path, "%s/broker-%d", c->data_dir, dirs->brokers[b]);
 		/* A broker directory made before they were marked gets the
-		 * mark (replica.c, broker_dir): a no-op once set. */
+		 * mark (replica_store.c, broker_dir): a no-op once set. */
 		mk_dir_spread_subdirs(path.buf);
 		bool removed = false;
 		for (size_t i = 0; i < dirs->n; i++) {

@@ -1,5 +1,5 @@
 /*
- * Unit tests of replication (core/replication/replica.c, core/replication/cluster.c): follower
+ * Unit tests of replication (core/replication/replica.h's pieces, core/replication/cluster*.c): follower
  * fetch, ISR and high watermark, acks, broker crash / restart / promotion,
  * epoch vs hw truncation, metadata across close and reopen, and the
  * background fetchers. Every cluster runs on a manual clock in a temporary
