@@ -1,14 +1,17 @@
 /*
  * cluster_clock.c — the cluster clock's moves and who hears of them: the
- * manual clock's advance and set (/clock), each of which applies the ISR
- * rules of every partition (the time rules, at the moment time moved),
- * wakes every partition's waiters, calls the clock hooks (the producers
- * send what lingered long enough) and saves the metadata (the clock is in
- * it); and the round hook the background fetchers call.
+ * manual clock's advance and set (/clock), each of which runs the ISR
+ * check (cluster.h, mk_cluster_isr_check: the time rules of every
+ * partition, applied at the moment time moved), wakes every partition's
+ * waiters, calls the clock hooks (the producers send what lingered long
+ * enough) and saves the metadata (the clock is in it); and the round hook
+ * the background fetchers call.
  *
- * Invariants: when mk_cluster_clock_advance returns, the ISR changes the
- * new time decided are in the metadata file. The clock never moves back,
- * nor past MK_CLOCK_MAX_MS.
+ * Invariants: a move completes with its effect — when
+ * mk_cluster_clock_advance returns, the ISR changes the new time decided
+ * are in the metadata file and acted on (the HW moved), so a reader right
+ * after it sees them (the snapshot never applies a rule itself: replica.h).
+ * The clock never moves back, nor past MK_CLOCK_MAX_MS.
  *
  * Locking: hooks_lock guards the clock hooks, held only to copy them; a
  * hook is called with no cluster lock held. The round hook is set before
@@ -59,18 +62,8 @@ void wake_partitions(mk_cluster *c)
 	mk_cluster_each_partition(c, wake_one, NULL);
 }
 
-/* The clock moved: ISR changes it causes are decided now, so that the
- * save after it (clock_moved) carries them. */
-static void refresh_one(mk_topic *t, mk_partition *p, void *arg)
-{
-	(void)t;
-	(void)arg;
-	mk_partition_refresh(p);
-	mk_partition_wake(p);
-}
-
-/* The clock moved (ok: it could): the ISR rules and every waiter, the
- * hooks, and the save that carries the new time and what it decided. */
+/* The clock moved (ok: it could): the ISR check, every waiter, the hooks,
+ * and the save that carries the new time and what it decided. */
 static mk_err clock_moved(mk_cluster *c, bool ok, mk_strbuf *why)
 {
 	if (!ok) {
@@ -80,7 +73,8 @@ static mk_err clock_moved(mk_cluster *c, bool ok, mk_strbuf *why)
 				: "the clock is the system clock; set clock = manual to move it");
 		return MK_INVALID_REQUEST;
 	}
-	mk_cluster_each_partition(c, refresh_one, NULL);
+	isr_check_partitions(c);
+	wake_partitions(c);
 	pthread_mutex_lock(&c->hooks_lock);
 	int n = c->nclock_hooks;
 	mk_clock_hook hooks[MK_CLUSTER_MAX_HOOKS];

@@ -7,7 +7,10 @@
  * leaders (woken through the broker's notifier, notify.h).
  *
  * Invariants: an offline broker fetches nothing; an explicit round
- * returns once the metadata file has the ISR changes it caused. A fetcher
+ * completes with its effect: it runs the ISR check on every partition
+ * (cluster.h, mk_cluster_isr_check) and returns once the metadata file
+ * has the ISR changes it caused, so that a reader right after it sees
+ * them (the snapshot shows the ISR the file has: replica.h). A fetcher
  * never waits for a metadata fsync: its round's ISR changes go to the
  * saver (cluster_meta.c).
  *
@@ -79,7 +82,7 @@ mk_err mk_cluster_broker_fetch(mk_cluster *c, int id, mk_strbuf *why)
 	err = fetch_round(c, id, &fetched, &behind);
 	if (err && why)
 		mk_strbuf_addf(why, "fetch on broker %d failed; see earlier lines", id);
-	mk_cluster_sync_metadata(c);
+	mk_cluster_isr_check(c);
 	return err;
 }
 
@@ -95,7 +98,7 @@ mk_err mk_cluster_replicate(mk_cluster *c, mk_strbuf *why)
 	}
 	if (first && why)
 		mk_strbuf_addstr(why, "a follower fetch failed; see earlier lines");
-	mk_cluster_sync_metadata(c);
+	mk_cluster_isr_check(c);
 	return first;
 }
 

@@ -15,9 +15,9 @@
  *                        ReplicaFetcherManager);
  *   cluster_producers.c  the producer-id registry (ProducerIdManager);
  *   cluster_clock.c      the clock hooks and the manual clock's moves;
- *   cluster_tasks.c      the periodic tasks of auto mode (retention and
- *                        compaction: Kafka's scheduler) and what they
- *                        run.
+ *   cluster_tasks.c      the periodic tasks of auto mode (the ISR check,
+ *                        retention and compaction: Kafka's scheduler) and
+ *                        what they run.
  *
  * Every function declared here states the locks it takes or needs; none
  * is called with a partition lock held.
@@ -31,11 +31,15 @@
 
 /*
  * With no lock held: wake_partitions makes every partition's waiters look
- * again (mk_partition_wake). In auto mode, tasks_start starts the periodic
- * tasks' threads (mk_cluster_start), and tasks_join joins them (close,
- * after mk_cluster_begin_shutdown).
+ * again (mk_partition_wake); isr_check_partitions is the ISR check's
+ * decision on every partition (mk_partition_refresh), without the store
+ * mk_cluster_isr_check adds. In auto mode, tasks_start starts the periodic
+ * tasks' threads (mk_cluster_start: the ISR check with the system clock
+ * only, retention and compaction always), and tasks_join joins them
+ * (close, after mk_cluster_begin_shutdown).
  */
 void wake_partitions(mk_cluster *c);
+void isr_check_partitions(mk_cluster *c);
 void tasks_start(mk_cluster *c);
 void tasks_join(mk_cluster *c);
 /* Wait up to ms of wall time, or until the shutdown begins (stop_lock,

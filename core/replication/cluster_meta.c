@@ -15,6 +15,12 @@
  * holds neither during the write and its fsync. The saver's flags
  * (saver_kick, saver_stop) are guarded by saver_lock, a leaf (meta_notify
  * is called under p->lock).
+ *
+ * A command that must complete with the ISR change it caused (the clock's
+ * moves, the fetch rounds, an append in manual replication: replica.h,
+ * mk_env.meta_store) calls mk_cluster_sync_metadata: when the saver is in
+ * the middle of a save, it waits for that save on meta_lock (the saver's
+ * completion, an event; no timed poll), then saves what is still due.
  */
 #include "cluster_internal.h"
 
@@ -189,7 +195,8 @@ mk_err mk_cluster_flush(mk_cluster *c, mk_strbuf *why)
  * ISR changes decided under a partition's lock are saved here, on a thread
  * of their own, so that no fetcher or writer of auto mode waits behind the
  * fsync; what the change would allow (a higher HW, an acks=all completion)
- * waits for mk_partition_meta_saved instead.
+ * waits for mk_partition_meta_saved instead, and the snapshot shows the
+ * ISR the file has (replica.h, mk_partition_info_get).
  */
 static void meta_notify(void *arg)
 {
@@ -198,6 +205,13 @@ static void meta_notify(void *arg)
 	c->saver_kick = true;
 	pthread_cond_signal(&c->saver_cond);
 	pthread_mutex_unlock(&c->saver_lock);
+}
+
+/* mk_env.meta_store: what is decided is in the file when this returns
+ * (or its save failed, with an /errors line). No lock held. */
+static void meta_store(void *arg)
+{
+	mk_cluster_sync_metadata(arg);
 }
 
 static void *saver_main(void *arg)
@@ -226,7 +240,10 @@ void saver_start(mk_cluster *c)
 	c->saver_started = true;
 	/* From here on ISR changes wait for the saver (replica.h). */
 	c->env.meta_notify = meta_notify;
+	c->env.meta_store = meta_store;
 	c->env.meta_arg = c;
+	/* What was decided before (counted as saved until now) is stored. */
+	meta_notify(c);
 }
 
 void saver_stop(mk_cluster *c)

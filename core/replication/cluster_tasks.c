@@ -1,9 +1,23 @@
 /*
  * cluster_tasks.c — what runs on a schedule rather than on a request,
- * after Kafka's scheduler tasks: retention and compaction (LogManager's
- * retention and cleaner tasks), callable at once (/ctl retention, /ctl
- * compact) and in auto mode run by a thread of their own every
- * log.retention.check.interval.ms, retention first.
+ * after Kafka's scheduler tasks: the ISR check (ReplicaManager's
+ * isr-expiration task: every partition's leader applies the ISR rules,
+ * isr.c) and retention and compaction (LogManager's retention and
+ * cleaner tasks), each callable at once (/ctl retention, /ctl compact,
+ * and the ISR check by every move of the manual clock and every explicit
+ * fetch round), and in auto mode run by a thread of its own:
+ *   the ISR check      every replica.lag.time.max.ms / 2 on the cluster
+ *                      clock (as Kafka's), with the system clock only: a
+ *                      manual clock moves only through mk_cluster_clock_*,
+ *                      and each move runs the check itself;
+ *   retention, then compaction   every log.retention.check.interval.ms.
+ *
+ * The ISR check is what applies the time rules to a partition nothing
+ * else touches (no fetch, no append: a follower that stopped fetching):
+ * the snapshot never does (replica.h, mk_partition_info_get). It decides
+ * under each partition's lock and then stores what it decided
+ * (mk_cluster_sync_metadata), so that once it returns the ISR the
+ * snapshot shows, and the HW, have moved.
  *
  * Invariants: one cleaner run at a time (clean_lock), whoever runs it; a
  * task's thread runs its task only between two waits of its period, and
@@ -19,6 +33,26 @@
 #include <stdlib.h>
 
 #include "xalloc.h"
+
+/* ---- the ISR check ------------------------------------------------------------- */
+
+static void check_one(mk_topic *t, mk_partition *p, void *arg)
+{
+	(void)t;
+	(void)arg;
+	mk_partition_refresh(p);
+}
+
+void isr_check_partitions(mk_cluster *c)
+{
+	mk_cluster_each_partition(c, check_one, NULL);
+}
+
+mk_err mk_cluster_isr_check(mk_cluster *c)
+{
+	isr_check_partitions(c);
+	return mk_cluster_sync_metadata(c);
+}
 
 /* ---- retention and compaction -------------------------------------------------- */
 
@@ -75,6 +109,11 @@ static void run_cleaner(mk_cluster *c)
 	mk_strbuf_release(&why);
 }
 
+static void run_isr_check(mk_cluster *c)
+{
+	mk_cluster_isr_check(c);
+}
+
 typedef struct {
 	void (*run)(mk_cluster *c);
 	int64_t (*period_ms)(const mk_config *cfg);
@@ -85,8 +124,14 @@ static int64_t cleaner_period(const mk_config *cfg)
 	return cfg->retention_check_interval_ms;
 }
 
+static int64_t isr_check_period(const mk_config *cfg)
+{
+	return cfg->replica_lag_time_max_ms / 2 > 0 ? cfg->replica_lag_time_max_ms / 2 : 1;
+}
+
 static const task_kind TASKS[MK_CLUSTER_TASKS] = {
 	[MK_TASK_CLEANER] = { run_cleaner, cleaner_period },
+	[MK_TASK_ISR_CHECK] = { run_isr_check, isr_check_period },
 };
 
 typedef struct {
@@ -106,7 +151,7 @@ static void *task_main(void *arg)
 void tasks_start(mk_cluster *c)
 {
 	for (int i = 0; i < MK_CLUSTER_TASKS; i++) {
-		if (c->task_started[i])
+		if (c->task_started[i] || (i == MK_TASK_ISR_CHECK && c->clock.manual))
 			continue;
 		task_arg *ta = mk_xmalloc(sizeof(*ta));
 		*ta = (task_arg){ c, &TASKS[i] };
