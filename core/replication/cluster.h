@@ -40,8 +40,8 @@
  * fails the change and changes nothing. ISR changes decided inside a
  * partition are saved before they count (replica.h): by the command that
  * caused them when it is a step of the manual modes (a clock move, an
- * explicit fetch round, an append in manual replication), which returns
- * only then, else by the saver thread.
+ * explicit fetch round, an acks=0/1 append in manual replication), which
+ * returns only then, else by the saver thread.
  * A deletion is saved as a "deleting" mark first, and finished at the next
  * mount if a crash interrupts it; a creation is saved before lookups find
  * the topic (stray directories of an unsaved creation are removed when the

@@ -16,11 +16,12 @@
  * (saver_kick, saver_stop) are guarded by saver_lock, a leaf (meta_notify
  * is called under p->lock).
  *
- * A command that must complete with the ISR change it caused (the clock's
- * moves, the fetch rounds, an append in manual replication: replica.h,
- * mk_env.meta_store) calls mk_cluster_sync_metadata: when the saver is in
- * the middle of a save, it waits for that save on meta_lock (the saver's
- * completion, an event; no timed poll), then saves what is still due.
+ * A command that must complete with the ISR change it caused (the
+ * clock's moves, the fetch rounds, an acks=0/1 append in manual
+ * replication: replica.h, mk_env.meta_store) calls
+ * mk_cluster_sync_metadata: when the saver is in the middle of a save, it
+ * waits for that save on meta_lock (the saver's completion, an event; no
+ * timed poll), then saves what is still due.
  */
 #include "cluster_internal.h"
 

@@ -17,9 +17,10 @@
  * acks=all their union (isr_counted: a shrink counts only once saved, an
  * expansion at once); min.insync.replicas counts their intersection
  * (isr_committed). Without a saver the decided ISR is the committed one.
- * In manual replication the append that decided a change stores it before
- * it returns (isr_store_due, mk_env.meta_store), as the other steps of the
- * manual modes do (cluster.h), so a read after a step shows its change.
+ * In manual replication an acks=0/1 append that decided a change stores it
+ * before it returns (isr_store_due, mk_env.meta_store; an acks=all one is
+ * answered after the save anyway), as the other steps of the manual modes
+ * do (cluster.h), so a read after a step shows its change.
  *
  * The rules (refresh_isr): a follower is in sync while it is online, lags
  * at most replica.lag.max.messages behind the leader's end (checked once

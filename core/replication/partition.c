@@ -25,8 +25,8 @@
  * metadata file is not yet the ISR; isr.c, isr_committed_member), with
  * the HW that ISR allows (isr_counted holds it back until then). A reader
  * right after a step of the manual modes sees that step's ISR change:
- * the step (a clock move, an explicit fetch round, an append in manual
- * replication) returns only once the change is saved (cluster.h,
+ * the step (a clock move, an explicit fetch round, an acks=0/1 append in
+ * manual replication) returns only once the change is saved (cluster.h,
  * mk_cluster_isr_check; mk_env.meta_store). The time rules of a partition
  * nothing touches are applied by the cluster's ISR check, not by a read.
  *

@@ -118,8 +118,8 @@ typedef struct {
 	 * Stores every change decided so far: returns once the metadata file
 	 * has it (or its save failed, with an /errors line), waiting for a
 	 * save in flight on the saver's lock (an event, not a timed poll).
-	 * Called with no partition lock held, by an append of manual
-	 * replication that decided an ISR change, so that the append
+	 * Called with no partition lock held, by an acks=0/1 append of
+	 * manual replication that decided an ISR change, so that the append
 	 * completes with it (mk_partition_info_get). Set with meta_notify.
 	 */
 	void (*meta_store)(void *arg);
