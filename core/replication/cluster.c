@@ -264,8 +264,9 @@ static mk_cluster *cluster_new(const char *data_dir, const mk_config *cfg,
 }
 
 /* The producer identities and the topics of the metadata file: each
- * topic's partitions opened, a deletion decided before a crash finished. */
-static mk_err load_state(mk_cluster *c, const mk_metadata *md, mk_strbuf *why)
+ * topic's partitions opened (their states get the brokers' online flags),
+ * a deletion decided before a crash finished. */
+static mk_err load_state(mk_cluster *c, mk_metadata *md, mk_strbuf *why)
 {
 	mk_err err = MK_OK;
 	pthread_rwlock_wrlock(&c->lock);
@@ -274,7 +275,7 @@ static mk_err load_state(mk_cluster *c, const mk_metadata *md, mk_strbuf *why)
 		producers_put(c, md->producers[i].name, md->producers[i].id,
 			      md->producers[i].epoch);
 	for (size_t i = 0; i < md->ntopics && !err; i++) {
-		const mk_metadata_topic *mt = &md->topics[i];
+		mk_metadata_topic *mt = &md->topics[i];
 		if (mt->deleting) {
 			finish_deletion(c, mt);
 			continue;
