@@ -42,16 +42,10 @@ MAX_FUNCTION_LINES = 100
 # path: reason
 LONG_FILES = {
     "core/coordination/group.c": "to be split: issue 24 points 4-5 (membership, offsets, the consumer fetch to core/client)",
-    "core/replication/cluster.c": "to be split (topics, brokers, the metadata save); took the metadata "
-                                  "snapshot from metadata.c to break the include circle",
 }
 
 # "path:function": reason
 LONG_FUNCTIONS = {
-    "core/replication/cluster.c:mk_cluster_create_topic":
-        "to be split with cluster.c (issue 24 point 1): plan, build, save, insert",
-    "core/replication/cluster.c:mk_cluster_open_with":
-        "to be split with cluster.c (issue 24 point 1): load, rebuild, open logs",
 }
 
 # (side, side), each "path:function" as keyed above (sorted): reason.
@@ -71,8 +65,9 @@ DUPLICATES = {
     ("core/coordination/assignor.c:mk_assign_round_robin",
      "core/coordination/assignor.c:mk_assign_round_robin"):
         "two sort steps of one assignor, alike in shape",
-    ("core/replication/cluster.c:find_producer", "core/replication/cluster.c:find_topic"):
-        "binary searches of two sorted tables of other types; not yet merged",
+    ("core/replication/cluster_producers.c:find_producer",
+     "core/replication/cluster_topics.c:topics_find"):
+        "binary searches of two sorted tables of other types; not yet merged (issue 24 point 5)",
     # fs/
     ("fs/nodes.c:list_producers", "fs/nodes.c:list_topics"):
         "nodes.c: listings of two tables alike in shape; not yet merged",

@@ -4,7 +4,7 @@
  * timeouts, retention, sessions) can be tested without sleeping.
  *
  * Reads are lock-free (an atomic); the owner of the clock decides who is
- * woken when manual time moves (see mk_cluster_advance_clock).
+ * woken when manual time moves (mk_cluster_clock_advance, cluster.h).
  */
 #ifndef MK_CLOCK_H
 #define MK_CLOCK_H

@@ -1,7 +1,8 @@
 /*
  * cluster.h — the root of the domain: brokers, topics and their partitions,
  * the clock, the error ring, metadata persistence and the background
- * fetchers. The daemon owns exactly one mk_cluster; nothing else is global.
+ * threads. The daemon owns exactly one mk_cluster; nothing else is global.
+ * Its code is one file per concept (cluster_internal.h lists them).
  *
  * Locking (always in this order; errlog last):
  *   c->clean_lock      one cleaner run at a time (/ctl retention, /ctl
@@ -13,13 +14,18 @@
  *                      delete, config changes, broker state changes
  *   p->lock            one partition (replica.h)
  *   c->meta_lock       serialises metadata writes and every control
- *                      change (taken with no other lock held; it takes
- *                      c->lock and each p->lock briefly to plan, snapshot
- *                      and apply, and holds neither during the fsync).
- *                      It alone keeps topic names and broker states still
- *                      during the slow part of a change (a creation
- *                      opening its logs, a deletion removing files, a
- *                      restart recovering logs), which holds no c->lock
+ *                      change (taken with no cluster or partition lock
+ *                      held; it takes c->lock and each p->lock briefly to
+ *                      plan, snapshot and apply, and holds neither during
+ *                      the fsync). It alone keeps topic names and broker
+ *                      states still during the slow part of a change (a
+ *                      creation opening its logs, a deletion removing
+ *                      files, a restart recovering logs), which holds no
+ *                      c->lock. Nothing taken under it waits for a lock
+ *                      of a higher layer (a watcher takes only leaf
+ *                      locks: replica.h, mk_watch), so a caller holding
+ *                      its own lock (a producer's, a coordinator's) may
+ *                      take it through mk_env.meta_store
  *   c->saver_lock      the saver's wake-up flag (a leaf: taken under
  *                      p->lock by meta_notify)
  *   brokers[i].wake    a fetcher's notifier (notify.h; a leaf: posted
@@ -32,7 +38,10 @@
  * promotion, topic creation, deletion or configuration) is planned, the
  * plan saved to the metadata file, and only then applied; a failed save
  * fails the change and changes nothing. ISR changes decided inside a
- * partition are saved by the saver thread before they count (replica.h).
+ * partition are saved before they count (replica.h): by the command that
+ * caused them when it is a step of the manual modes (a clock move, an
+ * explicit fetch round, an acks=0/1 append in manual replication), which
+ * returns only then, else by the saver thread.
  * A deletion is saved as a "deleting" mark first, and finished at the next
  * mount if a crash interrupts it; a creation is saved before lookups find
  * the topic (stray directories of an unsaved creation are removed when the
@@ -94,6 +103,10 @@ typedef struct {
 
 #define MK_CLUSTER_MAX_HOOKS 8
 
+/* The periodic tasks of auto mode (cluster_tasks.c): retention and
+ * compaction; the ISR check (with the system clock). */
+enum { MK_TASK_CLEANER, MK_TASK_ISR_CHECK, MK_CLUSTER_TASKS };
+
 typedef struct {
 	void (*fn)(void *arg);
 	void *arg;
@@ -131,11 +144,12 @@ typedef struct mk_cluster {
 	int nclock_hooks;
 
 	pthread_mutex_t clean_lock;  /* serialises cleaner runs */
-	pthread_t cleaner;           /* auto mode: retention and compaction */
-	bool cleaner_started;
+	/* Auto mode: the periodic tasks, a thread each (cluster_tasks.c). */
+	pthread_t tasks[MK_CLUSTER_TASKS];
+	bool task_started[MK_CLUSTER_TASKS];
 
 	pthread_mutex_t meta_lock;
-	pthread_t saver;             /* saves ISR changes (see cluster.c) */
+	pthread_t saver;             /* saves ISR changes (cluster_meta.c) */
 	bool saver_started;
 	pthread_mutex_t saver_lock;
 	pthread_cond_t saver_cond;
@@ -175,9 +189,10 @@ mk_err mk_cluster_open_with(const char *data_dir, const mk_config *cfg,
 			    const mk_open_options *opts, mk_cluster **out,
 			    mk_strbuf *why);
 /*
- * Start the background fetchers (replication mode auto). Separate from
- * open so that a daemon can open, report start-up errors, daemonize, and
- * only then start threads.
+ * Start the threads: the flusher pool and the metadata saver, and in
+ * replication mode auto the background fetchers and the periodic tasks.
+ * Separate from open so that a daemon can open, report start-up errors,
+ * daemonize, and only then start threads.
  */
 void mk_cluster_start(mk_cluster *c);
 /*
@@ -213,9 +228,11 @@ int mk_cluster_broker_index(mk_cluster *c, int id);   /* -1 unknown */
 bool mk_cluster_broker_online(mk_cluster *c, int id);
 mk_err mk_cluster_broker_crash(mk_cluster *c, int id, bool torn, mk_strbuf *why);
 mk_err mk_cluster_broker_restart(mk_cluster *c, int id, mk_strbuf *why);
-/* One fetch round of every follower replica on broker id. */
+/* One fetch round of every follower replica on broker id, then the ISR
+ * check (mk_cluster_isr_check): what the round changed is stored when it
+ * returns. */
 mk_err mk_cluster_broker_fetch(mk_cluster *c, int id, mk_strbuf *why);
-/* One fetch round on every broker. */
+/* One fetch round on every broker, then the ISR check. */
 mk_err mk_cluster_replicate(mk_cluster *c, mk_strbuf *why);
 mk_err mk_cluster_promote(mk_cluster *c, int broker, const char *topic,
 			  int partition, bool unclean, mk_strbuf *why);
@@ -253,9 +270,25 @@ void mk_cluster_off_clock(mk_cluster *c, void (*fn)(void *arg), void *arg);
  */
 void mk_cluster_on_round(mk_cluster *c, void (*fn)(void *arg), void *arg);
 
-/* Manual clock: advancing it also calls the clock hooks. */
+/*
+ * Manual clock: a move runs the ISR check (below), wakes every waiter,
+ * calls the clock hooks, and returns once the metadata file has the new
+ * time and the ISR changes it decided (their effect on the HW applied).
+ */
 mk_err mk_cluster_clock_advance(mk_cluster *c, int64_t ms, mk_strbuf *why);
 mk_err mk_cluster_clock_set(mk_cluster *c, int64_t ms, mk_strbuf *why);
+
+/*
+ * The ISR check (Kafka's isr-expiration task): every partition's leader
+ * applies the ISR rules now (isr.c, refresh_isr), then what they decided
+ * is stored (mk_cluster_sync_metadata) before this returns, so the
+ * snapshot (mk_partition_info_get, which applies no rule) shows it. Run by
+ * every move of the manual clock, every explicit fetch round
+ * (mk_cluster_broker_fetch, mk_cluster_replicate) and, in auto mode with
+ * the system clock, every replica.lag.time.max.ms / 2. The error of the
+ * save.
+ */
+mk_err mk_cluster_isr_check(mk_cluster *c);
 
 /* fsync every log and save metadata. */
 mk_err mk_cluster_flush(mk_cluster *c, mk_strbuf *why);

@@ -2,10 +2,25 @@
  * isr.c — the in-sync replica set and the high watermark of one partition:
  * the one place where membership and the HW are decided. Every other path
  * asks it for a change: refresh_isr (the rules, after any event that may
- * move them: an append, a fetch, the clock, a save), isr_set (a replica in
- * or out, counted), isr_lose (a replica lost its log), isr_load and
- * hw_at_open (open), isr_hw_cap (a new leader's log end), isr_plan_lose (a
- * planned crash). A controller deciding the ISR would plug in here.
+ * move them: an append, a fetch, a save, and for time alone the cluster's
+ * ISR check, mk_partition_refresh: every clock move, every explicit fetch
+ * round, and in auto mode with the system clock every
+ * replica.lag.time.max.ms / 2, after Kafka's isr-expiration task), isr_set
+ * (a replica in or out, counted), isr_lose (a replica lost its log),
+ * isr_load and hw_at_open (open), isr_hw_cap (a new leader's log end),
+ * isr_plan_lose (a planned crash). A controller deciding the ISR would
+ * plug in here. A read never asks: the snapshot applies no rule.
+ *
+ * Three views of one ISR (decide, persist, act; KIP-497): the decided ISR
+ * (in_isr), the committed one (isr_saved: what the metadata file has, and
+ * what the snapshot shows, isr_committed_member), and for the HW and
+ * acks=all their union (isr_counted: a shrink counts only once saved, an
+ * expansion at once); min.insync.replicas counts their intersection
+ * (isr_committed). Without a saver the decided ISR is the committed one.
+ * In manual replication an acks=0/1 append that decided a change stores it
+ * before it returns (isr_store_due, mk_env.meta_store; an acks=all one is
+ * answered after the save anyway), as the other steps of the manual modes
+ * do (cluster.h), so a read after a step shows its change.
  *
  * The rules (refresh_isr): a follower is in sync while it is online, lags
  * at most replica.lag.max.messages behind the leader's end (checked once
@@ -41,6 +56,13 @@ bool has_saver(const mk_partition *p)
 bool isr_counted(const mk_partition *p, const mk_replica *r)
 {
 	return r->in_isr || (has_saver(p) && r->isr_saved);
+}
+
+/* In the committed ISR, the one the snapshot shows (KIP-497): as the
+ * metadata file has it; without a saver, as decided. */
+bool isr_committed_member(const mk_partition *p, const mk_replica *r)
+{
+	return has_saver(p) ? r->isr_saved : r->in_isr;
 }
 
 /* Counted for min.insync.replicas: in both. */
@@ -277,12 +299,25 @@ void isr_hw_cap(mk_partition *p, int64_t leo)
 }
 
 /* An ISR change decided, not yet saved? */
-bool isr_pending(const mk_partition *p)
+static bool isr_pending(const mk_partition *p)
 {
 	for (int i = 0; i < p->nreplicas; i++)
 		if (p->replicas[i].in_isr != p->replicas[i].isr_saved)
 			return true;
 	return false;
+}
+
+/*
+ * Must the command that just decided an ISR change store it before it
+ * returns? In manual replication, yes: every step one asks for completes
+ * with its effect, so a reader right after it sees the change (the
+ * snapshot shows the committed ISR). In auto mode the saver stores it:
+ * no writer waits behind a metadata fsync.
+ */
+bool isr_store_due(const mk_partition *p)
+{
+	return has_saver(p) && p->env->meta_store &&
+	       !p->env->cfg->auto_replication && isr_pending(p);
 }
 
 void mk_partition_refresh(mk_partition *p)

@@ -660,7 +660,7 @@ static bool configured(const mk_config *cfg, int broker)
 
 /*
  * Where broker goes in partition p's replica list: create-topic's order
- * (the configured brokers round robin from the p-th, cluster.c), so that
+ * (the configured brokers round robin from the p-th, cluster_topics.c), so that
  * a partition found on the brokers its creation chose gets its list, and
  * its preferred leader, back; brokers not configured last.
  */

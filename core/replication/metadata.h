@@ -24,7 +24,7 @@
  * ISR a non-empty subset, epochs in [0, 2^31-1].
  *
  * Internal to the cluster, and below it: the file's format, its reading
- * and its writing, with no knowledge of mk_cluster (cluster.c snapshots
+ * and its writing, with no knowledge of mk_cluster (cluster_meta.c snapshots
  * its state into the lines under its locks and calls mk_metadata_write
  * with c->meta_lock held; the scan and the rebuild below run at open,
  * before anything else exists).

@@ -18,13 +18,20 @@
  * exactly when its broker is online, the replica has not failed and the
  * topic is not deleted.
  *
+ * The snapshot (mk_partition_info_get) only reads: it applies no ISR
+ * rule and never waits, so a reader under any lock of its own (a
+ * coordinator's, the cluster's read lock) holds it for a copy only. Its
+ * ISR is the committed one (KIP-497: a change decided and not yet in the
+ * metadata file is not yet the ISR; isr.c, isr_committed_member), with
+ * the HW that ISR allows (isr_counted holds it back until then). A reader
+ * right after a step of the manual modes sees that step's ISR change:
+ * the step (a clock move, an explicit fetch round, an acks=0/1 append in
+ * manual replication) returns only once the change is saved (cluster.h,
+ * mk_cluster_isr_check; mk_env.meta_store). The time rules of a partition
+ * nothing touches are applied by the cluster's ISR check, not by a read.
+ *
  * Locking: every call takes p->lock; watchers fire under it (part_changed,
- * part_progressed), in whichever thread made the change. The snapshot
- * asks the ISR for a refresh first and gives the saver up to 1 s (50 ms
- * steps, wall time) for an ISR change being saved, so that a reader sees
- * the change with its effect on the HW: in auto mode, the read is what
- * applies the time rules to an idle partition whose only follower stopped
- * fetching (no fetch, no append, no manual clock move refreshes it).
+ * part_progressed), in whichever thread made the change.
  */
 #include "replica_internal.h"
 
@@ -256,14 +263,6 @@ int64_t lso_locked(const mk_partition *p)
 void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 {
 	pthread_mutex_lock(&p->lock);
-	refresh_isr(p);
-	/*
-	 * A reader sees an ISR change with its effect (the HW): give the
-	 * saver a moment (bounded: a failing save does not hang readers).
-	 */
-	for (int waited = 0; has_saver(p) && isr_pending(p) && waited < 1000 &&
-	     !*p->env->shutting_down; waited += 50)
-		part_timed_wait(p, 50);
 	memset(info, 0, sizeof(*info));
 	mk_replica *l = p->leader >= 0 ? &p->replicas[p->leader] : NULL;
 	info->leo = l ? mk_log_end_offset(l->log) : -1;
@@ -280,7 +279,7 @@ void mk_partition_info_get(mk_partition *p, mk_partition_info *info)
 		info->replicas[i].broker = r->broker;
 		info->replicas[i].online = r->online;
 		info->replicas[i].failed = r->failed;
-		info->replicas[i].in_isr = r->in_isr;
+		info->replicas[i].in_isr = isr_committed_member(p, r);
 		info->replicas[i].leo = r->log ? seen_leo(r) : -1;
 		info->replicas[i].log_start = r->log ? seen_start(r) : -1;
 		info->replicas[i].last_fetch_ms = r->last_fetch_ms;
@@ -347,8 +346,7 @@ bool mk_partition_wait_change(mk_partition *p, uint64_t *seen, int wait_ms)
 void mk_partition_wake(mk_partition *p)
 {
 	pthread_mutex_lock(&p->lock);
-	/* Time may have moved: the ISR and HW first, then every waiter. */
-	refresh_isr(p);
+	/* Every waiter looks again; the ISR is the ISR check's (cluster.h). */
 	part_changed(p);
 	pthread_mutex_unlock(&p->lock);
 }

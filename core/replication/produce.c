@@ -22,8 +22,18 @@
  * with p->lock released (follower_wake), but by an acks=all append that
  * waits in place, right before the wait releases it.
  *
- * Locking: every check, append and ticket look under p->lock; the wake-ups
- * and the writer's copy (follower_fetch.c) after it is released.
+ * An acks=0 or acks=1 append of manual replication that decided an ISR
+ * change (the message-lag rule: every recomputation is a lag check
+ * there) stores it before it returns (mk_env.meta_store), so the append
+ * completes with its effect on the ISR and the HW, as every step of the
+ * manual modes does. An acks=all append need not: the replica it drops
+ * stays counted by its ticket until the saver stored the drop, so its
+ * acknowledgement comes after the save (and a coordinator appending under
+ * its own lock never waits for a save there). In auto mode the saver
+ * stores it: no writer waits behind a metadata fsync.
+ *
+ * Locking: every check, append and ticket look under p->lock; the wake-ups,
+ * the writer's copy (follower_fetch.c) and the store after it is released.
  */
 #include "replica_internal.h"
 
@@ -286,10 +296,13 @@ mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
 	pthread_mutex_lock(&p->lock);
 	mk_err err = produce_locked(p, frame, len, args, w, res, &wk, &copy,
 				    why);
+	bool store = args->acks != -1 && isr_store_due(p);
 	pthread_mutex_unlock(&p->lock);
 	wake_run(p, &wk);
 	if (copy >= 0)
 		writer_copy(p, copy, &res->ticket, len);
+	if (store)
+		p->env->meta_store(p->env->meta_arg);
 	return err;
 }
 
@@ -389,10 +402,13 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 				copy = writer_claim(p, &res[last].ticket, &wk);
 		}
 	}
+	bool store = a->acks != -1 && isr_store_due(p);
 	pthread_mutex_unlock(&p->lock);
 	wake_run(p, &wk);
 	if (copy >= 0)
 		writer_copy(p, copy, &res[last].ticket, bytes);
+	if (store)
+		p->env->meta_store(p->env->meta_arg);
 	return first;
 }
 

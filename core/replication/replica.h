@@ -114,6 +114,15 @@ typedef struct {
 	 * started, a unit test): a change then counts as saved at once.
 	 */
 	void (*meta_notify)(void *arg);
+	/*
+	 * Stores every change decided so far: returns once the metadata file
+	 * has it (or its save failed, with an /errors line), waiting for a
+	 * save in flight on the saver's lock (an event, not a timed poll).
+	 * Called with no partition lock held, by an acks=0/1 append of
+	 * manual replication that decided an ISR change, so that the append
+	 * completes with it (mk_partition_info_get). Set with meta_notify.
+	 */
+	void (*meta_store)(void *arg);
 	void *meta_arg;
 	/*
 	 * Called after every leader append, once per follower replica's
@@ -250,10 +259,18 @@ const char *mk_partition_topic(const mk_partition *p);
 int mk_partition_id(const mk_partition *p);
 
 void mk_partition_state_get(mk_partition *p, mk_partition_state *st);
-/* The snapshot applies the ISR rules first and waits (at most 1 s) for an
- * ISR change being saved (partition.c says why). */
+/*
+ * The snapshot: it only reads (no ISR rule is applied, nothing changes)
+ * and never waits. Its ISR (replicas[].in_isr) is the committed one, the
+ * ISR the metadata file has (KIP-497: a change decided but not yet saved
+ * is not yet the ISR), with the HW that ISR allows; isr_shrinks and
+ * isr_expands count decisions. Without a saver (env->meta_notify NULL) a
+ * decision counts as saved at once. The rules run elsewhere: at every
+ * event that may move them (an append, a fetch, a save), and for time
+ * alone at the cluster's ISR check (cluster.h, mk_cluster_isr_check).
+ */
 void mk_partition_info_get(mk_partition *p, mk_partition_info *info);
-/* Apply the ISR rules now (the manual clock moved). */
+/* Apply the ISR rules now (the ISR check: cluster.h). */
 void mk_partition_refresh(mk_partition *p);
 void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg);
 
@@ -367,6 +384,8 @@ mk_err mk_partition_offset_for_time(mk_partition *p, int64_t ts, int64_t *off);
  * wall time passes. Returns true when something changed.
  */
 bool mk_partition_wait_change(mk_partition *p, uint64_t *seen, int wait_ms);
+/* Every waiter and watcher looks again (the clock moved, shutdown); it
+ * decides nothing (the ISR is the ISR check's: cluster.h). */
 void mk_partition_wake(mk_partition *p);
 
 /*

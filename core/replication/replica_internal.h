@@ -24,8 +24,9 @@ typedef struct {
 	mk_log *log;            /* NULL while offline or failed */
 	bool online;            /* the broker is up */
 	bool failed;            /* storage error: offline until restart */
-	bool in_isr;            /* the ISR as decided (what /isr shows) */
-	bool isr_saved;         /* the ISR as the metadata file has it */
+	bool in_isr;            /* the ISR as decided */
+	bool isr_saved;         /* the ISR as the metadata file has it (what
+				 * /isr shows once a saver runs) */
 	int64_t last_fetch_ms;  /* cluster clock */
 	int64_t hw_view;        /* the HW this replica last learned */
 	int64_t hw_ckpt;        /* hw_view as last saved (flush, close); -1 */
@@ -82,7 +83,7 @@ typedef struct mk_partition {
 				 * (refresh_isr), cluster clock; under the lock */
 } mk_partition;
 
-/* ---- partition.c: lifecycle, state, watchers, the snapshot -------------- */
+/* ---- partition.c: lifecycle, state, watchers, the snapshot (only reads) -- */
 
 /* Leader, epoch or ISR moved: the cluster must persist its metadata
  * (bumps env->meta_dirty, wakes the saver: leaf locks). */
@@ -117,6 +118,9 @@ void state_locked(const mk_partition *p, mk_partition_state *st);
 bool has_saver(const mk_partition *p);
 /* Counted for the HW and acks=all: in the decided or the saved ISR. */
 bool isr_counted(const mk_partition *p, const mk_replica *r);
+/* In the committed ISR (the snapshot's): saved, or decided without a
+ * saver. */
+bool isr_committed_member(const mk_partition *p, const mk_replica *r);
 /* Counted for min.insync.replicas: in both. */
 int isr_committed(const mk_partition *p);
 /* Replica r in or out of the ISR, counted (isr_shrinks, isr_expands). */
@@ -136,8 +140,9 @@ void isr_load(mk_partition *p, const mk_partition_state *st);
 void hw_at_open(mk_partition *p);
 /* The rules: membership and the HW, now; fires the watchers on a move. */
 void refresh_isr(mk_partition *p);
-/* An ISR change decided, not yet saved? */
-bool isr_pending(const mk_partition *p);
+/* Store the ISR change just decided before the command returns
+ * (manual replication, a saver running: mk_env.meta_store)? */
+bool isr_store_due(const mk_partition *p);
 /* A new leader's log ends at leo: the HW is at most that. */
 void isr_hw_cap(mk_partition *p, int64_t leo);
 /* isr_lose in a plan st (taken from p: state_locked). */

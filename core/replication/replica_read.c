@@ -285,7 +285,7 @@ mk_err mk_partition_replica_view(mk_partition *p, int broker,
 		out->online = r->online;
 		out->failed = r->failed;
 		out->leader = p->leader >= 0 && r == &p->replicas[p->leader];
-		out->in_isr = r->in_isr;
+		out->in_isr = isr_committed_member(p, r);
 		out->leo = r->log ? mk_log_end_offset(r->log) : -1;
 		out->hw_view = r->hw_view;
 		out->log_start = r->log ? mk_log_start_offset(r->log) : -1;

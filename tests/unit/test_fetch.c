@@ -1,5 +1,5 @@
 /*
- * Unit tests of a follower fetch in flight (core/replication/replica.c,
+ * Unit tests of a follower fetch in flight (core/replication/follower_fetch.c,
  * replica.h "Locking"): the follower's append runs without the partition
  * lock, so the leader appends, readers read and the ISR is judged
  * meanwhile, from the values the fetch published when it started; the HW

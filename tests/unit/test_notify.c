@@ -1,6 +1,6 @@
 /*
  * Unit tests of the "log end moved" notifier (core/base/notify.c) and of the
- * long-poll follower fetchers built on it (core/replication/cluster.c). Waits are
+ * long-poll follower fetchers built on it (core/replication/cluster_fetchers.c). Waits are
  * ended by explicit posts, never by sleeping; the long-poll bound is an
  * hour, so a test passing in seconds shows that the post woke the waiter.
  */

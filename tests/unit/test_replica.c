@@ -1,5 +1,5 @@
 /*
- * Unit tests of replication (core/replication/replica.c, core/replication/cluster.c): follower
+ * Unit tests of replication (core/replication/replica.h's pieces, core/replication/cluster*.c): follower
  * fetch, ISR and high watermark, acks, broker crash / restart / promotion,
  * epoch vs hw truncation, metadata across close and reopen, and the
  * background fetchers. Every cluster runs on a manual clock in a temporary
@@ -905,6 +905,128 @@ static void test_isr_offset_lag(void **state)
 }
 
 /*
+ * Reading a snapshot never changes the ISR: a follower past
+ * replica.lag.time.max.ms without a fetch stays in it, however often the
+ * partition is read, until the ISR check runs (docs/filesystem.md section
+ * 8a). The clock is moved under the cluster (mk_clock_advance), so that
+ * no clock move runs the check; then the check runs by itself.
+ */
+static void test_isr_snapshot_only_reads(void **state)
+{
+	fixture *f = *state;
+	config(f, 2);
+	f->cfg.replica_lag_time_max_ms = 1000;
+	open_cluster(f);
+	mk_cluster_start(f->c);                  /* the saver */
+	create(f, "t", 2, NULL, NULL);
+	produce(f->p, "m0", 1);
+	assert_int_equal(info(f->p).hw, 0);      /* broker 2 holds it */
+	assert_true(mk_clock_advance(&f->c->clock, 1001));
+	uint64_t seq = mk_partition_seq(f->p);
+	for (int i = 0; i < 10; i++) {
+		assert_isr(f->p, "1 2");
+		assert_int_equal(info(f->p).hw, 0);
+	}
+	assert_int_equal(info(f->p).isr_shrinks, 0);
+	assert_int_equal(mk_partition_seq(f->p), seq);   /* nothing moved */
+	assert_int_equal(mk_cluster_isr_check(f->c), MK_OK);
+	assert_isr(f->p, "1");                   /* the check, saved */
+	assert_int_equal(info(f->p).hw, 1);      /* with its effect */
+	assert_int_equal(info(f->p).isr_shrinks, 1);
+}
+
+/*
+ * The ISR check runs on a clock advance and on an explicit fetch round,
+ * and each returns once the change is saved: a read right after it sees
+ * the shrink and the HW it allows (the saver runs, so the snapshot shows
+ * only what the metadata file has).
+ */
+static void test_isr_check_on_clock_and_fetch_round(void **state)
+{
+	fixture *f = *state;
+	config(f, 3);
+	f->cfg.replica_lag_time_max_ms = 1000;
+	open_cluster(f);
+	mk_cluster_start(f->c);
+	create(f, "t", 3, NULL, NULL);
+	produce(f->p, "m0", 1);
+	advance(f, 1000);                        /* at the limit: in */
+	assert_isr(f->p, "1 2 3");
+	broker_fetch(f, 2);                      /* 2 fetches m0 */
+	assert_int_equal(info(f->p).hw, 0);      /* 3 holds it */
+	advance(f, 1);                           /* the check: 3 is out */
+	assert_isr(f->p, "1 2");
+	assert_int_equal(info(f->p).hw, 1);
+	/* Past the limit again with no clock move: a fetch round of any
+	 * broker runs the check on every partition. */
+	produce(f->p, "m1", 1);
+	assert_true(mk_clock_advance(&f->c->clock, 1001));
+	assert_isr(f->p, "1 2");                 /* no check yet */
+	assert_int_equal(info(f->p).hw, 1);      /* 2 holds it */
+	broker_fetch(f, 1);                      /* broker 1 follows nothing */
+	assert_isr(f->p, "1");
+	assert_int_equal(info(f->p).hw, 2);
+	assert_int_equal(info(f->p).isr_shrinks, 2);
+}
+
+typedef struct {
+	mk_partition *p;
+	const char *isr;
+} isr_target;
+
+static bool isr_is(void *arg)
+{
+	isr_target *t = arg;
+	char buf[64];
+	return !strcmp(isr_of(t->p, buf, sizeof(buf)), t->isr);
+}
+
+/*
+ * Auto mode with the system clock: the ISR check runs on a thread of its
+ * own every replica.lag.time.max.ms / 2, so a follower whose fetcher
+ * sleeps (nothing to fetch: it long-polls for an hour) leaves the ISR
+ * once replica.lag.time.max.ms has passed, though nothing else touches
+ * the partition and a read applies no rule. Waited for, not timed.
+ */
+static void test_isr_check_task_auto_mode(void **state)
+{
+	fixture *f = *state;
+	config(f, 2);
+	f->cfg.manual_clock = false;
+	f->cfg.auto_replication = 1;
+	f->cfg.replica_lag_time_max_ms = 100;
+	f->cfg.replica_fetch_wait_max_ms = 3600 * 1000;
+	f->cfg.fetch_interval_ms = 3600 * 1000;
+	open_cluster(f);
+	create(f, "t", 2, NULL, NULL);
+	mk_cluster_start(f->c);
+	isr_target it = { f->p, "1" };
+	assert_true(poll_until(isr_is, &it));
+	assert_int_equal(info(f->p).isr_shrinks, 1);
+}
+
+/* In manual replication an append that decides an ISR change (the
+ * message-lag rule) returns once it is saved: the read right after it
+ * sees the shrink and its HW, with the saver running. */
+static void test_isr_offset_lag_saved_by_append(void **state)
+{
+	fixture *f = *state;
+	config(f, 2);
+	f->cfg.replica_lag_max_messages = 2;
+	open_cluster(f);
+	mk_cluster_start(f->c);
+	create(f, "t", 2, NULL, NULL);
+	produce(f->p, "m0", 1);
+	produce(f->p, "m1", 1);
+	assert_isr(f->p, "1 2");
+	produce(f->p, "m2", 1);
+	assert_isr(f->p, "1");                   /* lag 3: out, saved */
+	assert_int_equal(info(f->p).hw, 3);
+	replicate(f);
+	assert_isr(f->p, "1 2");                 /* saved by the round */
+}
+
+/*
  * Re-entry needs the HW covered: fetching recently and lagging little is
  * not enough. With one batch per round, the follower is back only once
  * its log end reaches the HW.
@@ -1797,6 +1919,10 @@ int main(void)
 		T(test_fenced_leader_epoch),
 		T(test_isr_time_lag),
 		T(test_isr_offset_lag),
+		T(test_isr_offset_lag_saved_by_append),
+		T(test_isr_snapshot_only_reads),
+		T(test_isr_check_on_clock_and_fetch_round),
+		T(test_isr_check_task_auto_mode),
 		T(test_isr_reentry_needs_hw),
 		T(test_crash_loses_unflushed_tail),
 		T(test_restart_repairs_torn_tail),

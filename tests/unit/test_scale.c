@@ -1,5 +1,5 @@
 /*
- * Unit tests of the cluster at scale (core/replication/cluster.c with the descriptor
+ * Unit tests of the cluster at scale (core/replication/cluster*.c with the descriptor
  * cache and the flusher pool): a topic of 1,000 partitions with
  * replication factor 3 is created, written, closed and reopened under a
  * 1024-descriptor limit; and a create-topic whose replica cannot open its
