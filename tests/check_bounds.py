@@ -65,9 +65,6 @@ DUPLICATES = {
     ("core/coordination/assignor.c:mk_assign_round_robin",
      "core/coordination/assignor.c:mk_assign_round_robin"):
         "two sort steps of one assignor, alike in shape",
-    ("core/replication/cluster_producers.c:find_producer",
-     "core/replication/cluster_topics.c:topics_find"):
-        "binary searches of two sorted tables of other types; not yet merged (issue 24 point 5)",
     # fs/
     ("fs/nodes.c:list_producers", "fs/nodes.c:list_topics"):
         "nodes.c: listings of two tables alike in shape; not yet merged",

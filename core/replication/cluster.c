@@ -108,8 +108,7 @@ static mk_err check_dirs(mk_cluster *c, mk_metadata *md,
 	mk_err err = MK_OK;
 	if (rebuild && (err = mk_metadata_rebuild(c->data_dir, &c->cfg, dirs, md,
 						  &c->errlog, why))) {
-		if (why)
-			mk_strbuf_addf(why, "; refusing to start (nothing was changed)");
+		mk_why(why, "; refusing to start (nothing was changed)");
 		return err;
 	}
 	mk_strbuf brokers = MK_STRBUF_INIT;
@@ -203,16 +202,13 @@ mk_err mk_cluster_open(const char *data_dir, const mk_config *cfg,
  * first's). */
 static mk_err lock_data_dir(const char *data_dir, int *lock_fd, mk_strbuf *why)
 {
-	if (mk_mkdirs(data_dir)) {
-		if (why)
-			mk_strbuf_addf(why, "cannot create data directory %s", data_dir);
-		return MK_KAFKA_STORAGE_ERROR;
-	}
+	if (mk_mkdirs(data_dir))
+		return mk_error(why, MK_KAFKA_STORAGE_ERROR, "cannot create data directory %s",
+				data_dir);
 	int fd = open(data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		if (why)
-			mk_strbuf_addf(why, "%s is in use by another minikafkafs (its lock is held); refusing to start",
-				       data_dir);
+		mk_why(why, "%s is in use by another minikafkafs (its lock is held); refusing to start",
+		       data_dir);
 		if (fd >= 0)
 			close(fd);
 		return MK_KAFKA_STORAGE_ERROR;
@@ -303,7 +299,7 @@ mk_err mk_cluster_open_with(const char *data_dir, const mk_config *cfg,
 			    mk_strbuf *why)
 {
 	*out = NULL;
-	int lock_fd;
+	int lock_fd = -1;
 	mk_err err = lock_data_dir(data_dir, &lock_fd, why);
 	if (err)
 		return err;
@@ -321,8 +317,7 @@ mk_err mk_cluster_open_with(const char *data_dir, const mk_config *cfg,
 		c->opened = true;
 		atomic_fetch_add(&c->meta_dirty, 1);
 		if ((err = mk_cluster_sync_metadata(c))) {
-			if (why)
-				mk_strbuf_addf(why, "cannot write %s/metadata", data_dir);
+			mk_why(why, "cannot write %s/metadata", data_dir);
 			c->opened = false;
 		}
 	}
@@ -354,12 +349,7 @@ bool cluster_stop_wait(mk_cluster *c, int64_t ms)
 {
 	pthread_mutex_lock(&c->stop_lock);
 	if (!c->shutting_down) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += ms / 1000;
-		int64_t ns = ts.tv_nsec + (ms % 1000) * 1000000LL;
-		ts.tv_sec += ns / 1000000000LL;
-		ts.tv_nsec = ns % 1000000000LL;
+		struct timespec ts = mk_timespec_after_ms(CLOCK_REALTIME, ms);
 		pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &ts);
 	}
 	bool stop = c->shutting_down;

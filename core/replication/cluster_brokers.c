@@ -51,11 +51,8 @@ bool mk_cluster_broker_online(mk_cluster *c, int id)
 
 mk_err broker_lookup(mk_cluster *c, int id, mk_strbuf *why)
 {
-	if (mk_cluster_broker_index(c, id) < 0) {
-		if (why)
-			mk_strbuf_addf(why, "no broker %d", id);
-		return MK_UNKNOWN_BROKER;
-	}
+	if (mk_cluster_broker_index(c, id) < 0)
+		return mk_error(why, MK_UNKNOWN_BROKER, "no broker %d", id);
 	return MK_OK;
 }
 
@@ -126,8 +123,7 @@ static mk_err broker_event(mk_cluster *c, int id, bool crash, bool torn,
 				   : "broker.restart.before-save");
 		err = meta_save(c, &plan);
 		if (err) {
-			if (why)
-				mk_strbuf_addf(why, "cannot save broker %d's new state; nothing changed", id);
+			mk_why(why, "cannot save broker %d's new state; nothing changed", id);
 		} else {
 			MK_FAILPOINT(crash ? "broker.crash.after-save"
 					   : "broker.restart.after-save");
@@ -138,9 +134,8 @@ static mk_err broker_event(mk_cluster *c, int id, bool crash, bool torn,
 			fetchers_wake(c);   /* fetchers: look now */
 	} else {
 		err = crash ? MK_BROKER_NOT_AVAILABLE : MK_INVALID_REQUEST;
-		if (why)
-			mk_strbuf_addf(why, crash ? "broker %d is already offline"
-					    : "broker %d is online; crash it first", id);
+		mk_why(why, crash ? "broker %d is already offline"
+		       : "broker %d is online; crash it first", id);
 	}
 	pthread_mutex_unlock(&c->meta_lock);
 	if (!err)
@@ -167,8 +162,7 @@ mk_err mk_cluster_promote(mk_cluster *c, int broker, const char *topic,
 	mk_topic *t = mk_cluster_topic(c, topic);
 	mk_partition *p = t ? mk_topic_partition(t, partition) : NULL;
 	if (!p) {
-		if (why)
-			mk_strbuf_addf(why, "no partition %s/%d", topic, partition);
+		mk_why(why, "no partition %s/%d", topic, partition);
 		mk_topic_put(t);
 		return MK_UNKNOWN_TOPIC_OR_PARTITION;
 	}

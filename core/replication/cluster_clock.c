@@ -67,11 +67,9 @@ void wake_partitions(mk_cluster *c)
 static mk_err clock_moved(mk_cluster *c, bool ok, mk_strbuf *why)
 {
 	if (!ok) {
-		if (why)
-			mk_strbuf_addstr(why, c->clock.manual
+		return mk_error(why, MK_INVALID_REQUEST, "%s", c->clock.manual
 				? "the clock cannot move backwards or past 253402300799999 ms (year 9999)"
 				: "the clock is the system clock; set clock = manual to move it");
-		return MK_INVALID_REQUEST;
 	}
 	isr_check_partitions(c);
 	wake_partitions(c);

@@ -72,11 +72,8 @@ mk_err mk_cluster_broker_fetch(mk_cluster *c, int id, mk_strbuf *why)
 	mk_err err = broker_lookup(c, id, why);
 	if (err)
 		return err;
-	if (!mk_cluster_broker_online(c, id)) {
-		if (why)
-			mk_strbuf_addf(why, "broker %d is offline", id);
-		return MK_BROKER_NOT_AVAILABLE;
-	}
+	if (!mk_cluster_broker_online(c, id))
+		return mk_error(why, MK_BROKER_NOT_AVAILABLE, "broker %d is offline", id);
 	size_t fetched;
 	bool behind;
 	err = fetch_round(c, id, &fetched, &behind);

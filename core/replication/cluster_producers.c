@@ -20,30 +20,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search.h"
 #include "topic_name.h"
 #include "xalloc.h"
 
-/* Binary search; *pos (when not NULL) gets the insertion point. Under
- * c->lock. */
+typedef struct {
+	const mk_cluster *c;
+	const char *name;
+} name_key;
+
+static int cmp_producer(const void *ctx, size_t i)
+{
+	const name_key *k = ctx;
+	return strcmp(k->c->producers[i].name, k->name);
+}
+
+/* The producer called name, or NULL; *pos (when not NULL) gets its index
+ * or the insertion point. Under c->lock. */
 static mk_producer_id *find_producer(mk_cluster *c, const char *name, size_t *pos)
 {
-	size_t lo = 0, hi = c->nproducers;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int cmp = strcmp(c->producers[mid].name, name);
-		if (!cmp) {
-			if (pos)
-				*pos = mid;
-			return &c->producers[mid];
-		}
-		if (cmp < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	name_key k = { c, name };
+	size_t at;
+	bool found = mk_search_sorted(c->nproducers, cmp_producer, &k, &at);
 	if (pos)
-		*pos = lo;
-	return NULL;
+		*pos = at;
+	return found ? &c->producers[at] : NULL;
 }
 
 void producers_put(mk_cluster *c, const char *name, int64_t id, int16_t epoch)
@@ -81,16 +82,11 @@ static mk_err plan_change(mk_cluster *c, const char *name, mk_producer_id *p,
 {
 	plan->producer = name;
 	plan->next_producer_id = c->next_producer_id;
-	if (create && p) {
-		if (why)
-			mk_strbuf_addf(why, "producer %s already exists", name);
-		return MK_PRODUCER_ALREADY_EXISTS;
-	}
-	if (!create && !p) {
-		if (why)
-			mk_strbuf_addf(why, "no producer %s", name);
-		return MK_UNKNOWN_PRODUCER_ID;
-	}
+	if (create && p)
+		return mk_error(why, MK_PRODUCER_ALREADY_EXISTS, "producer %s already exists",
+				name);
+	if (!create && !p)
+		return mk_error(why, MK_UNKNOWN_PRODUCER_ID, "no producer %s", name);
 	if (create || (init && p->epoch == INT16_MAX)) {
 		/* Kafka gives the producer a new id when its epoch runs out. */
 		plan->producer_id = c->next_producer_id;
@@ -150,12 +146,9 @@ static mk_err producer_change(mk_cluster *c, const char *name, bool create,
 
 mk_err mk_cluster_producer_create(mk_cluster *c, const char *name, mk_strbuf *why)
 {
-	if (!mk_topic_name_valid(name)) {
-		if (why)
-			mk_strbuf_addf(why, "invalid producer name '%s': 1 to %d of [A-Za-z0-9._-]",
-				       name, MK_TOPIC_NAME_MAX);
-		return MK_INVALID_REQUEST;
-	}
+	if (!mk_topic_name_valid(name))
+		return mk_error(why, MK_INVALID_REQUEST, "invalid producer name '%s': 1 to %d of [A-Za-z0-9._-]",
+				name, MK_TOPIC_NAME_MAX);
 	return producer_change(c, name, true, false, why);
 }
 

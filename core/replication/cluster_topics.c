@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "failpoint.h"
+#include "search.h"
 #include "topic_name.h"
 #include "xalloc.h"
 
@@ -52,25 +53,25 @@ mk_partition *mk_topic_partition(mk_topic *t, int id)
 	return t->partitions[id];
 }
 
+typedef struct {
+	const mk_cluster *c;
+	const char *name;
+} name_key;
+
+static int cmp_topic(const void *ctx, size_t i)
+{
+	const name_key *k = ctx;
+	return strcmp(k->c->topics[i]->name, k->name);
+}
+
 mk_topic *topics_find(mk_cluster *c, const char *name, size_t *pos)
 {
-	size_t lo = 0, hi = c->ntopics;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int cmp = strcmp(c->topics[mid]->name, name);
-		if (cmp == 0) {
-			if (pos)
-				*pos = mid;
-			return c->topics[mid];
-		}
-		if (cmp < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	name_key k = { c, name };
+	size_t at;
+	bool found = mk_search_sorted(c->ntopics, cmp_topic, &k, &at);
 	if (pos)
-		*pos = lo;
-	return NULL;
+		*pos = at;
+	return found ? c->topics[at] : NULL;
 }
 
 mk_topic *mk_cluster_topic(mk_cluster *c, const char *name)
@@ -131,18 +132,14 @@ mk_err topic_overrides_apply(mk_topic_config *tc, const char *const *kv,
 {
 	for (size_t i = 0; i < n; i++) {
 		const char *eq = strchr(kv[i], '=');
-		if (!eq || eq == kv[i]) {
-			if (why)
-				mk_strbuf_addf(why, "expected KEY=VALUE, got '%s'", kv[i]);
-			return MK_INVALID_CONFIG;
-		}
+		if (!eq || eq == kv[i])
+			return mk_error(why, MK_INVALID_CONFIG, "expected KEY=VALUE, got '%s'",
+					kv[i]);
 		char key[128];
 		size_t kl = (size_t)(eq - kv[i]);
-		if (kl >= sizeof(key)) {
-			if (why)
-				mk_strbuf_addf(why, "unknown key '%.*s'", (int)kl, kv[i]);
-			return MK_INVALID_CONFIG;
-		}
+		if (kl >= sizeof(key))
+			return mk_error(why, MK_INVALID_CONFIG, "unknown key '%.*s'",
+					(int)kl, kv[i]);
 		memcpy(key, kv[i], kl);
 		key[kl] = '\0';
 		mk_err err = mk_topic_config_set(tc, key, eq + 1, why);
@@ -259,26 +256,19 @@ mk_err topics_build(mk_cluster *c, const char *name, int n, int rf,
 static mk_err creation_args(mk_cluster *c, const char *name, int *partitions,
 			    int *rf, mk_strbuf *why)
 {
-	if (!mk_topic_name_valid(name)) {
-		if (why)
-			mk_strbuf_addf(why, "invalid topic name '%s': 1 to %d of [A-Za-z0-9._-], not . or ..",
-				       name, MK_TOPIC_NAME_MAX);
-		return MK_INVALID_TOPIC_EXCEPTION;
-	}
+	if (!mk_topic_name_valid(name))
+		return mk_error(why, MK_INVALID_TOPIC_EXCEPTION, "invalid topic name '%s': 1 to %d of [A-Za-z0-9._-], not . or ..",
+				name, MK_TOPIC_NAME_MAX);
 	if (*partitions < 0)
 		*partitions = (int)c->cfg.num_partitions;
 	if (*rf < 0)
 		*rf = (int)c->cfg.default_replication_factor;
-	if (*partitions < 1 || *partitions > 1024) {
-		if (why)
-			mk_strbuf_addf(why, "partitions must be 1 to 1024, got %d", *partitions);
-		return MK_INVALID_REQUEST;
-	}
-	if (*rf < 1) {
-		if (why)
-			mk_strbuf_addf(why, "replication.factor must be at least 1, got %d", *rf);
-		return MK_INVALID_REQUEST;
-	}
+	if (*partitions < 1 || *partitions > 1024)
+		return mk_error(why, MK_INVALID_REQUEST, "partitions must be 1 to 1024, got %d",
+				*partitions);
+	if (*rf < 1)
+		return mk_error(why, MK_INVALID_REQUEST, "replication.factor must be at least 1, got %d",
+				*rf);
 	if (*rf > c->nbrokers) {
 		mk_config_explain_brokers(&c->cfg, "replication.factor", *rf, why);
 		return MK_INVALID_REQUEST;
@@ -307,11 +297,9 @@ static mk_err assign_replicas(mk_cluster *c, int partitions, int rf,
 					st->leader = b;
 			}
 		}
-		if (st->leader < 0) {
-			if (why)
-				mk_strbuf_addf(why, "no replica of partition %d would be online", p);
-			return MK_BROKER_NOT_AVAILABLE;
-		}
+		if (st->leader < 0)
+			return mk_error(why, MK_BROKER_NOT_AVAILABLE, "no replica of partition %d would be online",
+					p);
 	}
 	return MK_OK;
 }
@@ -363,8 +351,7 @@ static mk_err create_locked(mk_cluster *c, const char *name, int partitions,
 	mk_err err = MK_OK;
 	pthread_rwlock_rdlock(&c->lock);
 	if (topics_find(c, name, NULL)) {
-		if (why)
-			mk_strbuf_addf(why, "topic %s already exists", name);
+		mk_why(why, "topic %s already exists", name);
 		err = MK_TOPIC_ALREADY_EXISTS;
 	} else if (!(err = assign_replicas(c, partitions, rf, sts, why))) {
 		remove_unsaved(c, name, partitions, sts);
@@ -420,11 +407,9 @@ mk_err mk_cluster_create_topic(mk_cluster *c, const char *name, int partitions,
 
 mk_err mk_cluster_delete_topic(mk_cluster *c, const char *name, mk_strbuf *why)
 {
-	if (mk_topic_name_internal(name)) {
-		if (why)
-			mk_strbuf_addf(why, "%s is an internal topic: it cannot be deleted", name);
-		return MK_TOPIC_AUTHORIZATION_FAILED;
-	}
+	if (mk_topic_name_internal(name))
+		return mk_error(why, MK_TOPIC_AUTHORIZATION_FAILED, "%s is an internal topic: it cannot be deleted",
+				name);
 	/*
 	 * Decide, persist, act: the deletion is saved first (a "deleting"
 	 * mark), then the topic leaves the table and its files go; a crash
@@ -436,17 +421,14 @@ mk_err mk_cluster_delete_topic(mk_cluster *c, const char *name, mk_strbuf *why)
 	pthread_rwlock_unlock(&c->lock);
 	if (!found) {
 		pthread_mutex_unlock(&c->meta_lock);
-		if (why)
-			mk_strbuf_addf(why, "no topic %s", name);
-		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+		return mk_error(why, MK_UNKNOWN_TOPIC_OR_PARTITION, "no topic %s", name);
 	}
 	mk_meta_plan plan = MK_META_PLAN_NONE;
 	plan.deleting = name;
 	mk_err err = meta_save(c, &plan);
 	if (err) {
 		pthread_mutex_unlock(&c->meta_lock);
-		if (why)
-			mk_strbuf_addf(why, "cannot save the deletion of %s", name);
+		mk_why(why, "cannot save the deletion of %s", name);
 		return err;
 	}
 	MK_FAILPOINT("topic.delete.after-mark");

@@ -314,20 +314,16 @@ static mk_err parse_line(mk_metadata *md, char *line, mk_strbuf *why)
 				return MK_OK;
 			break;
 		}
-	if (why)
-		mk_strbuf_addf(why, "malformed metadata line starting '%s'",
-			       t.tok[0]);
-	return MK_INVALID_CONFIG;
+	return mk_error(why, MK_INVALID_CONFIG, "malformed metadata line starting '%s'",
+			t.tok[0]);
 }
 
 /* "PATH:LINE: what" into why. */
 static mk_err refuse(mk_strbuf *why, const char *path, int line,
 		     const char *what)
 {
-	if (why)
-		mk_strbuf_addf(why, "%s:%d: %s; refusing to start (the file is left as it is)",
-			       path, line, what);
-	return MK_INVALID_CONFIG;
+	return mk_error(why, MK_INVALID_CONFIG, "%s:%d: %s; refusing to start (the file is left as it is)",
+			path, line, what);
 }
 
 /*
@@ -399,12 +395,9 @@ static mk_err check_complete(const mk_metadata *md, mk_strbuf *why)
 {
 	for (size_t i = 0; i < md->ntopics; i++)
 		for (int p = 0; p < md->topics[i].npartitions; p++)
-			if (md->topics[i].parts[p].leader == -2) {
-				if (why)
-					mk_strbuf_addf(why, "metadata lacks partition %s-%d",
-						       md->topics[i].name, p);
-				return MK_INVALID_CONFIG;
-			}
+			if (md->topics[i].parts[p].leader == -2)
+				return mk_error(why, MK_INVALID_CONFIG, "metadata lacks partition %s-%d",
+						md->topics[i].name, p);
 	return MK_OK;
 }
 
@@ -428,8 +421,7 @@ mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why)
 	bool missing;
 	mk_err err = mk_file_read(path.buf, &text, &missing);
 	if (err) {
-		if (why)
-			mk_strbuf_addf(why, "cannot read %s", path.buf);
+		mk_why(why, "cannot read %s", path.buf);
 		goto out;
 	}
 	md->present = !missing;
@@ -749,12 +741,9 @@ static mk_err layout_topic(const mk_meta_dirs *dirs, const char *name,
 			t->rf = st->nreplicas;
 	}
 	for (int p = 0; p < np; p++)
-		if (t->parts[p].nreplicas == 0) {
-			if (why)
-				mk_strbuf_addf(why, "cannot rebuild topic %s: it has partition directories up to %s-%d but none for %s-%d on any broker (restore it, or make an empty broker-B/%s-%d to start that partition empty)",
-					       name, name, np - 1, name, p, name, p);
-			return MK_INVALID_CONFIG;
-		}
+		if (t->parts[p].nreplicas == 0)
+			return mk_error(why, MK_INVALID_CONFIG, "cannot rebuild topic %s: it has partition directories up to %s-%d but none for %s-%d on any broker (restore it, or make an empty broker-B/%s-%d to start that partition empty)",
+					name, name, np - 1, name, p, name, p);
 	return MK_OK;
 }
 

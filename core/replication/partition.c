@@ -319,16 +319,12 @@ void part_timed_wait(mk_partition *p, int ms)
 /* Deleted, or without a leader: why no produce or fetch can be served. */
 mk_err part_unavailable(mk_partition *p, mk_strbuf *why)
 {
-	if (p->deleted) {
-		if (why)
-			mk_strbuf_addf(why, "topic %s was deleted", p->topic);
-		return MK_UNKNOWN_TOPIC_OR_PARTITION;
-	}
-	if (p->leader < 0) {
-		if (why)
-			mk_strbuf_addf(why, "%s-%d has no online leader", p->topic, p->id);
-		return MK_LEADER_NOT_AVAILABLE;
-	}
+	if (p->deleted)
+		return mk_error(why, MK_UNKNOWN_TOPIC_OR_PARTITION, "topic %s was deleted",
+				p->topic);
+	if (p->leader < 0)
+		return mk_error(why, MK_LEADER_NOT_AVAILABLE, "%s-%d has no online leader",
+				p->topic, p->id);
 	return MK_OK;
 }
 
