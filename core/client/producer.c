@@ -148,7 +148,14 @@ static void *sender_main(void *arg)
 	pthread_mutex_lock(&ps->lock);
 	while (!ps->stop) {
 		int64_t next = tick_all(ps);
-		int64_t wait = next == INT64_MAX ? 1000 : next - mk_clock_now(&ps->c->clock);
+		if (next == INT64_MAX) {
+			/* Nothing lingers: a batch that starts to wakes us. */
+			pthread_cond_wait(&ps->cond, &ps->lock);
+			continue;
+		}
+		/* Until the first linger deadline; at most a second, so that a
+		 * step of the system clock delays a batch by a second at most. */
+		int64_t wait = next - mk_clock_now(&ps->c->clock);
 		if (wait > 1000)
 			wait = 1000;
 		if (wait < 1)
