@@ -49,6 +49,8 @@ typedef enum {
 typedef struct {
 	mk_wait_kind kind;
 	mk_partition *p;         /* whose change may complete it; NULL: none */
+	mk_coord *coord;         /* or a coordinator's (a job's call); then
+				  * seen is the coordinator's event count */
 	uint64_t seen;           /* p's change count when it last looked */
 	int64_t deadline_ms;     /* cluster clock; INT64_MAX = none */
 	int recheck_ms;          /* wall time: look again then; 0 = only events */

@@ -45,7 +45,9 @@ static mk_err snapshot_write(mkfs *fs, mk_handle *h, const char *buf,
 			     size_t size, mk_wait *wait, mk_strbuf *why)
 {
 	(void)wait;
-	return mk_node_control(fs, &h->ref, buf, size, why);
+	/* No call: a command that waits inside a coordinator is refused
+	 * here; the serving layer runs those as jobs (ops.c). */
+	return mk_node_control(fs, &h->ref, buf, size, NULL, NULL, why);
 }
 
 static bool snapshot_write_waits(const mk_handle *h, const char *buf,

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "cluster.h"
+#include "coordinator.h"
 #include "strbuf.h"
 
 typedef struct mkfs mkfs;

@@ -128,8 +128,10 @@ static mk_err read_clock(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbu
 	return MK_OK;
 }
 
-static mk_err write_clock(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+static mk_err write_clock(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	(void)ref;
 	int64_t v;
 	if (line[0] == '+' && mk_parse_i64(line + 1, &v) && v >= 0)
@@ -139,7 +141,8 @@ static mk_err write_clock(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *
 	return bad_command(why, line, "+MS to advance, or MS to set");
 }
 
-static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
 	(void)ref;
 	char copy[1024];
@@ -187,7 +190,7 @@ static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *wh
 	if (n == 1 && !strcmp(w[0], "compact"))
 		return mk_cluster_compact(fs->cluster, why);
 	if (n == 1 && !strcmp(w[0], "expire-members"))
-		return mk_groups_expire_members(fs, why);
+		return mk_groups_expire_members(fs, call, why);
 	if (n == 1 && !strcmp(w[0], "expire-transactions"))
 		return mk_txn_node_expire(fs, why);
 	return bad_command(why, copy, "create-topic, delete-topic, replicate, flush, retention, compact, expire-members or expire-transactions");
@@ -272,8 +275,10 @@ static mk_err read_topic_config(mkfs *fs, const node_ref *ref, mk_strbuf *out, m
 	return MK_OK;
 }
 
-static mk_err write_topic_config(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+static mk_err write_topic_config(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	char *w[64];
 	int n = split_words(line, w, 64);
 	if (n <= 0)
@@ -415,8 +420,10 @@ static void add_cleaner_state(mk_partition *p, mk_strbuf *out)
 		       ? (double)ci.dirty_bytes / (double)ci.cleanable_bytes : 0.0);
 }
 
-static mk_err write_delete_records(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+static mk_err write_delete_records(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	(void)fs;
 	int64_t off;
 	if (!mk_parse_i64(line, &off) || off < 0)
@@ -694,38 +701,48 @@ static mk_err read_broker_replicas(mkfs *fs, const node_ref *ref, mk_strbuf *out
 	return MK_OK;
 }
 
-static mk_err write_broker_fetch(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+static mk_err write_broker_fetch(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	if (!no_argument(line))
 		return bad_command(why, line, "no argument");
 	return mk_cluster_broker_fetch(fs->cluster, ref->broker, why);
 }
 
-static mk_err write_brokers_fetch(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+static mk_err write_brokers_fetch(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	(void)ref;
 	if (!no_argument(line))
 		return bad_command(why, line, "no argument");
 	return mk_cluster_replicate(fs->cluster, why);
 }
 
-static mk_err write_broker_crash(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+static mk_err write_broker_crash(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	bool torn = !strcmp(line, "torn");
 	if (!torn && !no_argument(line))
 		return bad_command(why, line, "nothing, or 'torn'");
 	return mk_cluster_broker_crash(fs->cluster, ref->broker, torn, why);
 }
 
-static mk_err write_broker_restart(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+static mk_err write_broker_restart(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	if (!no_argument(line))
 		return bad_command(why, line, "no argument");
 	return mk_cluster_broker_restart(fs->cluster, ref->broker, why);
 }
 
-static mk_err write_broker_promote(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+static mk_err write_broker_promote(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	char copy[512];
 	snprintf(copy, sizeof(copy), "%s", line);
 	char *w[3];
@@ -878,8 +895,10 @@ static mk_err read_producer_sequences(mkfs *fs, const node_ref *ref, mk_strbuf *
 	return err;
 }
 
-static mk_err write_producer_init(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+static mk_err write_producer_init(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	(void)line;    /* "writing anything" bumps the epoch */
 	return mk_cluster_producer_init(fs->cluster, ref->parent_name, why);
 }
@@ -982,7 +1001,7 @@ static const node_def nodes[] = {
 static const struct {
 	int kind;
 	mk_err (*write_all)(mkfs *fs, const node_ref *ref, const char *buf,
-			    size_t len, mk_strbuf *why);
+			    size_t len, mk_coord_call *call, mk_strbuf *why);
 } whole_writes[] = {
 	{ K_MCOMMIT, mk_groups_write_commit },
 	{ K_TOFFSETS, mk_txn_node_write_offsets },
@@ -1147,28 +1166,31 @@ bool mk_node_value_size(mkfs *fs, const node_ref *ref, size_t *size)
 }
 
 mk_err mk_node_control(mkfs *fs, const node_ref *ref, const char *buf,
-		       size_t len, mk_strbuf *why)
+		       size_t len, size_t *from, mk_coord_call *call, mk_strbuf *why)
 {
+	size_t start = from ? *from : 0;
 	for (size_t i = 0; i < sizeof(whole_writes) / sizeof(whole_writes[0]); i++)
-		if (whole_writes[i].kind == ref->def->kind)
-			return whole_writes[i].write_all(fs, ref, buf, len, why);
-	if (!ref->def->write) {
-		mk_strbuf_addstr(why, "this file is not writable");
-		return MK_INVALID_REQUEST;
-	}
+		if (whole_writes[i].kind == ref->def->kind) {
+			if (from)
+				*from = len;
+			return start < len || !len
+				? whole_writes[i].write_all(fs, ref, buf, len, call, why)
+				: MK_OK;
+		}
+	if (!ref->def->write)
+		return mk_error(why, MK_INVALID_REQUEST, "this file is not writable");
 	mk_strbuf line = MK_STRBUF_INIT;
 	mk_err err = MK_OK;
-	size_t pos = 0;
-	bool any = false;
-	while (pos < len && !err) {
+	size_t pos = start;
+	bool any = start > 0;
+	while (pos < len && !err && !mk_coord_call_pending(call)) {
 		const char *nl = memchr(buf + pos, '\n', len - pos);
 		size_t n = nl ? (size_t)(nl - (buf + pos)) : len - pos;
 		mk_strbuf_reset(&line);
 		mk_strbuf_add(&line, buf + pos, n);
 		pos += n + (nl ? 1 : 0);
 		if (memchr(line.buf, '\0', line.len)) {
-			mk_strbuf_addstr(why, "command contains a NUL byte");
-			err = MK_INVALID_REQUEST;
+			err = mk_error(why, MK_INVALID_REQUEST, "command contains a NUL byte");
 			break;
 		}
 		/* Trim trailing CR and spaces. */
@@ -1181,10 +1203,12 @@ mk_err mk_node_control(mkfs *fs, const node_ref *ref, const char *buf,
 		if (!line.len && (any || pos < len))
 			continue;
 		any = true;
-		err = ref->def->write(fs, ref, line.buf, why);
+		err = ref->def->write(fs, ref, line.buf, call, why);
 	}
 	if (!any && !err)
-		err = ref->def->write(fs, ref, (char *)"", why);
+		err = ref->def->write(fs, ref, (char *)"", call, why);
+	if (from)
+		*from = pos;
 	mk_strbuf_release(&line);
 	return err;
 }
@@ -1217,7 +1241,8 @@ bool mk_node_mkdir_waits(mkfs *fs, const char *path)
 	return waits;
 }
 
-mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_strbuf *why)
+mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_coord_call *call,
+		     mk_strbuf *why)
 {
 	node_ref parent;
 	const char *name;
@@ -1229,7 +1254,7 @@ mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_strbuf *why)
 	} else if (parent.def->kind == K_PRODUCERS) {
 		err = mk_cluster_producer_create(fs->cluster, name, why);
 	} else if (parent.def->kind == K_GROUPS) {
-		err = mk_groups_mkdir(fs, name, why);
+		err = mk_groups_mkdir(fs, name, call, why);
 	} else if (parent.def->kind == K_TRANSACTIONS) {
 		err = mk_txn_node_mkdir(fs, name, why);
 	} else {
@@ -1240,7 +1265,8 @@ mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_strbuf *why)
 	return err;
 }
 
-mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_strbuf *why)
+mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_coord_call *call,
+		     mk_strbuf *why)
 {
 	node_ref ref;
 	mk_err err = mk_resolve(fs, path, &ref, why);
@@ -1251,7 +1277,7 @@ mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_strbuf *why)
 	} else if (ref.def->kind == K_PRODUCER) {
 		err = mk_cluster_producer_delete(fs->cluster, ref.name, why);
 	} else if (ref.def->kind == K_GROUP) {
-		err = mk_groups_rmdir(fs, ref.name, why);
+		err = mk_groups_rmdir(fs, ref.name, call, why);
 	} else if (ref.def->kind == K_TXN) {
 		err = mk_txn_node_rmdir(fs, ref.name, why);
 	} else {

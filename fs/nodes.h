@@ -50,7 +50,7 @@ typedef enum {
 typedef mk_err (*node_read_fn)(mkfs *fs, const node_ref *ref, mk_strbuf *out,
 			       mk_strbuf *why);
 typedef mk_err (*node_write_fn)(mkfs *fs, const node_ref *ref, char *line,
-				mk_strbuf *why);
+				mk_coord_call *call, mk_strbuf *why);
 typedef void (*node_list_fn)(mkfs *fs, const node_ref *ref,
 			     void (*add)(void *arg, const char *name, bool dir),
 			     void *arg);
@@ -107,9 +107,17 @@ mk_err mk_node_raw_path(mkfs *fs, const node_ref *ref, mk_strbuf *path,
  */
 bool mk_node_value_size(mkfs *fs, const node_ref *ref, size_t *size);
 
-/* Run every line of a CONTROL write; stops at the first failing line. */
+/*
+ * Run the lines of a CONTROL write from *from on (from NULL: all of
+ * them); stops at the first failing line, or after a line whose command
+ * left call pending (a coordinator's records not yet acknowledged: the
+ * caller waits for the call, resumes it and goes on from *from). A
+ * command that waits inside a coordinator needs a call
+ * (mk_node_write_waits); without one it is refused.
+ */
 mk_err mk_node_control(mkfs *fs, const node_ref *ref, const char *buf,
-		       size_t len, mk_strbuf *why);
+		       size_t len, size_t *from, mk_coord_call *call,
+		       mk_strbuf *why);
 
 /* Directory operations. */
 /* Does this control write wait inside a coordinator (a node kind marked
@@ -120,7 +128,10 @@ bool mk_node_write_waits(const node_ref *ref, const char *buf, size_t size);
 /* Does a mkdir or rmdir of path (a child of a directory marked waits:
  * /groups/G, /transactions/ID) wait inside a coordinator? */
 bool mk_node_mkdir_waits(mkfs *fs, const char *path);
-mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_strbuf *why);
-mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_strbuf *why);
+/* call: as mk_node_control's, for the directories that wait. */
+mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_coord_call *call,
+		     mk_strbuf *why);
+mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_coord_call *call,
+		     mk_strbuf *why);
 
 #endif

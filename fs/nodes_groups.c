@@ -24,6 +24,16 @@ static mk_err no_groups(mk_strbuf *why)
 			return no_groups(why);                               \
 	} while (0)
 
+/* The commands that write through the coordinator need a call to leave
+ * pending (they run as jobs: mk_node_write_waits). */
+#define NEED_CALL(fs, call, why)                                             \
+	do {                                                                 \
+		NEED_GROUPS(fs, why);                                        \
+		if (!(call))                                                 \
+			return mk_error(why, MK_INVALID_REQUEST,             \
+					"this command waits for the group coordinator and runs as a job"); \
+	} while (0)
+
 /* Split on spaces and tabs, in place; -1 when more than max words. */
 static int words(char *line, char **w, int max)
 {
@@ -112,9 +122,10 @@ void mk_groups_list_members(mkfs *fs, const node_ref *ref,
 
 /* ---- group files ------------------------------------------------------------ */
 
-mk_err mk_groups_write_join(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+mk_err mk_groups_write_join(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
-	NEED_GROUPS(fs, why);
+	NEED_CALL(fs, call, why);
 	char copy[1024];
 	snprintf(copy, sizeof(copy), "%s", line);
 	char *w[2];
@@ -132,22 +143,25 @@ mk_err mk_groups_write_join(mkfs *fs, const node_ref *ref, char *line, mk_strbuf
 			return usage(why, copy, "MEMBER TOPIC[,TOPIC...] (at most 64 topics)");
 		topics[nt++] = t;
 	}
-	return mk_group_join(fs->groups, ref->group, w[0], topics, nt, why);
+	return mk_group_join(fs->groups, ref->group, w[0], topics, nt, call, why);
 }
 
-mk_err mk_groups_write_leave(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+mk_err mk_groups_write_leave(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
-	NEED_GROUPS(fs, why);
+	NEED_CALL(fs, call, why);
 	char copy[1024];
 	snprintf(copy, sizeof(copy), "%s", line);
 	char *w[1];
 	if (words(line, w, 1) != 1)
 		return usage(why, copy, "MEMBER");
-	return mk_group_leave(fs->groups, ref->group, w[0], why);
+	return mk_group_leave(fs->groups, ref->group, w[0], call, why);
 }
 
-mk_err mk_groups_write_heartbeat(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+mk_err mk_groups_write_heartbeat(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	NEED_GROUPS(fs, why);
 	char copy[1024];
 	snprintf(copy, sizeof(copy), "%s", line);
@@ -272,9 +286,10 @@ mk_err mk_groups_read_config(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_s
 	return mk_group_config_format(fs->groups, ref->group, out, why);
 }
 
-mk_err mk_groups_write_config(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+mk_err mk_groups_write_config(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
-	NEED_GROUPS(fs, why);
+	NEED_CALL(fs, call, why);
 	char *w[16];
 	int n = words(line, w, 16);
 	if (n <= 0)
@@ -285,7 +300,7 @@ mk_err mk_groups_write_config(mkfs *fs, const node_ref *ref, char *line, mk_strb
 		return MK_INVALID_REQUEST;
 	}
 	return mk_group_configure(fs->groups, ref->group, (const char *const *)w,
-				  (size_t)n, why);
+				  (size_t)n, call, why);
 }
 
 /* ---- member files --------------------------------------------------------------- */
@@ -337,8 +352,10 @@ mk_err mk_groups_read_lag(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strb
 	return err;
 }
 
-mk_err mk_groups_write_seek(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+mk_err mk_groups_write_seek(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	NEED_GROUPS(fs, why);
 	char copy[1024];
 	snprintf(copy, sizeof(copy), "%s", line);
@@ -358,9 +375,9 @@ mk_err mk_groups_write_seek(mkfs *fs, const node_ref *ref, char *line, mk_strbuf
  * lines parse before anything is committed; the commit is one batch.
  */
 mk_err mk_groups_write_commit(mkfs *fs, const node_ref *ref, const char *buf,
-			      size_t len, mk_strbuf *why)
+			      size_t len, mk_coord_call *call, mk_strbuf *why)
 {
-	NEED_GROUPS(fs, why);
+	NEED_CALL(fs, call, why);
 	if (memchr(buf, '\0', len)) {
 		mk_strbuf_addstr(why, "command contains a NUL byte");
 		return MK_INVALID_REQUEST;
@@ -412,7 +429,7 @@ mk_err mk_groups_write_commit(mkfs *fs, const node_ref *ref, const char *buf,
 		}
 	}
 	if (!err)
-		err = mk_group_commit(fs->groups, ref->group, ref->member, gen, e, n, why);
+		err = mk_group_commit(fs->groups, ref->group, ref->member, gen, e, n, call, why);
 	free(e);
 	mk_strbuf_release(&text);
 	return err;
@@ -420,20 +437,22 @@ mk_err mk_groups_write_commit(mkfs *fs, const node_ref *ref, const char *buf,
 
 /* ---- mkdir, rmdir, /ctl ------------------------------------------------------------- */
 
-mk_err mk_groups_mkdir(mkfs *fs, const char *name, mk_strbuf *why)
+mk_err mk_groups_mkdir(mkfs *fs, const char *name, mk_coord_call *call,
+		       mk_strbuf *why)
 {
-	NEED_GROUPS(fs, why);
-	return mk_group_create(fs->groups, name, why);
+	NEED_CALL(fs, call, why);
+	return mk_group_create(fs->groups, name, call, why);
 }
 
-mk_err mk_groups_rmdir(mkfs *fs, const char *name, mk_strbuf *why)
+mk_err mk_groups_rmdir(mkfs *fs, const char *name, mk_coord_call *call,
+		       mk_strbuf *why)
 {
-	NEED_GROUPS(fs, why);
-	return mk_group_delete(fs->groups, name, why);
+	NEED_CALL(fs, call, why);
+	return mk_group_delete(fs->groups, name, call, why);
 }
 
-mk_err mk_groups_expire_members(mkfs *fs, mk_strbuf *why)
+mk_err mk_groups_expire_members(mkfs *fs, mk_coord_call *call, mk_strbuf *why)
 {
-	NEED_GROUPS(fs, why);
-	return mk_groups_expire(fs->groups, NULL, why);
+	NEED_CALL(fs, call, why);
+	return mk_groups_expire(fs->groups, NULL, call, why);
 }

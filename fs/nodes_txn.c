@@ -136,8 +136,9 @@ static bool parse_tp(char *s, const char **topic, int *part)
 }
 
 mk_err mk_txn_node_write_offsets(mkfs *fs, const node_ref *ref, const char *buf,
-				 size_t len, mk_strbuf *why)
+				 size_t len, mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	NEED_TXNS(fs, why);
 	if (memchr(buf, '\0', len)) {
 		mk_strbuf_addstr(why, "command contains a NUL byte");
@@ -188,22 +189,28 @@ mk_err mk_txn_node_write_offsets(mkfs *fs, const node_ref *ref, const char *buf,
 	return err;
 }
 
-mk_err mk_txn_node_write_init(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+mk_err mk_txn_node_write_init(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	NEED_TXNS(fs, why);
 	mk_err err = no_argument(line, "init", why);
 	return err ? err : mk_txn_init(fs->txns, ref->parent_name, why);
 }
 
-mk_err mk_txn_node_write_commit(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+mk_err mk_txn_node_write_commit(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	NEED_TXNS(fs, why);
 	mk_err err = no_argument(line, "commit", why);
 	return err ? err : mk_txn_end(fs->txns, ref->parent_name, true, why);
 }
 
-mk_err mk_txn_node_write_abort(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why)
+mk_err mk_txn_node_write_abort(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why)
 {
+	(void)call;
 	NEED_TXNS(fs, why);
 	mk_err err = no_argument(line, "abort", why);
 	return err ? err : mk_txn_end(fs->txns, ref->parent_name, false, why);

@@ -22,10 +22,13 @@ mk_err mk_txn_node_read_offsets(mkfs *fs, const node_ref *ref, mk_strbuf *out, m
 /* offsets takes a whole write: every GROUP T/P OFFSET line parsed first,
  * then all staged at once. */
 mk_err mk_txn_node_write_offsets(mkfs *fs, const node_ref *ref, const char *buf,
-				 size_t len, mk_strbuf *why);
-mk_err mk_txn_node_write_init(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why);
-mk_err mk_txn_node_write_commit(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why);
-mk_err mk_txn_node_write_abort(mkfs *fs, const node_ref *ref, char *line, mk_strbuf *why);
+				 size_t len, mk_coord_call *call, mk_strbuf *why);
+mk_err mk_txn_node_write_init(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why);
+mk_err mk_txn_node_write_commit(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why);
+mk_err mk_txn_node_write_abort(mkfs *fs, const node_ref *ref, char *line,
+			 mk_coord_call *call, mk_strbuf *why);
 
 mk_err mk_txn_node_mkdir(mkfs *fs, const char *name, mk_strbuf *why);
 mk_err mk_txn_node_rmdir(mkfs *fs, const char *name, mk_strbuf *why);

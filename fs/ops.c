@@ -654,7 +654,10 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
  * /ctl commands: mk_node_write_waits), mkdir and rmdir of a group or an
  * id (mk_node_mkdir_waits), and a transactional append (its first batch
  * to a partition registers the partition with the coordinator first) run
- * on the lot's command thread.
+ * as jobs on the lot's command thread. A command that leaves its
+ * coordinator call pending parks (mk_park_job_wait) and goes on where it
+ * stopped when the call completes: the next line of a control write, or
+ * the reply.
  */
 typedef enum { JOB_WRITE, JOB_MKDIR, JOB_RMDIR } job_kind;
 
@@ -665,12 +668,21 @@ typedef struct {
 	mk_handle *h;             /* JOB_WRITE: kept open by the request */
 	char *data;               /* the bytes written, or the path */
 	size_t size;
+	bool started;
+	size_t done;              /* a control write: the bytes run so far */
+	mk_coord_call call;       /* the command's, while pending */
 } fs_job;
 
 static void job_free(fs_job *j)
 {
+	mk_coord_call_forget(&j->call);
 	free(j->data);
 	free(j);
+}
+
+static const char *job_path(const fs_job *j)
+{
+	return j->kind == JOB_WRITE ? j->h->path : j->data;
 }
 
 static void job_cancel(mk_job *base)
@@ -678,54 +690,105 @@ static void job_cancel(mk_job *base)
 	fs_job *j = (fs_job *)base;
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_strbuf_addstr(&why, "interrupted before the command started (nothing changed)");
-	mk_reply_fail(j->fs, base->req, j->kind == JOB_WRITE ? j->h->path : j->data,
-		      MK_INTERRUPTED, &why);
+	mk_reply_fail(j->fs, base->req, job_path(j), MK_INTERRUPTED, &why);
 	job_free(j);
+}
+
+/* Run the command on from where it stopped (its call complete). */
+static mk_err job_step(fs_job *j, mk_strbuf *why)
+{
+	j->started = true;
+	if (j->kind == JOB_MKDIR)
+		return mk_node_mkdir(j->fs, j->data, &j->call, why);
+	if (j->kind == JOB_RMDIR)
+		return mk_node_rmdir(j->fs, j->data, &j->call, why);
+	return mk_node_control(j->fs, &j->h->ref, j->data, j->size, &j->done,
+			       &j->call, why);
+}
+
+/* Reply to a job whose command ended with err, and free it. */
+static void job_reply(fs_job *j, mk_err err, mk_strbuf *why)
+{
+	/* Only the daemon's stop interrupts a command inside the cluster,
+	 * which may have appended: not EINTR (a retry could repeat it). */
+	if (err == MK_INTERRUPTED) {
+		mk_strbuf_reset(why);
+		mk_strbuf_addstr(why, "the daemon stopped before the command's records were acknowledged");
+		err = MK_REQUEST_TIMED_OUT;
+	}
+	if (err) {
+		mk_reply_fail(j->fs, j->base.req, job_path(j), err, why);
+	} else {
+		mk_strbuf_release(why);
+		if (j->kind == JOB_WRITE)
+			fuse_reply_write(j->base.req, j->size);
+		else if (j->kind == JOB_MKDIR)
+			reply_entry(j->base.req, j->data);
+		else
+			fuse_reply_err(j->base.req, 0);
+	}
+	job_free(j);
+}
+
+/* Step until the command ends (reply: true) or its call is pending. */
+static bool job_go(fs_job *j, mk_wait *wait)
+{
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_err err = mk_coord_call_resume(&j->call, &why);
+	while (!err && !mk_coord_call_pending(&j->call)) {
+		if (j->started && (j->kind != JOB_WRITE || j->done >= j->size))
+			break;
+		err = job_step(j, &why);
+	}
+	if (!err && mk_coord_call_pending(&j->call)) {
+		mk_strbuf_release(&why);
+		*wait = (mk_wait){ .kind = MK_WAIT_ACKS, .coord = j->call.rt,
+				   .seen = j->call.seen, .deadline_ms = INT64_MAX };
+		return false;
+	}
+	job_reply(j, err, &why);
+	return true;
+}
+
+static bool job_resume(mk_job *base, mk_wait *wait, bool stopping, bool dying)
+{
+	fs_job *j = (fs_job *)base;
+	if (job_go(j, wait))
+		return true;
+	if (!stopping && !dying)
+		return false;
+	mk_strbuf why = MK_STRBUF_INIT;
+	mk_strbuf_addstr(&why, dying ? "the caller was killed while the coordinator's records awaited the ISR (they stay appended)"
+				     : "the daemon stopped before the command's records were acknowledged");
+	job_reply(j, dying ? MK_INTERRUPTED : MK_REQUEST_TIMED_OUT, &why);
+	return true;
 }
 
 static void job_run(mk_job *base)
 {
 	fs_job *j = (fs_job *)base;
 	mkfs *fs = j->fs;
-	mk_strbuf why = MK_STRBUF_INIT;
-	mk_err err;
-	const char *path = j->kind == JOB_WRITE ? j->h->path : j->data;
-	if (j->kind == JOB_WRITE) {
+	if (j->kind == JOB_WRITE && j->h->ref.def->type != NODE_CONTROL) {
+		/* A transactional append: its acks=all is parked as a write. */
+		mk_strbuf why = MK_STRBUF_INIT;
 		mk_wait wait;
-		err = mk_handle_write(fs, j->h, j->data, j->size, &wait, &why);
+		mk_err err = mk_handle_write(fs, j->h, j->data, j->size, &wait, &why);
 		if (!err && mk_wait_pending(&wait)) {
-			/* A transactional append: its acks=all is parked. */
 			mk_strbuf_release(&why);
 			mk_park(fs->parking, base->req, j->h, MK_PARK_WRITE, NULL,
 				j->size, 0, &wait);
 			job_free(j);
 			return;
 		}
-	} else if (j->kind == JOB_MKDIR) {
+		j->done = j->size;
+		job_reply(j, err, &why);
+		return;
+	}
+	if (j->kind == JOB_MKDIR)
 		mk_errlog_drop_held(&fs->cluster->errlog, j->data);
-		err = mk_node_mkdir(fs, j->data, &why);
-	} else {
-		err = mk_node_rmdir(fs, j->data, &why);
-	}
-	/* Only the daemon's stop interrupts a command inside the cluster,
-	 * which may have appended: not EINTR (a retry could repeat it). */
-	if (err == MK_INTERRUPTED) {
-		mk_strbuf_reset(&why);
-		mk_strbuf_addstr(&why, "the daemon stopped before the command's records were acknowledged");
-		err = MK_REQUEST_TIMED_OUT;
-	}
-	if (err) {
-		mk_reply_fail(fs, base->req, path, err, &why);
-	} else {
-		mk_strbuf_release(&why);
-		if (j->kind == JOB_WRITE)
-			fuse_reply_write(base->req, j->size);
-		else if (j->kind == JOB_MKDIR)
-			reply_entry(base->req, j->data);
-		else
-			fuse_reply_err(base->req, 0);
-	}
-	job_free(j);
+	mk_wait wait;
+	if (!job_go(j, &wait))
+		mk_park_job_wait(fs->parking, base, &wait);
 }
 
 static void queue_job(fuse_req_t req, job_kind kind, mk_handle *h,
@@ -736,6 +799,7 @@ static void queue_job(fuse_req_t req, job_kind kind, mk_handle *h,
 	j->base.req = req;
 	j->base.run = job_run;
 	j->base.cancel = job_cancel;
+	j->base.resume = job_resume;
 	j->kind = kind;
 	j->fs = fs;
 	j->h = h;
@@ -761,7 +825,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	} else {
 		mk_strbuf why = MK_STRBUF_INIT;
 		mk_errlog_drop_held(&fs->cluster->errlog, path.buf);
-		mk_err err = mk_node_mkdir(fs, path.buf, &why);
+		mk_err err = mk_node_mkdir(fs, path.buf, NULL, &why);
 		if (err) {
 			mk_reply_fail(fs, req, path.buf, err, &why);
 		} else {
@@ -784,7 +848,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		queue_job(req, JOB_RMDIR, NULL, path.buf, path.len);
 	} else {
 		mk_strbuf why = MK_STRBUF_INIT;
-		mk_err err = mk_node_rmdir(fs, path.buf, &why);
+		mk_err err = mk_node_rmdir(fs, path.buf, NULL, &why);
 		if (err) {
 			mk_reply_fail(fs, req, path.buf, err, &why);
 		} else {

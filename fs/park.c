@@ -27,6 +27,7 @@ typedef struct mk_parked {
 	fuse_req_t req;
 	pid_t pid;                  /* the caller (thread) */
 	mk_handle *h;
+	mk_job *job;                /* MK_PARK_JOB */
 	mk_park_op op;
 	char *buf;
 	size_t size;
@@ -213,7 +214,10 @@ static void arm(mk_parking *lot, mk_parked *k)
 	pthread_mutex_unlock(&lot->lock);
 	if (watch_interrupt)
 		fuse_req_interrupt_func(k->req, on_interrupt, k);
-	if (k->wait.p) {
+	if (k->wait.coord) {
+		k->watch.ack = NULL;
+		mk_coord_watch(k->wait.coord, &k->watch, k->wait.seen);
+	} else if (k->wait.p) {
 		k->watch.ack = k->wait.has_ticket ? &k->wait.ticket : NULL;
 		mk_partition_watch(k->wait.p, &k->watch, k->wait.seen);
 	}
@@ -227,7 +231,9 @@ static void arm(mk_parking *lot, mk_parked *k)
 /* Take k back from every event source: afterwards only we touch it. */
 static void disarm(mk_parking *lot, mk_parked *k)
 {
-	if (k->wait.p)
+	if (k->wait.coord)
+		mk_coord_unwatch(k->wait.coord, &k->watch);
+	else if (k->wait.p)
 		mk_partition_unwatch(k->wait.p, &k->watch);
 	if (k->req)
 		fuse_req_interrupt_func(k->req, NULL, NULL);
@@ -286,6 +292,14 @@ static void process(mk_parking *lot, mk_parked *k, bool stopping)
 			mk_reply_fail(fs, k->req, k->h->path, err, &why);
 		else
 			fuse_reply_buf(k->req, k->buf, n);
+	} else if (k->op == MK_PARK_JOB) {
+		bool dying = interrupted && caller_dying(k->pid);
+		if (!k->job->resume(k->job, &k->wait, stopping, dying)) {
+			arm(lot, k);
+			return;
+		}
+		finish(lot, k);
+		return;
 	} else if (k->op == MK_PARK_RELEASE) {
 		err = mk_handle_resume(fs, k->h, &k->wait, &why);
 		if (!err && mk_wait_pending(&k->wait) && !stopping) {
@@ -607,10 +621,12 @@ void mk_parking_free(mk_parking *lot)
 	free(lot);
 }
 
-void mk_park(mk_parking *lot, fuse_req_t req, mk_handle *h, mk_park_op op,
-	     char *buf, size_t size, long long off, const mk_wait *wait)
+static void park(mk_parking *lot, fuse_req_t req, mk_handle *h, mk_job *job,
+		 mk_park_op op, char *buf, size_t size, long long off,
+		 const mk_wait *wait)
 {
 	mk_parked *k = mk_xcalloc(1, sizeof(*k));
+	k->job = job;
 	k->watch.fn = on_change;
 	k->lot = lot;
 	k->req = req;
@@ -629,6 +645,17 @@ void mk_park(mk_parking *lot, fuse_req_t req, mk_handle *h, mk_park_op op,
 	lot->count++;
 	pthread_mutex_unlock(&lot->lock);
 	arm(lot, k);
+}
+
+void mk_park(mk_parking *lot, fuse_req_t req, mk_handle *h, mk_park_op op,
+	     char *buf, size_t size, long long off, const mk_wait *wait)
+{
+	park(lot, req, h, NULL, op, buf, size, off, wait);
+}
+
+void mk_park_job_wait(mk_parking *lot, mk_job *j, const mk_wait *wait)
+{
+	park(lot, j->req, NULL, j, MK_PARK_JOB, NULL, 0, 0, wait);
 }
 
 size_t mk_parking_count(mk_parking *lot)

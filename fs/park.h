@@ -30,10 +30,13 @@
  * control writes under /groups and /transactions, mkdir and rmdir there,
  * transactional appends, whose first batch to a partition registers it)
  * are jobs: the worker queues them (mk_park_job) and returns; one command
- * thread runs them in order (the coordinator serialises its writes
- * anyway) and replies. A job interrupted before it started is answered
- * EINTR at once by the completion thread (nothing was appended); once
- * started it runs to its end.
+ * thread starts them in order and replies. A job whose coordinator call
+ * is pending (the group coordinator's records await the ISR) is parked
+ * like a write (mk_park_job_wait) and the command thread goes on to the
+ * next job; the coordinator's events resume it. A job interrupted before
+ * it started is answered EINTR at once by the completion thread (nothing
+ * was appended); once started it runs to its end, unless its caller is
+ * being killed.
  *
  * Locking: the lot's mutex is a leaf: watcher and interrupt callbacks take
  * it under a partition's or a request's lock; nothing is called with it
@@ -55,6 +58,8 @@ typedef enum {
 	MK_PARK_STATUS,   /* fsync: reply with an errno (0 = done) */
 	MK_PARK_RELEASE,  /* the last close, already answered (req NULL):
 			   * errors to /errors, then drop the handle */
+	MK_PARK_JOB,      /* a job whose coordinator call is pending: its
+			   * resume answers it (mk_park_job_wait) */
 } mk_park_op;
 
 /* Start the lot and its completion thread; drop closes a handle whose
@@ -85,11 +90,19 @@ struct mk_job {
 	fuse_req_t req;
 	void (*run)(mk_job *j);      /* on the command thread: work, reply, free j */
 	void (*cancel)(mk_job *j);   /* never started: reply EINTR, free j */
+	/* parked (mk_park_job_wait): look again; true when it replied and
+	 * freed j, false to wait on (it updates *wait). stopping: the daemon
+	 * stops; dying: the caller is being killed. Both must end it. */
+	bool (*resume)(mk_job *j, mk_wait *wait, bool stopping, bool dying);
 	mk_job *next;                /* the lot's, under its lock */
 	mk_parking *lot;
 	bool enqueued, started, cancelled, early;
 };
 void mk_park_job(mk_parking *lot, mk_job *j);
+/* Park a started job whose command left a coordinator call pending
+ * (wait->coord): the completion thread resumes it at the coordinator's
+ * events, and, with the system clock, now and then (a deadline). */
+void mk_park_job_wait(mk_parking *lot, mk_job *j, const mk_wait *wait);
 
 /*
  * Answer, on the calling thread, the parked writes that its own events

@@ -1,10 +1,12 @@
 /*
  * group.c — the group coordinator (see group.h for the rules).
  *
- * A change follows one pattern: under write_lock, refresh from the log if
- * a leader moved; under lock, validate and compute the records; without
- * lock, append them with acks=all; under lock again, apply. Nothing else
- * takes write_lock, so what was validated still holds when it is applied.
+ * Every persisted change is an operation of the coordinators' runtime
+ * (coordinator.h): its prepare, under the runtime's turn, refreshes from
+ * the log if a leader moved and, under lock, validates and adds the
+ * records; the runtime appends them with acks=all; its apply, once they
+ * are acknowledged, makes them true under lock. Operations run one at a
+ * time, so what prepare validated still holds when apply runs.
  */
 #include "group.h"
 #include "xalloc.h"
@@ -15,6 +17,7 @@
 #include <time.h>
 
 #include "assignor.h"
+#include "coordinator.h"
 #include "failpoint.h"
 #include "parse.h"
 #include "partitioner.h"
@@ -56,17 +59,13 @@ typedef struct {
 
 struct mk_groups {
 	mk_cluster *c;
-	pthread_mutex_t write_lock;
+	mk_coord *rt;                /* the runtime: its turn serialises changes */
 	pthread_mutex_t lock;
-	pthread_cond_t changed;      /* a rebalance happened (with lock) */
 	gm_group **groups;           /* sorted by name */
 	size_t ngroups;
 	int nparts;                  /* of the offsets topic; 0 = no topic yet */
 	int32_t *loaded_epoch;       /* per offsets partition */
-
-	pthread_t ticker;
-	bool ticker_started;
-	bool stop;                   /* with lock and changed */
+	bool expire_queued;          /* the periodic sweep is queued */
 };
 
 /* ---- small helpers ----------------------------------------------------- */
@@ -364,28 +363,15 @@ static int opart_of(mk_groups *g, const char *group)
 				    MK_PARTITIONER_CRC32);
 }
 
-/* Create __consumer_offsets if needed. Under write_lock. */
+/* Create __consumer_offsets if needed. Under the turn. */
 static mk_err ensure_topic(mk_groups *g, mk_strbuf *why)
 {
 	if (g->nparts)
 		return MK_OK;
-	mk_topic *t = mk_cluster_topic(g->c, MK_OFFSETS_TOPIC);
-	if (!t) {
-		int rf = (int)g->c->cfg.offsets_topic_replication_factor;
-		if (rf > g->c->nbrokers)
-			rf = g->c->nbrokers;
-		const char *ov[] = { "cleanup.policy=compact" };
-		mk_err err = mk_cluster_create_topic(
-			g->c, MK_OFFSETS_TOPIC,
-			(int)g->c->cfg.offsets_topic_num_partitions, rf, ov, 1, why);
-		if (err && err != MK_TOPIC_ALREADY_EXISTS)
-			return err;
-		t = mk_cluster_topic(g->c, MK_OFFSETS_TOPIC);
-		if (!t)
-			return MK_UNKNOWN_TOPIC_OR_PARTITION;
-	}
-	int n = t->npartitions;
-	mk_topic_put(t);
+	int n;
+	mk_err err = mk_coord_ensure_topic(g->rt, &n, why);
+	if (err)
+		return err;
 	int32_t *ep = mk_xmalloc((size_t)n * sizeof(*ep));
 	for (int i = 0; i < n; i++)
 		ep[i] = INT32_MIN;
@@ -396,53 +382,6 @@ static mk_err ensure_topic(mk_groups *g, mk_strbuf *why)
 	return MK_OK;
 }
 
-typedef struct {
-	const char *key;
-	const char *value;       /* NULL: tombstone */
-} gm_rec;
-
-/* Append records to the group's offsets partition with acks=all.
- * Under write_lock, not lock. */
-static mk_err persist(mk_groups *g, const char *group, const gm_rec *recs,
-		      size_t n, mk_strbuf *why)
-{
-	if (!n)
-		return MK_OK;
-	mk_topic *t = mk_cluster_topic(g->c, MK_OFFSETS_TOPIC);
-	mk_partition *p = t ? mk_topic_partition(t, opart_of(g, group)) : NULL;
-	if (!p) {
-		mk_topic_put(t);
-		if (why)
-			mk_strbuf_addstr(why, "the offsets topic " MK_OFFSETS_TOPIC " is missing");
-		return MK_UNKNOWN_TOPIC_OR_PARTITION;
-	}
-	static const mk_batch_meta meta = {
-		.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
-		.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
-	};
-	mk_batch_builder b;
-	mk_builder_init(&b, &meta);
-	int64_t now = now_ms(g);
-	for (size_t i = 0; i < n; i++)
-		mk_builder_add(&b, now, mk_bytes_of(recs[i].key, strlen(recs[i].key)),
-			       recs[i].value ? mk_bytes_of(recs[i].value, strlen(recs[i].value))
-					     : MK_BYTES_NULL,
-			       NULL, 0);
-	mk_builder_finish(&b);
-	mk_produce_args a = { .acks = -1, .seq = -1, .count = b.count };
-	mk_produce_result res;
-	mk_err err = mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
-					     &a, NULL, &res, why);
-	mk_builder_release(&b);
-	mk_topic_put(t);
-	if (err && why)
-		mk_strbuf_addf(why, " (writing to " MK_OFFSETS_TOPIC "/%d)", opart_of(g, group));
-	if (!err)
-		MK_FAILPOINT("group.persist.after-append");
-	return err;
-}
-
-/* What the log says about the groups of one partition. */
 typedef struct {
 	gm_group **groups;
 	size_t ngroups;
@@ -569,7 +508,7 @@ static mk_err load_read(mk_groups *g, int op, load_state *ls, int32_t *epoch)
 /*
  * Rebuild the groups of offsets partition op from the log. Committed
  * offsets and overrides become the log's; a generation only grows; groups
- * the log deleted go unless they have members. Under write_lock.
+ * the log deleted go unless they have members. Under the turn.
  */
 static void load_partition(mk_groups *g, int op)
 {
@@ -621,7 +560,7 @@ static void load_partition(mk_groups *g, int op)
 	free(ls.deleted);
 }
 
-/* Reload every offsets partition whose leader epoch moved. Under write_lock. */
+/* Reload every offsets partition whose leader epoch moved. Under the turn. */
 static void refresh(mk_groups *g)
 {
 	if (!g->nparts)
@@ -641,30 +580,37 @@ static void refresh(mk_groups *g)
 /* Readers refresh only when no change is in flight (never wait on acks). */
 static void try_refresh(mk_groups *g)
 {
-	if (pthread_mutex_trylock(&g->write_lock) == 0) {
+	if (mk_coord_trylock(g->rt)) {
 		refresh(g);
-		pthread_mutex_unlock(&g->write_lock);
+		mk_coord_unlock(g->rt);
 	}
 }
 
 /* ---- open / close / tick ---------------------------------------------------- */
 
+static void tick(void *arg);
+
 mk_err mk_groups_open(mk_cluster *c, mk_groups **out, mk_strbuf *why)
 {
-	(void)why;
 	mk_groups *g = mk_xcalloc(1, sizeof(*g));
 	g->c = c;
-	pthread_mutex_init(&g->write_lock, NULL);
 	pthread_mutex_init(&g->lock, NULL);
-	pthread_cond_init(&g->changed, NULL);
+	mk_coord_def def = {
+		.topic = MK_OFFSETS_TOPIC,
+		.partitions = (int)c->cfg.offsets_topic_num_partitions,
+		.replication = (int)c->cfg.offsets_topic_replication_factor,
+		.failpoint = "group.persist.after-append",
+		.tick = tick, .arg = g,
+	};
+	g->rt = mk_coord_new(c, &def);
 	mk_topic *t = mk_cluster_topic(c, MK_OFFSETS_TOPIC);
 	if (t) {
 		mk_topic_put(t);
-		pthread_mutex_lock(&g->write_lock);
+		mk_coord_lock(g->rt);
 		mk_err err = ensure_topic(g, why);
 		if (!err)
 			refresh(g);
-		pthread_mutex_unlock(&g->write_lock);
+		mk_coord_unlock(g->rt);
 		if (err) {
 			mk_groups_close(g);
 			return err;
@@ -674,58 +620,28 @@ mk_err mk_groups_open(mk_cluster *c, mk_groups **out, mk_strbuf *why)
 	return MK_OK;
 }
 
-static void *ticker_main(void *arg)
-{
-	mk_groups *g = arg;
-	pthread_mutex_lock(&g->lock);
-	while (!g->stop && !g->c->shutting_down) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t ns = ts.tv_nsec + 100 * 1000000LL;
-		ts.tv_sec += ns / 1000000000LL;
-		ts.tv_nsec = ns % 1000000000LL;
-		pthread_cond_timedwait(&g->changed, &g->lock, &ts);
-		if (g->stop || g->c->shutting_down)
-			break;
-		pthread_mutex_unlock(&g->lock);
-		mk_strbuf why = MK_STRBUF_INIT;
-		int removed = 0;
-		mk_groups_expire(g, &removed, &why);
-		mk_strbuf_release(&why);
-		pthread_mutex_lock(&g->lock);
-	}
-	pthread_mutex_unlock(&g->lock);
-	return NULL;
-}
-
 void mk_groups_start(mk_groups *g)
 {
-	if (!g->c->cfg.auto_replication || g->ticker_started)
-		return;
-	if (pthread_create(&g->ticker, NULL, ticker_main, g) == 0)
-		g->ticker_started = true;
+	mk_coord_start(g->rt);
 }
 
 void mk_groups_close(mk_groups *g)
 {
 	if (!g)
 		return;
-	pthread_mutex_lock(&g->lock);
-	g->stop = true;
-	pthread_cond_broadcast(&g->changed);
-	pthread_mutex_unlock(&g->lock);
-	if (g->ticker_started)
-		pthread_join(g->ticker, NULL);
+	mk_coord_free(g->rt);
 	for (size_t i = 0; i < g->ngroups; i++)
 		group_free(g->groups[i]);
 	free(g->groups);
 	free(g->loaded_epoch);
-	pthread_cond_destroy(&g->changed);
 	pthread_mutex_destroy(&g->lock);
-	pthread_mutex_destroy(&g->write_lock);
 	free(g);
 }
 
+mk_coord *mk_groups_runtime(mk_groups *g)
+{
+	return g->rt;
+}
 /* ---- lookups ------------------------------------------------------------------ */
 
 static mk_err lookup(mk_groups *g, const char *group, const char *member,
@@ -788,135 +704,243 @@ size_t mk_group_member_names(mk_groups *g, const char *group, char ***names)
 	return n;
 }
 
+/* ---- operations (coordinator.h): every persisted change ------------------------- */
+
+/* One operation of any kind: the fields its kind uses. */
+typedef struct {
+	mk_coord_op base;        /* first */
+	mk_groups *g;
+	char *group;
+	char *member;            /* join, leave, commit (NULL: the txn's) */
+	char **strs;             /* join: the topics; configure: the pairs */
+	size_t nstrs;
+	gm_group *fresh;         /* create: the group to insert */
+	gm_group trial;          /* configure: the overrides to set */
+	int64_t gen;             /* the caller's generation (commit, <0 any),
+				  * then the new one (join, leave, expire) */
+	mk_commit_entry *todo;   /* commit: the caller's, then what is written */
+	size_t ntodo;
+	bool all_positions;      /* commit with no entries */
+	int64_t now;             /* expire */
+	char *done_upto;         /* expire: the last group looked at */
+	char *sweeping;          /* expire: the group this round writes for */
+	int *removed;            /* expire: counted when applied */
+	bool ticked;             /* the periodic sweep's */
+} gm_op;
+
+static void op_release(mk_coord_op *base)
+{
+	gm_op *op = (gm_op *)base;
+	free(op->group);
+	free(op->member);
+	for (size_t i = 0; i < op->nstrs; i++)
+		free(op->strs[i]);
+	free(op->strs);
+	group_free(op->fresh);
+	for (size_t i = 0; i < op->ntodo; i++)
+		free((char *)op->todo[i].topic);
+	free(op->todo);
+	free(op->done_upto);
+	free(op->sweeping);
+	if (op->ticked) {
+		pthread_mutex_lock(&op->g->lock);
+		op->g->expire_queued = false;
+		pthread_mutex_unlock(&op->g->lock);
+	}
+	free(op);
+}
+
+static gm_op *op_new(mk_groups *g, const char *group, const char *member)
+{
+	gm_op *op = mk_xcalloc(1, sizeof(*op));
+	op->g = g;
+	op->group = group ? mk_xstrdup(group) : NULL;
+	op->member = member ? mk_xstrdup(member) : NULL;
+	return op;
+}
+
+static char **strs_copy(const char *const *v, size_t n)
+{
+	char **c = mk_xcalloc(n ? n : 1, sizeof(*c));
+	for (size_t i = 0; i < n; i++)
+		c[i] = mk_xstrdup(v[i]);
+	return c;
+}
+
+static mk_err submit(gm_op *op, const mk_coord_op_kind *kind,
+		     mk_coord_call *call, mk_strbuf *why)
+{
+	op->base.kind = kind;
+	return mk_coord_submit(op->g->rt, &op->base, call, why);
+}
+
+/* Record group's metadata (generation gen, the overrides of cfg). */
+static void record_meta(gm_op *op, const gm_group *cfg, int64_t gen)
+{
+	mk_strbuf v = MK_STRBUF_INIT;
+	meta_value(cfg, gen, &v);
+	mk_coord_op_record(&op->base, opart_of(op->g, op->group), op->group, v.buf);
+	mk_strbuf_release(&v);
+}
+
 /* ---- create, delete, configure ---------------------------------------------------- */
 
-mk_err mk_group_create(mk_groups *g, const char *group, mk_strbuf *why)
+static mk_err create_prepare(mk_coord_op *base, mk_strbuf *why)
 {
-	if (!mk_topic_name_valid(group)) {
-		err_why(why, "invalid group name '%s'%s: 1 to 249 of [A-Za-z0-9._-]", group, "");
-		return MK_INVALID_REQUEST;
-	}
-	pthread_mutex_lock(&g->write_lock);
+	gm_op *op = (gm_op *)base;
+	mk_groups *g = op->g;
 	mk_err err = ensure_topic(g, why);
-	if (!err)
-		refresh(g);
+	if (err)
+		return err;
+	refresh(g);
 	pthread_mutex_lock(&g->lock);
-	if (!err && find_group(g, group, NULL)) {
-		err_why(why, "group %s already exists%s", group, "");
-		err = MK_GROUP_ALREADY_EXISTS;
-	}
+	bool exists = find_group(g, op->group, NULL);
 	pthread_mutex_unlock(&g->lock);
-	gm_group *grp = NULL;
-	if (!err) {
-		grp = group_new(group);
-		mk_strbuf v = MK_STRBUF_INIT;
-		meta_value(grp, 0, &v);
-		gm_rec r = { group, v.buf };
-		err = persist(g, group, &r, 1, why);
-		mk_strbuf_release(&v);
-	}
-	if (!err) {
-		pthread_mutex_lock(&g->lock);
-		size_t pos;
-		find_group(g, group, &pos);
-		insert_ptr((void ***)&g->groups, &g->ngroups, pos, grp);
-		pthread_mutex_unlock(&g->lock);
-	} else {
-		group_free(grp);
-	}
-	pthread_mutex_unlock(&g->write_lock);
-	return err;
+	if (exists)
+		return mk_error(why, MK_GROUP_ALREADY_EXISTS, "group %s already exists", op->group);
+	op->fresh = group_new(op->group);
+	record_meta(op, op->fresh, 0);
+	return MK_OK;
 }
 
-mk_err mk_group_delete(mk_groups *g, const char *group, mk_strbuf *why)
+static mk_err create_apply(mk_coord_op *base, mk_err err, bool *more,
+			 mk_strbuf *why)
 {
-	pthread_mutex_lock(&g->write_lock);
+	(void)why;
+	if (err)
+		return err;
+	gm_op *op = (gm_op *)base;
+	mk_groups *g = op->g;
+	pthread_mutex_lock(&g->lock);
+	size_t pos;
+	find_group(g, op->group, &pos);
+	insert_ptr((void ***)&g->groups, &g->ngroups, pos, op->fresh);
+	op->fresh = NULL;
+	pthread_mutex_unlock(&g->lock);
+	*more = false;
+	return MK_OK;
+}
+
+static const mk_coord_op_kind create_kind = { "group create", create_prepare,
+					      create_apply, op_release };
+
+mk_err mk_group_create(mk_groups *g, const char *group, mk_coord_call *call,
+		       mk_strbuf *why)
+{
+	if (!mk_topic_name_valid(group))
+		return mk_error(why, MK_INVALID_REQUEST,
+				"invalid group name '%s': 1 to 249 of [A-Za-z0-9._-]", group);
+	return submit(op_new(g, group, NULL), &create_kind, call, why);
+}
+
+static mk_err delete_prepare(mk_coord_op *base, mk_strbuf *why)
+{
+	gm_op *op = (gm_op *)base;
+	mk_groups *g = op->g;
 	refresh(g);
 	pthread_mutex_lock(&g->lock);
 	gm_group *grp;
 	gm_member *m = NULL;
-	mk_err err = lookup(g, group, NULL, &grp, &m, why);
-	if (!err && grp->nmembers) {
-		err_why(why, "group %s has members; they must leave first%s", group, "");
-		err = MK_NON_EMPTY_GROUP;
+	mk_err err = lookup(g, op->group, NULL, &grp, &m, why);
+	if (!err && grp->nmembers)
+		err = mk_error(why, MK_NON_EMPTY_GROUP,
+			       "group %s has members; they must leave first", op->group);
+	int part = opart_of(g, op->group);
+	for (size_t i = 0; !err && i < grp->ncommits; i++) {
+		mk_strbuf k = MK_STRBUF_INIT;
+		mk_strbuf_addf(&k, "%s/%s/%d", op->group, grp->commits[i].topic,
+			       grp->commits[i].partition);
+		mk_coord_op_record(base, part, k.buf, NULL);
+		mk_strbuf_release(&k);
 	}
-	gm_rec *recs = NULL;
-	char **keys = NULL;
-	size_t n = 0;
-	if (!err) {
-		n = grp->ncommits + 1;
-		recs = mk_xcalloc(n, sizeof(*recs));
-		keys = mk_xcalloc(n, sizeof(*keys));
-		for (size_t i = 0; i < grp->ncommits; i++) {
-			mk_strbuf k = MK_STRBUF_INIT;
-			mk_strbuf_addf(&k, "%s/%s/%d", group, grp->commits[i].topic,
-				       grp->commits[i].partition);
-			keys[i] = mk_strbuf_detach(&k, NULL);
-			recs[i].key = keys[i];
-		}
-		recs[n - 1].key = group;   /* the group record last */
-	}
-	pthread_mutex_unlock(&g->lock);
 	if (!err)
-		err = persist(g, group, recs, n, why);
-	if (!err) {
-		pthread_mutex_lock(&g->lock);
-		size_t pos;
-		grp = find_group(g, group, &pos);
-		if (grp) {
-			group_free(grp);
-			remove_ptr((void **)g->groups, &g->ngroups, pos);
-		}
-		pthread_mutex_unlock(&g->lock);
-	}
-	for (size_t i = 0; keys && i + 1 < n; i++)
-		free(keys[i]);
-	free(keys);
-	free(recs);
-	pthread_mutex_unlock(&g->write_lock);
+		mk_coord_op_record(base, part, op->group, NULL);   /* the group last */
+	pthread_mutex_unlock(&g->lock);
 	return err;
 }
+
+static mk_err delete_apply(mk_coord_op *base, mk_err err, bool *more,
+			 mk_strbuf *why)
+{
+	(void)why;
+	if (err)
+		return err;
+	gm_op *op = (gm_op *)base;
+	mk_groups *g = op->g;
+	pthread_mutex_lock(&g->lock);
+	size_t pos;
+	gm_group *grp = find_group(g, op->group, &pos);
+	if (grp) {
+		group_free(grp);
+		remove_ptr((void **)g->groups, &g->ngroups, pos);
+	}
+	pthread_mutex_unlock(&g->lock);
+	*more = false;
+	return MK_OK;
+}
+
+static const mk_coord_op_kind delete_kind = { "group delete", delete_prepare,
+					      delete_apply, op_release };
+
+mk_err mk_group_delete(mk_groups *g, const char *group, mk_coord_call *call,
+		       mk_strbuf *why)
+{
+	return submit(op_new(g, group, NULL), &delete_kind, call, why);
+}
+
+static mk_err configure_prepare(mk_coord_op *base, mk_strbuf *why)
+{
+	gm_op *op = (gm_op *)base;
+	mk_groups *g = op->g;
+	refresh(g);
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp;
+	gm_member *m = NULL;
+	mk_err err = lookup(g, op->group, NULL, &grp, &m, why);
+	if (!err) {
+		op->trial.reset = grp->reset;
+		op->trial.session_ms = grp->session_ms;
+		op->trial.max_poll = grp->max_poll;
+		for (size_t i = 0; i < op->nstrs && !err; i++)
+			err = config_set(&op->trial, op->strs[i], why);
+		if (!err)
+			record_meta(op, &op->trial, grp->generation);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return err;
+}
+
+static mk_err configure_apply(mk_coord_op *base, mk_err err, bool *more,
+			 mk_strbuf *why)
+{
+	(void)why;
+	if (err)
+		return err;
+	gm_op *op = (gm_op *)base;
+	pthread_mutex_lock(&op->g->lock);
+	gm_group *grp = find_group(op->g, op->group, NULL);
+	if (grp) {
+		grp->reset = op->trial.reset;
+		grp->session_ms = op->trial.session_ms;
+		grp->max_poll = op->trial.max_poll;
+	}
+	pthread_mutex_unlock(&op->g->lock);
+	*more = false;
+	return MK_OK;
+}
+
+static const mk_coord_op_kind configure_kind = { "group configuration", configure_prepare,
+						 configure_apply, op_release };
 
 mk_err mk_group_configure(mk_groups *g, const char *group,
-			  const char *const *kv, size_t n, mk_strbuf *why)
+			  const char *const *kv, size_t n, mk_coord_call *call,
+			  mk_strbuf *why)
 {
-	pthread_mutex_lock(&g->write_lock);
-	refresh(g);
-	pthread_mutex_lock(&g->lock);
-	gm_group *grp;
-	gm_member *m = NULL;
-	mk_err err = lookup(g, group, NULL, &grp, &m, why);
-	gm_group trial = { 0 };
-	mk_strbuf v = MK_STRBUF_INIT;
-	if (!err) {
-		trial.reset = grp->reset;
-		trial.session_ms = grp->session_ms;
-		trial.max_poll = grp->max_poll;
-		for (size_t i = 0; i < n && !err; i++)
-			err = config_set(&trial, kv[i], why);
-		if (!err)
-			meta_value(&trial, grp->generation, &v);
-	}
-	pthread_mutex_unlock(&g->lock);
-	if (!err) {
-		gm_rec r = { group, v.buf };
-		err = persist(g, group, &r, 1, why);
-	}
-	if (!err) {
-		pthread_mutex_lock(&g->lock);
-		grp = find_group(g, group, NULL);
-		if (grp) {
-			grp->reset = trial.reset;
-			grp->session_ms = trial.session_ms;
-			grp->max_poll = trial.max_poll;
-		}
-		pthread_mutex_unlock(&g->lock);
-	}
-	mk_strbuf_release(&v);
-	pthread_mutex_unlock(&g->write_lock);
-	return err;
+	gm_op *op = op_new(g, group, NULL);
+	op->strs = strs_copy(kv, n);
+	op->nstrs = n;
+	return submit(op, &configure_kind, call, why);
 }
-
 mk_err mk_group_config_format(mk_groups *g, const char *group, mk_strbuf *out,
 			      mk_strbuf *why)
 {
@@ -1001,178 +1025,226 @@ static void rebalance(mk_groups *g, gm_group *grp, int64_t gen)
 	free(pairs);
 	free(at);
 	free(am);
-	pthread_cond_broadcast(&g->changed);
 }
 
-/* Persist generation gen for grp (whose name is group). Without lock. */
-static mk_err persist_generation(mk_groups *g, const char *group,
-				 const gm_group *cfg, int64_t gen, mk_strbuf *why)
-{
-	mk_strbuf v = MK_STRBUF_INIT;
-	meta_value(cfg, gen, &v);
-	gm_rec r = { group, v.buf };
-	mk_err err = persist(g, group, &r, 1, why);
-	mk_strbuf_release(&v);
-	return err;
-}
+/* ---- join, leave, expire: one rebalance each ------------------------------------------ */
 
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-mk_err mk_group_join(mk_groups *g, const char *group, const char *member,
-		     const char *const *topics, size_t ntopics, mk_strbuf *why)
+static mk_err join_prepare(mk_coord_op *base, mk_strbuf *why)
 {
-	if (!mk_topic_name_valid(member)) {
-		err_why(why, "invalid member name '%s'%s: 1 to 249 of [A-Za-z0-9._-]", member, "");
-		return MK_INVALID_REQUEST;
-	}
-	if (!ntopics) {
-		err_why(why, "member %s subscribes to no topic%s", member, "");
-		return MK_INVALID_REQUEST;
-	}
-	for (size_t i = 0; i < ntopics; i++) {
-		mk_topic *t = mk_topic_name_valid(topics[i]) ? mk_cluster_topic(g->c, topics[i]) : NULL;
-		if (!t) {
-			err_why(why, "no topic %s%s", topics[i], "");
-			return MK_UNKNOWN_TOPIC_OR_PARTITION;
-		}
-		mk_topic_put(t);
-	}
-	pthread_mutex_lock(&g->write_lock);
+	gm_op *op = (gm_op *)base;
+	mk_groups *g = op->g;
 	refresh(g);
 	pthread_mutex_lock(&g->lock);
 	gm_group *grp;
 	gm_member *m = NULL;
-	mk_err err = lookup(g, group, NULL, &grp, &m, why);
-	gm_group cfg = { 0 };
-	int64_t gen = 0;
+	mk_err err = lookup(g, op->group, NULL, &grp, &m, why);
 	if (!err) {
-		cfg = (gm_group){ .reset = grp->reset, .session_ms = grp->session_ms,
-				  .max_poll = grp->max_poll };
-		gen = grp->generation + 1;
+		op->gen = grp->generation + 1;
+		record_meta(op, grp, op->gen);
 	}
 	pthread_mutex_unlock(&g->lock);
-	if (!err)
-		err = persist_generation(g, group, &cfg, gen, why);
-	if (!err) {
-		pthread_mutex_lock(&g->lock);
-		grp = find_group(g, group, NULL);
-		size_t pos;
-		m = find_member(grp, member, &pos);
-		if (!m) {
-			m = mk_xcalloc(1, sizeof(*m));
-			m->name = mk_xstrdup(member);
-			insert_ptr((void ***)&grp->members, &grp->nmembers, pos, m);
-		}
-		for (size_t i = 0; i < m->ntopics; i++)
-			free(m->topics[i]);
-		free(m->topics);
-		m->topics = mk_xcalloc(ntopics, sizeof(char *));
-		m->ntopics = 0;
-		char **sorted = mk_xcalloc(ntopics, sizeof(char *));
-		memcpy(sorted, topics, ntopics * sizeof(char *));
-		qsort(sorted, ntopics, sizeof(char *), cmp_str);
-		for (size_t i = 0; i < ntopics; i++)
-			if (!i || strcmp(sorted[i], sorted[i - 1]))
-				m->topics[m->ntopics++] = mk_xstrdup(sorted[i]);
-		free(sorted);
-		m->last_seen_ms = now_ms(g);
-		rebalance(g, grp, gen);
-		pthread_mutex_unlock(&g->lock);
-	}
-	pthread_mutex_unlock(&g->write_lock);
 	return err;
 }
 
-/* Remove the members for which gone(m) holds, in one rebalance. */
-static mk_err remove_members(mk_groups *g, const char *group,
-			     bool (*gone)(mk_groups *, gm_group *, gm_member *, void *),
-			     void *arg, int *removed, mk_strbuf *why)
+static mk_err join_apply(mk_coord_op *base, mk_err err, bool *more,
+			 mk_strbuf *why)
 {
-	pthread_mutex_lock(&g->lock);
-	gm_group *grp = find_group(g, group, NULL);
-	size_t n = 0;
-	for (size_t i = 0; grp && i < grp->nmembers; i++)
-		n += gone(g, grp, grp->members[i], arg);
-	gm_group cfg = { 0 };
-	int64_t gen = 0;
-	if (n) {
-		cfg = (gm_group){ .reset = grp->reset, .session_ms = grp->session_ms,
-				  .max_poll = grp->max_poll };
-		gen = grp->generation + 1;
-	}
-	pthread_mutex_unlock(&g->lock);
-	if (!n)
-		return MK_OK;
-	mk_err err = persist_generation(g, group, &cfg, gen, why);
+	(void)why;
 	if (err)
 		return err;
+	gm_op *op = (gm_op *)base;
+	mk_groups *g = op->g;
 	pthread_mutex_lock(&g->lock);
-	grp = find_group(g, group, NULL);
+	gm_group *grp = find_group(g, op->group, NULL);
+	size_t pos;
+	gm_member *m = find_member(grp, op->member, &pos);
+	if (!m) {
+		m = mk_xcalloc(1, sizeof(*m));
+		m->name = mk_xstrdup(op->member);
+		insert_ptr((void ***)&grp->members, &grp->nmembers, pos, m);
+	}
+	for (size_t i = 0; i < m->ntopics; i++)
+		free(m->topics[i]);
+	free(m->topics);
+	/* The subscription, sorted and unique (op->strs is sorted). */
+	m->topics = mk_xcalloc(op->nstrs, sizeof(char *));
+	m->ntopics = 0;
+	for (size_t i = 0; i < op->nstrs; i++)
+		if (!i || strcmp(op->strs[i], op->strs[i - 1]))
+			m->topics[m->ntopics++] = mk_xstrdup(op->strs[i]);
+	m->last_seen_ms = now_ms(g);
+	rebalance(g, grp, op->gen);
+	pthread_mutex_unlock(&g->lock);
+	*more = false;
+	return MK_OK;
+}
+
+static const mk_coord_op_kind join_kind = { "group join", join_prepare, join_apply,
+					    op_release };
+
+mk_err mk_group_join(mk_groups *g, const char *group, const char *member,
+		     const char *const *topics, size_t ntopics, mk_coord_call *call,
+		     mk_strbuf *why)
+{
+	if (!mk_topic_name_valid(member))
+		return mk_error(why, MK_INVALID_REQUEST,
+				"invalid member name '%s': 1 to 249 of [A-Za-z0-9._-]", member);
+	if (!ntopics)
+		return mk_error(why, MK_INVALID_REQUEST, "member %s subscribes to no topic", member);
+	for (size_t i = 0; i < ntopics; i++) {
+		mk_topic *t = mk_topic_name_valid(topics[i]) ? mk_cluster_topic(g->c, topics[i]) : NULL;
+		if (!t)
+			return mk_error(why, MK_UNKNOWN_TOPIC_OR_PARTITION, "no topic %s", topics[i]);
+		mk_topic_put(t);
+	}
+	gm_op *op = op_new(g, group, member);
+	op->strs = strs_copy(topics, ntopics);
+	op->nstrs = ntopics;
+	qsort(op->strs, ntopics, sizeof(char *), cmp_str);
+	return submit(op, &join_kind, call, why);
+}
+
+/* Is m one the operation removes: the leaving member, or (expire) one
+ * whose session ended by op->now. */
+static bool gone(const gm_op *op, gm_group *grp, gm_member *m)
+{
+	if (op->member)
+		return !strcmp(m->name, op->member);
+	return op->now - m->last_seen_ms > eff_session(op->g, grp);
+}
+
+/* Under lock: record grp's next generation if the operation removes any
+ * of its members. */
+static bool record_removal(gm_op *op, gm_group *grp)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < grp->nmembers; i++)
+		n += gone(op, grp, grp->members[i]);
+	if (!n)
+		return false;
+	op->gen = grp->generation + 1;
+	record_meta(op, grp, op->gen);
+	return true;
+}
+
+/* Under lock: remove the members, in one rebalance. */
+static void apply_removal(gm_op *op, gm_group *grp)
+{
 	for (size_t i = grp->nmembers; i-- > 0;)
-		if (gone(g, grp, grp->members[i], arg)) {
+		if (gone(op, grp, grp->members[i])) {
 			member_free(grp->members[i]);
 			remove_ptr((void **)grp->members, &grp->nmembers, i);
-			if (removed)
-				(*removed)++;
+			if (op->removed)
+				(*op->removed)++;
 		}
-	rebalance(g, grp, gen);
+	rebalance(op->g, grp, op->gen);
+}
+
+static mk_err leave_prepare(mk_coord_op *base, mk_strbuf *why)
+{
+	gm_op *op = (gm_op *)base;
+	mk_groups *g = op->g;
+	refresh(g);
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp;
+	gm_member *m = NULL;
+	mk_err err = lookup(g, op->group, op->member, &grp, &m, why);
+	if (!err)
+		record_removal(op, grp);
+	pthread_mutex_unlock(&g->lock);
+	return err;
+}
+
+static mk_err removal_apply(mk_coord_op *base, mk_err err, bool *more,
+			 mk_strbuf *why)
+{
+	(void)why;
+	if (err)
+		return err;
+	gm_op *op = (gm_op *)base;
+	mk_groups *g = op->g;
+	const char *name = op->member ? op->group : op->sweeping;
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp = name ? find_group(g, name, NULL) : NULL;
+	if (grp)
+		apply_removal(op, grp);
+	pthread_mutex_unlock(&g->lock);
+	/* An expiry sweep goes on to the next group after this one. */
+	*more = !op->member && op->sweeping;
+	free(op->sweeping);
+	op->sweeping = NULL;
+	return MK_OK;
+}
+
+static const mk_coord_op_kind leave_kind = { "group leave", leave_prepare,
+					     removal_apply, op_release };
+
+mk_err mk_group_leave(mk_groups *g, const char *group, const char *member,
+		      mk_coord_call *call, mk_strbuf *why)
+{
+	return submit(op_new(g, group, member), &leave_kind, call, why);
+}
+
+/* One round of the sweep: the first group after done_upto that loses a
+ * member (none: the sweep ends). */
+static mk_err expire_prepare(mk_coord_op *base, mk_strbuf *why)
+{
+	(void)why;
+	gm_op *op = (gm_op *)base;
+	mk_groups *g = op->g;
+	if (!op->done_upto)
+		refresh(g);
+	pthread_mutex_lock(&g->lock);
+	size_t i = 0;
+	if (op->done_upto && find_group(g, op->done_upto, &i))
+		i++;
+	for (; i < g->ngroups && !op->sweeping; i++) {
+		gm_group *grp = g->groups[i];
+		free(op->done_upto);
+		op->done_upto = mk_xstrdup(grp->name);
+		free(op->group);
+		op->group = mk_xstrdup(grp->name);
+		if (record_removal(op, grp))
+			op->sweeping = mk_xstrdup(grp->name);
+	}
 	pthread_mutex_unlock(&g->lock);
 	return MK_OK;
 }
 
-static bool is_named(mk_groups *g, gm_group *grp, gm_member *m, void *arg)
-{
-	(void)g;
-	(void)grp;
-	return !strcmp(m->name, arg);
-}
+static const mk_coord_op_kind expire_kind = { "session expiry", expire_prepare,
+					      removal_apply, op_release };
 
-mk_err mk_group_leave(mk_groups *g, const char *group, const char *member,
-		      mk_strbuf *why)
-{
-	pthread_mutex_lock(&g->write_lock);
-	refresh(g);
-	pthread_mutex_lock(&g->lock);
-	gm_group *grp;
-	gm_member *m = NULL;
-	mk_err err = lookup(g, group, member, &grp, &m, why);
-	pthread_mutex_unlock(&g->lock);
-	if (!err)
-		err = remove_members(g, group, is_named, (void *)member, NULL, why);
-	pthread_mutex_unlock(&g->write_lock);
-	return err;
-}
-
-static bool is_expired(mk_groups *g, gm_group *grp, gm_member *m, void *arg)
-{
-	int64_t now = *(int64_t *)arg;
-	return now - m->last_seen_ms > eff_session(g, grp);
-}
-
-mk_err mk_groups_expire(mk_groups *g, int *removed, mk_strbuf *why)
+mk_err mk_groups_expire(mk_groups *g, int *removed, mk_coord_call *call,
+			mk_strbuf *why)
 {
 	if (removed)
 		*removed = 0;
-	pthread_mutex_lock(&g->write_lock);
-	refresh(g);
-	char **names;
-	size_t n = mk_group_names(g, &names);
-	int64_t now = now_ms(g);
-	mk_err first = MK_OK;
-	for (size_t i = 0; i < n; i++) {
-		mk_err err = remove_members(g, names[i], is_expired, &now, removed, why);
-		if (err && !first)
-			first = err;
-		free(names[i]);
-	}
-	free(names);
-	pthread_mutex_unlock(&g->write_lock);
-	return first;
+	gm_op *op = op_new(g, NULL, NULL);
+	op->now = now_ms(g);
+	op->removed = removed;
+	return submit(op, &expire_kind, call, why);
 }
 
+/* The periodic task (auto mode): one sweep at a time. */
+static void tick(void *arg)
+{
+	mk_groups *g = arg;
+	pthread_mutex_lock(&g->lock);
+	bool queued = g->expire_queued;
+	g->expire_queued = true;
+	pthread_mutex_unlock(&g->lock);
+	if (queued)
+		return;
+	gm_op *op = op_new(g, NULL, NULL);
+	op->now = now_ms(g);
+	op->ticked = true;
+	submit(op, &expire_kind, NULL, NULL);
+}
 mk_err mk_group_heartbeat(mk_groups *g, const char *group, const char *member,
 			  int64_t generation, mk_strbuf *why)
 {
@@ -1248,89 +1320,93 @@ mk_err mk_group_seek(mk_groups *g, const char *group, const char *member,
 	return err;
 }
 
-mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
-		       int64_t generation, const mk_commit_entry *entries,
-		       size_t n, mk_strbuf *why)
+static mk_err commit_prepare(mk_coord_op *base, mk_strbuf *why)
 {
-	pthread_mutex_lock(&g->write_lock);
+	gm_op *op = (gm_op *)base;
+	mk_groups *g = op->g;
 	refresh(g);
 	pthread_mutex_lock(&g->lock);
 	gm_group *grp;
 	gm_member *m = NULL;
-	mk_err err = lookup(g, group, member, &grp, &m, why);
-	if (!err && generation >= 0 && generation != grp->generation) {
-		if (why)
-			mk_strbuf_addf(why, "generation %lld is not the current %lld: the commit is fenced",
-				       (long long)generation, (long long)grp->generation);
-		err = MK_ILLEGAL_GENERATION;
-	}
-	mk_commit_entry *todo = NULL;
-	size_t ntodo = 0;
-	if (!err && !n) {
-		todo = mk_xcalloc(m->nparts ? m->nparts : 1, sizeof(*todo));
+	mk_err err = lookup(g, op->group, op->member, &grp, &m, why);
+	if (!err && op->gen >= 0 && op->gen != grp->generation)
+		err = mk_error(why, MK_ILLEGAL_GENERATION,
+			       "generation %lld is not the current %lld: the commit is fenced",
+			       (long long)op->gen, (long long)grp->generation);
+	if (!err && op->all_positions) {
+		op->todo = mk_xcalloc(m->nparts ? m->nparts : 1, sizeof(*op->todo));
 		for (size_t i = 0; i < m->nparts; i++)
 			if (m->parts[i].position >= 0)
-				todo[ntodo++] = (mk_commit_entry){
+				op->todo[op->ntodo++] = (mk_commit_entry){
 					mk_xstrdup(m->parts[i].topic), m->parts[i].partition,
 					m->parts[i].position };
-	} else if (!err) {
-		todo = mk_xcalloc(n, sizeof(*todo));
-		for (size_t i = 0; i < n && !err; i++) {
-			if (m && !find_part(m, entries[i].topic, entries[i].partition))
-				err = unowned(why, member, entries[i].topic, entries[i].partition);
-			else
-				err = check_range(g, entries[i].topic, entries[i].partition,
-						  entries[i].offset, true, why);
-			if (!err)
-				todo[ntodo++] = (mk_commit_entry){
-					mk_xstrdup(entries[i].topic), entries[i].partition,
-					entries[i].offset };
-		}
+	}
+	for (size_t i = 0; !err && !op->all_positions && i < op->ntodo; i++) {
+		const mk_commit_entry *e = &op->todo[i];
+		if (m && !find_part(m, e->topic, e->partition))
+			err = unowned(why, op->member, e->topic, e->partition);
+		else
+			err = check_range(g, e->topic, e->partition, e->offset, true, why);
 	}
 	pthread_mutex_unlock(&g->lock);
-	gm_rec *recs = mk_xcalloc(ntodo ? ntodo : 1, sizeof(*recs));
-	char **bufs = mk_xcalloc(ntodo ? ntodo * 2 : 1, sizeof(*bufs));
-	for (size_t i = 0; !err && i < ntodo; i++) {
+	for (size_t i = 0; !err && i < op->ntodo; i++) {
 		mk_strbuf k = MK_STRBUF_INIT, v = MK_STRBUF_INIT;
-		mk_strbuf_addf(&k, "%s/%s/%d", group, todo[i].topic, todo[i].partition);
-		mk_strbuf_addf(&v, "%lld", (long long)todo[i].offset);
-		bufs[2 * i] = mk_strbuf_detach(&k, NULL);
-		bufs[2 * i + 1] = mk_strbuf_detach(&v, NULL);
-		recs[i] = (gm_rec){ bufs[2 * i], bufs[2 * i + 1] };
+		mk_strbuf_addf(&k, "%s/%s/%d", op->group, op->todo[i].topic,
+			       op->todo[i].partition);
+		mk_strbuf_addf(&v, "%lld", (long long)op->todo[i].offset);
+		mk_coord_op_record(base, opart_of(g, op->group), k.buf, v.buf);
+		mk_strbuf_release(&k);
+		mk_strbuf_release(&v);
 	}
-	if (!err)
-		err = persist(g, group, recs, ntodo, why);
-	if (!err) {
-		pthread_mutex_lock(&g->lock);
-		grp = find_group(g, group, NULL);
-		m = grp && member ? find_member(grp, member, NULL) : NULL;
-		for (size_t i = 0; grp && i < ntodo; i++)
-			set_commit(grp, todo[i].topic, todo[i].partition, todo[i].offset);
-		if (m)
-			m->last_seen_ms = now_ms(g);
-		pthread_mutex_unlock(&g->lock);
-	}
-	for (size_t i = 0; i < ntodo; i++) {
-		free((char *)todo[i].topic);
-		free(bufs[2 * i]);
-		free(bufs[2 * i + 1]);
-	}
-	free(bufs);
-	free(recs);
-	free(todo);
-	pthread_mutex_unlock(&g->write_lock);
 	return err;
+}
+
+static mk_err commit_apply(mk_coord_op *base, mk_err err, bool *more,
+			 mk_strbuf *why)
+{
+	(void)why;
+	if (err)
+		return err;
+	gm_op *op = (gm_op *)base;
+	mk_groups *g = op->g;
+	pthread_mutex_lock(&g->lock);
+	gm_group *grp = find_group(g, op->group, NULL);
+	gm_member *m = grp && op->member ? find_member(grp, op->member, NULL) : NULL;
+	for (size_t i = 0; grp && i < op->ntodo; i++)
+		set_commit(grp, op->todo[i].topic, op->todo[i].partition, op->todo[i].offset);
+	if (m)
+		m->last_seen_ms = now_ms(g);
+	pthread_mutex_unlock(&g->lock);
+	*more = false;
+	return MK_OK;
+}
+
+static const mk_coord_op_kind commit_kind = { "offset commit", commit_prepare,
+					      commit_apply, op_release };
+
+mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
+		       int64_t generation, const mk_commit_entry *entries,
+		       size_t n, mk_coord_call *call, mk_strbuf *why)
+{
+	gm_op *op = op_new(g, group, member);
+	op->gen = generation;
+	op->all_positions = !n;
+	op->todo = mk_xcalloc(n ? n : 1, sizeof(*op->todo));
+	for (size_t i = 0; i < n; i++)
+		op->todo[i] = (mk_commit_entry){ mk_xstrdup(entries[i].topic),
+						 entries[i].partition, entries[i].offset };
+	op->ntodo = n;
+	return submit(op, &commit_kind, call, why);
 }
 
 mk_err mk_group_commit_offsets(mk_groups *g, const char *group,
 				const mk_commit_entry *entries, size_t n,
-				mk_strbuf *why)
+				mk_coord_call *call, mk_strbuf *why)
 {
 	if (!n)
 		return MK_OK;
-	return mk_group_commit(g, group, NULL, -1, entries, n, why);
+	return mk_group_commit(g, group, NULL, -1, entries, n, call, why);
 }
-
 /* ---- positions for the fetcher (core/client/fetcher.h) -------------------- */
 
 /* Give position -1 or an out-of-range position one by the policy. Under lock. */
@@ -1474,33 +1550,6 @@ bool mk_group_poll_target(mk_groups *g, const char *group, const char *member,
 	return *p != NULL;
 }
 
-void mk_group_wait(mk_groups *g, const char *group, const char *member,
-		   int wait_ms)
-{
-	char topic[MK_TOPIC_NAME_MAX + 1] = "";
-	int part = -1;
-	pthread_mutex_lock(&g->lock);
-	/* Watch the partition the next poll starts at. */
-	if (!poll_start(g, group, member, topic, &part) && !g->stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t ns = ts.tv_nsec + (int64_t)wait_ms * 1000000LL;
-		ts.tv_sec += ns / 1000000000LL;
-		ts.tv_nsec = ns % 1000000000LL;
-		pthread_cond_timedwait(&g->changed, &g->lock, &ts);
-	}
-	pthread_mutex_unlock(&g->lock);
-	if (part < 0)
-		return;
-	mk_topic *t = mk_cluster_topic(g->c, topic);
-	mk_partition *p = t ? mk_topic_partition(t, part) : NULL;
-	if (p) {
-		uint64_t seen = mk_partition_seq(p);
-		mk_partition_wait_change(p, &seen, wait_ms);
-	}
-	mk_topic_put(t);
-}
-
 /* ---- describe ------------------------------------------------------------------------------ */
 
 static void add_part(mk_groups *g, mk_group_info *out, size_t *alloc,
@@ -1603,3 +1652,4 @@ void mk_group_info_free(mk_group_info *info)
 	free(info->parts);
 	memset(info, 0, sizeof(*info));
 }
+

@@ -45,11 +45,19 @@
  *   - a refused call (unknown member, stale generation, unowned partition,
  *     offset out of range) changes nothing, not even the session.
  *
+ * Every persisted change (create, delete, configure, join, leave, expire,
+ * commit) is an operation of the coordinators' runtime (coordinator.h):
+ * queued, run one at a time, its records appended with acks=all and
+ * applied once acknowledged. Those calls take an mk_coord_call: they
+ * return at once, with the result or with the call pending, and the
+ * caller waits for the runtime's event and resumes the call (fs/ parks
+ * it as a request; mk_coord_call_wait blocks). A refusal may come at
+ * either point, and changes nothing.
+ *
  * Locking (in this order; both before any cluster or partition lock):
- *   write_lock   serialises every change that is persisted (create,
- *                delete, join, leave, expire, commit, configure) and the
- *                rebuilds; held while waiting for acks=all
- *   lock         guards all in-memory state; never held while waiting
+ *   the runtime's turn   serialises the operations and the rebuilds;
+ *                        never held while waiting
+ *   lock                 guards all in-memory state
  * Polls (core/client/fetcher.h) fetch with neither lock held and move
  * positions with a compare-and-set (mk_group_advance), so readers never
  * wait on acks.
@@ -64,6 +72,7 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "coordinator.h"
 #include "error.h"
 #include "strbuf.h"
 
@@ -79,8 +88,10 @@ void mk_groups_start(mk_groups *g);
 void mk_groups_close(mk_groups *g);
 
 /* Groups. */
-mk_err mk_group_create(mk_groups *g, const char *group, mk_strbuf *why);
-mk_err mk_group_delete(mk_groups *g, const char *group, mk_strbuf *why);
+mk_err mk_group_create(mk_groups *g, const char *group, mk_coord_call *call,
+		       mk_strbuf *why);
+mk_err mk_group_delete(mk_groups *g, const char *group, mk_coord_call *call,
+		       mk_strbuf *why);
 bool mk_group_exists(mk_groups *g, const char *group);
 bool mk_group_member_exists(mk_groups *g, const char *group, const char *member);
 /* Sorted names; free each and the array. */
@@ -90,20 +101,24 @@ size_t mk_group_member_names(mk_groups *g, const char *group, char ***names);
 /* Per-group overrides: auto.offset.reset, session.timeout.ms,
  * max.poll.records. configure validates all pairs first, then persists. */
 mk_err mk_group_configure(mk_groups *g, const char *group,
-			  const char *const *kv, size_t n, mk_strbuf *why);
+			  const char *const *kv, size_t n, mk_coord_call *call,
+			  mk_strbuf *why);
 mk_err mk_group_config_format(mk_groups *g, const char *group, mk_strbuf *out,
 			      mk_strbuf *why);
 
 /* Membership. */
 mk_err mk_group_join(mk_groups *g, const char *group, const char *member,
-		     const char *const *topics, size_t ntopics, mk_strbuf *why);
+		     const char *const *topics, size_t ntopics, mk_coord_call *call,
+		     mk_strbuf *why);
 mk_err mk_group_leave(mk_groups *g, const char *group, const char *member,
-		      mk_strbuf *why);
+		      mk_coord_call *call, mk_strbuf *why);
 mk_err mk_group_heartbeat(mk_groups *g, const char *group, const char *member,
 			  int64_t generation, mk_strbuf *why);
-/* Remove every member whose session expired; *removed (if given) gets
- * how many. One rebalance per group that lost members. */
-mk_err mk_groups_expire(mk_groups *g, int *removed, mk_strbuf *why);
+/* Remove every member whose session expired by now; *removed (if
+ * given; it must outlive the call) counts them as they go. One rebalance
+ * per group that lost members. */
+mk_err mk_groups_expire(mk_groups *g, int *removed, mk_coord_call *call,
+			mk_strbuf *why);
 
 /* Positions and commits. */
 mk_err mk_group_seek(mk_groups *g, const char *group, const char *member,
@@ -121,21 +136,21 @@ typedef struct {
  * n == 0 commits the current position of every owned partition that has
  * one; else the entries, each owned (TOPIC_AUTHORIZATION_FAILED) and
  * within [log start, log end] (OFFSET_OUT_OF_RANGE). All or nothing: one
- * batch, acks=all, before it returns.
+ * batch, acks=all. The entries are copied.
  */
 mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
 		       int64_t generation, const mk_commit_entry *entries,
-		       size_t n, mk_strbuf *why);
+		       size_t n, mk_coord_call *call, mk_strbuf *why);
 
 /*
  * The transaction coordinator's commit (txn.h), at the end of a committed
  * transaction: the entries for no member and any generation, each offset
  * taken as check_range's lenient commit takes it. GROUP_ID_NOT_FOUND when
- * the group is gone. One batch, acks=all, before it returns.
+ * the group is gone. One batch, acks=all.
  */
 mk_err mk_group_commit_offsets(mk_groups *g, const char *group,
 				const mk_commit_entry *entries, size_t n,
-				mk_strbuf *why);
+				mk_coord_call *call, mk_strbuf *why);
 
 /*
  * For the consumer's fetcher (core/client/fetcher.h), which fetches with
@@ -166,15 +181,13 @@ void mk_group_poll_ended(mk_groups *g, const char *group, const char *member,
 			 const char *topic, int partition);
 /* The cluster the coordinator runs on (whose partitions a fetcher reads). */
 mk_cluster *mk_groups_cluster(mk_groups *g);
+/* Its runtime (whose events a caller of a pending call waits for). */
+mk_coord *mk_groups_runtime(mk_groups *g);
 
 /* Move a position from `from` to `to` if it is still `from` and the
  * member still owns the partition; false otherwise (nothing changes). */
 bool mk_group_advance(mk_groups *g, const char *group, const char *member,
 		      const char *topic, int partition, int64_t from, int64_t to);
-/* The one place a poll waits for more: up to wait_ms (wall time) for a
- * change on the member's partitions or its assignment. */
-void mk_group_wait(mk_groups *g, const char *group, const char *member,
-		   int wait_ms);
 /* Without waiting: the partition the member's next poll starts at, with a
  * topic reference in *t (put it when done); false (and *t NULL) when the
  * member has no partition. */

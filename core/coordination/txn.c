@@ -523,10 +523,13 @@ static mk_err commit_offsets(mk_txns *t, const tx_entry *e, mk_strbuf *why)
 						       e->offs[k].partition,
 						       e->offs[k].offset };
 		mk_strbuf gwhy = MK_STRBUF_INIT;
+		mk_coord_call call = { 0 };
 		mk_err err = t->groups
 			? mk_group_commit_offsets(t->groups, e->offs[i].group, ce,
-						  j - i, &gwhy)
+						  j - i, &call, &gwhy)
 			: MK_GROUP_ID_NOT_FOUND;
+		if (!err)
+			err = mk_coord_call_wait(&call, &gwhy);
 		free(ce);
 		if (err == MK_GROUP_ID_NOT_FOUND || err == MK_UNKNOWN_TOPIC_OR_PARTITION) {
 			/* Gone since they were staged: the transaction

@@ -106,8 +106,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		mk_strbuf_release(&why);
 		return 0;
 	}
+	/* As the serving layer's job runs it (fs/ops.c). */
+	mk_coord_call call = { 0 };
+	size_t done = 0;
 	err = mk_node_control(&fs, &ref, (const char *)data + 1, size - 1,
-			      &why);
+			      &done, &call, &why);
+	while (!err && (err = mk_coord_call_wait(&call, &why)) == MK_OK &&
+	       done < size - 1)
+		err = mk_node_control(&fs, &ref, (const char *)data + 1, size - 1,
+				      &done, &call, &why);
 	if (err)
 		CHECK(why.len > 0);   /* every refusal says why */
 	mk_node_ref_release(&ref);

@@ -23,6 +23,7 @@
 #include "fileio.h"
 #include "group.h"
 #include "partitioner.h"
+#include "testlib.h"
 
 typedef struct {
 	char dir[64];
@@ -107,7 +108,7 @@ static void produce(fixture *f, const char *topic, int part, int n)
 static void join(fixture *f, const char *member, const char *topic)
 {
 	const char *topics[] = { topic };
-	assert_int_equal(mk_group_join(f->g, "g", member, topics, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_join(f->g, "g", member, topics, 1, &tl_call, NULL), NULL), MK_OK);
 }
 
 /* The member's assignment as "t/0 t/2". */
@@ -197,8 +198,8 @@ static void assignor_is_round_robin_and_deterministic(void **state)
 static void join_rebalances_eagerly(void **state)
 {
 	fixture *f = standard(state);
-	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
-	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_GROUP_ALREADY_EXISTS);
+	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_GROUP_ALREADY_EXISTS);
 	assert_int_equal(generation(f), 0);
 	join(f, "m1", "t");
 	assert_int_equal(generation(f), 1);
@@ -213,19 +214,19 @@ static void join_rebalances_eagerly(void **state)
 	assert_string_equal(a, "t/1 t/3");
 	/* Unknown topic, member or group: nothing changes. */
 	const char *nope[] = { "nope" };
-	assert_int_equal(mk_group_join(f->g, "g", "m3", nope, 1, NULL),
+	assert_int_equal(tl_done(mk_group_join(f->g, "g", "m3", nope, 1, &tl_call, NULL), NULL),
 			 MK_UNKNOWN_TOPIC_OR_PARTITION);
-	assert_int_equal(mk_group_leave(f->g, "g", "m9", NULL), MK_UNKNOWN_MEMBER_ID);
-	assert_int_equal(mk_group_join(f->g, "h", "m1", nope, 1, NULL),
+	assert_int_equal(tl_done(mk_group_leave(f->g, "g", "m9", &tl_call, NULL), NULL), MK_UNKNOWN_MEMBER_ID);
+	assert_int_equal(tl_done(mk_group_join(f->g, "h", "m1", nope, 1, &tl_call, NULL), NULL),
 			 MK_UNKNOWN_TOPIC_OR_PARTITION);
 	assert_int_equal(generation(f), 2);
-	assert_int_equal(mk_group_delete(f->g, "g", NULL), MK_NON_EMPTY_GROUP);
-	assert_int_equal(mk_group_leave(f->g, "g", "m1", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_delete(f->g, "g", &tl_call, NULL), NULL), MK_NON_EMPTY_GROUP);
+	assert_int_equal(tl_done(mk_group_leave(f->g, "g", "m1", &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(generation(f), 3);
 	assignment(f, "m2", a, sizeof(a));
 	assert_string_equal(a, "t/0 t/1 t/2 t/3");
-	assert_int_equal(mk_group_leave(f->g, "g", "m2", NULL), MK_OK);
-	assert_int_equal(mk_group_delete(f->g, "g", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_leave(f->g, "g", "m2", &tl_call, NULL), NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_delete(f->g, "g", &tl_call, NULL), NULL), MK_OK);
 	assert_false(mk_group_exists(f->g, "g"));
 }
 
@@ -233,25 +234,25 @@ static void stale_generation_is_fenced(void **state)
 {
 	fixture *f = standard(state);
 	produce(f, "t", 0, 5);
-	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_OK);
 	join(f, "m1", "t");
 	join(f, "m2", "t");
 	assert_int_equal(mk_group_heartbeat(f->g, "g", "m1", 1, NULL), MK_ILLEGAL_GENERATION);
 	assert_int_equal(mk_group_heartbeat(f->g, "g", "m1", 2, NULL), MK_OK);
 	mk_commit_entry e = { "t", 0, 3 };
-	assert_int_equal(mk_group_commit(f->g, "g", "m1", 1, &e, 1, NULL), MK_ILLEGAL_GENERATION);
+	assert_int_equal(tl_done(mk_group_commit(f->g, "g", "m1", 1, &e, 1, &tl_call, NULL), NULL), MK_ILLEGAL_GENERATION);
 	assert_int_equal(committed(f, "t", 0), -1);
-	assert_int_equal(mk_group_commit(f->g, "g", "m1", 2, &e, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_commit(f->g, "g", "m1", 2, &e, 1, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(committed(f, "t", 0), 3);
 	/* Unowned, out of the log, unknown member: refused, nothing changes. */
 	mk_commit_entry bad[] = { { "t", 0, 4 }, { "t", 1, 0 } };
-	assert_int_equal(mk_group_commit(f->g, "g", "m1", -1, bad, 2, NULL),
+	assert_int_equal(tl_done(mk_group_commit(f->g, "g", "m1", -1, bad, 2, &tl_call, NULL), NULL),
 			 MK_TOPIC_AUTHORIZATION_FAILED);
 	assert_int_equal(committed(f, "t", 0), 3);
 	mk_commit_entry far = { "t", 0, 6 };
-	assert_int_equal(mk_group_commit(f->g, "g", "m1", -1, &far, 1, NULL),
+	assert_int_equal(tl_done(mk_group_commit(f->g, "g", "m1", -1, &far, 1, &tl_call, NULL), NULL),
 			 MK_OFFSET_OUT_OF_RANGE);
-	assert_int_equal(mk_group_commit(f->g, "g", "mx", -1, &e, 1, NULL),
+	assert_int_equal(tl_done(mk_group_commit(f->g, "g", "mx", -1, &e, 1, &tl_call, NULL), NULL),
 			 MK_UNKNOWN_MEMBER_ID);
 	assert_int_equal(committed(f, "t", 0), 3);
 	assert_int_equal(mk_group_seek(f->g, "g", "m1", "t", 1, 0, NULL),
@@ -264,20 +265,20 @@ static void stale_generation_is_fenced(void **state)
 static void sessions_expire_on_the_manual_clock(void **state)
 {
 	fixture *f = standard(state);
-	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_OK);
 	join(f, "m1", "t");
 	join(f, "m2", "t");
 	int removed;
 	assert_int_equal(mk_cluster_clock_advance(f->c, 6000, NULL), MK_OK);
 	assert_int_equal(mk_group_heartbeat(f->g, "g", "m1", 2, NULL), MK_OK);
-	assert_int_equal(mk_groups_expire(f->g, &removed, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_groups_expire(f->g, &removed, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(removed, 0);
 	assert_int_equal(mk_cluster_clock_advance(f->c, 4000, NULL), MK_OK);
 	/* m2 silent for exactly 10000 ms: not more than the timeout yet. */
-	assert_int_equal(mk_groups_expire(f->g, &removed, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_groups_expire(f->g, &removed, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(removed, 0);
 	assert_int_equal(mk_cluster_clock_advance(f->c, 1, NULL), MK_OK);
-	assert_int_equal(mk_groups_expire(f->g, &removed, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_groups_expire(f->g, &removed, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(removed, 1);
 	assert_true(mk_group_member_exists(f->g, "g", "m1"));
 	assert_false(mk_group_member_exists(f->g, "g", "m2"));
@@ -287,11 +288,11 @@ static void sessions_expire_on_the_manual_clock(void **state)
 	assert_string_equal(a, "t/0 t/1 t/2 t/3");
 	/* A per-group session timeout. */
 	const char *kv[] = { "session.timeout.ms=100" };
-	assert_int_equal(mk_group_configure(f->g, "g", kv, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_configure(f->g, "g", kv, 1, &tl_call, NULL), NULL), MK_OK);
 	const char *bad[] = { "session.timeout.ms=0" };
-	assert_int_equal(mk_group_configure(f->g, "g", bad, 1, NULL), MK_INVALID_CONFIG);
+	assert_int_equal(tl_done(mk_group_configure(f->g, "g", bad, 1, &tl_call, NULL), NULL), MK_INVALID_CONFIG);
 	assert_int_equal(mk_cluster_clock_advance(f->c, 101, NULL), MK_OK);
-	assert_int_equal(mk_groups_expire(f->g, &removed, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_groups_expire(f->g, &removed, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(removed, 1);
 	assert_int_equal(generation(f), 4);
 }
@@ -315,7 +316,7 @@ static void poll_and_rebalance_resume_from_commits(void **state)
 	fixture *f = standard(state);
 	for (int p = 0; p < 4; p++)
 		produce(f, "t", p, 3);
-	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_OK);
 	join(f, "m1", "t");
 	collected c = { "", 0 };
 	int64_t n;
@@ -332,7 +333,7 @@ static void poll_and_rebalance_resume_from_commits(void **state)
 						  position(f, "m1", "t", p), 3), true);
 	/* Commit the current positions, then a rebalance: m2 gets t/1 and
 	 * t/3 and starts at the committed offset 3. */
-	assert_int_equal(mk_group_commit(f->g, "g", "m1", 1, NULL, 0, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_commit(f->g, "g", "m1", 1, NULL, 0, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(committed(f, "t", 1), 3);
 	produce(f, "t", 1, 2);
 	assert_int_equal(mk_group_seek(f->g, "g", "m1", "t", 0, 1, NULL), MK_OK);
@@ -348,7 +349,7 @@ static void poll_and_rebalance_resume_from_commits(void **state)
 	assert_int_equal(n, 0);
 	/* max.poll.records caps a poll. */
 	const char *kv[] = { "max.poll.records=1" };
-	assert_int_equal(mk_group_configure(f->g, "g", kv, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_configure(f->g, "g", kv, 1, &tl_call, NULL), NULL), MK_OK);
 	memset(&c, 0, sizeof(c));
 	assert_int_equal(mk_fetcher_poll(f->g, "g", "m2", 0, 1, false, NULL, collect, &c, &n, NULL), MK_OK);
 	assert_int_equal(n, 1);
@@ -358,7 +359,7 @@ static void poll_cache_follows_positions(void **state)
 {
 	fixture *f = standard(state);
 	produce(f, "t", 0, 5);
-	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_OK);
 	join(f, "m1", "t");
 	mk_poll_cache *cache = mk_poll_cache_new();
 	collected c = { "", 0 };
@@ -389,14 +390,14 @@ static void reset_policies(void **state)
 {
 	fixture *f = standard(state);
 	produce(f, "t", 0, 4);
-	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_OK);
 	const char *latest[] = { "auto.offset.reset=latest" };
-	assert_int_equal(mk_group_configure(f->g, "g", latest, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_configure(f->g, "g", latest, 1, &tl_call, NULL), NULL), MK_OK);
 	join(f, "m1", "t");
 	assert_int_equal(position(f, "m1", "t", 0), 4);
-	assert_int_equal(mk_group_leave(f->g, "g", "m1", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_leave(f->g, "g", "m1", &tl_call, NULL), NULL), MK_OK);
 	const char *none[] = { "auto.offset.reset=none" };
-	assert_int_equal(mk_group_configure(f->g, "g", none, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_configure(f->g, "g", none, 1, &tl_call, NULL), NULL), MK_OK);
 	join(f, "m1", "t");
 	assert_int_equal(position(f, "m1", "t", 0), -1);
 	collected c = { "", 0 };
@@ -417,11 +418,11 @@ static void offsets_survive_a_restart(void **state)
 {
 	fixture *f = standard(state);
 	produce(f, "t", 2, 9);
-	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_OK);
 	join(f, "m1", "t");
 	join(f, "m1", "t");
 	mk_commit_entry e = { "t", 2, 7 };
-	assert_int_equal(mk_group_commit(f->g, "g", "m1", 2, &e, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_commit(f->g, "g", "m1", 2, &e, 1, &tl_call, NULL), NULL), MK_OK);
 	close_all(f);
 	open_all(f);
 	assert_true(mk_group_exists(f->g, "g"));
@@ -433,8 +434,8 @@ static void offsets_survive_a_restart(void **state)
 	assert_int_equal(generation(f), 3);
 	assert_int_equal(position(f, "m1", "t", 2), 7);
 	/* A deleted group stays deleted. */
-	assert_int_equal(mk_group_leave(f->g, "g", "m1", NULL), MK_OK);
-	assert_int_equal(mk_group_delete(f->g, "g", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_leave(f->g, "g", "m1", &tl_call, NULL), NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_delete(f->g, "g", &tl_call, NULL), NULL), MK_OK);
 	close_all(f);
 	open_all(f);
 	assert_false(mk_group_exists(f->g, "g"));
@@ -451,10 +452,10 @@ static void offsets_rebuilt_after_a_leader_change(void **state)
 	open_all(f);
 	assert_int_equal(mk_cluster_create_topic(f->c, "t", 1, 2, NULL, 0, NULL), MK_OK);
 	produce(f, "t", 0, 10);
-	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_OK);
 	join(f, "m1", "t");
 	mk_commit_entry e = { "t", 0, 4 };
-	assert_int_equal(mk_group_commit(f->g, "g", "m1", 1, &e, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_commit(f->g, "g", "m1", 1, &e, 1, &tl_call, NULL), NULL), MK_OK);
 	/* Someone else's commit reaches the log behind the coordinator's back
 	 * (as a previous coordinator's would): not seen while the leader
 	 * stays, read back once the partition changes leader. */
@@ -486,14 +487,14 @@ static void offsets_rebuilt_after_a_leader_change(void **state)
 	assert_int_equal(generation(f), 1);
 	/* Commits go on through the new leader. */
 	e.offset = 10;
-	assert_int_equal(mk_group_commit(f->g, "g", "m1", 1, &e, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_commit(f->g, "g", "m1", 1, &e, 1, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(committed(f, "t", 0), 10);
 }
 
 static void internal_topic_cannot_be_deleted(void **state)
 {
 	fixture *f = standard(state);
-	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(mk_cluster_delete_topic(f->c, MK_OFFSETS_TOPIC, NULL),
 			 MK_TOPIC_AUTHORIZATION_FAILED);
 	mk_topic *t = mk_cluster_topic(f->c, MK_OFFSETS_TOPIC);

@@ -135,7 +135,7 @@ static mk_err control(fixture *f, const char *path, const char *text)
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_err err = resolve(f, path, &ref);
 	if (!err)
-		err = mk_node_control(&f->fs, &ref, text, strlen(text), &why);
+		err = tl_fs_control(&f->fs, &ref, text, strlen(text), &why);
 	if (err)
 		assert_true(why.len > 0);   /* every refusal says why */
 	mk_node_ref_release(&ref);

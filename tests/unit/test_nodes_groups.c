@@ -44,7 +44,7 @@ static int write_to(fixture *f, const char *path, const char *text)
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_err err = mk_resolve(&f->fs, path, &ref, &why);
 	if (!err)
-		err = mk_node_control(&f->fs, &ref, text, strlen(text), &why);
+		err = tl_fs_control(&f->fs, &ref, text, strlen(text), &why);
 	mk_node_ref_release(&ref);
 	mk_strbuf_release(&why);
 	return mk_errno(err);
@@ -76,9 +76,9 @@ static void assert_reads(fixture *f, const char *path, const char *want)
 static void resolves_group_paths(void **state)
 {
 	fixture *f = *state;
-	assert_int_equal(mk_errno(mk_node_mkdir(&f->fs, "/groups/g", NULL)), 0);
+	assert_int_equal(mk_errno(tl_fs_mkdir(&f->fs, "/groups/g", NULL)), 0);
 	mk_strbuf why = MK_STRBUF_INIT;
-	assert_int_equal(mk_errno(mk_node_mkdir(&f->fs, "/groups/g", &why)), EEXIST);
+	assert_int_equal(mk_errno(tl_fs_mkdir(&f->fs, "/groups/g", &why)), EEXIST);
 	mk_strbuf_release(&why);
 	assert_int_equal(write_to(f, "/groups/g/join", "m1 t"), 0);
 	static const char *const ok[] = {
@@ -113,7 +113,7 @@ static void resolves_group_paths(void **state)
 static void commit_is_one_write(void **state)
 {
 	fixture *f = *state;
-	assert_int_equal(mk_errno(mk_node_mkdir(&f->fs, "/groups/g", NULL)), 0);
+	assert_int_equal(mk_errno(tl_fs_mkdir(&f->fs, "/groups/g", NULL)), 0);
 	assert_int_equal(write_to(f, "/groups/g/join", "m1 t"), 0);
 	assert_reads(f, "/groups/g/members/m1/assignment", "t/0\nt/1\n");
 	assert_reads(f, "/groups/g/generation", "1\n");
@@ -135,7 +135,7 @@ static void commit_is_one_write(void **state)
 	assert_int_equal(write_to(f, "/clock", "+10001"), 0);
 	assert_int_equal(write_to(f, "/ctl", "expire-members"), 0);
 	assert_reads(f, "/groups/g/generation", "2\n");
-	assert_int_equal(mk_errno(mk_node_rmdir(&f->fs, "/groups/g", NULL)), 0);
+	assert_int_equal(mk_errno(tl_fs_rmdir(&f->fs, "/groups/g", NULL)), 0);
 	node_ref ref;
 	assert_int_equal(mk_resolve(&f->fs, "/groups/g", &ref, NULL), MK_UNKNOWN_TOPIC_OR_PARTITION);
 }
@@ -165,7 +165,7 @@ static void poll_follow_parks(void **state)
 {
 	fixture *f = *state;
 	f->fs.producers = mk_producers_new(f->c);
-	assert_int_equal(mk_errno(mk_node_mkdir(&f->fs, "/groups/g", NULL)), 0);
+	assert_int_equal(mk_errno(tl_fs_mkdir(&f->fs, "/groups/g", NULL)), 0);
 	assert_int_equal(write_to(f, "/groups/g/join", "m1 t"), 0);
 	mk_handle *h = hopen(f, "/groups/g/members/m1/poll:follow", O_RDONLY);
 	mk_strbuf why = MK_STRBUF_INIT;

@@ -503,10 +503,10 @@ static void test_offsets(void **state)
 {
 	fixture *f = *state;
 	mk_strbuf why = MK_STRBUF_INIT;
-	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_OK);
 	/* A member, whose commits are not the transaction's. */
 	const char *topics[] = { "t" };
-	assert_int_equal(mk_group_join(f->g, "g", "m1", topics, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_join(f->g, "g", "m1", topics, 1, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
 	mk_producer *p = txn_producer(f, "tx", 0);
 	assert_int_equal(send(f, p, "a", NULL), MK_OK);
@@ -633,7 +633,7 @@ static void test_compaction(void **state)
  * in a forked child armed to die at point@n; the parent reopens. */
 static void crash_end_at(fixture *f, const char *point, int n, bool commit)
 {
-	assert_int_equal(mk_group_create(f->g, "g", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
 	mk_producer *p0 = txn_producer(f, "tx", 0), *p1 = txn_producer(f, "tx", 1);
 	assert_int_equal(send(f, p0, "a", "b"), MK_OK);

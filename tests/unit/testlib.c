@@ -226,3 +226,14 @@ mk_err tl_producer_flush(mk_cluster *c, mk_producer *p, mk_strbuf *why)
 	mk_err acked = tl_producer_settle(c, p, true, why);
 	return err ? err : acked;
 }
+
+mk_coord_call tl_call;
+
+mk_err tl_done(mk_err err, mk_strbuf *why)
+{
+	if (err) {
+		mk_coord_call_forget(&tl_call);
+		return err;
+	}
+	return mk_coord_call_wait(&tl_call, why);
+}

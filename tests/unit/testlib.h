@@ -20,6 +20,7 @@
 #include "cluster.h"
 #include "codec.h"
 #include "config.h"
+#include "coordinator.h"
 #include "log.h"
 #include "producer.h"
 #include "strbuf.h"
@@ -115,5 +116,11 @@ mk_err tl_producer_send(mk_cluster *c, mk_producer *p, const mk_record_in *recs,
 /* Send every open batch (mk_producer_flush_begin), then settle all that
  * is owed: the first error of the two. */
 mk_err tl_producer_flush(mk_cluster *c, mk_producer *p, mk_strbuf *why);
+
+/* A coordinator's call in a test (coordinator.h): pass &tl_call, and wrap
+ * the call in tl_done, which gives err when it was refused at once, else
+ * the call's result, sleeping on the coordinator's events meanwhile. */
+extern mk_coord_call tl_call;
+mk_err tl_done(mk_err err, mk_strbuf *why);
 
 #endif

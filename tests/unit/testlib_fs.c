@@ -105,3 +105,28 @@ void tl_fs_close_handle(tl_fs *f, mk_handle *h)
 	}
 	mk_handle_close(h);
 }
+
+mk_err tl_fs_control(mkfs *fs, const node_ref *ref, const char *buf,
+		     size_t len, mk_strbuf *why)
+{
+	mk_coord_call call = { 0 };
+	size_t done = 0;
+	mk_err err = mk_node_control(fs, ref, buf, len, &done, &call, why);
+	while (!err && (err = mk_coord_call_wait(&call, why)) == MK_OK && done < len)
+		err = mk_node_control(fs, ref, buf, len, &done, &call, why);
+	return err;
+}
+
+mk_err tl_fs_mkdir(mkfs *fs, const char *path, mk_strbuf *why)
+{
+	mk_coord_call call = { 0 };
+	mk_err err = mk_node_mkdir(fs, path, &call, why);
+	return err ? err : mk_coord_call_wait(&call, why);
+}
+
+mk_err tl_fs_rmdir(mkfs *fs, const char *path, mk_strbuf *why)
+{
+	mk_coord_call call = { 0 };
+	mk_err err = mk_node_rmdir(fs, path, &call, why);
+	return err ? err : mk_coord_call_wait(&call, why);
+}

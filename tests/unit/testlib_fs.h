@@ -55,4 +55,12 @@ mk_err tl_fs_read(tl_fs *f, mk_handle *h, char *buf, size_t size,
  * close"), then mk_handle_close. */
 void tl_fs_close_handle(tl_fs *f, mk_handle *h);
 
+/* A control write, mkdir and rmdir as the serving layer's jobs run them
+ * (fs/ops.c): a coordinator call they leave pending is waited for
+ * (mk_coord_call_wait), then the write goes on with its next line. */
+mk_err tl_fs_control(mkfs *fs, const node_ref *ref, const char *buf,
+		     size_t len, mk_strbuf *why);
+mk_err tl_fs_mkdir(mkfs *fs, const char *path, mk_strbuf *why);
+mk_err tl_fs_rmdir(mkfs *fs, const char *path, mk_strbuf *why);
+
 #endif
