@@ -1,5 +1,5 @@
 /*
- * mkfs.c — the helper the node-function files share (mkfs.h).
+ * mkfs.c — the helpers the node-function files share (mkfs.h).
  */
 #include "mkfs.h"
 
@@ -14,4 +14,16 @@ const char *mk_duplicate_key(char *const *words, int n)
 				return words[i];
 	}
 	return NULL;
+}
+
+mk_err mk_node_coordinator_check(const void *coordinator, const char *what,
+				 mk_err code, bool changes,
+				 const mk_coord_call *call, mk_strbuf *why)
+{
+	if (!coordinator)
+		return mk_error(why, code, "the %s coordinator is not running", what);
+	if (changes && !call)
+		return mk_error(why, MK_INVALID_REQUEST,
+				"this command waits for the %s coordinator and runs as a job", what);
+	return MK_OK;
 }

@@ -4,8 +4,8 @@
  * in nodes.c and in the files of node functions it lists in its table
  * (nodes_groups.c, nodes_txn.c). Those files include this header, not
  * nodes.h, so that the table depends on them and not the other way round.
- * Also the one helper they share with nodes.c for control commands
- * (mk_duplicate_key). No state of its own, no lock: mkfs's fields say
+ * Also the helpers they share with nodes.c for control commands
+ * (mk_duplicate_key, mk_node_coordinator_check). No state of its own, no lock: mkfs's fields say
  * what guards them.
  */
 #ifndef MK_MKFS_H
@@ -71,5 +71,23 @@ struct mkfs {
 /* Control commands: the first KEY=VALUE word whose KEY an earlier word
  * gave, or NULL (a key given twice is EINVAL in every command). */
 const char *mk_duplicate_key(char *const *words, int n);
+
+/*
+ * For the node functions of a coordinator (nodes_groups.c, nodes_txn.c):
+ * `code`, and why, when the coordinator (what: "group", "transaction")
+ * is not running; with `changes`, a command that changes it, also when
+ * there is no call for it to leave pending (such a command runs as a
+ * job, mk_node_write_waits).
+ */
+mk_err mk_node_coordinator_check(const void *coordinator, const char *what,
+				 mk_err code, bool changes,
+				 const mk_coord_call *call, mk_strbuf *why);
+#define NEED_COORDINATOR(coord, what, code, changes, call, why)              \
+	do {                                                                 \
+		mk_err need_ = mk_node_coordinator_check(coord, what, code,  \
+							 changes, call, why); \
+		if (need_)                                                   \
+			return need_;                                        \
+	} while (0)
 
 #endif

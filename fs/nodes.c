@@ -129,7 +129,7 @@ static mk_err read_clock(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbu
 }
 
 static mk_err write_clock(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+			  mk_coord_call *call, mk_strbuf *why)
 {
 	(void)call;
 	(void)ref;
@@ -142,7 +142,7 @@ static mk_err write_clock(mkfs *fs, const node_ref *ref, char *line,
 }
 
 static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+			mk_coord_call *call, mk_strbuf *why)
 {
 	(void)ref;
 	char copy[1024];
@@ -192,7 +192,7 @@ static mk_err write_ctl(mkfs *fs, const node_ref *ref, char *line,
 	if (n == 1 && !strcmp(w[0], "expire-members"))
 		return mk_groups_expire_members(fs, call, why);
 	if (n == 1 && !strcmp(w[0], "expire-transactions"))
-		return mk_txn_node_expire(fs, why);
+		return mk_txn_node_expire(fs, call, why);
 	return bad_command(why, copy, "create-topic, delete-topic, replicate, flush, retention, compact, expire-members or expire-transactions");
 }
 
@@ -276,7 +276,7 @@ static mk_err read_topic_config(mkfs *fs, const node_ref *ref, mk_strbuf *out, m
 }
 
 static mk_err write_topic_config(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+				 mk_coord_call *call, mk_strbuf *why)
 {
 	(void)call;
 	char *w[64];
@@ -421,7 +421,7 @@ static void add_cleaner_state(mk_partition *p, mk_strbuf *out)
 }
 
 static mk_err write_delete_records(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+				   mk_coord_call *call, mk_strbuf *why)
 {
 	(void)call;
 	(void)fs;
@@ -701,17 +701,25 @@ static mk_err read_broker_replicas(mkfs *fs, const node_ref *ref, mk_strbuf *out
 	return MK_OK;
 }
 
-static mk_err write_broker_fetch(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+/* A command of /brokers/B that takes no argument: fn for broker B. */
+static mk_err broker_command(mkfs *fs, const node_ref *ref, const char *line,
+			     mk_err (*fn)(mk_cluster *c, int id, mk_strbuf *why),
+			     mk_strbuf *why)
 {
-	(void)call;
 	if (!no_argument(line))
 		return bad_command(why, line, "no argument");
-	return mk_cluster_broker_fetch(fs->cluster, ref->broker, why);
+	return fn(fs->cluster, ref->broker, why);
+}
+
+static mk_err write_broker_fetch(mkfs *fs, const node_ref *ref, char *line,
+				 mk_coord_call *call, mk_strbuf *why)
+{
+	(void)call;
+	return broker_command(fs, ref, line, mk_cluster_broker_fetch, why);
 }
 
 static mk_err write_brokers_fetch(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+				  mk_coord_call *call, mk_strbuf *why)
 {
 	(void)call;
 	(void)ref;
@@ -721,7 +729,7 @@ static mk_err write_brokers_fetch(mkfs *fs, const node_ref *ref, char *line,
 }
 
 static mk_err write_broker_crash(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+				 mk_coord_call *call, mk_strbuf *why)
 {
 	(void)call;
 	bool torn = !strcmp(line, "torn");
@@ -731,16 +739,14 @@ static mk_err write_broker_crash(mkfs *fs, const node_ref *ref, char *line,
 }
 
 static mk_err write_broker_restart(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+				   mk_coord_call *call, mk_strbuf *why)
 {
 	(void)call;
-	if (!no_argument(line))
-		return bad_command(why, line, "no argument");
-	return mk_cluster_broker_restart(fs->cluster, ref->broker, why);
+	return broker_command(fs, ref, line, mk_cluster_broker_restart, why);
 }
 
 static mk_err write_broker_promote(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+				   mk_coord_call *call, mk_strbuf *why)
 {
 	(void)call;
 	char copy[512];
@@ -896,7 +902,7 @@ static mk_err read_producer_sequences(mkfs *fs, const node_ref *ref, mk_strbuf *
 }
 
 static mk_err write_producer_init(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+				  mk_coord_call *call, mk_strbuf *why)
 {
 	(void)call;
 	(void)line;    /* "writing anything" bumps the epoch */
@@ -1256,7 +1262,7 @@ mk_err mk_node_mkdir(mkfs *fs, const char *path, mk_coord_call *call,
 	} else if (parent.def->kind == K_GROUPS) {
 		err = mk_groups_mkdir(fs, name, call, why);
 	} else if (parent.def->kind == K_TRANSACTIONS) {
-		err = mk_txn_node_mkdir(fs, name, why);
+		err = mk_txn_node_mkdir(fs, name, call, why);
 	} else {
 		mk_strbuf_addf(why, "cannot create a directory here: %s", path);
 		err = MK_INVALID_REQUEST;
@@ -1279,7 +1285,7 @@ mk_err mk_node_rmdir(mkfs *fs, const char *path, mk_coord_call *call,
 	} else if (ref.def->kind == K_GROUP) {
 		err = mk_groups_rmdir(fs, ref.name, call, why);
 	} else if (ref.def->kind == K_TXN) {
-		err = mk_txn_node_rmdir(fs, ref.name, why);
+		err = mk_txn_node_rmdir(fs, ref.name, call, why);
 	} else {
 		mk_strbuf_addf(why, "cannot remove %s", path);
 		err = MK_INVALID_REQUEST;

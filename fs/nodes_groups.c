@@ -12,27 +12,10 @@
 #include "parse.h"
 #include "topic_name.h"
 
-static mk_err no_groups(mk_strbuf *why)
-{
-	mk_strbuf_addstr(why, "the group coordinator is not running");
-	return MK_GROUP_ID_NOT_FOUND;
-}
-
 #define NEED_GROUPS(fs, why)                                                 \
-	do {                                                                 \
-		if (!(fs)->groups)                                           \
-			return no_groups(why);                               \
-	} while (0)
-
-/* The commands that write through the coordinator need a call to leave
- * pending (they run as jobs: mk_node_write_waits). */
+	NEED_COORDINATOR((fs)->groups, "group", MK_GROUP_ID_NOT_FOUND, false, NULL, why)
 #define NEED_CALL(fs, call, why)                                             \
-	do {                                                                 \
-		NEED_GROUPS(fs, why);                                        \
-		if (!(call))                                                 \
-			return mk_error(why, MK_INVALID_REQUEST,             \
-					"this command waits for the group coordinator and runs as a job"); \
-	} while (0)
+	NEED_COORDINATOR((fs)->groups, "group", MK_GROUP_ID_NOT_FOUND, true, call, why)
 
 /* Split on spaces and tabs, in place; -1 when more than max words. */
 static int words(char *line, char **w, int max)
@@ -123,7 +106,7 @@ void mk_groups_list_members(mkfs *fs, const node_ref *ref,
 /* ---- group files ------------------------------------------------------------ */
 
 mk_err mk_groups_write_join(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+			    mk_coord_call *call, mk_strbuf *why)
 {
 	NEED_CALL(fs, call, why);
 	char copy[1024];
@@ -147,7 +130,7 @@ mk_err mk_groups_write_join(mkfs *fs, const node_ref *ref, char *line,
 }
 
 mk_err mk_groups_write_leave(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+			     mk_coord_call *call, mk_strbuf *why)
 {
 	NEED_CALL(fs, call, why);
 	char copy[1024];
@@ -159,7 +142,7 @@ mk_err mk_groups_write_leave(mkfs *fs, const node_ref *ref, char *line,
 }
 
 mk_err mk_groups_write_heartbeat(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+				 mk_coord_call *call, mk_strbuf *why)
 {
 	(void)call;
 	NEED_GROUPS(fs, why);
@@ -287,7 +270,7 @@ mk_err mk_groups_read_config(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_s
 }
 
 mk_err mk_groups_write_config(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+			      mk_coord_call *call, mk_strbuf *why)
 {
 	NEED_CALL(fs, call, why);
 	char *w[16];
@@ -312,27 +295,33 @@ static mk_err member_info(mkfs *fs, const node_ref *ref, mk_group_info *gi,
 	return mk_group_describe(fs->groups, ref->group, ref->member, gi, why);
 }
 
-mk_err mk_groups_read_assignment(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
-{
-	mk_group_info gi;
-	mk_err err = member_info(fs, ref, &gi, why);
-	for (size_t k = 0; !err && k < gi.nparts; k++)
-		mk_strbuf_addf(out, "%s/%d\n", gi.parts[k].topic, gi.parts[k].partition);
-	mk_group_info_free(&gi);
-	return err;
-}
-
-mk_err mk_groups_read_positions(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+/* The member's partitions, one a line, with their positions or not. */
+static mk_err member_parts(mkfs *fs, const node_ref *ref, bool positions,
+			   mk_strbuf *out, mk_strbuf *why)
 {
 	mk_group_info gi;
 	mk_err err = member_info(fs, ref, &gi, why);
 	for (size_t k = 0; !err && k < gi.nparts; k++) {
+		if (!positions) {
+			mk_strbuf_addf(out, "%s/%d\n", gi.parts[k].topic, gi.parts[k].partition);
+			continue;
+		}
 		mk_strbuf_addf(out, "%s %d ", gi.parts[k].topic, gi.parts[k].partition);
 		add_value(out, gi.parts[k].position);
 		mk_strbuf_addch(out, '\n');
 	}
 	mk_group_info_free(&gi);
 	return err;
+}
+
+mk_err mk_groups_read_assignment(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	return member_parts(fs, ref, false, out, why);
+}
+
+mk_err mk_groups_read_positions(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
+{
+	return member_parts(fs, ref, true, out, why);
 }
 
 mk_err mk_groups_read_lag(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why)
@@ -353,7 +342,7 @@ mk_err mk_groups_read_lag(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strb
 }
 
 mk_err mk_groups_write_seek(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+			    mk_coord_call *call, mk_strbuf *why)
 {
 	(void)call;
 	NEED_GROUPS(fs, why);

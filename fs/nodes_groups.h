@@ -19,23 +19,23 @@ void mk_groups_list_members(mkfs *fs, const node_ref *ref,
 			    void (*add)(void *, const char *, bool), void *arg);
 
 mk_err mk_groups_write_join(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why);
+			    mk_coord_call *call, mk_strbuf *why);
 mk_err mk_groups_write_leave(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why);
+			     mk_coord_call *call, mk_strbuf *why);
 mk_err mk_groups_write_heartbeat(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why);
+				 mk_coord_call *call, mk_strbuf *why);
 mk_err mk_groups_read_state(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why);
 mk_err mk_groups_read_generation(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why);
 mk_err mk_groups_read_offsets(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why);
 mk_err mk_groups_read_config(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why);
 mk_err mk_groups_write_config(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why);
+			      mk_coord_call *call, mk_strbuf *why);
 
 mk_err mk_groups_read_assignment(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why);
 mk_err mk_groups_read_positions(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why);
 mk_err mk_groups_read_lag(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbuf *why);
 mk_err mk_groups_write_seek(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why);
+			    mk_coord_call *call, mk_strbuf *why);
 mk_err mk_groups_write_commit(mkfs *fs, const node_ref *ref, const char *buf,
 			      size_t len, mk_coord_call *call, mk_strbuf *why);
 

@@ -12,17 +12,12 @@
 #include "topic_name.h"
 #include "txn.h"
 
-static mk_err no_txns(mk_strbuf *why)
-{
-	mk_strbuf_addstr(why, "the transaction coordinator is not running");
-	return MK_TRANSACTIONAL_ID_NOT_FOUND;
-}
-
 #define NEED_TXNS(fs, why)                                                   \
-	do {                                                                 \
-		if (!(fs)->txns)                                             \
-			return no_txns(why);                                 \
-	} while (0)
+	NEED_COORDINATOR((fs)->txns, "transaction", MK_TRANSACTIONAL_ID_NOT_FOUND, \
+			 false, NULL, why)
+#define NEED_CALL(fs, call, why)                                             \
+	NEED_COORDINATOR((fs)->txns, "transaction", MK_TRANSACTIONAL_ID_NOT_FOUND, \
+			 true, call, why)
 
 /* An empty line or "1" (docs/filesystem.md 2). */
 static mk_err no_argument(const char *line, const char *file, mk_strbuf *why)
@@ -138,8 +133,7 @@ static bool parse_tp(char *s, const char **topic, int *part)
 mk_err mk_txn_node_write_offsets(mkfs *fs, const node_ref *ref, const char *buf,
 				 size_t len, mk_coord_call *call, mk_strbuf *why)
 {
-	(void)call;
-	NEED_TXNS(fs, why);
+	NEED_CALL(fs, call, why);
 	if (memchr(buf, '\0', len)) {
 		mk_strbuf_addstr(why, "command contains a NUL byte");
 		return MK_INVALID_REQUEST;
@@ -183,53 +177,52 @@ mk_err mk_txn_node_write_offsets(mkfs *fs, const node_ref *ref, const char *buf,
 		err = MK_INVALID_REQUEST;
 	}
 	if (!err)
-		err = mk_txn_stage_offsets(fs->txns, ref->parent_name, o, n, why);
+		err = mk_txn_stage_offsets(fs->txns, ref->parent_name, o, n, call, why);
 	free(o);
 	mk_strbuf_release(&text);
 	return err;
 }
 
 mk_err mk_txn_node_write_init(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+			      mk_coord_call *call, mk_strbuf *why)
 {
-	(void)call;
-	NEED_TXNS(fs, why);
+	NEED_CALL(fs, call, why);
 	mk_err err = no_argument(line, "init", why);
-	return err ? err : mk_txn_init(fs->txns, ref->parent_name, why);
+	return err ? err : mk_txn_init(fs->txns, ref->parent_name, call, why);
 }
 
 mk_err mk_txn_node_write_commit(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+				mk_coord_call *call, mk_strbuf *why)
 {
-	(void)call;
-	NEED_TXNS(fs, why);
+	NEED_CALL(fs, call, why);
 	mk_err err = no_argument(line, "commit", why);
-	return err ? err : mk_txn_end(fs->txns, ref->parent_name, true, why);
+	return err ? err : mk_txn_end(fs->txns, ref->parent_name, true, call, why);
 }
 
 mk_err mk_txn_node_write_abort(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why)
+			       mk_coord_call *call, mk_strbuf *why)
 {
-	(void)call;
-	NEED_TXNS(fs, why);
+	NEED_CALL(fs, call, why);
 	mk_err err = no_argument(line, "abort", why);
-	return err ? err : mk_txn_end(fs->txns, ref->parent_name, false, why);
+	return err ? err : mk_txn_end(fs->txns, ref->parent_name, false, call, why);
 }
 
-mk_err mk_txn_node_mkdir(mkfs *fs, const char *name, mk_strbuf *why)
+mk_err mk_txn_node_mkdir(mkfs *fs, const char *name, mk_coord_call *call,
+			 mk_strbuf *why)
 {
-	NEED_TXNS(fs, why);
-	return mk_txn_create(fs->txns, name, why);
+	NEED_CALL(fs, call, why);
+	return mk_txn_create(fs->txns, name, call, why);
 }
 
-mk_err mk_txn_node_rmdir(mkfs *fs, const char *name, mk_strbuf *why)
+mk_err mk_txn_node_rmdir(mkfs *fs, const char *name, mk_coord_call *call,
+			 mk_strbuf *why)
 {
-	NEED_TXNS(fs, why);
-	return mk_txn_delete(fs->txns, name, why);
+	NEED_CALL(fs, call, why);
+	return mk_txn_delete(fs->txns, name, call, why);
 }
 
-mk_err mk_txn_node_expire(mkfs *fs, mk_strbuf *why)
+mk_err mk_txn_node_expire(mkfs *fs, mk_coord_call *call, mk_strbuf *why)
 {
-	NEED_TXNS(fs, why);
-	return mk_txns_expire(fs->txns, NULL, why);
+	NEED_CALL(fs, call, why);
+	return mk_txns_expire(fs->txns, NULL, call, why);
 }

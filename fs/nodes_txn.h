@@ -24,14 +24,16 @@ mk_err mk_txn_node_read_offsets(mkfs *fs, const node_ref *ref, mk_strbuf *out, m
 mk_err mk_txn_node_write_offsets(mkfs *fs, const node_ref *ref, const char *buf,
 				 size_t len, mk_coord_call *call, mk_strbuf *why);
 mk_err mk_txn_node_write_init(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why);
+			      mk_coord_call *call, mk_strbuf *why);
 mk_err mk_txn_node_write_commit(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why);
+				mk_coord_call *call, mk_strbuf *why);
 mk_err mk_txn_node_write_abort(mkfs *fs, const node_ref *ref, char *line,
-			 mk_coord_call *call, mk_strbuf *why);
+			       mk_coord_call *call, mk_strbuf *why);
 
-mk_err mk_txn_node_mkdir(mkfs *fs, const char *name, mk_strbuf *why);
-mk_err mk_txn_node_rmdir(mkfs *fs, const char *name, mk_strbuf *why);
-mk_err mk_txn_node_expire(mkfs *fs, mk_strbuf *why);
+mk_err mk_txn_node_mkdir(mkfs *fs, const char *name, mk_coord_call *call,
+			 mk_strbuf *why);
+mk_err mk_txn_node_rmdir(mkfs *fs, const char *name, mk_coord_call *call,
+			 mk_strbuf *why);
+mk_err mk_txn_node_expire(mkfs *fs, mk_coord_call *call, mk_strbuf *why);
 
 #endif

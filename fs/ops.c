@@ -743,7 +743,8 @@ static bool job_go(fs_job *j, mk_wait *wait)
 	if (!err && mk_coord_call_pending(&j->call)) {
 		mk_strbuf_release(&why);
 		*wait = (mk_wait){ .kind = MK_WAIT_ACKS, .coord = j->call.rt,
-				   .seen = j->call.seen, .deadline_ms = INT64_MAX };
+				   .seen = j->call.seen,
+				   .deadline_ms = j->call.deadline_ms };
 		return false;
 	}
 	job_reply(j, err, &why);

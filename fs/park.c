@@ -15,10 +15,8 @@
 #include "errno_map.h"
 #include "xalloc.h"
 
-/* With the system clock, an acks=all wait is looked at again this often
- * even without an event (the ISR may shrink by time alone). */
-#define RECHECK_MS 100
-/* An interrupted write is looked at this often: is its caller dying? */
+/* An interrupted write is looked at this often: is its caller dying?
+ * (Its interrupt came once; a kill brings no event of its own.) */
 #define DYING_CHECK_MS 500
 
 typedef struct mk_parked {
@@ -189,10 +187,13 @@ static bool caller_dying(pid_t pid)
 static void arm(mk_parking *lot, mk_parked *k)
 {
 	int64_t due = 0, now = mk_wall_ms();
-	if (k->wait.kind != MK_WAIT_DATA && system_clock(lot)) {
-		int64_t d = k->wait.deadline_ms;
-		due = d < now + RECHECK_MS ? d : now + RECHECK_MS;
-	}
+	/* With the system clock an acks=all wait times out by time alone:
+	 * look at its deadline (request.timeout.ms). Everything else that
+	 * completes it is an event: the ISR check that shrinks the ISR in
+	 * auto mode fires the partition's watchers. */
+	if (k->wait.kind != MK_WAIT_DATA && system_clock(lot) &&
+	    k->wait.deadline_ms != INT64_MAX)
+		due = k->wait.deadline_ms;
 	if (k->wait.recheck_ms > 0 && (!due || now + k->wait.recheck_ms < due))
 		due = now + k->wait.recheck_ms;
 	/* libfuse calls an interrupt callback at once for a request already
@@ -208,7 +209,7 @@ static void arm(mk_parking *lot, mk_parked *k)
 	k->arming = true;
 	k->fired = false;
 	/* Only a due time earlier than the completion thread's wake-up needs
-	 * it to look again (most are 100 ms on: one wake-up per write else). */
+	 * it to look again. */
 	if (due && due < lot->sleeps_until)
 		pthread_cond_signal(&lot->cond);
 	pthread_mutex_unlock(&lot->lock);

@@ -41,7 +41,6 @@ MAX_FUNCTION_LINES = 100
 
 # path: reason
 LONG_FILES = {
-    "core/coordination/group.c": "to be split: issue 24 points 4-5 (membership, offsets, the consumer fetch to core/client)",
 }
 
 # "path:function": reason
@@ -52,10 +51,6 @@ LONG_FUNCTIONS = {
 # Today's pairs, to be merged or found distinct as the code is split.
 DUPLICATES = {
     # core/
-    ("core/coordination/group.c:group_free", "core/coordination/group.c:member_free"):
-        "group.c: two frees of alike records; to look at when group.c is split (issue 24 point 1)",
-    ("core/coordination/txn.c:mk_txn_create", "core/coordination/txn.c:mk_txn_names"):
-        "txn.c: the walk of the id table, written twice; not yet merged",
     ("core/storage/entryfile.h:mk_entries_truncate", "core/storage/index.h:mk_index_truncate_pos"):
         "declarations alike in shape: the index is an entry file of its own kind",
     ("core/base/config.c:mk_config_defaults", "core/base/config.c:mk_config_defaults"):
@@ -69,15 +64,15 @@ DUPLICATES = {
     ("fs/nodes.c:list_producers", "fs/nodes.c:list_topics"):
         "nodes.c: listings of two tables alike in shape; not yet merged",
     ("fs/nodes_groups.c:mk_groups_mkdir", "fs/nodes_txn.c:mk_txn_node_mkdir"):
-        "mkdir of /groups/G and /transactions/ID: one shape, two coordinators; not yet merged",
+        "mkdir, rmdir and /ctl expiry of /groups and /transactions: one shape, two coordinators",
+    ("fs/nodes_groups.c:mk_groups_write_heartbeat", "fs/nodes_groups.c:mk_groups_write_seek"):
+        "two commands' preludes (the copy for the usage message, the words), alike in shape",
+    ("fs/nodes_groups.h:mk_groups_mkdir", "fs/nodes_txn.h:mk_txn_node_mkdir"):
+        "declarations of mkdir, rmdir and /ctl expiry of two coordinators (shape only)",
     ("fs/nodes_txn.c:mk_txn_node_read_epoch", "fs/nodes_txn.c:mk_txn_node_read_state"):
         "read nodes of one transaction, alike in shape",
     ("fs/ops.c:op_mkdir", "fs/ops.c:op_rmdir"):
         "ops.c: mkdir and rmdir replies, alike; not yet merged",
-    ("fs/nodes_groups.h:mk_groups_match_member", "fs/nodes_txn.h:mk_txn_node_match"):
-        "declarations of two node-function files (shape only)",
-    ("fs/nodes_groups.h:mk_groups_read_config", "fs/nodes_groups.h:mk_groups_write_join"):
-        "declarations of one node-function file (shape only)",
 }
 
 top = sys.argv[1] if len(sys.argv) > 1 else "."

@@ -417,7 +417,6 @@ static mk_err produce_slot(mk_producer *p, slot *s, int part, bool owed,
 		.epoch = p->epoch,
 		.seq = p->next_seq,
 		.count = s->b.count,
-		.defer_ack = true,
 		/* The writer looks after an owed ticket: in auto mode its thread
 		 * copies the batch to one follower (replica.h). Not acks=1
 		 * nor 0 (Kafka's leader answers those without followers),
@@ -427,14 +426,19 @@ static mk_err produce_slot(mk_producer *p, slot *s, int part, bool owed,
 	mk_produce_result res = { .base = -1 };
 	/* A transactional batch: its partition joins the transaction (which
 	 * may begin here) before the data is appended, and the write is in
-	 * flight for the coordinator until it is (txn.h). */
+	 * flight for the coordinator until it is (txn.h). The registration
+	 * is waited for here, on the coordinator's events: the one wait of
+	 * a producer's thread on the cluster (see producer.h). */
+	mk_coord_call call = { 0 };
 	mk_err err = p->txn ? mk_txn_begin_write(p->txns, p->txn, p->pid, p->epoch,
-						 p->t->name, part, why)
+						 p->t->name, part, &call, why)
 			    : MK_OK;
+	if (!err && p->txn)
+		err = mk_coord_call_wait(&call, why);
 	if (!err) {
 		err = mk_partition_produce(mk_topic_partition(p->t, part),
 					   (uint8_t *)s->b.frame.buf, s->b.frame.len,
-					   &a, NULL, &res, why);
+					   &a, &res, why);
 		if (p->txn)
 			mk_txn_end_write(p->txns, p->txn);
 	}
@@ -497,7 +501,7 @@ static mk_err produce_held(mk_producer *p, int i, bool owed, mk_strbuf *why)
 		frames[k] = (uint8_t *)s->held[k].buf;
 		lens[k] = s->held[k].len;
 	}
-	mk_produce_args a = { .acks = p->acks, .defer_ack = true,
+	mk_produce_args a = { .acks = p->acks,
 			      .copy_inline = owed && p->acks == -1 };
 	mk_err err = mk_partition_produce_many(mk_topic_partition(p->t, i),
 					       frames, lens, n, &a, res, why);

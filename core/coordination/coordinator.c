@@ -37,6 +37,7 @@ struct mk_coord {
 	mk_watch cwatch;             /* ours, on a sub-call's coordinator */
 	mk_coord *cwatched;          /* under the turn */
 	bool kicked;                 /* an event since the thread last looked */
+	int64_t deadline_ms;         /* of the ticket the head waits for */
 	pthread_cond_t cond;         /* the task's sleep; mk_coord_call_wait */
 	pthread_t ticker;
 	bool ticker_started, stop;   /* stop under lock */
@@ -51,6 +52,7 @@ mk_coord *mk_coord_new(mk_cluster *c, const mk_coord_def *def)
 	pthread_mutex_init(&rt->lock, NULL);
 	pthread_cond_init(&rt->cond, NULL);
 	rt->watchers.prev = rt->watchers.next = &rt->watchers;
+	rt->deadline_ms = INT64_MAX;
 	return rt;
 }
 
@@ -217,9 +219,9 @@ mk_err mk_coord_op_append(mk_coord_op *op, mk_topic *t, int part,
 		mk_topic_put(t);
 		return mk_error(why, MK_UNKNOWN_TOPIC_OR_PARTITION, "no partition %d to append to", part);
 	}
-	mk_produce_args a = { .acks = -1, .seq = -1, .count = 1, .defer_ack = true };
+	mk_produce_args a = { .acks = -1, .seq = -1, .count = 1 };
 	mk_produce_result res;
-	mk_err err = mk_partition_produce(p, frame, len, &a, NULL, &res, why);
+	mk_err err = mk_partition_produce(p, frame, len, &a, &res, why);
 	if (err) {
 		mk_topic_put(t);
 		return err;
@@ -280,6 +282,8 @@ static mk_err start(mk_coord *rt, mk_coord_op *op)
 {
 	op_drop_round(op);
 	mk_strbuf_reset(&op->why);
+	op->sub_result = MK_OK;
+	mk_strbuf_reset(&op->sub_why);
 	mk_err err = op->kind->prepare(op, &op->why);
 	if (err || !op->building)
 		return err;
@@ -299,11 +303,19 @@ static mk_err start(mk_coord *rt, mk_coord_op *op)
 	return MK_OK;
 }
 
+static void set_deadline(mk_coord *rt, int64_t ms)
+{
+	pthread_mutex_lock(&rt->lock);
+	rt->deadline_ms = ms;
+	pthread_mutex_unlock(&rt->lock);
+}
+
 /* Under the turn: is everything op's round started acknowledged? When
  * not, watch the first thing it waits for. */
 static mk_err look(mk_coord *rt, mk_coord_op *op, bool *pending)
 {
 	*pending = true;
+	set_deadline(rt, INT64_MAX);
 	if (op->retry) {
 		if (op->retry_on)
 			watch_partition(rt, op->retry_on, NULL, mk_partition_seq(op->retry_on));
@@ -319,6 +331,7 @@ static mk_err look(mk_coord *rt, mk_coord_op *op, bool *pending)
 		if (err)
 			return err;
 		if (owed) {
+			set_deadline(rt, a->ticket.deadline_ms);
 			watch_partition(rt, a->p, &a->ticket, seen);
 			return MK_OK;
 		}
@@ -378,8 +391,14 @@ static void advance(mk_coord *rt)
 		bool pending = false;
 		if (!err)
 			err = look(rt, op, &pending);
-		if (!err && pending)
+		if (!err && pending) {
+			pthread_mutex_lock(&rt->lock);
+			bool ahead = rt->head != op;   /* mk_coord_push_front */
+			pthread_mutex_unlock(&rt->lock);
+			if (ahead)
+				continue;
 			break;
+		}
 		unwatch_all(rt);
 		bool more = false;
 		err = op->kind->apply(op, err, &more, &op->why);
@@ -399,16 +418,32 @@ void mk_coord_poke(mk_coord *rt)
 	pthread_mutex_unlock(&rt->lock);
 }
 
-mk_err mk_coord_submit(mk_coord *rt, mk_coord_op *op, mk_coord_call *call,
-		       mk_strbuf *why)
+static void op_init(mk_coord *rt, mk_coord_op *op, bool orphan)
 {
 	op->rt = rt;
 	op->state = MK_COORD_QUEUED;
 	op->partition = -1;
-	op->orphan = !call;
+	op->orphan = orphan;
 	op->next = NULL;
 	mk_strbuf_init(&op->why, 0);
 	mk_strbuf_init(&op->sub_why, 0);
+}
+
+void mk_coord_push_front(mk_coord *rt, mk_coord_op *op)
+{
+	op_init(rt, op, true);
+	pthread_mutex_lock(&rt->lock);
+	op->next = rt->head;
+	rt->head = op;
+	if (!rt->tail)
+		rt->tail = op;
+	pthread_mutex_unlock(&rt->lock);
+}
+
+mk_err mk_coord_submit(mk_coord *rt, mk_coord_op *op, mk_coord_call *call,
+		       mk_strbuf *why)
+{
+	op_init(rt, op, !call);
 	pthread_mutex_lock(&rt->lock);
 	if (rt->stop) {
 		pthread_mutex_unlock(&rt->lock);
@@ -438,6 +473,7 @@ mk_err mk_coord_call_resume(mk_coord_call *call, mk_strbuf *why)
 	advance(rt);
 	pthread_mutex_lock(&rt->lock);
 	call->seen = rt->seq;
+	call->deadline_ms = rt->deadline_ms;
 	bool done = call->op->state == MK_COORD_DONE;
 	pthread_mutex_unlock(&rt->lock);
 	if (!done)

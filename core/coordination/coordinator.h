@@ -121,6 +121,9 @@ typedef struct mk_coord_call_s {
 	mk_coord *rt;
 	mk_coord_op *op;         /* NULL: complete */
 	uint64_t seen;           /* the runtime's event count at the last look */
+	int64_t deadline_ms;     /* cluster clock: when the append the queue
+				  * waits for times out (look again then);
+				  * INT64_MAX: none */
 } mk_coord_call;
 
 typedef struct {
@@ -169,6 +172,10 @@ mk_coord_call *mk_coord_op_sub(mk_coord_op *op);
  * (p in topic t, a reference the operation takes over), or with both
  * NULL at the runtime's next event (mk_coord_poke). */
 void mk_coord_op_retry(mk_coord_op *op, mk_topic *t, mk_partition *p);
+/* For prepare: run op (its kind and own fields filled; nobody waits for
+ * it) before the one preparing, which puts itself off (mk_coord_op_retry).
+ * Mount recovery ahead of the first change. */
+void mk_coord_push_front(mk_coord *rt, mk_coord_op *op);
 /* An event for operations put off until the next one (a coordinator's
  * in-memory change no record says: a write in flight ended). */
 void mk_coord_poke(mk_coord *rt);

@@ -8,7 +8,7 @@
  * are acknowledged, makes them true under lock. Operations run one at a
  * time, so what prepare validated still holds when apply runs.
  */
-#include "group.h"
+#include "group_internal.h"
 #include "xalloc.h"
 
 #include <stdio.h>
@@ -21,52 +21,8 @@
 #include "failpoint.h"
 #include "parse.h"
 #include "partitioner.h"
+#include "search.h"
 #include "topic_name.h"
-
-typedef struct {
-	char *topic;
-	int partition;
-	int64_t position;        /* -1: none yet */
-} gm_part;
-
-typedef struct {
-	char *name;
-	char **topics;           /* sorted, unique */
-	size_t ntopics;
-	int64_t last_seen_ms;
-	gm_part *parts;          /* sorted by (topic, partition) */
-	size_t nparts;
-	size_t poll_next;        /* the partition the next poll starts at */
-} gm_member;
-
-typedef struct {
-	char *topic;
-	int partition;
-	int64_t offset;
-} gm_commit;
-
-typedef struct {
-	char *name;
-	int64_t generation;
-	int64_t reset;           /* -1: [group] auto.offset.reset */
-	int64_t session_ms;      /* -1: [group] session.timeout.ms */
-	int64_t max_poll;        /* -1: [group] max.poll.records */
-	gm_member **members;     /* sorted by name */
-	size_t nmembers;
-	gm_commit *commits;      /* sorted by (topic, partition) */
-	size_t ncommits;
-} gm_group;
-
-struct mk_groups {
-	mk_cluster *c;
-	mk_coord *rt;                /* the runtime: its turn serialises changes */
-	pthread_mutex_t lock;
-	gm_group **groups;           /* sorted by name */
-	size_t ngroups;
-	int nparts;                  /* of the offsets topic; 0 = no topic yet */
-	int32_t *loaded_epoch;       /* per offsets partition */
-	bool expire_queued;          /* the periodic sweep is queued */
-};
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -76,18 +32,12 @@ static int part_cmp(const char *t1, int p1, const char *t2, int p2)
 	return c ? c : (p1 > p2) - (p1 < p2);
 }
 
-static void err_why(mk_strbuf *why, const char *fmt, const char *a, const char *b)
-{
-	if (why)
-		mk_strbuf_addf(why, fmt, a, b);
-}
-
 static int64_t now_ms(mk_groups *g)
 {
 	return mk_clock_now(&g->c->clock);
 }
 
-static void member_free(gm_member *m)
+void gm_member_free(gm_member *m)
 {
 	if (!m)
 		return;
@@ -101,26 +51,26 @@ static void member_free(gm_member *m)
 	free(m);
 }
 
-static void commits_free(gm_commit *c, size_t n)
+void gm_commits_free(gm_commit *c, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(c[i].topic);
 	free(c);
 }
 
-static void group_free(gm_group *grp)
+void gm_group_free(gm_group *grp)
 {
 	if (!grp)
 		return;
 	for (size_t i = 0; i < grp->nmembers; i++)
-		member_free(grp->members[i]);
+		gm_member_free(grp->members[i]);
 	free(grp->members);
-	commits_free(grp->commits, grp->ncommits);
+	gm_commits_free(grp->commits, grp->ncommits);
 	free(grp->name);
 	free(grp);
 }
 
-static gm_group *group_new(const char *name)
+gm_group *gm_group_new(const char *name)
 {
 	gm_group *grp = mk_xcalloc(1, sizeof(*grp));
 	grp->name = mk_xstrdup(name);
@@ -128,61 +78,40 @@ static gm_group *group_new(const char *name)
 	return grp;
 }
 
-/*
- * Binary search over n sorted elements, element i compared with key by
- * cmp(arr, i, key) (<0, 0, >0 like strcmp). True when one matches; *pos
- * (when given) gets its index, or the insertion point.
- */
-static bool search_sorted(const void *arr, size_t n,
-			  int (*cmp)(const void *arr, size_t i, const void *key),
-			  const void *key, size_t *pos)
+/* A name search: element i of an array of pointers to structs whose
+ * first member is their name (gm_group, gm_member), against key. */
+typedef struct {
+	void *const *arr;
+	const char *key;
+} named_key;
+
+static int cmp_named(const void *ctx, size_t i)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = cmp(arr, mid, key);
-		if (!c) {
-			lo = mid;
-			break;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (pos)
-		*pos = lo;
-	return lo < hi;
+	const named_key *k = ctx;
+	return strcmp(*(char *const *)k->arr[i], k->key);
 }
 
-/* Element i of an array of pointers to structs whose first member is
- * their name (gm_group, gm_member), against a name. */
-static int cmp_named(const void *arr, size_t i, const void *key)
+void *gm_find_named(void *const *arr, size_t n, const char *key, size_t *pos)
 {
-	return strcmp(*(char *const *)((void *const *)arr)[i], key);
-}
-
-/* The match in such an array, or NULL; *pos as search_sorted. */
-static void *find_named(void *const *arr, size_t n, const char *key, size_t *pos)
-{
+	named_key k = { arr, key };
 	size_t at;
-	bool found = search_sorted(arr, n, cmp_named, key, &at);
+	bool found = mk_search_sorted(n, cmp_named, &k, &at);
 	if (pos)
 		*pos = at;
 	return found ? arr[at] : NULL;
 }
 
-static gm_group *find_group(mk_groups *g, const char *name, size_t *pos)
+gm_group *gm_find_group(mk_groups *g, const char *name, size_t *pos)
 {
-	return find_named((void *const *)g->groups, g->ngroups, name, pos);
+	return gm_find_named((void *const *)g->groups, g->ngroups, name, pos);
 }
 
-static gm_member *find_member(gm_group *grp, const char *name, size_t *pos)
+gm_member *gm_find_member(gm_group *grp, const char *name, size_t *pos)
 {
-	return find_named((void *const *)grp->members, grp->nmembers, name, pos);
+	return gm_find_named((void *const *)grp->members, grp->nmembers, name, pos);
 }
 
-static void insert_ptr(void ***arr, size_t *n, size_t pos, void *v)
+void gm_insert_ptr(void ***arr, size_t *n, size_t pos, void *v)
 {
 	void **a = mk_xrealloc(*arr, (*n + 1) * sizeof(*a));
 	memmove(a + pos + 1, a + pos, (*n - pos) * sizeof(*a));
@@ -191,35 +120,35 @@ static void insert_ptr(void ***arr, size_t *n, size_t pos, void *v)
 	(*n)++;
 }
 
-static void remove_ptr(void **arr, size_t *n, size_t pos)
+void gm_remove_ptr(void **arr, size_t *n, size_t pos)
 {
 	memmove(arr + pos, arr + pos + 1, (*n - pos - 1) * sizeof(*arr));
 	(*n)--;
 }
 
 typedef struct {
+	const gm_commit *v;
 	const char *topic;
 	int partition;
 } commit_key;
 
-static int cmp_commit(const void *arr, size_t i, const void *key)
+static int cmp_commit(const void *ctx, size_t i)
 {
-	const gm_commit *c = (const gm_commit *)arr + i;
-	const commit_key *k = key;
-	return part_cmp(c->topic, c->partition, k->topic, k->partition);
+	const commit_key *k = ctx;
+	return part_cmp(k->v[i].topic, k->v[i].partition, k->topic, k->partition);
 }
 
 static gm_commit *find_commit(gm_group *grp, const char *topic, int part, size_t *pos)
 {
-	commit_key k = { topic, part };
+	commit_key k = { grp->commits, topic, part };
 	size_t at;
-	bool found = search_sorted(grp->commits, grp->ncommits, cmp_commit, &k, &at);
+	bool found = mk_search_sorted(grp->ncommits, cmp_commit, &k, &at);
 	if (pos)
 		*pos = at;
 	return found ? &grp->commits[at] : NULL;
 }
 
-static void set_commit(gm_group *grp, const char *topic, int part, int64_t offset)
+void gm_set_commit(gm_group *grp, const char *topic, int part, int64_t offset)
 {
 	size_t pos;
 	gm_commit *c = find_commit(grp, topic, part, &pos);
@@ -295,297 +224,6 @@ static int64_t reset_position(mk_groups *g, gm_group *grp, const char *topic, in
 	return policy == MK_RESET_LATEST ? pi.hw : pi.log_start;
 }
 
-/* ---- group metadata records --------------------------------------------- */
-
-static const char *const reset_names[] = { "earliest", "latest", "none" };
-
-/* The value of a group's metadata record at generation gen. */
-static void meta_value(const gm_group *grp, int64_t gen, mk_strbuf *out)
-{
-	mk_strbuf_addf(out, "generation=%lld", (long long)gen);
-	if (grp->reset >= 0)
-		mk_strbuf_addf(out, " auto.offset.reset=%s", reset_names[grp->reset]);
-	if (grp->session_ms >= 0)
-		mk_strbuf_addf(out, " session.timeout.ms=%lld", (long long)grp->session_ms);
-	if (grp->max_poll >= 0)
-		mk_strbuf_addf(out, " max.poll.records=%lld", (long long)grp->max_poll);
-}
-
-/* Apply one KEY=VALUE of a group's configuration to grp. */
-static mk_err config_set(gm_group *grp, const char *kv, mk_strbuf *why)
-{
-	const char *eq = strchr(kv, '=');
-	if (!eq) {
-		err_why(why, "expected KEY=VALUE, got '%s'%s", kv, "");
-		return MK_INVALID_CONFIG;
-	}
-	size_t kl = (size_t)(eq - kv);
-	const char *v = eq + 1;
-	int64_t n;
-	if (kl == 17 && !strncmp(kv, "auto.offset.reset", kl)) {
-		for (int i = 0; i < 3; i++)
-			if (!strcmp(v, reset_names[i])) {
-				grp->reset = i;
-				return MK_OK;
-			}
-		err_why(why, "auto.offset.reset: bad value '%s'%s (earliest, latest or none)", v, "");
-		return MK_INVALID_CONFIG;
-	}
-	if (kl == 18 && !strncmp(kv, "session.timeout.ms", kl)) {
-		if (!mk_parse_i64(v, &n) || n < 1) {
-			err_why(why, "session.timeout.ms: bad value '%s'%s (an integer >= 1)", v, "");
-			return MK_INVALID_CONFIG;
-		}
-		grp->session_ms = n;
-		return MK_OK;
-	}
-	if (kl == 16 && !strncmp(kv, "max.poll.records", kl)) {
-		if (!mk_parse_i64(v, &n) || n < 1 || n > (1 << 30)) {
-			err_why(why, "max.poll.records: bad value '%s'%s (an integer from 1 to 2^30)", v, "");
-			return MK_INVALID_CONFIG;
-		}
-		grp->max_poll = n;
-		return MK_OK;
-	}
-	err_why(why, "unknown group key '%s'%s (auto.offset.reset, session.timeout.ms, max.poll.records)", kv, "");
-	return MK_INVALID_CONFIG;
-}
-
-/* ---- the offsets topic ---------------------------------------------------- */
-
-/* A group's partition of __consumer_offsets: crc32 of its name, always
- * (the offsets it committed must be found there after any change of the
- * producer's `partitioner`; Kafka uses its own hash, the name's Java
- * hashCode, for this too). */
-static int opart_of(mk_groups *g, const char *group)
-{
-	return mk_partition_for_key(mk_bytes_of(group, strlen(group)), g->nparts,
-				    MK_PARTITIONER_CRC32);
-}
-
-/* Create __consumer_offsets if needed. Under the turn. */
-static mk_err ensure_topic(mk_groups *g, mk_strbuf *why)
-{
-	if (g->nparts)
-		return MK_OK;
-	int n;
-	mk_err err = mk_coord_ensure_topic(g->rt, &n, why);
-	if (err)
-		return err;
-	int32_t *ep = mk_xmalloc((size_t)n * sizeof(*ep));
-	for (int i = 0; i < n; i++)
-		ep[i] = INT32_MIN;
-	pthread_mutex_lock(&g->lock);
-	g->loaded_epoch = ep;
-	g->nparts = n;
-	pthread_mutex_unlock(&g->lock);
-	return MK_OK;
-}
-
-typedef struct {
-	gm_group **groups;
-	size_t ngroups;
-	bool *deleted;           /* parallel: the last group record was a tombstone */
-} load_state;
-
-static gm_group *load_group(load_state *ls, const char *name, size_t len)
-{
-	char buf[MK_TOPIC_NAME_MAX + 1];
-	if (len > MK_TOPIC_NAME_MAX)
-		return NULL;
-	memcpy(buf, name, len);
-	buf[len] = '\0';
-	size_t pos;
-	gm_group *grp = find_named((void *const *)ls->groups, ls->ngroups, buf, &pos);
-	if (!grp) {
-		grp = group_new(buf);
-		size_t n = ls->ngroups;
-		insert_ptr((void ***)&ls->groups, &ls->ngroups, pos, grp);
-		bool *d = mk_xrealloc(ls->deleted, ls->ngroups * sizeof(*d));
-		memmove(d + pos + 1, d + pos, (n - pos) * sizeof(*d));
-		d[pos] = true;   /* until a metadata record says otherwise */
-		ls->deleted = d;
-	}
-	return grp;
-}
-
-static size_t load_index(load_state *ls, gm_group *grp)
-{
-	size_t pos = 0;
-	find_named((void *const *)ls->groups, ls->ngroups, grp->name, &pos);
-	return pos;
-}
-
-static void load_record(load_state *ls, const mk_record_view *rec);
-
-static void replay_one(void *arg, const mk_record_view *rec)
-{
-	load_record(arg, rec);
-}
-
-static void load_record(load_state *ls, const mk_record_view *rec)
-{
-	if (rec->key.len <= 0)
-		return;
-	const char *k = (const char *)rec->key.ptr;
-	size_t kl = (size_t)rec->key.len;
-	const char *s1 = memchr(k, '/', kl);
-	char val[512];
-	size_t vl = rec->value.len > 0 ? (size_t)rec->value.len : 0;
-	if (vl >= sizeof(val))
-		return;
-	if (vl)
-		memcpy(val, rec->value.ptr, vl);
-	val[vl] = '\0';
-	if (!s1) {
-		gm_group *grp = load_group(ls, k, kl);
-		if (!grp)
-			return;
-		size_t i = load_index(ls, grp);
-		if (rec->value.len < 0) {
-			ls->deleted[i] = true;
-			commits_free(grp->commits, grp->ncommits);
-			grp->commits = NULL;
-			grp->ncommits = 0;
-			grp->reset = grp->session_ms = grp->max_poll = -1;
-			return;
-		}
-		ls->deleted[i] = false;
-		grp->reset = grp->session_ms = grp->max_poll = -1;
-		char *save = NULL;
-		for (char *w = strtok_r(val, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-			int64_t n;
-			if (!strncmp(w, "generation=", 11)) {
-				if (mk_parse_i64(w + 11, &n) && n > grp->generation)
-					grp->generation = n;
-			} else {
-				config_set(grp, w, NULL);
-			}
-		}
-		return;
-	}
-	const char *s2 = memchr(s1 + 1, '/', kl - (size_t)(s1 + 1 - k));
-	if (!s2)
-		return;
-	gm_group *grp = load_group(ls, k, (size_t)(s1 - k));
-	if (!grp)
-		return;
-	char topic[MK_TOPIC_NAME_MAX + 1], pbuf[16];
-	size_t tl = (size_t)(s2 - s1 - 1), pl = kl - (size_t)(s2 + 1 - k);
-	if (tl > MK_TOPIC_NAME_MAX || pl >= sizeof(pbuf))
-		return;
-	memcpy(topic, s1 + 1, tl);
-	topic[tl] = '\0';
-	memcpy(pbuf, s2 + 1, pl);
-	pbuf[pl] = '\0';
-	int64_t part, off = -1;
-	if (!mk_parse_i64(pbuf, &part) || part < 0 || part > INT32_MAX)
-		return;
-	if (rec->value.len >= 0 && (!mk_parse_i64(val, &off) || off < 0))
-		return;
-	set_commit(grp, topic, (int)part, off);
-}
-
-/* Read partition op of the offsets topic to its HW into ls. */
-static mk_err load_read(mk_groups *g, int op, load_state *ls, int32_t *epoch)
-{
-	mk_topic *t = mk_cluster_topic(g->c, MK_OFFSETS_TOPIC);
-	mk_partition *p = t ? mk_topic_partition(t, op) : NULL;
-	if (!p) {
-		mk_topic_put(t);
-		return MK_UNKNOWN_TOPIC_OR_PARTITION;
-	}
-	mk_partition_info pi;
-	mk_partition_info_get(p, &pi);
-	*epoch = pi.leader_epoch;
-	mk_err err = pi.leader < 0 ? MK_LEADER_NOT_AVAILABLE : MK_OK;
-	if (!err)
-		err = mk_partition_replay(p, pi.log_start, replay_one, ls);
-	mk_topic_put(t);
-	return err;
-}
-
-/*
- * Rebuild the groups of offsets partition op from the log. Committed
- * offsets and overrides become the log's; a generation only grows; groups
- * the log deleted go unless they have members. Under the turn.
- */
-static void load_partition(mk_groups *g, int op)
-{
-	load_state ls = { NULL, 0, NULL };
-	int32_t epoch;
-	mk_err err = load_read(g, op, &ls, &epoch);
-	pthread_mutex_lock(&g->lock);
-	if (!err) {
-		g->loaded_epoch[op] = epoch;
-		/* Groups of this partition the log no longer has. */
-		for (size_t i = g->ngroups; i-- > 0;) {
-			gm_group *grp = g->groups[i];
-			if (opart_of(g, grp->name) != op)
-				continue;
-			size_t lp;
-			gm_group *lg = find_named((void *const *)ls.groups, ls.ngroups, grp->name, &lp);
-			if ((!lg || ls.deleted[lp]) && !grp->nmembers) {
-				group_free(grp);
-				remove_ptr((void **)g->groups, &g->ngroups, i);
-			}
-		}
-		for (size_t i = 0; i < ls.ngroups; i++) {
-			gm_group *lg = ls.groups[i];
-			size_t pos;
-			gm_group *grp = find_group(g, lg->name, &pos);
-			if (ls.deleted[i] && !grp)
-				continue;
-			if (!grp) {
-				insert_ptr((void ***)&g->groups, &g->ngroups, pos, lg);
-				ls.groups[i] = NULL;
-				continue;
-			}
-			if (lg->generation > grp->generation)
-				grp->generation = lg->generation;
-			grp->reset = lg->reset;
-			grp->session_ms = lg->session_ms;
-			grp->max_poll = lg->max_poll;
-			commits_free(grp->commits, grp->ncommits);
-			grp->commits = lg->commits;
-			grp->ncommits = lg->ncommits;
-			lg->commits = NULL;
-			lg->ncommits = 0;
-		}
-	}
-	pthread_mutex_unlock(&g->lock);
-	for (size_t i = 0; i < ls.ngroups; i++)
-		group_free(ls.groups[i]);
-	free(ls.groups);
-	free(ls.deleted);
-}
-
-/* Reload every offsets partition whose leader epoch moved. Under the turn. */
-static void refresh(mk_groups *g)
-{
-	if (!g->nparts)
-		return;
-	mk_topic *t = mk_cluster_topic(g->c, MK_OFFSETS_TOPIC);
-	if (!t)
-		return;
-	for (int op = 0; op < g->nparts && op < t->npartitions; op++) {
-		mk_partition_info pi;
-		mk_partition_info_get(mk_topic_partition(t, op), &pi);
-		if (pi.leader >= 0 && pi.leader_epoch != g->loaded_epoch[op])
-			load_partition(g, op);
-	}
-	mk_topic_put(t);
-}
-
-/* Readers refresh only when no change is in flight (never wait on acks). */
-static void try_refresh(mk_groups *g)
-{
-	if (mk_coord_trylock(g->rt)) {
-		refresh(g);
-		mk_coord_unlock(g->rt);
-	}
-}
-
 /* ---- open / close / tick ---------------------------------------------------- */
 
 static void tick(void *arg);
@@ -607,9 +245,9 @@ mk_err mk_groups_open(mk_cluster *c, mk_groups **out, mk_strbuf *why)
 	if (t) {
 		mk_topic_put(t);
 		mk_coord_lock(g->rt);
-		mk_err err = ensure_topic(g, why);
+		mk_err err = gm_ensure_topic(g, why);
 		if (!err)
-			refresh(g);
+			gm_refresh(g);
 		mk_coord_unlock(g->rt);
 		if (err) {
 			mk_groups_close(g);
@@ -631,7 +269,7 @@ void mk_groups_close(mk_groups *g)
 		return;
 	mk_coord_free(g->rt);
 	for (size_t i = 0; i < g->ngroups; i++)
-		group_free(g->groups[i]);
+		gm_group_free(g->groups[i]);
 	free(g->groups);
 	free(g->loaded_epoch);
 	pthread_mutex_destroy(&g->lock);
@@ -647,26 +285,24 @@ mk_coord *mk_groups_runtime(mk_groups *g)
 static mk_err lookup(mk_groups *g, const char *group, const char *member,
 		     gm_group **grp, gm_member **m, mk_strbuf *why)
 {
-	*grp = find_group(g, group, NULL);
+	*grp = gm_find_group(g, group, NULL);
 	if (!*grp) {
-		err_why(why, "no group %s%s", group, "");
-		return MK_GROUP_ID_NOT_FOUND;
+		return mk_error(why, MK_GROUP_ID_NOT_FOUND, "no group %s", group);
 	}
 	if (!member)
 		return MK_OK;
-	*m = find_member(*grp, member, NULL);
+	*m = gm_find_member(*grp, member, NULL);
 	if (!*m) {
-		err_why(why, "no member %s in group %s", member, group);
-		return MK_UNKNOWN_MEMBER_ID;
+		return mk_error(why, MK_UNKNOWN_MEMBER_ID, "no member %s in group %s", member, group);
 	}
 	return MK_OK;
 }
 
 bool mk_group_exists(mk_groups *g, const char *group)
 {
-	try_refresh(g);
+	gm_try_refresh(g);
 	pthread_mutex_lock(&g->lock);
-	bool ok = find_group(g, group, NULL) != NULL;
+	bool ok = gm_find_group(g, group, NULL) != NULL;
 	pthread_mutex_unlock(&g->lock);
 	return ok;
 }
@@ -674,15 +310,15 @@ bool mk_group_exists(mk_groups *g, const char *group)
 bool mk_group_member_exists(mk_groups *g, const char *group, const char *member)
 {
 	pthread_mutex_lock(&g->lock);
-	gm_group *grp = find_group(g, group, NULL);
-	bool ok = grp && find_member(grp, member, NULL);
+	gm_group *grp = gm_find_group(g, group, NULL);
+	bool ok = grp && gm_find_member(grp, member, NULL);
 	pthread_mutex_unlock(&g->lock);
 	return ok;
 }
 
 size_t mk_group_names(mk_groups *g, char ***names)
 {
-	try_refresh(g);
+	gm_try_refresh(g);
 	pthread_mutex_lock(&g->lock);
 	size_t n = g->ngroups;
 	*names = mk_xcalloc(n ? n : 1, sizeof(char *));
@@ -695,7 +331,7 @@ size_t mk_group_names(mk_groups *g, char ***names)
 size_t mk_group_member_names(mk_groups *g, const char *group, char ***names)
 {
 	pthread_mutex_lock(&g->lock);
-	gm_group *grp = find_group(g, group, NULL);
+	gm_group *grp = gm_find_group(g, group, NULL);
 	size_t n = grp ? grp->nmembers : 0;
 	*names = mk_xcalloc(n ? n : 1, sizeof(char *));
 	for (size_t i = 0; i < n; i++)
@@ -736,7 +372,7 @@ static void op_release(mk_coord_op *base)
 	for (size_t i = 0; i < op->nstrs; i++)
 		free(op->strs[i]);
 	free(op->strs);
-	group_free(op->fresh);
+	gm_group_free(op->fresh);
 	for (size_t i = 0; i < op->ntodo; i++)
 		free((char *)op->todo[i].topic);
 	free(op->todo);
@@ -767,10 +403,51 @@ static char **strs_copy(const char *const *v, size_t n)
 	return c;
 }
 
-static mk_err submit(gm_op *op, const mk_coord_op_kind *kind,
-		     mk_coord_call *call, mk_strbuf *why)
+/*
+ * An operation's kind: what it does under lock (prepare: validate and
+ * record; apply: make it true; true when there is more to do), wrapped
+ * by group_prepare and group_apply, which refresh from the log and take
+ * the lock. ensure: create __consumer_offsets first (a group's mkdir).
+ */
+typedef struct {
+	mk_coord_op_kind base;   /* first: the runtime's view */
+	bool ensure;
+	mk_err (*prepare)(gm_op *op, mk_groups *g, mk_strbuf *why);
+	bool (*apply)(gm_op *op, mk_groups *g);
+} gm_kind;
+
+static mk_err group_prepare(mk_coord_op *base, mk_strbuf *why)
 {
-	op->base.kind = kind;
+	gm_op *op = (gm_op *)base;
+	const gm_kind *k = (const gm_kind *)base->kind;
+	mk_groups *g = op->g;
+	mk_err err = k->ensure ? gm_ensure_topic(g, why) : MK_OK;
+	if (err)
+		return err;
+	gm_refresh(g);
+	pthread_mutex_lock(&g->lock);
+	err = k->prepare(op, g, why);
+	pthread_mutex_unlock(&g->lock);
+	return err;
+}
+
+static mk_err group_apply(mk_coord_op *base, mk_err err, bool *more,
+			  mk_strbuf *why)
+{
+	(void)why;
+	if (err)
+		return err;
+	gm_op *op = (gm_op *)base;
+	pthread_mutex_lock(&op->g->lock);
+	*more = ((const gm_kind *)base->kind)->apply(op, op->g);
+	pthread_mutex_unlock(&op->g->lock);
+	return MK_OK;
+}
+
+static mk_err submit(gm_op *op, const gm_kind *kind, mk_coord_call *call,
+		     mk_strbuf *why)
+{
+	op->base.kind = &kind->base;
 	return mk_coord_submit(op->g->rt, &op->base, call, why);
 }
 
@@ -778,51 +455,33 @@ static mk_err submit(gm_op *op, const mk_coord_op_kind *kind,
 static void record_meta(gm_op *op, const gm_group *cfg, int64_t gen)
 {
 	mk_strbuf v = MK_STRBUF_INIT;
-	meta_value(cfg, gen, &v);
-	mk_coord_op_record(&op->base, opart_of(op->g, op->group), op->group, v.buf);
+	gm_meta_value(cfg, gen, &v);
+	mk_coord_op_record(&op->base, gm_opart_of(op->g, op->group), op->group, v.buf);
 	mk_strbuf_release(&v);
 }
 
 /* ---- create, delete, configure ---------------------------------------------------- */
 
-static mk_err create_prepare(mk_coord_op *base, mk_strbuf *why)
+static mk_err create_prepare(gm_op *op, mk_groups *g, mk_strbuf *why)
 {
-	gm_op *op = (gm_op *)base;
-	mk_groups *g = op->g;
-	mk_err err = ensure_topic(g, why);
-	if (err)
-		return err;
-	refresh(g);
-	pthread_mutex_lock(&g->lock);
-	bool exists = find_group(g, op->group, NULL);
-	pthread_mutex_unlock(&g->lock);
-	if (exists)
+	if (gm_find_group(g, op->group, NULL))
 		return mk_error(why, MK_GROUP_ALREADY_EXISTS, "group %s already exists", op->group);
-	op->fresh = group_new(op->group);
+	op->fresh = gm_group_new(op->group);
 	record_meta(op, op->fresh, 0);
 	return MK_OK;
 }
 
-static mk_err create_apply(mk_coord_op *base, mk_err err, bool *more,
-			 mk_strbuf *why)
+static bool create_apply(gm_op *op, mk_groups *g)
 {
-	(void)why;
-	if (err)
-		return err;
-	gm_op *op = (gm_op *)base;
-	mk_groups *g = op->g;
-	pthread_mutex_lock(&g->lock);
 	size_t pos;
-	find_group(g, op->group, &pos);
-	insert_ptr((void ***)&g->groups, &g->ngroups, pos, op->fresh);
+	gm_find_group(g, op->group, &pos);
+	gm_insert_ptr((void ***)&g->groups, &g->ngroups, pos, op->fresh);
 	op->fresh = NULL;
-	pthread_mutex_unlock(&g->lock);
-	*more = false;
-	return MK_OK;
+	return false;
 }
 
-static const mk_coord_op_kind create_kind = { "group create", create_prepare,
-					      create_apply, op_release };
+static const gm_kind create_kind = { { "group create", group_prepare, group_apply,
+				       op_release }, true, create_prepare, create_apply };
 
 mk_err mk_group_create(mk_groups *g, const char *group, mk_coord_call *call,
 		       mk_strbuf *why)
@@ -833,54 +492,40 @@ mk_err mk_group_create(mk_groups *g, const char *group, mk_coord_call *call,
 	return submit(op_new(g, group, NULL), &create_kind, call, why);
 }
 
-static mk_err delete_prepare(mk_coord_op *base, mk_strbuf *why)
+static mk_err delete_prepare(gm_op *op, mk_groups *g, mk_strbuf *why)
 {
-	gm_op *op = (gm_op *)base;
-	mk_groups *g = op->g;
-	refresh(g);
-	pthread_mutex_lock(&g->lock);
 	gm_group *grp;
 	gm_member *m = NULL;
 	mk_err err = lookup(g, op->group, NULL, &grp, &m, why);
 	if (!err && grp->nmembers)
 		err = mk_error(why, MK_NON_EMPTY_GROUP,
 			       "group %s has members; they must leave first", op->group);
-	int part = opart_of(g, op->group);
+	int part = gm_opart_of(g, op->group);
 	for (size_t i = 0; !err && i < grp->ncommits; i++) {
 		mk_strbuf k = MK_STRBUF_INIT;
 		mk_strbuf_addf(&k, "%s/%s/%d", op->group, grp->commits[i].topic,
 			       grp->commits[i].partition);
-		mk_coord_op_record(base, part, k.buf, NULL);
+		mk_coord_op_record(&op->base, part, k.buf, NULL);
 		mk_strbuf_release(&k);
 	}
 	if (!err)
-		mk_coord_op_record(base, part, op->group, NULL);   /* the group last */
-	pthread_mutex_unlock(&g->lock);
+		mk_coord_op_record(&op->base, part, op->group, NULL);   /* the group last */
 	return err;
 }
 
-static mk_err delete_apply(mk_coord_op *base, mk_err err, bool *more,
-			 mk_strbuf *why)
+static bool delete_apply(gm_op *op, mk_groups *g)
 {
-	(void)why;
-	if (err)
-		return err;
-	gm_op *op = (gm_op *)base;
-	mk_groups *g = op->g;
-	pthread_mutex_lock(&g->lock);
 	size_t pos;
-	gm_group *grp = find_group(g, op->group, &pos);
+	gm_group *grp = gm_find_group(g, op->group, &pos);
 	if (grp) {
-		group_free(grp);
-		remove_ptr((void **)g->groups, &g->ngroups, pos);
+		gm_group_free(grp);
+		gm_remove_ptr((void **)g->groups, &g->ngroups, pos);
 	}
-	pthread_mutex_unlock(&g->lock);
-	*more = false;
-	return MK_OK;
+	return false;
 }
 
-static const mk_coord_op_kind delete_kind = { "group delete", delete_prepare,
-					      delete_apply, op_release };
+static const gm_kind delete_kind = { { "group delete", group_prepare, group_apply,
+				       op_release }, false, delete_prepare, delete_apply };
 
 mk_err mk_group_delete(mk_groups *g, const char *group, mk_coord_call *call,
 		       mk_strbuf *why)
@@ -888,12 +533,8 @@ mk_err mk_group_delete(mk_groups *g, const char *group, mk_coord_call *call,
 	return submit(op_new(g, group, NULL), &delete_kind, call, why);
 }
 
-static mk_err configure_prepare(mk_coord_op *base, mk_strbuf *why)
+static mk_err configure_prepare(gm_op *op, mk_groups *g, mk_strbuf *why)
 {
-	gm_op *op = (gm_op *)base;
-	mk_groups *g = op->g;
-	refresh(g);
-	pthread_mutex_lock(&g->lock);
 	gm_group *grp;
 	gm_member *m = NULL;
 	mk_err err = lookup(g, op->group, NULL, &grp, &m, why);
@@ -902,35 +543,26 @@ static mk_err configure_prepare(mk_coord_op *base, mk_strbuf *why)
 		op->trial.session_ms = grp->session_ms;
 		op->trial.max_poll = grp->max_poll;
 		for (size_t i = 0; i < op->nstrs && !err; i++)
-			err = config_set(&op->trial, op->strs[i], why);
+			err = gm_config_set(&op->trial, op->strs[i], why);
 		if (!err)
 			record_meta(op, &op->trial, grp->generation);
 	}
-	pthread_mutex_unlock(&g->lock);
 	return err;
 }
 
-static mk_err configure_apply(mk_coord_op *base, mk_err err, bool *more,
-			 mk_strbuf *why)
+static bool configure_apply(gm_op *op, mk_groups *g)
 {
-	(void)why;
-	if (err)
-		return err;
-	gm_op *op = (gm_op *)base;
-	pthread_mutex_lock(&op->g->lock);
-	gm_group *grp = find_group(op->g, op->group, NULL);
+	gm_group *grp = gm_find_group(g, op->group, NULL);
 	if (grp) {
 		grp->reset = op->trial.reset;
 		grp->session_ms = op->trial.session_ms;
 		grp->max_poll = op->trial.max_poll;
 	}
-	pthread_mutex_unlock(&op->g->lock);
-	*more = false;
-	return MK_OK;
+	return false;
 }
 
-static const mk_coord_op_kind configure_kind = { "group configuration", configure_prepare,
-						 configure_apply, op_release };
+static const gm_kind configure_kind = { { "group configuration", group_prepare, group_apply,
+				       op_release }, false, configure_prepare, configure_apply };
 
 mk_err mk_group_configure(mk_groups *g, const char *group,
 			  const char *const *kv, size_t n, mk_coord_call *call,
@@ -944,14 +576,14 @@ mk_err mk_group_configure(mk_groups *g, const char *group,
 mk_err mk_group_config_format(mk_groups *g, const char *group, mk_strbuf *out,
 			      mk_strbuf *why)
 {
-	try_refresh(g);
+	gm_try_refresh(g);
 	pthread_mutex_lock(&g->lock);
 	gm_group *grp;
 	gm_member *m = NULL;
 	mk_err err = lookup(g, group, NULL, &grp, &m, why);
 	if (!err)
 		mk_strbuf_addf(out, "auto.offset.reset=%s\nsession.timeout.ms=%lld\nmax.poll.records=%lld\n",
-			       reset_names[eff_reset(g, grp)],
+			       gm_reset_names[eff_reset(g, grp)],
 			       (long long)eff_session(g, grp),
 			       (long long)eff_max_poll(g, grp));
 	pthread_mutex_unlock(&g->lock);
@@ -1034,12 +666,8 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static mk_err join_prepare(mk_coord_op *base, mk_strbuf *why)
+static mk_err join_prepare(gm_op *op, mk_groups *g, mk_strbuf *why)
 {
-	gm_op *op = (gm_op *)base;
-	mk_groups *g = op->g;
-	refresh(g);
-	pthread_mutex_lock(&g->lock);
 	gm_group *grp;
 	gm_member *m = NULL;
 	mk_err err = lookup(g, op->group, NULL, &grp, &m, why);
@@ -1047,26 +675,18 @@ static mk_err join_prepare(mk_coord_op *base, mk_strbuf *why)
 		op->gen = grp->generation + 1;
 		record_meta(op, grp, op->gen);
 	}
-	pthread_mutex_unlock(&g->lock);
 	return err;
 }
 
-static mk_err join_apply(mk_coord_op *base, mk_err err, bool *more,
-			 mk_strbuf *why)
+static bool join_apply(gm_op *op, mk_groups *g)
 {
-	(void)why;
-	if (err)
-		return err;
-	gm_op *op = (gm_op *)base;
-	mk_groups *g = op->g;
-	pthread_mutex_lock(&g->lock);
-	gm_group *grp = find_group(g, op->group, NULL);
+	gm_group *grp = gm_find_group(g, op->group, NULL);
 	size_t pos;
-	gm_member *m = find_member(grp, op->member, &pos);
+	gm_member *m = gm_find_member(grp, op->member, &pos);
 	if (!m) {
 		m = mk_xcalloc(1, sizeof(*m));
 		m->name = mk_xstrdup(op->member);
-		insert_ptr((void ***)&grp->members, &grp->nmembers, pos, m);
+		gm_insert_ptr((void ***)&grp->members, &grp->nmembers, pos, m);
 	}
 	for (size_t i = 0; i < m->ntopics; i++)
 		free(m->topics[i]);
@@ -1079,13 +699,11 @@ static mk_err join_apply(mk_coord_op *base, mk_err err, bool *more,
 			m->topics[m->ntopics++] = mk_xstrdup(op->strs[i]);
 	m->last_seen_ms = now_ms(g);
 	rebalance(g, grp, op->gen);
-	pthread_mutex_unlock(&g->lock);
-	*more = false;
-	return MK_OK;
+	return false;
 }
 
-static const mk_coord_op_kind join_kind = { "group join", join_prepare, join_apply,
-					    op_release };
+static const gm_kind join_kind = { { "group join", group_prepare, group_apply,
+				       op_release }, false, join_prepare, join_apply };
 
 mk_err mk_group_join(mk_groups *g, const char *group, const char *member,
 		     const char *const *topics, size_t ntopics, mk_coord_call *call,
@@ -1137,52 +755,39 @@ static void apply_removal(gm_op *op, gm_group *grp)
 {
 	for (size_t i = grp->nmembers; i-- > 0;)
 		if (gone(op, grp, grp->members[i])) {
-			member_free(grp->members[i]);
-			remove_ptr((void **)grp->members, &grp->nmembers, i);
+			gm_member_free(grp->members[i]);
+			gm_remove_ptr((void **)grp->members, &grp->nmembers, i);
 			if (op->removed)
 				(*op->removed)++;
 		}
 	rebalance(op->g, grp, op->gen);
 }
 
-static mk_err leave_prepare(mk_coord_op *base, mk_strbuf *why)
+static mk_err leave_prepare(gm_op *op, mk_groups *g, mk_strbuf *why)
 {
-	gm_op *op = (gm_op *)base;
-	mk_groups *g = op->g;
-	refresh(g);
-	pthread_mutex_lock(&g->lock);
 	gm_group *grp;
 	gm_member *m = NULL;
 	mk_err err = lookup(g, op->group, op->member, &grp, &m, why);
 	if (!err)
 		record_removal(op, grp);
-	pthread_mutex_unlock(&g->lock);
 	return err;
 }
 
-static mk_err removal_apply(mk_coord_op *base, mk_err err, bool *more,
-			 mk_strbuf *why)
+static bool removal_apply(gm_op *op, mk_groups *g)
 {
-	(void)why;
-	if (err)
-		return err;
-	gm_op *op = (gm_op *)base;
-	mk_groups *g = op->g;
 	const char *name = op->member ? op->group : op->sweeping;
-	pthread_mutex_lock(&g->lock);
-	gm_group *grp = name ? find_group(g, name, NULL) : NULL;
+	gm_group *grp = name ? gm_find_group(g, name, NULL) : NULL;
 	if (grp)
 		apply_removal(op, grp);
-	pthread_mutex_unlock(&g->lock);
 	/* An expiry sweep goes on to the next group after this one. */
-	*more = !op->member && op->sweeping;
+	bool more = !op->member && op->sweeping;
 	free(op->sweeping);
 	op->sweeping = NULL;
-	return MK_OK;
+	return more;
 }
 
-static const mk_coord_op_kind leave_kind = { "group leave", leave_prepare,
-					     removal_apply, op_release };
+static const gm_kind leave_kind = { { "group leave", group_prepare, group_apply,
+				       op_release }, false, leave_prepare, removal_apply };
 
 mk_err mk_group_leave(mk_groups *g, const char *group, const char *member,
 		      mk_coord_call *call, mk_strbuf *why)
@@ -1192,16 +797,11 @@ mk_err mk_group_leave(mk_groups *g, const char *group, const char *member,
 
 /* One round of the sweep: the first group after done_upto that loses a
  * member (none: the sweep ends). */
-static mk_err expire_prepare(mk_coord_op *base, mk_strbuf *why)
+static mk_err expire_prepare(gm_op *op, mk_groups *g, mk_strbuf *why)
 {
 	(void)why;
-	gm_op *op = (gm_op *)base;
-	mk_groups *g = op->g;
-	if (!op->done_upto)
-		refresh(g);
-	pthread_mutex_lock(&g->lock);
 	size_t i = 0;
-	if (op->done_upto && find_group(g, op->done_upto, &i))
+	if (op->done_upto && gm_find_group(g, op->done_upto, &i))
 		i++;
 	for (; i < g->ngroups && !op->sweeping; i++) {
 		gm_group *grp = g->groups[i];
@@ -1212,12 +812,11 @@ static mk_err expire_prepare(mk_coord_op *base, mk_strbuf *why)
 		if (record_removal(op, grp))
 			op->sweeping = mk_xstrdup(grp->name);
 	}
-	pthread_mutex_unlock(&g->lock);
 	return MK_OK;
 }
 
-static const mk_coord_op_kind expire_kind = { "session expiry", expire_prepare,
-					      removal_apply, op_release };
+static const gm_kind expire_kind = { { "session expiry", group_prepare, group_apply,
+				       op_release }, false, expire_prepare, removal_apply };
 
 mk_err mk_groups_expire(mk_groups *g, int *removed, mk_coord_call *call,
 			mk_strbuf *why)
@@ -1253,10 +852,8 @@ mk_err mk_group_heartbeat(mk_groups *g, const char *group, const char *member,
 	gm_member *m = NULL;
 	mk_err err = lookup(g, group, member, &grp, &m, why);
 	if (!err && generation != grp->generation) {
-		if (why)
-			mk_strbuf_addf(why, "generation %lld is not the current %lld: rejoin",
+		err = mk_error(why, MK_ILLEGAL_GENERATION, "generation %lld is not the current %lld: rejoin",
 				       (long long)generation, (long long)grp->generation);
-		err = MK_ILLEGAL_GENERATION;
 	}
 	if (!err)
 		m->last_seen_ms = now_ms(g);
@@ -1273,32 +870,24 @@ static mk_err check_range(mk_groups *g, const char *topic, int part,
 {
 	mk_partition_info pi;
 	if (!part_info(g, topic, part, &pi)) {
-		if (why)
-			mk_strbuf_addf(why, "no partition %s/%d", topic, part);
-		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+		return mk_error(why, MK_UNKNOWN_TOPIC_OR_PARTITION, "no partition %s/%d", topic, part);
 	}
 	if (pi.leader < 0) {
 		if (lenient)
 			return MK_OK;
-		if (why)
-			mk_strbuf_addf(why, "%s/%d has no online leader", topic, part);
-		return MK_LEADER_NOT_AVAILABLE;
+		return mk_error(why, MK_LEADER_NOT_AVAILABLE, "%s/%d has no online leader", topic, part);
 	}
 	if (offset < pi.log_start || offset > pi.leo) {
-		if (why)
-			mk_strbuf_addf(why, "offset %lld of %s/%d outside [%lld, %lld]",
+		return mk_error(why, MK_OFFSET_OUT_OF_RANGE, "offset %lld of %s/%d outside [%lld, %lld]",
 				       (long long)offset, topic, part,
 				       (long long)pi.log_start, (long long)pi.leo);
-		return MK_OFFSET_OUT_OF_RANGE;
 	}
 	return MK_OK;
 }
 
 static mk_err unowned(mk_strbuf *why, const char *member, const char *topic, int part)
 {
-	if (why)
-		mk_strbuf_addf(why, "member %s does not own %s/%d", member, topic, part);
-	return MK_TOPIC_AUTHORIZATION_FAILED;
+	return mk_error(why, MK_TOPIC_AUTHORIZATION_FAILED, "member %s does not own %s/%d", member, topic, part);
 }
 
 mk_err mk_group_seek(mk_groups *g, const char *group, const char *member,
@@ -1320,12 +909,8 @@ mk_err mk_group_seek(mk_groups *g, const char *group, const char *member,
 	return err;
 }
 
-static mk_err commit_prepare(mk_coord_op *base, mk_strbuf *why)
+static mk_err commit_prepare(gm_op *op, mk_groups *g, mk_strbuf *why)
 {
-	gm_op *op = (gm_op *)base;
-	mk_groups *g = op->g;
-	refresh(g);
-	pthread_mutex_lock(&g->lock);
 	gm_group *grp;
 	gm_member *m = NULL;
 	mk_err err = lookup(g, op->group, op->member, &grp, &m, why);
@@ -1348,41 +933,31 @@ static mk_err commit_prepare(mk_coord_op *base, mk_strbuf *why)
 		else
 			err = check_range(g, e->topic, e->partition, e->offset, true, why);
 	}
-	pthread_mutex_unlock(&g->lock);
 	for (size_t i = 0; !err && i < op->ntodo; i++) {
 		mk_strbuf k = MK_STRBUF_INIT, v = MK_STRBUF_INIT;
 		mk_strbuf_addf(&k, "%s/%s/%d", op->group, op->todo[i].topic,
 			       op->todo[i].partition);
 		mk_strbuf_addf(&v, "%lld", (long long)op->todo[i].offset);
-		mk_coord_op_record(base, opart_of(g, op->group), k.buf, v.buf);
+		mk_coord_op_record(&op->base, gm_opart_of(g, op->group), k.buf, v.buf);
 		mk_strbuf_release(&k);
 		mk_strbuf_release(&v);
 	}
 	return err;
 }
 
-static mk_err commit_apply(mk_coord_op *base, mk_err err, bool *more,
-			 mk_strbuf *why)
+static bool commit_apply(gm_op *op, mk_groups *g)
 {
-	(void)why;
-	if (err)
-		return err;
-	gm_op *op = (gm_op *)base;
-	mk_groups *g = op->g;
-	pthread_mutex_lock(&g->lock);
-	gm_group *grp = find_group(g, op->group, NULL);
-	gm_member *m = grp && op->member ? find_member(grp, op->member, NULL) : NULL;
+	gm_group *grp = gm_find_group(g, op->group, NULL);
+	gm_member *m = grp && op->member ? gm_find_member(grp, op->member, NULL) : NULL;
 	for (size_t i = 0; grp && i < op->ntodo; i++)
-		set_commit(grp, op->todo[i].topic, op->todo[i].partition, op->todo[i].offset);
+		gm_set_commit(grp, op->todo[i].topic, op->todo[i].partition, op->todo[i].offset);
 	if (m)
 		m->last_seen_ms = now_ms(g);
-	pthread_mutex_unlock(&g->lock);
-	*more = false;
-	return MK_OK;
+	return false;
 }
 
-static const mk_coord_op_kind commit_kind = { "offset commit", commit_prepare,
-					      commit_apply, op_release };
+static const gm_kind commit_kind = { { "offset commit", group_prepare, group_apply,
+				       op_release }, false, commit_prepare, commit_apply };
 
 mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
 		       int64_t generation, const mk_commit_entry *entries,
@@ -1489,8 +1064,8 @@ void mk_group_poll_ended(mk_groups *g, const char *group, const char *member,
 			 const char *topic, int partition)
 {
 	pthread_mutex_lock(&g->lock);
-	gm_group *grp = find_group(g, group, NULL);
-	gm_member *m = grp ? find_member(grp, member, NULL) : NULL;
+	gm_group *grp = gm_find_group(g, group, NULL);
+	gm_member *m = grp ? gm_find_member(grp, member, NULL) : NULL;
 	if (m && m->nparts)
 		for (size_t k = 0; k < m->nparts; k++)
 			if (m->parts[k].partition == partition &&
@@ -1508,8 +1083,8 @@ bool mk_group_advance(mk_groups *g, const char *group, const char *member,
 		      const char *topic, int partition, int64_t from, int64_t to)
 {
 	pthread_mutex_lock(&g->lock);
-	gm_group *grp = find_group(g, group, NULL);
-	gm_member *m = grp ? find_member(grp, member, NULL) : NULL;
+	gm_group *grp = gm_find_group(g, group, NULL);
+	gm_member *m = grp ? gm_find_member(grp, member, NULL) : NULL;
 	gm_part *p = m ? find_part(m, topic, partition) : NULL;
 	bool ok = p && p->position == from;
 	if (ok)
@@ -1523,8 +1098,8 @@ bool mk_group_advance(mk_groups *g, const char *group, const char *member,
 static bool poll_start(mk_groups *g, const char *group, const char *member,
 		       char topic[MK_TOPIC_NAME_MAX + 1], int *part)
 {
-	gm_group *grp = find_group(g, group, NULL);
-	gm_member *m = grp ? find_member(grp, member, NULL) : NULL;
+	gm_group *grp = gm_find_group(g, group, NULL);
+	gm_member *m = grp ? gm_find_member(grp, member, NULL) : NULL;
 	if (!m || !m->nparts)
 		return false;
 	gm_part *p = &m->parts[m->poll_next % m->nparts];
@@ -1585,7 +1160,7 @@ mk_err mk_group_describe(mk_groups *g, const char *group, const char *member,
 			 mk_group_info *out, mk_strbuf *why)
 {
 	memset(out, 0, sizeof(*out));
-	try_refresh(g);
+	gm_try_refresh(g);
 	pthread_mutex_lock(&g->lock);
 	gm_group *grp;
 	gm_member *m = NULL;

@@ -9,8 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "coordinator.h"
 #include "failpoint.h"
 #include "parse.h"
+#include "search.h"
 #include "topic_name.h"
 #include "xalloc.h"
 
@@ -43,22 +45,14 @@ typedef struct {
 struct mk_txns {
 	mk_cluster *c;
 	mk_groups *groups;
-	pthread_mutex_t write_lock;
+	mk_coord *rt;            /* the runtime: its turn serialises changes */
 	pthread_mutex_t lock;
-	pthread_cond_t changed;
 	tx_entry **v;            /* sorted by id; Dead ones too */
 	size_t n;
 	int64_t next_pid;
-	bool have_topic;
 	_Atomic bool loaded;     /* the log was read */
-	bool recover_ok;         /* finishing prepared ones may wait for acks */
-	bool recovered;          /* ... and they were (both under write_lock) */
-	pthread_t recoverer;
-	bool recoverer_started;
-
-	pthread_t ticker;
-	bool ticker_started;
-	bool stop;               /* with lock and changed */
+	bool recover_due;        /* recovery waits for the log (under the turn) */
+	bool expire_queued;      /* the periodic sweep is queued (under lock) */
 };
 
 static const char *const state_names[] = {
@@ -152,25 +146,25 @@ static void entry_take(tx_entry *dst, tx_entry *src)
 	entry_free(src);
 }
 
+typedef struct {
+	mk_txns *t;
+	const char *id;
+} id_key;
+
+static int cmp_id(const void *ctx, size_t i)
+{
+	const id_key *k = ctx;
+	return strcmp(k->t->v[i]->id, k->id);
+}
+
 static tx_entry *find(mk_txns *t, const char *id, size_t *pos)
 {
-	size_t lo = 0, hi = t->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(t->v[mid]->id, id);
-		if (!c) {
-			if (pos)
-				*pos = mid;
-			return t->v[mid];
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	id_key k = { t, id };
+	size_t at;
+	bool found = mk_search_sorted(t->n, cmp_id, &k, &at);
 	if (pos)
-		*pos = lo;
-	return NULL;
+		*pos = at;
+	return found ? t->v[at] : NULL;
 }
 
 /* A live (not Dead) entry or NULL. Under lock. */
@@ -338,78 +332,6 @@ static bool parse_value(tx_entry *e, const char *value, size_t len)
 	return ok && have_pid && have_state;
 }
 
-/* Create __transaction_state if needed. Under write_lock. */
-static mk_err ensure_topic(mk_txns *t, mk_strbuf *why)
-{
-	if (t->have_topic)
-		return MK_OK;
-	mk_topic *tp = mk_cluster_topic(t->c, MK_TXN_TOPIC);
-	if (!tp) {
-		int rf = (int)t->c->cfg.offsets_topic_replication_factor;
-		if (rf > t->c->nbrokers)
-			rf = t->c->nbrokers;
-		const char *ov[] = { "cleanup.policy=compact" };
-		mk_err err = mk_cluster_create_topic(t->c, MK_TXN_TOPIC, 1, rf, ov, 1, why);
-		if (err && err != MK_TOPIC_ALREADY_EXISTS)
-			return err;
-	} else {
-		mk_topic_put(tp);
-	}
-	t->have_topic = true;
-	return MK_OK;
-}
-
-/* Append e's state as one record with acks=all. Under write_lock. */
-static mk_err persist(mk_txns *t, const tx_entry *e, mk_strbuf *why)
-{
-	mk_err err = ensure_topic(t, why);
-	if (err)
-		return err;
-	mk_topic *tp = mk_cluster_topic(t->c, MK_TXN_TOPIC);
-	mk_partition *p = tp ? mk_topic_partition(tp, 0) : NULL;
-	if (!p) {
-		mk_topic_put(tp);
-		if (why)
-			mk_strbuf_addstr(why, "the transaction log " MK_TXN_TOPIC " is missing");
-		return MK_UNKNOWN_TOPIC_OR_PARTITION;
-	}
-	static const mk_batch_meta meta = {
-		.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
-		.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
-	};
-	mk_strbuf v = MK_STRBUF_INIT;
-	format_value(e, &v);
-	mk_batch_builder b;
-	mk_builder_init(&b, &meta);
-	mk_builder_add(&b, now_ms(t), mk_bytes_of(e->id, strlen(e->id)),
-		       mk_bytes_of(v.buf, v.len), NULL, 0);
-	mk_builder_finish(&b);
-	mk_produce_args a = { .acks = -1, .seq = -1, .count = b.count };
-	mk_produce_result res;
-	err = mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len, &a,
-				   NULL, &res, why);
-	mk_builder_release(&b);
-	mk_strbuf_release(&v);
-	mk_topic_put(tp);
-	if (err && why)
-		mk_strbuf_addstr(why, " (writing to " MK_TXN_TOPIC ")");
-	return err;
-}
-
-/* Persist the copy n, then install it in e (under lock). n is consumed. */
-static mk_err commit_change(mk_txns *t, tx_entry *e, tx_entry *n, mk_strbuf *why)
-{
-	mk_err err = persist(t, n, why);
-	if (err) {
-		entry_free(n);
-		return err;
-	}
-	pthread_mutex_lock(&t->lock);
-	entry_take(e, n);
-	pthread_mutex_unlock(&t->lock);
-	return MK_OK;
-}
-
 /* ---- load ------------------------------------------------------------------- */
 
 static void load_record(mk_txns *t, const mk_record_view *rec);
@@ -448,7 +370,7 @@ static void load_record(mk_txns *t, const mk_record_view *rec)
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* Read the transaction log to its HW. Under write_lock. */
+/* Read the transaction log to its HW. Under the turn. */
 static mk_err load(mk_txns *t)
 {
 	mk_topic *tp = mk_cluster_topic(t->c, MK_TXN_TOPIC);
@@ -457,7 +379,6 @@ static mk_err load(mk_txns *t)
 		mk_topic_put(tp);
 		return MK_OK;
 	}
-	t->have_topic = true;
 	mk_partition_info pi;
 	mk_partition_info_get(p, &pi);
 	mk_err err = pi.leader < 0 ? MK_LEADER_NOT_AVAILABLE : MK_OK;
@@ -467,211 +388,15 @@ static mk_err load(mk_txns *t)
 	return err;
 }
 
-/* ---- ending a transaction ----------------------------------------------------- */
+/* ---- loading, under the runtime's turn ----------------------------------------- */
 
-/* Wait until no write of e is in flight. Under write_lock, not lock. */
-static void drain_writes(mk_txns *t, tx_entry *e)
-{
-	pthread_mutex_lock(&t->lock);
-	while (e->inflight > 0)
-		pthread_cond_wait(&t->changed, &t->lock);
-	pthread_mutex_unlock(&t->lock);
-}
-
-static mk_err write_marker(mk_txns *t, const tx_entry *e, const tx_part *tp,
-			   bool commit, mk_strbuf *why)
-{
-	mk_topic *topic = mk_cluster_topic(t->c, tp->topic);
-	mk_partition *p = topic ? mk_topic_partition(topic, tp->partition) : NULL;
-	if (!p) {
-		/* The topic was deleted: there is nothing left to mark. */
-		mk_topic_put(topic);
-		return MK_OK;
-	}
-	mk_batch_meta meta = {
-		.flags = commit ? MK_BATCH_COMMIT_MARKER : MK_BATCH_ABORT_MARKER,
-		.base_offset = 0, .leader_epoch = 0, .producer_id = e->pid,
-		.producer_epoch = e->epoch, .base_sequence = -1,
-		.txn_id = { NULL, -1 },
-	};
-	mk_strbuf frame = MK_STRBUF_INIT;
-	mk_frame_marker(&frame, &meta, now_ms(t));
-	mk_produce_args a = { .acks = -1, .seq = -1, .count = 1 };
-	mk_produce_result res;
-	mk_err err = mk_partition_produce(p, (uint8_t *)frame.buf, frame.len, &a,
-					  NULL, &res, why);
-	mk_strbuf_release(&frame);
-	mk_topic_put(topic);
-	if (err && why)
-		mk_strbuf_addf(why, " (the %s marker of transaction %s on %s/%d)",
-			       commit ? "COMMIT" : "ABORT", e->id, tp->topic,
-			       tp->partition);
-	return err;
-}
-
-/* Commit the staged offsets, one call per group. */
-static mk_err commit_offsets(mk_txns *t, const tx_entry *e, mk_strbuf *why)
-{
-	size_t i = 0;
-	while (i < e->noffs) {
-		size_t j = i;
-		while (j < e->noffs && !strcmp(e->offs[j].group, e->offs[i].group))
-			j++;
-		mk_commit_entry *ce = mk_xcalloc(j - i, sizeof(*ce));
-		for (size_t k = i; k < j; k++)
-			ce[k - i] = (mk_commit_entry){ e->offs[k].topic,
-						       e->offs[k].partition,
-						       e->offs[k].offset };
-		mk_strbuf gwhy = MK_STRBUF_INIT;
-		mk_coord_call call = { 0 };
-		mk_err err = t->groups
-			? mk_group_commit_offsets(t->groups, e->offs[i].group, ce,
-						  j - i, &call, &gwhy)
-			: MK_GROUP_ID_NOT_FOUND;
-		if (!err)
-			err = mk_coord_call_wait(&call, &gwhy);
-		free(ce);
-		if (err == MK_GROUP_ID_NOT_FOUND || err == MK_UNKNOWN_TOPIC_OR_PARTITION) {
-			/* Gone since they were staged: the transaction
-			 * commits without them, and /errors says so. */
-			mk_errlog_add(&t->c->errlog, now_ms(t), NULL, err,
-				      "transaction %s: offsets of group %s not committed: %s",
-				      e->id, e->offs[i].group, gwhy.buf);
-			err = MK_OK;
-		}
-		if (err && why)
-			mk_strbuf_addf(why, "committing the offsets of group %s: %s",
-				       e->offs[i].group, gwhy.buf);
-		mk_strbuf_release(&gwhy);
-		if (err)
-			return err;
-		i = j;
-	}
-	return MK_OK;
-}
-
-/*
- * Steps 2-4 of an end for a prepared e (txn.h). Under write_lock; no
- * write is in flight (Prepare refuses new ones).
- */
-static mk_err complete(mk_txns *t, tx_entry *e, mk_strbuf *why)
-{
-	bool commit = e->state == MK_TXN_PREPARE_COMMIT;
-	pthread_mutex_lock(&t->lock);
-	tx_entry *snap = entry_copy(e);
-	pthread_mutex_unlock(&t->lock);
-	mk_err err = MK_OK;
-	for (size_t i = 0; i < snap->nparts && !err; i++) {
-		err = write_marker(t, snap, &snap->parts[i], commit, why);
-		if (!err)
-			MK_FAILPOINT("txn.end.after-marker");
-	}
-	if (!err && commit) {
-		err = commit_offsets(t, snap, why);
-		if (!err)
-			MK_FAILPOINT("txn.end.after-offsets");
-	}
-	if (!err) {
-		entry_clear_txn(snap);
-		snap->state = commit ? MK_TXN_COMPLETE_COMMIT : MK_TXN_COMPLETE_ABORT;
-		err = commit_change(t, e, snap, why);
-		snap = NULL;
-		if (!err)
-			MK_FAILPOINT("txn.end.after-complete");
-	}
-	entry_free(snap);
-	return err;
-}
-
-/*
- * End e's open transaction with a decision, at epoch `epoch` (the current
- * one, or the new one of an init or a timeout). Under write_lock.
- */
-static mk_err end_locked(mk_txns *t, tx_entry *e, bool commit, int16_t epoch,
-			 mk_strbuf *why)
-{
-	drain_writes(t, e);
-	pthread_mutex_lock(&t->lock);
-	mk_txn_state st = e->state;
-	pthread_mutex_unlock(&t->lock);
-	if (is_prepared(st)) {
-		if ((st == MK_TXN_PREPARE_COMMIT) != commit && epoch == e->epoch) {
-			if (why)
-				mk_strbuf_addf(why, "transaction %s is in %s: it can only be finished that way",
-					       e->id, state_names[st]);
-			return MK_INVALID_TXN_STATE;
-		}
-		mk_err err = complete(t, e, why);
-		if (err || epoch == e->epoch)
-			return err;
-		st = e->state;
-	}
-	if (st != MK_TXN_ONGOING) {
-		if (epoch == e->epoch)
-			return MK_OK;
-		pthread_mutex_lock(&t->lock);
-		tx_entry *n = entry_copy(e);
-		pthread_mutex_unlock(&t->lock);
-		n->epoch = epoch;
-		return commit_change(t, e, n, why);
-	}
-	pthread_mutex_lock(&t->lock);
-	tx_entry *n = entry_copy(e);
-	pthread_mutex_unlock(&t->lock);
-	n->epoch = epoch;
-	n->state = commit ? MK_TXN_PREPARE_COMMIT : MK_TXN_PREPARE_ABORT;
-	if (!commit) {
-		/* An abort drops the staged offsets. */
-		for (size_t i = 0; i < n->noffs; i++) {
-			free(n->offs[i].group);
-			free(n->offs[i].topic);
-		}
-		n->noffs = 0;
-	}
-	mk_err err = commit_change(t, e, n, why);
-	if (err)
-		return err;
-	MK_FAILPOINT("txn.end.after-prepare");
-	return complete(t, e, why);
-}
-
-/* ---- open / close / tick -------------------------------------------------------- */
-
-/* Mount recovery: finish every prepared transaction. Under write_lock. */
-static void finish_prepared(mk_txns *t)
-{
-	for (size_t i = 0; i < t->n; i++) {
-		tx_entry *e = t->v[i];
-		if (!is_prepared(e->state))
-			continue;
-		mk_strbuf w = MK_STRBUF_INIT;
-		mk_err err = complete(t, e, &w);
-		if (err)
-			mk_errlog_add(&t->c->errlog, mk_wall_ms(), NULL, err,
-				      "transaction %s stays %s after recovery: %s", e->id,
-				      state_names[e->state], w.buf);
-		mk_strbuf_release(&w);
-	}
-}
-
-/*
- * Read the log once (and again after a failed try), then — once recovery
- * may wait for acknowledgements (mk_txns_recover) — finish every prepared
- * transaction: all its markers (and offsets) and its Complete record. One
- * that cannot be finished now (a partition without a leader) stays
- * prepared, in /errors. Without a leader for the log itself the
- * coordinator waits: every change is LEADER_NOT_AVAILABLE until a later
- * call reads it. Under write_lock.
- */
+/* Read the log once (and again after a failed try). Without a leader for
+ * it the coordinator waits: every change is LEADER_NOT_AVAILABLE until a
+ * later call reads it. */
 static mk_err ensure_loaded(mk_txns *t, mk_strbuf *why)
 {
-	if (t->loaded) {
-		if (t->recover_ok && !t->recovered) {
-			t->recovered = true;
-			finish_prepared(t);
-		}
+	if (t->loaded)
 		return MK_OK;
-	}
 	pthread_mutex_lock(&t->lock);
 	for (size_t i = 0; i < t->n; i++)
 		entry_free(t->v[i]);
@@ -679,223 +404,621 @@ static mk_err ensure_loaded(mk_txns *t, mk_strbuf *why)
 	t->next_pid = MK_TXN_PID_BASE;
 	pthread_mutex_unlock(&t->lock);
 	mk_err err = load(t);
-	if (err) {
-		if (why)
-			mk_strbuf_addstr(why, "the transaction log " MK_TXN_TOPIC
-					 " cannot be read now (no leader)");
-		return err;
-	}
+	if (err)
+		return mk_error(why, err, "the transaction log " MK_TXN_TOPIC
+				" cannot be read now (no leader)");
 	t->loaded = true;
-	if (t->recover_ok && !t->recovered) {
-		t->recovered = true;
-		finish_prepared(t);
-	}
 	return MK_OK;
 }
 
 /* Readers: load if nobody is changing anything (never wait). */
 static void try_load(mk_txns *t)
 {
-	if (t->loaded)      /* set once, under write_lock; a stale false only tries */
+	if (t->loaded)      /* set once, under the turn; a stale false only tries */
 		return;
-	if (pthread_mutex_trylock(&t->write_lock) == 0) {
+	if (mk_coord_trylock(t->rt)) {
 		ensure_loaded(t, NULL);
-		pthread_mutex_unlock(&t->write_lock);
+		mk_coord_unlock(t->rt);
 	}
 }
 
-/* Take write_lock with the log read; on failure nothing is held. */
-static mk_err lock_loaded(mk_txns *t, mk_strbuf *why)
+/* ---- operations (coordinator.h) ------------------------------------------------- */
+
+/* The steps of an end (txn.h): decide (record Prepare, or only a new
+ * epoch), the markers, the offsets (one group a round), Complete, and the
+ * new epoch of an init or a timeout that found the transaction prepared. */
+typedef enum { END_DECIDE, END_MARKERS, END_OFFSETS, END_COMPLETE, END_EPOCH,
+	       END_DONE } end_step;
+
+typedef enum { SWEEP_NONE, SWEEP_EXPIRE, SWEEP_RECOVER } sweep_kind;
+
+typedef struct {
+	mk_coord_op base;        /* first */
+	mk_txns *t;
+	char *id;
+	tx_entry *n;             /* the state this round records and installs */
+	/* an end of id */
+	bool ending, commit;
+	int16_t epoch;
+	end_step step, did;      /* the next step; the one this round took */
+	size_t goff;             /* END_OFFSETS: the first offset of the group */
+	tx_entry *snap;          /* the prepared state the end finishes */
+	/* a sweep over ids, one end at a time */
+	sweep_kind sweep;
+	char *done_upto;
+	int64_t now;
+	int *count;
+	mk_err first;
+	mk_strbuf first_why;
+	bool ticked;             /* the periodic sweep's */
+	/* begin_write, stage_offsets */
+	int64_t pid;
+	int16_t pepoch;
+	char *topic;
+	int part;
+	mk_txn_offset *offs;
+	size_t noffs;
+} tx_op;
+
+static void tx_release(mk_coord_op *base)
 {
-	pthread_mutex_lock(&t->write_lock);
+	tx_op *op = (tx_op *)base;
+	free(op->id);
+	entry_free(op->n);
+	entry_free(op->snap);
+	free(op->done_upto);
+	free(op->topic);
+	for (size_t i = 0; i < op->noffs; i++) {
+		free((char *)op->offs[i].group);
+		free((char *)op->offs[i].topic);
+	}
+	free(op->offs);
+	mk_strbuf_release(&op->first_why);
+	if (op->ticked) {
+		pthread_mutex_lock(&op->t->lock);
+		op->t->expire_queued = false;
+		pthread_mutex_unlock(&op->t->lock);
+	}
+	free(op);
+}
+
+static tx_op *tx_new(mk_txns *t, const char *id)
+{
+	tx_op *op = mk_xcalloc(1, sizeof(*op));
+	op->t = t;
+	op->id = id ? mk_xstrdup(id) : NULL;
+	return op;
+}
+
+static mk_err tx_submit(tx_op *op, const mk_coord_op_kind *kind,
+			mk_coord_call *call, mk_strbuf *why)
+{
+	op->base.kind = kind;
+	return mk_coord_submit(op->t->rt, &op->base, call, why);
+}
+
+/* Record n as the id's state (installed by tx_install once acknowledged). */
+static void tx_record(tx_op *op, tx_entry *n)
+{
+	entry_free(op->n);
+	op->n = n;
+	mk_strbuf v = MK_STRBUF_INIT;
+	format_value(n, &v);
+	mk_coord_op_record(&op->base, 0, n->id, v.buf);
+	mk_strbuf_release(&v);
+}
+
+/* Install the recorded state: the id's entry takes it, or it is new. */
+static void tx_install(tx_op *op)
+{
+	mk_txns *t = op->t;
+	pthread_mutex_lock(&t->lock);
+	tx_entry *e = find(t, op->n->id, NULL);
+	if (e)
+		entry_take(e, op->n);
+	else
+		insert(t, op->n);
+	op->n = NULL;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* A copy of id's live entry, or NULL. */
+static tx_entry *live_copy(mk_txns *t, const char *id)
+{
+	pthread_mutex_lock(&t->lock);
+	tx_entry *e = find_live(t, id);
+	tx_entry *c = e ? entry_copy(e) : NULL;
+	if (c)
+		c->inflight = e->inflight;
+	pthread_mutex_unlock(&t->lock);
+	return c;
+}
+
+static mk_err no_such(const char *id, mk_strbuf *why)
+{
+	return mk_error(why, MK_TRANSACTIONAL_ID_NOT_FOUND,
+			"no transactional id %s (mkdir /transactions/%s first)", id, id);
+}
+
+static const mk_coord_op_kind recover_kind;
+
+/* Every operation's first step: the log read, and mount recovery ahead
+ * of the first change once it is due (mk_txns_recover). */
+static mk_err tx_ready(tx_op *op, mk_strbuf *why)
+{
+	mk_txns *t = op->t;
 	mk_err err = ensure_loaded(t, why);
+	if (err || !t->recover_due || op->base.kind == &recover_kind)
+		return err;
+	t->recover_due = false;
+	tx_op *r = tx_new(t, NULL);
+	r->sweep = SWEEP_RECOVER;
+	r->base.kind = &recover_kind;
+	mk_coord_push_front(t->rt, &r->base);
+	mk_coord_op_retry(&op->base, NULL, NULL);
+	return MK_OK;
+}
+
+/* ---- ending a transaction --------------------------------------------------------- */
+
+static mk_err write_marker(tx_op *op, const tx_part *tp, mk_strbuf *why)
+{
+	mk_txns *t = op->t;
+	mk_topic *topic = mk_cluster_topic(t->c, tp->topic);
+	if (!topic || !mk_topic_partition(topic, tp->partition)) {
+		/* The topic was deleted: there is nothing left to mark. */
+		mk_topic_put(topic);
+		return MK_OK;
+	}
+	mk_batch_meta meta = {
+		.flags = op->commit ? MK_BATCH_COMMIT_MARKER : MK_BATCH_ABORT_MARKER,
+		.base_offset = 0, .leader_epoch = 0, .producer_id = op->snap->pid,
+		.producer_epoch = op->snap->epoch, .base_sequence = -1,
+		.txn_id = { NULL, -1 },
+	};
+	mk_strbuf frame = MK_STRBUF_INIT;
+	mk_frame_marker(&frame, &meta, now_ms(t));
+	mk_err err = mk_coord_op_append(&op->base, topic, tp->partition,
+					(uint8_t *)frame.buf, frame.len, why);
+	mk_strbuf_release(&frame);
 	if (err)
-		pthread_mutex_unlock(&t->write_lock);
+		mk_strbuf_addf(why, " (the %s marker of transaction %s on %s/%d)",
+			       op->commit ? "COMMIT" : "ABORT", op->id, tp->topic,
+			       tp->partition);
 	return err;
 }
 
-mk_err mk_txns_open(mk_cluster *c, mk_groups *groups, mk_txns **out,
-		    mk_strbuf *why)
+/* END_OFFSETS: commit the staged offsets of the group at goff. */
+static mk_err commit_group(tx_op *op, mk_strbuf *why)
 {
+	const tx_entry *s = op->snap;
+	size_t i = op->goff, j = i;
+	while (j < s->noffs && !strcmp(s->offs[j].group, s->offs[i].group))
+		j++;
+	mk_commit_entry *ce = mk_xcalloc(j - i, sizeof(*ce));
+	for (size_t k = i; k < j; k++)
+		ce[k - i] = (mk_commit_entry){ s->offs[k].topic, s->offs[k].partition,
+					       s->offs[k].offset };
+	/* Its result, now or when the call completes, is apply's. */
+	mk_strbuf *gwhy = &op->base.sub_why;
+	mk_strbuf_reset(gwhy);
+	op->base.sub_result = op->t->groups
+		? mk_group_commit_offsets(op->t->groups, s->offs[i].group, ce, j - i,
+					  mk_coord_op_sub(&op->base), gwhy)
+		: mk_error(gwhy, MK_GROUP_ID_NOT_FOUND, "no group coordinator");
+	free(ce);
 	(void)why;
-	mk_txns *t = mk_xcalloc(1, sizeof(*t));
-	t->c = c;
-	t->groups = groups;
-	t->next_pid = MK_TXN_PID_BASE;
-	pthread_mutex_init(&t->write_lock, NULL);
-	pthread_mutex_init(&t->lock, NULL);
-	pthread_cond_init(&t->changed, NULL);
-	pthread_mutex_lock(&t->write_lock);
-	mk_strbuf w = MK_STRBUF_INIT;
-	mk_err err = ensure_loaded(t, &w);
-	if (err)
-		mk_errlog_add(&c->errlog, mk_wall_ms(), NULL, err,
-			      "transaction coordinator: %s; transactions wait for it", w.buf);
-	mk_strbuf_release(&w);
-	pthread_mutex_unlock(&t->write_lock);
-	*out = t;
 	return MK_OK;
+}
+
+/* One round of the end of op->id (see end_step). */
+static mk_err end_prepare(tx_op *op, mk_strbuf *why)
+{
+	mk_txns *t = op->t;
+	tx_entry *e = live_copy(t, op->id);
+	mk_err err = MK_OK;
+	op->did = op->step;
+	if (!e)
+		return no_such(op->id, why);
+	if (op->step == END_DECIDE && op->epoch < 0)
+		op->epoch = e->epoch;    /* an end: the epoch its turn finds */
+	if (op->step == END_DECIDE) {
+		if (e->inflight) {
+			/* A write of it is being appended: after it lands. */
+			mk_coord_op_retry(&op->base, NULL, NULL);
+		} else if (is_prepared(e->state)) {
+			if ((e->state == MK_TXN_PREPARE_COMMIT) != op->commit &&
+			    op->epoch == e->epoch) {
+				err = mk_error(why, MK_INVALID_TXN_STATE,
+					       "transaction %s is in %s: it can only be finished that way",
+					       e->id, state_names[e->state]);
+			} else {
+				op->commit = e->state == MK_TXN_PREPARE_COMMIT;
+				op->snap = e;
+				e = NULL;
+				op->step = op->did = END_MARKERS;
+			}
+		} else if (e->state != MK_TXN_ONGOING) {
+			if (op->epoch != e->epoch) {
+				e->epoch = op->epoch;
+				tx_record(op, e);
+				e = NULL;
+				op->did = END_EPOCH;
+			} else {
+				op->did = END_DONE;
+			}
+		} else {
+			e->epoch = op->epoch;
+			e->state = op->commit ? MK_TXN_PREPARE_COMMIT : MK_TXN_PREPARE_ABORT;
+			if (!op->commit) {
+				/* An abort drops the staged offsets. */
+				for (size_t i = 0; i < e->noffs; i++) {
+					free(e->offs[i].group);
+					free(e->offs[i].topic);
+				}
+				e->noffs = 0;
+			}
+			op->snap = entry_copy(e);
+			tx_record(op, e);
+			e = NULL;
+		}
+	}
+	if (!err && op->did == END_MARKERS) {
+		for (size_t i = 0; i < op->snap->nparts && !err; i++) {
+			err = write_marker(op, &op->snap->parts[i], why);
+			if (!err)
+				MK_FAILPOINT("txn.end.after-marker");
+		}
+	} else if (!err && op->did == END_OFFSETS) {
+		err = commit_group(op, why);
+	} else if (!err && op->did == END_COMPLETE) {
+		tx_entry *n = entry_copy(op->snap);
+		entry_clear_txn(n);
+		n->state = op->commit ? MK_TXN_COMPLETE_COMMIT : MK_TXN_COMPLETE_ABORT;
+		tx_record(op, n);
+	} else if (!err && op->did == END_EPOCH && op->step == END_EPOCH) {
+		e->epoch = op->epoch;
+		tx_record(op, e);
+		e = NULL;
+	}
+	entry_free(e);
+	return err;
+}
+
+/* The end's round was acknowledged (or failed: err): the next step. */
+static mk_err end_apply(tx_op *op, mk_err err, mk_strbuf *why)
+{
+	mk_txns *t = op->t;
+	if (err || op->base.retry)
+		return err;
+	switch (op->did) {
+	case END_DECIDE:       /* Prepare recorded */
+		tx_install(op);
+		MK_FAILPOINT("txn.end.after-prepare");
+		op->step = END_MARKERS;
+		break;
+	case END_MARKERS:
+		op->step = op->commit && op->snap->noffs ? END_OFFSETS : END_COMPLETE;
+		break;
+	case END_OFFSETS: {
+		err = op->base.sub_result;
+		const char *g = op->snap->offs[op->goff].group;
+		if (err == MK_GROUP_ID_NOT_FOUND || err == MK_UNKNOWN_TOPIC_OR_PARTITION) {
+			/* Gone since they were staged: the transaction
+			 * commits without them, and /errors says so. */
+			mk_errlog_add(&t->c->errlog, now_ms(t), NULL, err,
+				      "transaction %s: offsets of group %s not committed: %s",
+				      op->id, g, op->base.sub_why.buf);
+			err = MK_OK;
+		}
+		if (err)
+			return mk_error(why, err, "committing the offsets of group %s: %s", g,
+					op->base.sub_why.buf);
+		while (op->goff < op->snap->noffs && !strcmp(op->snap->offs[op->goff].group, g))
+			op->goff++;
+		if (op->goff == op->snap->noffs) {
+			MK_FAILPOINT("txn.end.after-offsets");
+			op->step = END_COMPLETE;
+		}
+		break;
+	}
+	case END_COMPLETE: {
+		tx_install(op);
+		MK_FAILPOINT("txn.end.after-complete");
+		pthread_mutex_lock(&t->lock);
+		tx_entry *e = find_live(t, op->id);
+		bool bump = e && e->epoch != op->epoch;
+		pthread_mutex_unlock(&t->lock);
+		op->step = bump ? END_EPOCH : END_DONE;
+		break;
+	}
+	case END_EPOCH:
+		tx_install(op);
+		op->step = END_DONE;
+		break;
+	default:
+		op->step = END_DONE;
+	}
+	return MK_OK;
+}
+
+/* Start an end of id: decision commit, at epoch (the current one, or the
+ * new one of an init or a timeout). */
+static void end_begin(tx_op *op, const char *id, bool commit, int16_t epoch)
+{
+	if (id != op->id) {
+		free(op->id);
+		op->id = mk_xstrdup(id);
+	}
+	op->ending = true;
+	op->commit = commit;
+	op->epoch = epoch;
+	op->step = END_DECIDE;
+	op->goff = 0;
+	entry_free(op->snap);
+	op->snap = NULL;
+}
+
+/* init, end: the end's rounds after a check of the id. */
+static mk_err end_kind_prepare(mk_coord_op *base, mk_strbuf *why)
+{
+	tx_op *op = (tx_op *)base;
+	mk_err err = tx_ready(op, why);
+	if (err || base->retry)
+		return err;
+	if (!op->ending) {
+		/* init: the check, and the end at the next epoch */
+		tx_entry *e = live_copy(op->t, op->id);
+		if (!e)
+			return no_such(op->id, why);
+		int16_t ep = e->epoch;
+		entry_free(e);
+		if (ep == INT16_MAX)
+			return mk_error(why, MK_INVALID_REQUEST,
+					"transactional id %s has used every epoch", op->id);
+		end_begin(op, op->id, false, (int16_t)(ep + 1));
+	}
+	return end_prepare(op, why);
+}
+
+static mk_err end_kind_apply(mk_coord_op *base, mk_err err, bool *more,
+			     mk_strbuf *why)
+{
+	tx_op *op = (tx_op *)base;
+	err = end_apply(op, err, why);
+	*more = !err && op->step != END_DONE;
+	return err;
+}
+
+static const mk_coord_op_kind end_kind = { "transaction end", end_kind_prepare,
+					   end_kind_apply, tx_release };
+
+mk_err mk_txn_init(mk_txns *t, const char *id, mk_coord_call *call, mk_strbuf *why)
+{
+	return tx_submit(tx_new(t, id), &end_kind, call, why);
+}
+
+mk_err mk_txn_end(mk_txns *t, const char *id, bool commit, mk_coord_call *call,
+		  mk_strbuf *why)
+{
+	tx_op *op = tx_new(t, id);
+	/* The current epoch is the one when its turn comes. */
+	op->ending = true;
+	op->commit = commit;
+	op->epoch = -1;
+	op->step = END_DECIDE;
+	return tx_submit(op, &end_kind, call, why);
+}
+
+/* ---- sweeps: timeouts and mount recovery ------------------------------------------ */
+
+/* The next id after done_upto the sweep ends, with its end begun; false
+ * when none is left. */
+static bool sweep_next(tx_op *op)
+{
+	mk_txns *t = op->t;
+	int64_t timeout = t->c->cfg.transaction_timeout_ms;
+	pthread_mutex_lock(&t->lock);
+	size_t i = 0;
+	if (op->done_upto && find(t, op->done_upto, &i))
+		i++;
+	tx_entry *pick = NULL;
+	for (; i < t->n && !pick; i++) {
+		tx_entry *e = t->v[i];
+		if (op->sweep == SWEEP_RECOVER ? is_prepared(e->state)
+		    : e->state == MK_TXN_ONGOING && e->epoch < INT16_MAX &&
+		      mk_deadline(e->start_ms, timeout) <= op->now)
+			pick = e;
+	}
+	if (pick) {
+		free(op->done_upto);
+		op->done_upto = mk_xstrdup(pick->id);
+		if (op->sweep == SWEEP_RECOVER)
+			end_begin(op, pick->id, pick->state == MK_TXN_PREPARE_COMMIT, pick->epoch);
+		else
+			end_begin(op, pick->id, false, (int16_t)(pick->epoch + 1));
+	}
+	pthread_mutex_unlock(&t->lock);
+	return pick != NULL;
+}
+
+static mk_err sweep_prepare(mk_coord_op *base, mk_strbuf *why)
+{
+	tx_op *op = (tx_op *)base;
+	mk_err err = tx_ready(op, why);
+	if (err || base->retry)
+		return err;
+	if (!op->ending && !sweep_next(op))
+		return MK_OK;    /* nothing (more) to end: done */
+	return end_prepare(op, why);
+}
+
+static mk_err sweep_apply(mk_coord_op *base, mk_err err, bool *more, mk_strbuf *why)
+{
+	tx_op *op = (tx_op *)base;
+	mk_txns *t = op->t;
+	*more = false;
+	if (!op->ending) {
+		/* This round found nothing (more) to end, or the log unread. */
+		if (err && op->sweep == SWEEP_RECOVER) {
+			mk_errlog_add(&t->c->errlog, mk_wall_ms(), NULL, err,
+				      "transaction coordinator: %s; recovery waits for it", why->buf);
+			t->recover_due = true;   /* the first change that reads it */
+			return MK_OK;
+		}
+		if (err || !op->first)
+			return err;
+		mk_strbuf_reset(why);
+		mk_strbuf_add(why, op->first_why.buf, op->first_why.len);
+		return op->first;
+	}
+	err = end_apply(op, err, why);
+	if (!err && op->step != END_DONE) {
+		*more = true;
+		return MK_OK;
+	}
+	if (err && op->sweep == SWEEP_RECOVER)
+		mk_errlog_add(&t->c->errlog, mk_wall_ms(), NULL, err,
+			      "transaction %s stays prepared after recovery: %s", op->id, why->buf);
+	else if (err)
+		mk_errlog_add(&t->c->errlog, op->now, NULL, err,
+			      "transaction %s timed out, its abort failed: %s", op->id, why->buf);
+	if (err && !op->first) {
+		op->first = err;
+		mk_strbuf_add(&op->first_why, why->buf, why->len);
+	} else if (!err && op->count) {
+		(*op->count)++;
+	}
+	/* On to the next id. */
+	op->ending = false;
+	*more = true;
+	return MK_OK;
+}
+
+static const mk_coord_op_kind expire_kind = { "transaction timeout", sweep_prepare,
+					      sweep_apply, tx_release };
+static const mk_coord_op_kind recover_kind = { "transaction recovery", sweep_prepare,
+					       sweep_apply, tx_release };
+
+mk_err mk_txns_expire(mk_txns *t, int *aborted, mk_coord_call *call, mk_strbuf *why)
+{
+	if (aborted)
+		*aborted = 0;
+	tx_op *op = tx_new(t, NULL);
+	op->sweep = SWEEP_EXPIRE;
+	op->now = now_ms(t);
+	op->count = aborted;
+	return tx_submit(op, &expire_kind, call, why);
+}
+
+/* The periodic task (auto mode): one timeout sweep at a time. */
+static void tick(void *arg)
+{
+	mk_txns *t = arg;
+	pthread_mutex_lock(&t->lock);
+	bool queued = t->expire_queued;
+	t->expire_queued = true;
+	pthread_mutex_unlock(&t->lock);
+	if (queued)
+		return;
+	tx_op *op = tx_new(t, NULL);
+	op->sweep = SWEEP_EXPIRE;
+	op->now = now_ms(t);
+	op->ticked = true;
+	tx_submit(op, &expire_kind, NULL, NULL);
 }
 
 void mk_txns_recover(mk_txns *t)
 {
-	pthread_mutex_lock(&t->write_lock);
-	t->recover_ok = true;
-	mk_strbuf w = MK_STRBUF_INIT;
-	if (ensure_loaded(t, &w))
-		mk_errlog_add(&t->c->errlog, mk_wall_ms(), NULL, MK_LEADER_NOT_AVAILABLE,
-			      "transaction coordinator: %s; recovery waits for it", w.buf);
-	mk_strbuf_release(&w);
-	pthread_mutex_unlock(&t->write_lock);
+	tx_op *op = tx_new(t, NULL);
+	op->sweep = SWEEP_RECOVER;
+	tx_submit(op, &recover_kind, NULL, NULL);
+}
+/* ---- ids, staged offsets, registered partitions: one record each --------------------- */
+
+/* The kinds whose round records op->n (from prepare) and installs it. */
+static mk_err install_apply(mk_coord_op *base, mk_err err, bool *more, mk_strbuf *why)
+{
+	(void)why;
+	tx_op *op = (tx_op *)base;
+	*more = false;
+	if (!err && op->n)
+		tx_install(op);
+	return err;
 }
 
-static void *recoverer_main(void *arg)
+static mk_err create_prepare(mk_coord_op *base, mk_strbuf *why)
 {
-	mk_txns_recover(arg);
-	return NULL;
-}
-
-static void *ticker_main(void *arg)
-{
-	mk_txns *t = arg;
+	tx_op *op = (tx_op *)base;
+	mk_txns *t = op->t;
+	mk_err err = tx_ready(op, why);
+	if (err || base->retry)
+		return err;
+	if ((err = mk_coord_ensure_topic(t->rt, NULL, why)))
+		return err;
 	pthread_mutex_lock(&t->lock);
-	while (!t->stop && !t->c->shutting_down) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t ns = ts.tv_nsec + 100 * 1000000LL;
-		ts.tv_sec += ns / 1000000000LL;
-		ts.tv_nsec = ns % 1000000000LL;
-		pthread_cond_timedwait(&t->changed, &t->lock, &ts);
-		if (t->stop || t->c->shutting_down)
-			break;
-		pthread_mutex_unlock(&t->lock);
-		mk_strbuf why = MK_STRBUF_INIT;
-		mk_txns_expire(t, NULL, &why);
-		mk_strbuf_release(&why);
-		pthread_mutex_lock(&t->lock);
-	}
-	pthread_mutex_unlock(&t->lock);
-	return NULL;
-}
-
-void mk_txns_start(mk_txns *t)
-{
-	if (!t->recoverer_started &&
-	    pthread_create(&t->recoverer, NULL, recoverer_main, t) == 0)
-		t->recoverer_started = true;
-	if (!t->c->cfg.auto_replication || t->ticker_started)
-		return;
-	if (pthread_create(&t->ticker, NULL, ticker_main, t) == 0)
-		t->ticker_started = true;
-}
-
-void mk_txns_close(mk_txns *t)
-{
-	if (!t)
-		return;
-	pthread_mutex_lock(&t->lock);
-	t->stop = true;
-	pthread_cond_broadcast(&t->changed);
-	pthread_mutex_unlock(&t->lock);
-	if (t->ticker_started)
-		pthread_join(t->ticker, NULL);
-	if (t->recoverer_started)
-		pthread_join(t->recoverer, NULL);
-	for (size_t i = 0; i < t->n; i++)
-		entry_free(t->v[i]);
-	free(t->v);
-	pthread_cond_destroy(&t->changed);
-	pthread_mutex_destroy(&t->lock);
-	pthread_mutex_destroy(&t->write_lock);
-	free(t);
-}
-
-/* ---- ids ------------------------------------------------------------------------- */
-
-static mk_err no_such(const char *id, mk_strbuf *why)
-{
-	if (why)
-		mk_strbuf_addf(why, "no transactional id %s (mkdir /transactions/%s first)",
-			       id, id);
-	return MK_TRANSACTIONAL_ID_NOT_FOUND;
-}
-
-mk_err mk_txn_create(mk_txns *t, const char *id, mk_strbuf *why)
-{
-	if (!mk_topic_name_valid(id)) {
-		if (why)
-			mk_strbuf_addf(why, "bad transactional id '%s': 1 to 249 of [A-Za-z0-9._-]", id);
-		return MK_INVALID_REQUEST;
-	}
-	mk_err lerr = lock_loaded(t, why);
-	if (lerr)
-		return lerr;
-	pthread_mutex_lock(&t->lock);
-	tx_entry *e = find(t, id, NULL);
-	mk_err err = MK_OK;
-	tx_entry *n = NULL;
+	tx_entry *e = find(t, op->id, NULL);
 	if (e && e->state != MK_TXN_DEAD) {
-		if (why)
-			mk_strbuf_addf(why, "transactional id %s already exists", id);
-		err = MK_TRANSACTION_ALREADY_EXISTS;
+		err = mk_error(why, MK_TRANSACTION_ALREADY_EXISTS,
+			       "transactional id %s already exists", op->id);
 	} else if (e && e->epoch == INT16_MAX) {
-		if (why)
-			mk_strbuf_addf(why, "transactional id %s has used every epoch", id);
-		err = MK_INVALID_REQUEST;
+		err = mk_error(why, MK_INVALID_REQUEST,
+			       "transactional id %s has used every epoch", op->id);
 	} else {
-		n = mk_xcalloc(1, sizeof(*n));
-		n->id = mk_xstrdup(id);
+		tx_entry *n = mk_xcalloc(1, sizeof(*n));
+		n->id = mk_xstrdup(op->id);
 		/* A removed id continues its producer id at the next epoch. */
 		n->pid = e ? e->pid : t->next_pid;
 		n->epoch = e ? (int16_t)(e->epoch + 1) : 0;
 		n->state = MK_TXN_EMPTY;
 		n->start_ms = -1;
+		pthread_mutex_unlock(&t->lock);
+		tx_record(op, n);
+		return MK_OK;
 	}
 	pthread_mutex_unlock(&t->lock);
-	if (!err) {
-		err = persist(t, n, why);
-		if (!err) {
-			pthread_mutex_lock(&t->lock);
-			if (e) {
-				entry_take(e, n);
-			} else {
-				insert(t, n);
-			}
-			pthread_mutex_unlock(&t->lock);
-		} else {
-			entry_free(n);
-		}
-	}
-	pthread_mutex_unlock(&t->write_lock);
 	return err;
 }
 
-mk_err mk_txn_delete(mk_txns *t, const char *id, mk_strbuf *why)
+static const mk_coord_op_kind create_kind = { "transactional id create", create_prepare,
+					      install_apply, tx_release };
+
+mk_err mk_txn_create(mk_txns *t, const char *id, mk_coord_call *call, mk_strbuf *why)
 {
-	mk_err lerr = lock_loaded(t, why);
-	if (lerr)
-		return lerr;
-	pthread_mutex_lock(&t->lock);
-	tx_entry *e = find_live(t, id);
-	mk_err err = MK_OK;
-	tx_entry *n = NULL;
-	if (!e) {
-		err = no_such(id, why);
-	} else if (e->state == MK_TXN_ONGOING || is_prepared(e->state) || e->inflight) {
-		if (why)
-			mk_strbuf_addf(why, "transactional id %s has a transaction %s (commit or abort it first)",
-				       id, state_names[e->state]);
-		err = MK_CONCURRENT_TRANSACTIONS;
-	} else {
-		n = entry_copy(e);
-		entry_clear_txn(n);
-		n->state = MK_TXN_DEAD;
+	if (!mk_topic_name_valid(id))
+		return mk_error(why, MK_INVALID_REQUEST,
+				"bad transactional id '%s': 1 to 249 of [A-Za-z0-9._-]", id);
+	return tx_submit(tx_new(t, id), &create_kind, call, why);
+}
+
+static mk_err delete_prepare(mk_coord_op *base, mk_strbuf *why)
+{
+	tx_op *op = (tx_op *)base;
+	mk_err err = tx_ready(op, why);
+	if (err || base->retry)
+		return err;
+	tx_entry *e = live_copy(op->t, op->id);
+	if (!e)
+		return no_such(op->id, why);
+	if (e->state == MK_TXN_ONGOING || is_prepared(e->state) || e->inflight) {
+		err = mk_error(why, MK_CONCURRENT_TRANSACTIONS,
+			       "transactional id %s has a transaction %s (commit or abort it first)",
+			       op->id, state_names[e->state]);
+		entry_free(e);
+		return err;
 	}
-	pthread_mutex_unlock(&t->lock);
-	if (!err)
-		err = commit_change(t, e, n, why);
-	pthread_mutex_unlock(&t->write_lock);
-	return err;
+	entry_clear_txn(e);
+	e->state = MK_TXN_DEAD;
+	tx_record(op, e);
+	return MK_OK;
+}
+
+static const mk_coord_op_kind delete_kind = { "transactional id delete", delete_prepare,
+					      install_apply, tx_release };
+
+mk_err mk_txn_delete(mk_txns *t, const char *id, mk_coord_call *call, mk_strbuf *why)
+{
+	return tx_submit(tx_new(t, id), &delete_kind, call, why);
 }
 
 bool mk_txn_exists(mk_txns *t, const char *id)
@@ -920,149 +1043,127 @@ size_t mk_txn_names(mk_txns *t, char ***names)
 	return k;
 }
 
-/* ---- init, end, offsets, expiry ------------------------------------------------- */
-
-mk_err mk_txn_init(mk_txns *t, const char *id, mk_strbuf *why)
-{
-	mk_err lerr = lock_loaded(t, why);
-	if (lerr)
-		return lerr;
-	pthread_mutex_lock(&t->lock);
-	tx_entry *e = find_live(t, id);
-	pthread_mutex_unlock(&t->lock);
-	mk_err err;
-	if (!e) {
-		err = no_such(id, why);
-	} else if (e->epoch == INT16_MAX) {
-		if (why)
-			mk_strbuf_addf(why, "transactional id %s has used every epoch", id);
-		err = MK_INVALID_REQUEST;
-	} else {
-		err = end_locked(t, e, false, (int16_t)(e->epoch + 1), why);
-	}
-	pthread_mutex_unlock(&t->write_lock);
-	return err;
-}
-
-mk_err mk_txn_end(mk_txns *t, const char *id, bool commit, mk_strbuf *why)
-{
-	mk_err lerr = lock_loaded(t, why);
-	if (lerr)
-		return lerr;
-	pthread_mutex_lock(&t->lock);
-	tx_entry *e = find_live(t, id);
-	pthread_mutex_unlock(&t->lock);
-	mk_err err = e ? end_locked(t, e, commit, e->epoch, why) : no_such(id, why);
-	pthread_mutex_unlock(&t->write_lock);
-	return err;
-}
-
 /* Refuse a new write or offset of e while an end is unfinished. */
 static mk_err not_prepared(const tx_entry *e, mk_strbuf *why)
 {
 	if (!is_prepared(e->state))
 		return MK_OK;
-	if (why)
-		mk_strbuf_addf(why, "transaction %s is %s and not finished (write to commit or abort again to finish it)",
-			       e->id, state_names[e->state]);
-	return MK_CONCURRENT_TRANSACTIONS;
+	return mk_error(why, MK_CONCURRENT_TRANSACTIONS,
+			"transaction %s is %s and not finished (write to commit or abort again to finish it)",
+			e->id, state_names[e->state]);
 }
 
-/* A copy of e with a transaction begun (if none is open). Under lock. */
-static tx_entry *begun(mk_txns *t, const tx_entry *e)
+/* e (a copy) with a transaction begun, if none is open. */
+static void begin(mk_txns *t, tx_entry *e)
 {
-	tx_entry *n = entry_copy(e);
-	if (n->state != MK_TXN_ONGOING) {
-		entry_clear_txn(n);
-		n->state = MK_TXN_ONGOING;
-		n->start_ms = now_ms(t);
+	if (e->state != MK_TXN_ONGOING) {
+		entry_clear_txn(e);
+		e->state = MK_TXN_ONGOING;
+		e->start_ms = now_ms(t);
 	}
-	return n;
 }
 
-mk_err mk_txn_stage_offsets(mk_txns *t, const char *id,
-			    const mk_txn_offset *o, size_t n, mk_strbuf *why)
+static mk_err stage_prepare(mk_coord_op *base, mk_strbuf *why)
+{
+	tx_op *op = (tx_op *)base;
+	mk_err err = tx_ready(op, why);
+	if (err || base->retry)
+		return err;
+	tx_entry *e = live_copy(op->t, op->id);
+	err = e ? not_prepared(e, why) : no_such(op->id, why);
+	if (err) {
+		entry_free(e);
+		return err;
+	}
+	begin(op->t, e);
+	for (size_t i = 0; i < op->noffs; i++)
+		add_off(e, op->offs[i].group, op->offs[i].topic, op->offs[i].partition,
+			op->offs[i].offset);
+	tx_record(op, e);
+	return MK_OK;
+}
+
+static const mk_coord_op_kind stage_kind = { "transactional offsets", stage_prepare,
+					     install_apply, tx_release };
+
+mk_err mk_txn_stage_offsets(mk_txns *t, const char *id, const mk_txn_offset *o,
+			    size_t n, mk_coord_call *call, mk_strbuf *why)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (!t->groups || !mk_group_exists(t->groups, o[i].group)) {
-			if (why)
-				mk_strbuf_addf(why, "no group %s", o[i].group);
-			return MK_GROUP_ID_NOT_FOUND;
-		}
+		if (!t->groups || !mk_group_exists(t->groups, o[i].group))
+			return mk_error(why, MK_GROUP_ID_NOT_FOUND, "no group %s", o[i].group);
 		mk_topic *tp = mk_cluster_topic(t->c, o[i].topic);
 		bool ok = tp && mk_topic_partition(tp, o[i].partition);
 		mk_topic_put(tp);
-		if (!ok) {
-			if (why)
-				mk_strbuf_addf(why, "no partition %s/%d", o[i].topic, o[i].partition);
-			return MK_UNKNOWN_TOPIC_OR_PARTITION;
-		}
-		if (o[i].offset < 0) {
-			if (why)
-				mk_strbuf_addf(why, "offset %lld is negative", (long long)o[i].offset);
-			return MK_OFFSET_OUT_OF_RANGE;
-		}
+		if (!ok)
+			return mk_error(why, MK_UNKNOWN_TOPIC_OR_PARTITION, "no partition %s/%d",
+					o[i].topic, o[i].partition);
+		if (o[i].offset < 0)
+			return mk_error(why, MK_OFFSET_OUT_OF_RANGE, "offset %lld is negative",
+					(long long)o[i].offset);
 	}
-	mk_err lerr = lock_loaded(t, why);
-	if (lerr)
-		return lerr;
-	pthread_mutex_lock(&t->lock);
-	tx_entry *e = find_live(t, id);
-	mk_err err = e ? not_prepared(e, why) : no_such(id, why);
-	tx_entry *nn = NULL;
-	if (!err) {
-		nn = begun(t, e);
-		for (size_t i = 0; i < n; i++)
-			add_off(nn, o[i].group, o[i].topic, o[i].partition, o[i].offset);
-	}
-	pthread_mutex_unlock(&t->lock);
-	if (!err)
-		err = commit_change(t, e, nn, why);
-	pthread_mutex_unlock(&t->write_lock);
-	return err;
+	tx_op *op = tx_new(t, id);
+	op->offs = mk_xcalloc(n ? n : 1, sizeof(*op->offs));
+	for (size_t i = 0; i < n; i++)
+		op->offs[i] = (mk_txn_offset){ mk_xstrdup(o[i].group), mk_xstrdup(o[i].topic),
+					       o[i].partition, o[i].offset };
+	op->noffs = n;
+	return tx_submit(op, &stage_kind, call, why);
 }
+/* ---- open / close ---------------------------------------------------------------- */
 
-mk_err mk_txns_expire(mk_txns *t, int *aborted, mk_strbuf *why)
+static void tick(void *arg);
+
+mk_err mk_txns_open(mk_cluster *c, mk_groups *groups, mk_txns **out,
+		    mk_strbuf *why)
 {
-	int count = 0;
-	mk_err first = MK_OK;
-	if (aborted)
-		*aborted = 0;
-	mk_err lerr = lock_loaded(t, why);
-	if (lerr)
-		return lerr;
-	int64_t now = now_ms(t), timeout = t->c->cfg.transaction_timeout_ms;
-	for (size_t i = 0; i < t->n; i++) {
-		pthread_mutex_lock(&t->lock);
-		tx_entry *e = t->v[i];
-		bool due = e->state == MK_TXN_ONGOING &&
-			   mk_deadline(e->start_ms, timeout) <= now &&
-			   e->epoch < INT16_MAX;
-		pthread_mutex_unlock(&t->lock);
-		if (!due)
-			continue;
-		mk_strbuf w = MK_STRBUF_INIT;
-		mk_err err = end_locked(t, e, false, (int16_t)(e->epoch + 1), &w);
-		if (err) {
-			mk_errlog_add(&t->c->errlog, now, NULL, err,
-				      "transaction %s timed out, its abort failed: %s",
-				      e->id, w.buf);
-			if (!first) {
-				first = err;
-				if (why)
-					mk_strbuf_add(why, w.buf, w.len);
-			}
-		} else {
-			count++;
-		}
-		mk_strbuf_release(&w);
-	}
-	pthread_mutex_unlock(&t->write_lock);
-	if (aborted)
-		*aborted = count;
-	return first;
+	(void)why;
+	mk_txns *t = mk_xcalloc(1, sizeof(*t));
+	t->c = c;
+	t->groups = groups;
+	t->next_pid = MK_TXN_PID_BASE;
+	pthread_mutex_init(&t->lock, NULL);
+	mk_coord_def def = {
+		.topic = MK_TXN_TOPIC,
+		.partitions = 1,
+		.replication = (int)c->cfg.offsets_topic_replication_factor,
+		.tick = tick, .arg = t,
+	};
+	t->rt = mk_coord_new(c, &def);
+	mk_coord_lock(t->rt);
+	mk_strbuf w = MK_STRBUF_INIT;
+	mk_err err = ensure_loaded(t, &w);
+	if (err)
+		mk_errlog_add(&c->errlog, mk_wall_ms(), NULL, err,
+			      "transaction coordinator: %s; transactions wait for it", w.buf);
+	mk_strbuf_release(&w);
+	mk_coord_unlock(t->rt);
+	*out = t;
+	return MK_OK;
 }
 
+void mk_txns_start(mk_txns *t)
+{
+	mk_coord_start(t->rt);
+	mk_txns_recover(t);
+}
+
+void mk_txns_close(mk_txns *t)
+{
+	if (!t)
+		return;
+	mk_coord_free(t->rt);
+	for (size_t i = 0; i < t->n; i++)
+		entry_free(t->v[i]);
+	free(t->v);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+mk_coord *mk_txns_runtime(mk_txns *t)
+{
+	return t->rt;
+}
 mk_err mk_txn_describe(mk_txns *t, const char *id, mk_txn_info *out,
 		       mk_strbuf *why)
 {
@@ -1129,17 +1230,13 @@ mk_err mk_txn_producer(mk_txns *t, const char *id, int64_t *pid,
 static mk_err check_locked(tx_entry *e, const char *id, int64_t pid,
 			   int16_t epoch, mk_strbuf *why)
 {
-	if (!e || e->pid != pid) {
-		if (why)
-			mk_strbuf_addf(why, "transactional id %s no longer exists", id);
-		return MK_TRANSACTIONAL_ID_NOT_FOUND;
-	}
-	if (e->epoch != epoch) {
-		if (why)
-			mk_strbuf_addf(why, "transactional id %s is at epoch %d, this descriptor has epoch %d: fenced",
-				       id, e->epoch, epoch);
-		return MK_PRODUCER_FENCED;
-	}
+	if (!e || e->pid != pid)
+		return mk_error(why, MK_TRANSACTIONAL_ID_NOT_FOUND,
+				"transactional id %s no longer exists", id);
+	if (e->epoch != epoch)
+		return mk_error(why, MK_PRODUCER_FENCED,
+				"transactional id %s is at epoch %d, this descriptor has epoch %d: fenced",
+				id, e->epoch, epoch);
 	return MK_OK;
 }
 
@@ -1152,34 +1249,59 @@ mk_err mk_txn_check(mk_txns *t, const char *id, int64_t pid, int16_t epoch,
 	return err;
 }
 
-mk_err mk_txn_begin_write(mk_txns *t, const char *id, int64_t pid,
-			  int16_t epoch, const char *topic, int part,
-			  mk_strbuf *why)
+static mk_err register_prepare(mk_coord_op *base, mk_strbuf *why)
 {
-	mk_err lerr = lock_loaded(t, why);
-	if (lerr)
-		return lerr;
+	tx_op *op = (tx_op *)base;
+	mk_err err = tx_ready(op, why);
+	if (err || base->retry)
+		return err;
+	mk_txns *t = op->t;
 	pthread_mutex_lock(&t->lock);
-	tx_entry *e = find_live(t, id);
-	mk_err err = check_locked(e, id, pid, epoch, why);
+	tx_entry *e = find_live(t, op->id);
+	err = check_locked(e, op->id, op->pid, op->pepoch, why);
 	if (!err)
 		err = not_prepared(e, why);
-	tx_entry *n = NULL;
 	size_t pos;
-	if (!err && (e->state != MK_TXN_ONGOING || !has_part(e, topic, part, &pos))) {
-		n = begun(t, e);
-		add_part(n, topic, part);
+	tx_entry *n = NULL;
+	if (!err && (e->state != MK_TXN_ONGOING || !has_part(e, op->topic, op->part, &pos))) {
+		n = entry_copy(e);
+		begin(t, n);
+		add_part(n, op->topic, op->part);
 	}
 	pthread_mutex_unlock(&t->lock);
 	if (n)
-		err = commit_change(t, e, n, why);
-	if (!err) {
-		pthread_mutex_lock(&t->lock);
-		e->inflight++;
-		pthread_mutex_unlock(&t->lock);
-	}
-	pthread_mutex_unlock(&t->write_lock);
+		tx_record(op, n);
 	return err;
+}
+
+/* Registered (or already): the write is in flight until end_write. */
+static mk_err register_apply(mk_coord_op *base, mk_err err, bool *more, mk_strbuf *why)
+{
+	tx_op *op = (tx_op *)base;
+	err = install_apply(base, err, more, why);
+	if (err)
+		return err;
+	pthread_mutex_lock(&op->t->lock);
+	tx_entry *e = find_live(op->t, op->id);
+	if (e)
+		e->inflight++;
+	pthread_mutex_unlock(&op->t->lock);
+	return MK_OK;
+}
+
+static const mk_coord_op_kind register_kind = { "transactional write", register_prepare,
+						register_apply, tx_release };
+
+mk_err mk_txn_begin_write(mk_txns *t, const char *id, int64_t pid,
+			  int16_t epoch, const char *topic, int part,
+			  mk_coord_call *call, mk_strbuf *why)
+{
+	tx_op *op = tx_new(t, id);
+	op->pid = pid;
+	op->pepoch = epoch;
+	op->topic = mk_xstrdup(topic);
+	op->part = part;
+	return tx_submit(op, &register_kind, call, why);
 }
 
 void mk_txn_end_write(mk_txns *t, const char *id)
@@ -1188,6 +1310,7 @@ void mk_txn_end_write(mk_txns *t, const char *id)
 	tx_entry *e = find(t, id, NULL);
 	if (e && e->inflight > 0)
 		e->inflight--;
-	pthread_cond_broadcast(&t->changed);
 	pthread_mutex_unlock(&t->lock);
+	/* An end put off until the write landed looks again. */
+	mk_coord_poke(t->rt);
 }

@@ -17,8 +17,8 @@
  *        id and epoch to every registered partition, acks=all,
  *     3. commit: commit the staged offsets to their groups (group.h),
  *     4. record Complete{Commit,Abort}.
- * A crash after 1 is finished at mount (mk_txns_recover, which the daemon
- * runs in a thread of mk_txns_start, once replication runs: every prepared
+ * A crash after 1 is finished at mount (mk_txns_recover, which
+ * mk_txns_start queues once replication runs: every prepared
  * transaction gets all its markers and offsets again; a marker written
  * twice only takes one more offset); a crash before 1 leaves the
  * transaction open, and its partitions' LSO held, until it ends, is
@@ -45,14 +45,22 @@
  *
  * Writers: mk_txn_begin_write registers the partition (persisted before
  * the data is appended) and counts the write in flight until
- * mk_txn_end_write; an end waits for the writes in flight, so no data
- * batch of a transaction lands after its marker.
+ * mk_txn_end_write; an end is put off while a write is in flight (the
+ * end of the write is its event), so no data batch of a transaction
+ * lands after its marker.
+ *
+ * Every change (create, delete, init, end, staged offsets, a registered
+ * partition, the timeout and recovery sweeps) is an operation of the
+ * coordinators' runtime (coordinator.h), run one at a time; an end takes
+ * several rounds (Prepare; the markers, appended together; the offsets,
+ * one group's call at a time; Complete). The calls that change take an
+ * mk_coord_call and return at once, the call perhaps pending, as the
+ * group coordinator's (group.h).
  *
  * Locking (in this order, before any group, cluster or partition lock):
- *   write_lock   serialises every persisted change and every end; held
- *                while waiting for acks=all
- *   lock         guards the in-memory state; `changed` (with lock) tells
- *                the end that a write in flight finished
+ *   the runtime's turn   serialises the operations and the log's read;
+ *                        never held while waiting
+ *   lock                 guards the in-memory state
  *
  * Failpoints: txn.end.after-prepare, txn.end.after-marker (after each
  * marker: @N is the Nth), txn.end.after-offsets, txn.end.after-complete.
@@ -64,6 +72,7 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "coordinator.h"
 #include "error.h"
 #include "group.h"
 #include "strbuf.h"
@@ -90,32 +99,40 @@ const char *mk_txn_state_name(mk_txn_state s);
  * where staged offsets go. */
 mk_err mk_txns_open(mk_cluster *c, mk_groups *groups, mk_txns **out,
 		    mk_strbuf *why);
-/* Finish every prepared transaction (markers with acks=all: call it once
- * the followers fetch, mk_cluster_start). Changes wait for it. */
+/* Queue the finish of every prepared transaction (markers with acks=all:
+ * call it once the followers fetch, mk_cluster_start); changes queue
+ * behind it. Without a leader for the log, the first change that reads
+ * it recovers first. */
 void mk_txns_recover(mk_txns *t);
-/* After mk_cluster_start: mk_txns_recover in a thread, so that the mount
- * does not wait for it, and the timeout tick ([replication] mode = auto
- * only). */
+/* After mk_cluster_start: the runtime's thread (the timeout tick in
+ * [replication] mode = auto) and mk_txns_recover; the mount does not
+ * wait for either. */
 void mk_txns_start(mk_txns *t);
 void mk_txns_close(mk_txns *t);
+/* The runtime (whose events a caller of a pending call waits for). */
+mk_coord *mk_txns_runtime(mk_txns *t);
 
 /* Ids. create: TRANSACTION_ALREADY_EXISTS, INVALID_REQUEST for a bad
  * name (topic-name rules); delete: CONCURRENT_TRANSACTIONS while a
  * transaction is open or ending. */
-mk_err mk_txn_create(mk_txns *t, const char *id, mk_strbuf *why);
-mk_err mk_txn_delete(mk_txns *t, const char *id, mk_strbuf *why);
+mk_err mk_txn_create(mk_txns *t, const char *id, mk_coord_call *call,
+		     mk_strbuf *why);
+mk_err mk_txn_delete(mk_txns *t, const char *id, mk_coord_call *call,
+		     mk_strbuf *why);
 bool mk_txn_exists(mk_txns *t, const char *id);
 /* Sorted names; free each and the array. */
 size_t mk_txn_names(mk_txns *t, char ***names);
 
 /* Bump the epoch (fencing), aborting the open transaction. */
-mk_err mk_txn_init(mk_txns *t, const char *id, mk_strbuf *why);
+mk_err mk_txn_init(mk_txns *t, const char *id, mk_coord_call *call,
+		   mk_strbuf *why);
 /*
  * End the open transaction. Without one (Empty, Complete*) nothing
  * happens (MK_OK). A prepared one is finished with its decision, and
  * asking for the other is INVALID_TXN_STATE.
  */
-mk_err mk_txn_end(mk_txns *t, const char *id, bool commit, mk_strbuf *why);
+mk_err mk_txn_end(mk_txns *t, const char *id, bool commit, mk_coord_call *call,
+		  mk_strbuf *why);
 
 typedef struct {
 	const char *group;
@@ -128,11 +145,14 @@ typedef struct {
  * exist (GROUP_ID_NOT_FOUND) and the partition (UNKNOWN_TOPIC_OR_PARTITION);
  * a later offset for the same group and partition replaces the earlier. */
 mk_err mk_txn_stage_offsets(mk_txns *t, const char *id,
-			    const mk_txn_offset *o, size_t n, mk_strbuf *why);
+			    const mk_txn_offset *o, size_t n, mk_coord_call *call,
+			    mk_strbuf *why);
 
 /* Abort every Ongoing transaction older than transaction.timeout.ms on the
- * cluster clock (bumping its epoch); *aborted (may be NULL) gets how many. */
-mk_err mk_txns_expire(mk_txns *t, int *aborted, mk_strbuf *why);
+ * cluster clock (bumping its epoch); *aborted (may be NULL; it must outlive
+ * the call) counts them as they go. */
+mk_err mk_txns_expire(mk_txns *t, int *aborted, mk_coord_call *call,
+		      mk_strbuf *why);
 
 /* A snapshot of one id. */
 typedef struct {
@@ -167,7 +187,7 @@ mk_err mk_txn_check(mk_txns *t, const char *id, int64_t pid, int16_t epoch,
  */
 mk_err mk_txn_begin_write(mk_txns *t, const char *id, int64_t pid,
 			  int16_t epoch, const char *topic, int part,
-			  mk_strbuf *why);
+			  mk_coord_call *call, mk_strbuf *why);
 void mk_txn_end_write(mk_txns *t, const char *id);
 
 #endif

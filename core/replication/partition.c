@@ -2,8 +2,8 @@
  * partition.c — one partition's lifecycle and state: open (every online
  * replica's log, the saved ISR, leader and epoch, the HW the logs agree
  * on), create, close, retire; the broker-wide events every piece reports
- * through (a replica failed, metadata changed); the change count, the
- * condition and the watchers (mk_watch) every waiter is answered from;
+ * through (a replica failed, metadata changed); the change count and the
+ * watchers (mk_watch) every waiter is answered from;
  * the snapshot (mk_partition_info) and the persistent state.
  *
  * The other pieces of the partition (replica_internal.h): isr.c decides
@@ -65,7 +65,6 @@ static void fire(mk_watch *w)
 void part_changed(mk_partition *p)
 {
 	p->seq++;
-	pthread_cond_broadcast(&p->changed);
 	/* Fire every armed watcher once. */
 	while (p->watchers.next != &p->watchers)
 		fire(p->watchers.next);
@@ -80,7 +79,6 @@ void part_changed(mk_partition *p)
 void part_progressed(mk_partition *p)
 {
 	p->seq++;
-	pthread_cond_broadcast(&p->changed);
 	mk_watch *w = p->watchers.next;
 	while (w != &p->watchers) {
 		mk_watch *next = w->next;
@@ -169,7 +167,6 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 {
 	mk_partition *p = mk_xcalloc(1, sizeof(*p));
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->changed, NULL);
 	pthread_cond_init(&p->settled, NULL);
 	p->watchers.prev = p->watchers.next = &p->watchers;
 	p->env = env;
@@ -221,7 +218,6 @@ void mk_partition_close(mk_partition *p)
 	assert(p->nfetching == 0);
 	copy_drop(p);
 	pthread_mutex_destroy(&p->lock);
-	pthread_cond_destroy(&p->changed);
 	pthread_cond_destroy(&p->settled);
 	free(p->topic);
 	free(p);
@@ -302,20 +298,6 @@ void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* Wait on the condition with a wall-clock bound (milliseconds). */
-void part_timed_wait(mk_partition *p, int ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(&p->changed, &p->lock, &ts);
-}
-
 /* Deleted, or without a leader: why no produce or fetch can be served. */
 mk_err part_unavailable(mk_partition *p, mk_strbuf *why)
 {
@@ -326,17 +308,6 @@ mk_err part_unavailable(mk_partition *p, mk_strbuf *why)
 		return mk_error(why, MK_LEADER_NOT_AVAILABLE, "%s-%d has no online leader",
 				p->topic, p->id);
 	return MK_OK;
-}
-
-bool mk_partition_wait_change(mk_partition *p, uint64_t *seen, int wait_ms)
-{
-	pthread_mutex_lock(&p->lock);
-	if (p->seq == *seen && !atomic_load(p->env->shutting_down))
-		part_timed_wait(p, wait_ms);
-	bool moved = p->seq != *seen;
-	*seen = p->seq;
-	pthread_mutex_unlock(&p->lock);
-	return moved;
 }
 
 void mk_partition_wake(mk_partition *p)

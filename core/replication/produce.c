@@ -3,9 +3,9 @@
  * before an append (message.max.bytes, keys on a compacted topic,
  * min.insync.replicas, an idempotent producer's sequence), the append to
  * the leader's log, the wake-up of the follower fetchers, and the acks=all
- * tickets with their waits (Kafka's DelayedProduce): in place
- * (await_replicas), later (mk_partition_await), or one look at a time
- * (mk_partition_ack_check, and the watchers of replica.h).
+ * tickets (Kafka's DelayedProduce), looked at one look at a time
+ * (mk_partition_ack_check) at the partition's events (the watchers of
+ * replica.h): nothing here waits.
  *
  * A ticket (mk_ack_ticket) captures, at append time, the leader's log end
  * (the target), the epoch, the deadline on the cluster clock and the
@@ -19,8 +19,7 @@
  * Invariants: nothing is appended after a refusal (too large, keyless on
  * a compacted topic, below min.insync.replicas, a bad sequence); an exact
  * retry of an idempotent batch appends nothing; the fetchers are woken
- * with p->lock released (follower_wake), but by an acks=all append that
- * waits in place, right before the wait releases it.
+ * with p->lock released (follower_wake).
  *
  * An acks=0 or acks=1 append of manual replication that decided an ISR
  * change (the message-lag rule: every recomputation is a lag check
@@ -80,25 +79,6 @@ static mk_err ack_state(mk_partition *p, const mk_ack_ticket *t, bool *pending,
 {
 	refresh_isr(p);
 	return ack_look(p, t, pending, why);
-}
-
-/* The acks=all wait, under the lock. */
-static mk_err await_replicas(mk_partition *p, const mk_ack_ticket *t,
-			     const mk_waiter *w, mk_strbuf *why)
-{
-	for (;;) {
-		bool pending;
-		mk_err err = ack_state(p, t, &pending, why);
-		if (err || !pending)
-			return err;
-		if (atomic_load(p->env->shutting_down) ||
-		    (w && w->interrupted && w->interrupted(w->arg))) {
-			return mk_error(why, MK_INTERRUPTED, "interrupted while waiting for acks=all");
-		}
-		int64_t left = t->deadline_ms - mk_clock_now(p->env->clock);
-		int ms = p->env->clock->manual || left > 100 ? 100 : (int)left;
-		part_timed_wait(p, ms);
-	}
 }
 
 mk_err mk_partition_ack_check(mk_partition *p, const mk_ack_ticket *t,
@@ -220,14 +200,12 @@ static int writer_claim(mk_partition *p, const mk_ack_ticket *t,
 	return b;
 }
 
-/* Under p->lock: check, append, and for acks=all wait (or ticket). wk
- * gets the fetchers to wake once the caller released the lock (an
- * acks=all append that waits here wakes them itself, before waiting);
- * *copy the follower the caller then copies to (writer_claim), or -1. */
+/* Under p->lock: check, append, and for acks=all the ticket. wk gets
+ * the fetchers to wake once the caller released the lock; *copy the
+ * follower the caller then copies to (writer_claim), or -1. */
 static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
-			     const mk_produce_args *a, const mk_waiter *w,
-			     mk_produce_result *res, follower_wake *wk,
-			     int *copy, mk_strbuf *why)
+			     const mk_produce_args *a, mk_produce_result *res,
+			     follower_wake *wk, int *copy, mk_strbuf *why)
 {
 	wk->n = 0;
 	*copy = -1;
@@ -277,25 +255,20 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 		return MK_OK;
 	mk_ack_ticket *t = &res->ticket;
 	issue_ticket(p, t);
-	if (a->defer_ack) {
-		res->pending = true;
-		if (a->copy_inline)
-			*copy = writer_claim(p, t, wk);
-		return MK_OK;
-	}
-	wake_run(p, wk);
-	return await_replicas(p, t, w, why);
+	res->pending = true;
+	if (a->copy_inline)
+		*copy = writer_claim(p, t, wk);
+	return MK_OK;
 }
 
 mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
-			    const mk_produce_args *args, const mk_waiter *w,
-			    mk_produce_result *res, mk_strbuf *why)
+			    const mk_produce_args *args, mk_produce_result *res,
+			    mk_strbuf *why)
 {
 	follower_wake wk;
 	int copy;
 	pthread_mutex_lock(&p->lock);
-	mk_err err = produce_locked(p, frame, len, args, w, res, &wk, &copy,
-				    why);
+	mk_err err = produce_locked(p, frame, len, args, res, &wk, &copy, why);
 	bool store = args->acks != -1 && isr_store_due(p);
 	pthread_mutex_unlock(&p->lock);
 	wake_run(p, &wk);
@@ -337,7 +310,7 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 				 const mk_produce_args *a,
 				 mk_produce_result *res, mk_strbuf *why)
 {
-	assert(!a->idempotent && a->defer_ack && n <= MK_LOG_APPEND_MAX);
+	assert(!a->idempotent && n <= MK_LOG_APPEND_MAX);
 	for (size_t i = 0; i < n; i++) {
 		memset(&res[i], 0, sizeof(res[i]));
 		res[i].base = -1;
@@ -410,15 +383,6 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 	if (store)
 		p->env->meta_store(p->env->meta_arg);
 	return first;
-}
-
-mk_err mk_partition_await(mk_partition *p, const mk_ack_ticket *t,
-			  const mk_waiter *w, mk_strbuf *why)
-{
-	pthread_mutex_lock(&p->lock);
-	mk_err err = await_replicas(p, t, w, why);
-	pthread_mutex_unlock(&p->lock);
-	return err;
 }
 
 int32_t mk_partition_next_sequence(mk_partition *p, int64_t pid, int16_t epoch)

@@ -219,12 +219,6 @@ typedef struct {
 	} replicas[MK_MAX_BROKERS];
 } mk_partition_info;
 
-/* How a blocked call notices that its caller went away. */
-typedef struct {
-	bool (*interrupted)(void *arg);
-	void *arg;
-} mk_waiter;
-
 /*
  * Open every online replica's log under DATA_DIR/broker-B/T-P. A replica
  * whose log cannot be opened is marked failed (an /errors line says why);
@@ -288,15 +282,16 @@ void mk_partition_set_config(mk_partition *p, const mk_topic_config *cfg);
  * OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch PRODUCER_FENCED. res->base
  * and res->count describe the batch (the original one for a retry).
  *
- * acks=all then waits until every ISR member captured at append time that
- * is still in the ISR has the batch: NOT_ENOUGH_REPLICAS_AFTER_APPEND if
- * the ISR falls below the minimum meanwhile, FENCED_LEADER_EPOCH if the
- * leader changes, REQUEST_TIMED_OUT after request.timeout.ms on the
- * cluster clock. With defer_ack it returns right after the append with a
- * ticket instead (res->pending), and mk_partition_await later waits for it
- * with the same rules (the timeout counted from the append); with
- * copy_inline too it first makes the writer's copy (see Locking), so the
- * ticket may already be acknowledged when it returns.
+ * acks=all returns right after the append with a ticket (res->pending):
+ * the batch is acknowledged once every ISR member captured at append time
+ * that is still in the ISR has it; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the
+ * ISR falls below the minimum meanwhile, FENCED_LEADER_EPOCH if the leader
+ * changes, REQUEST_TIMED_OUT after request.timeout.ms on the cluster clock
+ * (counted from the append). Nothing here waits: the caller looks at the
+ * ticket (mk_partition_ack_check) at the partition's events
+ * (mk_partition_watch). With copy_inline it first makes the writer's copy
+ * (see Locking), so the ticket may already be acknowledged when it
+ * returns.
  */
 
 typedef struct {
@@ -306,10 +301,9 @@ typedef struct {
 	int16_t epoch;
 	int32_t seq;                /* < 0: the next the leader expects */
 	int32_t count;              /* records in the batch */
-	bool defer_ack;
-	/* acks=all with defer_ack: the caller's thread waits for (or parks
-	 * on) this batch, so with env->writer_copy it copies the batch to
-	 * one follower before returning (the writer's copy, above). */
+	/* acks=all: the caller waits for (parks on) this batch, so with
+	 * env->writer_copy it copies the batch to one follower before
+	 * returning (the writer's copy, above). */
 	bool copy_inline;
 } mk_produce_args;
 
@@ -317,16 +311,16 @@ typedef struct {
 	int64_t base;
 	int32_t count;
 	bool duplicate;
-	bool pending;               /* a deferred acks=all: await the ticket */
+	bool pending;               /* acks=all: the ticket the ISR owes */
 	mk_ack_ticket ticket;
 } mk_produce_result;
 
 mk_err mk_partition_produce(mk_partition *p, uint8_t *frame, size_t len,
-			    const mk_produce_args *args, const mk_waiter *w,
-			    mk_produce_result *res, mk_strbuf *why);
+			    const mk_produce_args *args, mk_produce_result *res,
+			    mk_strbuf *why);
 /*
- * Several batches of one non-idempotent producer (args: acks and
- * defer_ack, which must be set; idempotent false) produced as
+ * Several batches of one non-idempotent producer (args: acks;
+ * idempotent false) produced as
  * mk_partition_produce produces each, in order, under one hold of the
  * partition lock: a batch refused on its own (too large, a keyless record
  * on a compacted topic) is skipped and the others go on, and the batches
@@ -342,8 +336,6 @@ mk_err mk_partition_produce_many(mk_partition *p, uint8_t *const *frames,
 				 const size_t *lens, size_t n,
 				 const mk_produce_args *args,
 				 mk_produce_result *res, mk_strbuf *why);
-mk_err mk_partition_await(mk_partition *p, const mk_ack_ticket *t,
-			  const mk_waiter *w, mk_strbuf *why);
 
 /* The next sequence the leader expects from (pid, epoch); -1 when there
  * is no leader or the leader has no batch of that producer and epoch. */
@@ -379,12 +371,7 @@ mk_err mk_partition_fetch_isolated(mk_partition *p, int64_t from,
 /* First offset with timestamp >= ts on the leader (log end if none). */
 mk_err mk_partition_offset_for_time(mk_partition *p, int64_t ts, int64_t *off);
 
-/*
- * Wait until seq moves past *seen (then *seen is updated) or wait_ms of
- * wall time passes. Returns true when something changed.
- */
-bool mk_partition_wait_change(mk_partition *p, uint64_t *seen, int wait_ms);
-/* Every waiter and watcher looks again (the clock moved, shutdown); it
+/* Every watcher looks again (the clock moved, shutdown); it
  * decides nothing (the ISR is the ISR check's: cluster.h). */
 void mk_partition_wake(mk_partition *p);
 
@@ -401,8 +388,7 @@ void mk_partition_watch(mk_partition *p, mk_watch *w, uint64_t seen);
 void mk_partition_unwatch(mk_partition *p, mk_watch *w);
 
 /*
- * One non-blocking look at an acks=all ticket, with mk_partition_await's
- * rules: MK_OK once acknowledged, its errors (REQUEST_TIMED_OUT once the
+ * One look at an acks=all ticket, with the rules of mk_partition_produce: MK_OK once acknowledged, its errors (REQUEST_TIMED_OUT once the
  * deadline passed on the cluster clock), or MK_OK with *pending set while
  * the ISR has yet to catch up. Never MK_INTERRUPTED: the batch was
  * appended, so only acknowledgement, a failure or the timeout end it.

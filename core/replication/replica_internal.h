@@ -43,7 +43,6 @@ typedef struct {
 
 typedef struct mk_partition {
 	pthread_mutex_t lock;
-	pthread_cond_t changed;
 	pthread_cond_t settled; /* a fetch ended, or quiescing dropped */
 	int nfetching;          /* follower fetches in flight */
 	int quiescing;          /* waiters for nfetching == 0: none starts */
@@ -105,7 +104,6 @@ void replica_failed(mk_partition *p, int i, const char *what);
  * the HW. */
 int64_t lso_locked(const mk_partition *p);
 /* Wait on p->changed, at most ms of wall time (p->lock released meanwhile). */
-void part_timed_wait(mk_partition *p, int ms);
 /* Deleted, or without a leader: why no produce or fetch is served. */
 mk_err part_unavailable(mk_partition *p, mk_strbuf *why);
 /* The persistent state (leader, epoch, ISR as decided). */

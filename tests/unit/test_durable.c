@@ -30,6 +30,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "replica.h"
+#include "testlib.h"
 
 typedef struct {
 	char root[64];
@@ -122,8 +123,9 @@ static mk_err append(fixture *f, const char *name, const char *v, int acks)
 	mk_produce_result res;
 	mk_err err = mk_partition_produce(mk_topic_partition(t, 0),
 					  (uint8_t *)b.frame.buf, b.frame.len,
-					  &a, NULL, &res, NULL);
-	(void)res;
+					  &a, &res, NULL);
+	if (!err)
+		err = tl_ack_wait(mk_topic_partition(t, 0), &res, NULL);
 	mk_builder_release(&b);
 	mk_topic_put(t);
 	return err;

@@ -144,11 +144,13 @@ static mk_err produce_ex(mk_partition *p, const char *val, int acks,
 {
 	mk_strbuf b = MK_STRBUF_INIT;
 	tl_frame(&b, 0, -1, &val, 1, NULL);
-	mk_produce_args a = { .acks = acks, .seq = -1, .count = 1,
-			      .defer_ack = defer };
-	mk_err err = mk_partition_produce(p, (uint8_t *)b.buf, b.len, &a, NULL,
+	mk_produce_args a = { .acks = acks, .seq = -1, .count = 1 };
+	mk_err err = mk_partition_produce(p, (uint8_t *)b.buf, b.len, &a,
 					  res, NULL);
 	mk_strbuf_release(&b);
+	/* Not deferred: as a caller that waits (a parked write). */
+	if (!err && !defer)
+		err = tl_ack_wait(p, res, NULL);
 	return err;
 }
 
@@ -471,7 +473,7 @@ static void test_append_wakes_followers_unlocked(void **state)
 	uint8_t *frames[] = { (uint8_t *)b1.buf, (uint8_t *)b2.buf };
 	size_t lens[] = { b1.len, b2.len };
 	mk_produce_result many[2];
-	mk_produce_args a = { .acks = -1, .defer_ack = true };
+	mk_produce_args a = { .acks = -1 };
 	assert_int_equal(mk_partition_produce_many(f->p, frames, lens, 2, &a,
 						   many, NULL), MK_OK);
 	woke_followers(both, 2, b1.len + b2.len);
@@ -879,9 +881,8 @@ static mk_err write_all(mk_partition *p, const char *val,
 {
 	mk_strbuf b = MK_STRBUF_INIT;
 	tl_frame(&b, 0, -1, &val, 1, NULL);
-	mk_produce_args a = { .acks = -1, .seq = -1, .count = 1,
-			      .defer_ack = true, .copy_inline = true };
-	mk_err err = mk_partition_produce(p, (uint8_t *)b.buf, b.len, &a, NULL,
+	mk_produce_args a = { .acks = -1, .seq = -1, .count = 1, .copy_inline = true };
+	mk_err err = mk_partition_produce(p, (uint8_t *)b.buf, b.len, &a,
 					  res, NULL);
 	mk_strbuf_release(&b);
 	return err;
@@ -1006,10 +1007,9 @@ static void test_writer_copy_only_acks_all_auto(void **state)
 	mk_strbuf b = MK_STRBUF_INIT;
 	const char *v = "d";
 	tl_frame(&b, 0, -1, &v, 1, NULL);
-	mk_produce_args one = { .acks = 1, .seq = -1, .count = 1,
-				.defer_ack = true, .copy_inline = true };
+	mk_produce_args one = { .acks = 1, .seq = -1, .count = 1, .copy_inline = true };
 	assert_int_equal(mk_partition_produce(f->p, (uint8_t *)b.buf, b.len,
-					      &one, NULL, &res, NULL), MK_OK);
+					      &one, &res, NULL), MK_OK);
 	mk_strbuf_release(&b);
 	assert_int_equal(copies(f, NULL), 0);
 	assert_int_equal(leo_of(f->p, 2), 0);
@@ -1036,7 +1036,7 @@ static mk_err write_all_many(mk_partition *p, const char *const *vals,
 		frames[i] = (uint8_t *)b[i].buf;
 		lens[i] = b[i].len;
 	}
-	mk_produce_args a = { .acks = -1, .defer_ack = true,
+	mk_produce_args a = { .acks = -1,
 			      .copy_inline = true };
 	mk_err err = mk_partition_produce_many(p, frames, lens, n, &a, res,
 					       NULL);
@@ -1075,10 +1075,9 @@ static void test_seeded_copy_is_the_log(void **state)
 	const char *v = "idem";
 	tl_frame(&b, 0, -1, &v, 1, NULL);
 	mk_produce_args ia = { .acks = -1, .idempotent = true, .pid = 4242,
-			       .epoch = 3, .seq = -1, .count = 1,
-			       .defer_ack = true, .copy_inline = true };
+			       .epoch = 3, .seq = -1, .count = 1, .copy_inline = true };
 	assert_int_equal(mk_partition_produce(f->p, (uint8_t *)b.buf, b.len,
-					      &ia, NULL, &res, NULL), MK_OK);
+					      &ia, &res, NULL), MK_OK);
 	assert_true(kept(f));
 	uint64_t r = reads(f);
 	fetch(f, 2);

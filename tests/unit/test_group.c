@@ -100,7 +100,8 @@ static void produce(fixture *f, const char *topic, int part, int n)
 	mk_produce_result res;
 	assert_int_equal(mk_partition_produce(mk_topic_partition(t, part),
 						 (uint8_t *)b.frame.buf, b.frame.len,
-						 &a, NULL, &res, NULL), MK_OK);
+						 &a, &res, NULL), MK_OK);
+	assert_int_equal(tl_ack_wait(mk_topic_partition(t, part), &res, NULL), MK_OK);
 	mk_builder_release(&b);
 	mk_topic_put(t);
 }
@@ -474,7 +475,8 @@ static void offsets_rebuilt_after_a_leader_change(void **state)
 	mk_produce_result res;
 	mk_partition *op = mk_topic_partition(ot, 0);
 	assert_int_equal(mk_partition_produce(op, (uint8_t *)b.frame.buf, b.frame.len,
-						 &a, NULL, &res, NULL), MK_OK);
+						 &a, &res, NULL), MK_OK);
+	assert_int_equal(tl_ack_wait(op, &res, NULL), MK_OK);
 	mk_builder_release(&b);
 	assert_int_equal(committed(f, "t", 0), 4);
 	mk_partition_info pi;

@@ -136,11 +136,13 @@ static mk_err produce_ex(mk_partition *p, const char *val, int acks,
 {
 	mk_strbuf frame = MK_STRBUF_INIT;
 	tl_frame(&frame, 0, -1, &val, 1, NULL);
-	mk_produce_args a = { .acks = acks, .seq = -1, .count = 1,
-			      .defer_ack = defer };
+	mk_produce_args a = { .acks = acks, .seq = -1, .count = 1 };
 	mk_err err = mk_partition_produce(p, (uint8_t *)frame.buf, frame.len,
-					  &a, NULL, res, NULL);
+					  &a, res, NULL);
 	mk_strbuf_release(&frame);
+	/* Not deferred: as a caller that waits (a parked write). */
+	if (!err && !defer)
+		err = tl_ack_wait(p, res, NULL);
 	return err;
 }
 

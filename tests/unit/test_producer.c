@@ -1860,7 +1860,9 @@ static idem_result idem(mk_partition *p, int64_t pid, int16_t epoch,
 			      .epoch = epoch, .seq = seq, .count = n };
 	mk_produce_result res;
 	r.err = mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
-				     &a, NULL, &res, &why);
+				     &a, &res, &why);
+	if (!r.err)
+		r.err = tl_ack_wait(p, &res, &why);
 	r.base = res.base;
 	r.count = res.count;
 	r.dup = res.duplicate;
@@ -1929,7 +1931,7 @@ static void test_idem_window(void **state)
 	mk_produce_args pa = { .acks = 1, .seq = -1, .count = 1 };
 	mk_produce_result pr;
 	assert_int_equal(mk_partition_produce(p, (uint8_t *)pb.frame.buf, pb.frame.len,
-					      &pa, NULL, &pr, NULL), MK_OK);
+					      &pa, &pr, NULL), MK_OK);
 	mk_builder_release(&pb);
 
 	/* The first batch must start at 0. */

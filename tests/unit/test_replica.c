@@ -127,7 +127,9 @@ static mk_err produce_n(mk_partition *p, const char *const *vals, int n,
 	mk_produce_args a = { .acks = acks, .seq = -1, .count = n };
 	mk_produce_result res;
 	mk_err err = mk_partition_produce(p, (uint8_t *)b.buf, b.len,
-					  &a, NULL, &res, &why);
+					  &a, &res, &why);
+	if (!err)
+		err = tl_ack_wait(p, &res, &why);   /* as a parked writer */
 	if (base)
 		*base = res.base;
 	mk_strbuf_release(&why);
@@ -335,7 +337,9 @@ static void *produce_main(void *arg)
 	mk_produce_args args = { .acks = a->acks, .seq = -1, .count = 1 };
 	mk_produce_result res;
 	a->err = mk_partition_produce(a->p, (uint8_t *)a->b.buf,
-				      a->b.len, &args, NULL, &res, &why);
+				      a->b.len, &args, &res, &why);
+	if (!a->err)
+		a->err = tl_ack_wait(a->p, &res, &why);
 	a->base = res.base;
 	snprintf(a->why, sizeof(a->why), "%s", why.buf);
 	mk_strbuf_release(&why);
@@ -1595,8 +1599,8 @@ static mk_err produce_deferred(mk_partition *p, const char *val,
 	const char *vals[1] = { val };
 	mk_strbuf b = MK_STRBUF_INIT;
 	build(&b, vals, 1);
-	mk_produce_args a = { .acks = -1, .seq = -1, .count = 1, .defer_ack = true };
-	mk_err err = mk_partition_produce(p, (uint8_t *)b.buf, b.len, &a, NULL,
+	mk_produce_args a = { .acks = -1, .seq = -1, .count = 1 };
+	mk_err err = mk_partition_produce(p, (uint8_t *)b.buf, b.len, &a,
 					  res, NULL);
 	mk_strbuf_release(&b);
 	return err;

@@ -82,7 +82,7 @@ static mk_err produce(mk_partition *p, const char *val)
 	mk_produce_args a = { .acks = 1, .seq = -1, .count = 1 };
 	mk_produce_result res;
 	mk_err err = mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
-					  &a, NULL, &res, NULL);
+					  &a, &res, NULL);
 	mk_builder_release(&b);
 	return err;
 }

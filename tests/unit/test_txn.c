@@ -383,9 +383,9 @@ static void test_commit_abort(void **state)
 {
 	fixture *f = *state;
 	mk_strbuf why = MK_STRBUF_INIT, v = MK_STRBUF_INIT;
-	assert_int_equal(mk_txn_create(f->t, "tx", &why), MK_OK);
-	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_TRANSACTION_ALREADY_EXISTS);
-	assert_int_equal(mk_txn_create(f->t, "a:b", NULL), MK_INVALID_REQUEST);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "tx", &tl_call, &why), &why), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "tx", &tl_call, NULL), NULL), MK_TRANSACTION_ALREADY_EXISTS);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "a:b", &tl_call, NULL), NULL), MK_INVALID_REQUEST);
 	mk_txn_info ti;
 	assert_int_equal(mk_txn_describe(f->t, "tx", &ti, NULL), MK_OK);
 	assert_int_equal(ti.state, MK_TXN_EMPTY);
@@ -393,7 +393,7 @@ static void test_commit_abort(void **state)
 	assert_int_equal(ti.epoch, 0);
 	mk_txn_info_free(&ti);
 	/* Nothing open: commit and abort change nothing. */
-	assert_int_equal(mk_txn_end(f->t, "tx", true, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", true, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(state_of(f, "tx"), MK_TXN_EMPTY);
 
 	mk_producer *p = txn_producer(f, "tx", 0);
@@ -407,11 +407,11 @@ static void test_commit_abort(void **state)
 	read_values(f, 0, false, &v);
 	assert_string_equal(v.buf, "a b ");
 	/* A second transactional id on the same partition. */
-	assert_int_equal(mk_txn_create(f->t, "tx2", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "tx2", &tl_call, NULL), NULL), MK_OK);
 	mk_producer *p2 = txn_producer(f, "tx2", 0);
 	assert_int_equal(send(f, p2, "x", NULL), MK_OK);
 
-	assert_int_equal(mk_txn_end(f->t, "tx", true, &why), MK_OK);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", true, &tl_call, &why), &why), MK_OK);
 	assert_int_equal(state_of(f, "tx"), MK_TXN_COMPLETE_COMMIT);
 	pi = info(f, 0);
 	assert_int_equal(pi.leo, 4);              /* a, b, x, the marker */
@@ -419,7 +419,7 @@ static void test_commit_abort(void **state)
 	read_values(f, 0, true, &v);
 	assert_string_equal(v.buf, "a b ");
 
-	assert_int_equal(mk_txn_end(f->t, "tx2", false, &why), MK_OK);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx2", false, &tl_call, &why), &why), MK_OK);
 	assert_int_equal(state_of(f, "tx2"), MK_TXN_COMPLETE_ABORT);
 	pi = info(f, 0);
 	assert_int_equal(pi.lso, pi.hw);
@@ -433,22 +433,22 @@ static void test_commit_abort(void **state)
 	assert_int_equal(send(f, p, "c", NULL), MK_OK);
 	assert_int_equal(state_of(f, "tx"), MK_TXN_ONGOING);
 	assert_int_equal(info(f, 0).lso, 5);
-	assert_int_equal(mk_txn_end(f->t, "tx", true, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", true, &tl_call, NULL), NULL), MK_OK);
 	read_values(f, 0, true, &v);
 	assert_string_equal(v.buf, "a b c ");
 
 	/* rmdir: refused while open, then the id's pid comes back at a new
 	 * epoch when it is made again. */
 	assert_int_equal(send(f, p, "d", NULL), MK_OK);
-	assert_int_equal(mk_txn_delete(f->t, "tx", NULL), MK_CONCURRENT_TRANSACTIONS);
-	assert_int_equal(mk_txn_end(f->t, "tx", false, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_delete(f->t, "tx", &tl_call, NULL), NULL), MK_CONCURRENT_TRANSACTIONS);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", false, &tl_call, NULL), NULL), MK_OK);
 	int64_t pid;
 	int16_t epoch;
 	assert_int_equal(mk_txn_producer(f->t, "tx", &pid, &epoch, NULL), MK_OK);
-	assert_int_equal(mk_txn_delete(f->t, "tx", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_delete(f->t, "tx", &tl_call, NULL), NULL), MK_OK);
 	assert_false(mk_txn_exists(f->t, "tx"));
 	assert_int_equal(send(f, p, "e", NULL), MK_TRANSACTIONAL_ID_NOT_FOUND);
-	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "tx", &tl_call, NULL), NULL), MK_OK);
 	int64_t pid2;
 	int16_t epoch2;
 	assert_int_equal(mk_txn_producer(f->t, "tx", &pid2, &epoch2, NULL), MK_OK);
@@ -466,10 +466,10 @@ static void test_fencing(void **state)
 {
 	fixture *f = *state;
 	mk_strbuf v = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
-	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "tx", &tl_call, NULL), NULL), MK_OK);
 	mk_producer *old = txn_producer(f, "tx", 1);
 	assert_int_equal(send(f, old, "zombie", NULL), MK_OK);
-	assert_int_equal(mk_txn_init(f->t, "tx", &why), MK_OK);
+	assert_int_equal(tl_done(mk_txn_init(f->t, "tx", &tl_call, &why), &why), MK_OK);
 	mk_txn_info ti;
 	assert_int_equal(mk_txn_describe(f->t, "tx", &ti, NULL), MK_OK);
 	assert_int_equal(ti.epoch, 1);
@@ -478,7 +478,7 @@ static void test_fencing(void **state)
 	assert_int_equal(send(f, old, "late", NULL), MK_PRODUCER_FENCED);
 	mk_producer *cur = txn_producer(f, "tx", 1);
 	assert_int_equal(send(f, cur, "fresh", NULL), MK_OK);
-	assert_int_equal(mk_txn_end(f->t, "tx", true, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", true, &tl_call, NULL), NULL), MK_OK);
 	read_values(f, 1, true, &v);
 	assert_string_equal(v.buf, "fresh ");
 	mk_producer_close(old, &why);
@@ -507,20 +507,20 @@ static void test_offsets(void **state)
 	/* A member, whose commits are not the transaction's. */
 	const char *topics[] = { "t" };
 	assert_int_equal(tl_done(mk_group_join(f->g, "g", "m1", topics, 1, &tl_call, NULL), NULL), MK_OK);
-	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "tx", &tl_call, NULL), NULL), MK_OK);
 	mk_producer *p = txn_producer(f, "tx", 0);
 	assert_int_equal(send(f, p, "a", NULL), MK_OK);
 	mk_txn_offset o = { "g", "t", 1, 0 };
-	assert_int_equal(mk_txn_stage_offsets(f->t, "tx", &o, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_stage_offsets(f->t, "tx", &o, 1, &tl_call, NULL), NULL), MK_OK);
 	mk_txn_offset bad = { "nope", "t", 1, 0 };
-	assert_int_equal(mk_txn_stage_offsets(f->t, "tx", &bad, 1, NULL), MK_GROUP_ID_NOT_FOUND);
+	assert_int_equal(tl_done(mk_txn_stage_offsets(f->t, "tx", &bad, 1, &tl_call, NULL), NULL), MK_GROUP_ID_NOT_FOUND);
 	assert_int_equal(committed_offset(f, "g", 1), -1);
-	assert_int_equal(mk_txn_end(f->t, "tx", false, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", false, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(committed_offset(f, "g", 1), -1);   /* aborted: not committed */
 	o.offset = 0;
-	assert_int_equal(mk_txn_stage_offsets(f->t, "tx", &o, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_stage_offsets(f->t, "tx", &o, 1, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(state_of(f, "tx"), MK_TXN_ONGOING);  /* staging begins one */
-	assert_int_equal(mk_txn_end(f->t, "tx", true, &why), MK_OK);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", true, &tl_call, &why), &why), MK_OK);
 	assert_int_equal(committed_offset(f, "g", 1), 0);
 	mk_producer_close(p, &why);
 	mk_strbuf_release(&why);
@@ -530,16 +530,16 @@ static void test_timeout(void **state)
 {
 	fixture *f = *state;
 	mk_strbuf why = MK_STRBUF_INIT;
-	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "tx", &tl_call, NULL), NULL), MK_OK);
 	mk_producer *p = txn_producer(f, "tx", 0);
 	assert_int_equal(send(f, p, "a", NULL), MK_OK);
 	int n = -1;
 	assert_int_equal(mk_cluster_clock_advance(f->c, f->cfg.transaction_timeout_ms - 1, NULL), MK_OK);
-	assert_int_equal(mk_txns_expire(f->t, &n, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txns_expire(f->t, &n, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(n, 0);
 	assert_int_equal(state_of(f, "tx"), MK_TXN_ONGOING);
 	assert_int_equal(mk_cluster_clock_advance(f->c, 1, NULL), MK_OK);
-	assert_int_equal(mk_txns_expire(f->t, &n, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txns_expire(f->t, &n, &tl_call, NULL), NULL), MK_OK);
 	assert_int_equal(n, 1);
 	assert_int_equal(state_of(f, "tx"), MK_TXN_COMPLETE_ABORT);
 	assert_int_equal(info(f, 0).lso, info(f, 0).hw);
@@ -601,10 +601,10 @@ static void test_compaction(void **state)
 {
 	fixture *f = *state;
 	tl_create_topic(f->c, "c", 1, 1, "cleanup.policy=compact", "segment.bytes=64");
-	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "tx", &tl_call, NULL), NULL), MK_OK);
 	send_kv(f, "c", NULL, "k", "v1");
 	send_kv(f, "c", "tx", "k", "v2");
-	assert_int_equal(mk_txn_end(f->t, "tx", false, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", false, &tl_call, NULL), NULL), MK_OK);
 	send_kv(f, "c", NULL, "z", "z1");
 	send_kv(f, "c", NULL, "z", "z2");
 	mk_strbuf v = MK_STRBUF_INIT;
@@ -634,12 +634,12 @@ static void test_compaction(void **state)
 static void crash_end_at(fixture *f, const char *point, int n, bool commit)
 {
 	assert_int_equal(tl_done(mk_group_create(f->g, "g", &tl_call, NULL), NULL), MK_OK);
-	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "tx", &tl_call, NULL), NULL), MK_OK);
 	mk_producer *p0 = txn_producer(f, "tx", 0), *p1 = txn_producer(f, "tx", 1);
 	assert_int_equal(send(f, p0, "a", "b"), MK_OK);
 	assert_int_equal(send(f, p1, "c", NULL), MK_OK);
 	mk_txn_offset o = { "g", "t", 0, 1 };
-	assert_int_equal(mk_txn_stage_offsets(f->t, "tx", &o, 1, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_stage_offsets(f->t, "tx", &o, 1, &tl_call, NULL), NULL), MK_OK);
 	mk_strbuf why = MK_STRBUF_INIT;
 	mk_producer_close(p0, &why);
 	mk_producer_close(p1, &why);
@@ -651,7 +651,7 @@ static void crash_end_at(fixture *f, const char *point, int n, bool commit)
 		open_all(f);
 		if (point)
 			mk_failpoint_arm(point, n);
-		mk_txn_end(f->t, "tx", commit, NULL);
+		tl_done(mk_txn_end(f->t, "tx", commit, &tl_call, NULL), NULL);
 		_exit(point ? 3 : 0);
 	}
 	int st;
@@ -735,7 +735,7 @@ static void test_crash_ongoing(void **state)
 	mk_partition_info pi = info(f, 0);
 	assert_int_equal(pi.lso, 3);        /* a, b, marker; "open" at 3 */
 	assert_int_equal(pi.hw, 4);
-	assert_int_equal(mk_txn_end(f->t, "tx", false, NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", false, &tl_call, NULL), NULL), MK_OK);
 	pi = info(f, 0);
 	assert_int_equal(pi.lso, pi.hw);
 	mk_strbuf v = MK_STRBUF_INIT;
@@ -757,7 +757,7 @@ static void test_remount(void **state)
 	int16_t epoch;
 	assert_int_equal(mk_txn_producer(f->t, "tx", &pid, &epoch, NULL), MK_OK);
 	assert_true(pid >= MK_TXN_PID_BASE);
-	assert_int_equal(mk_txn_create(f->t, "other", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "other", &tl_call, NULL), NULL), MK_OK);
 	int64_t pid2;
 	assert_int_equal(mk_txn_producer(f->t, "other", &pid2, &epoch, NULL), MK_OK);
 	assert_int_equal(pid2, pid + 1);
@@ -772,7 +772,7 @@ static void test_log_unavailable(void **state)
 	close_all(f);
 	tl_config(&f->cfg, 2);
 	open_all(f);
-	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "tx", &tl_call, NULL), NULL), MK_OK);
 	mk_topic *t = mk_cluster_topic(f->c, MK_TXN_TOPIC);
 	mk_partition_info pi;
 	mk_partition_info_get(mk_topic_partition(t, 0), &pi);
@@ -785,10 +785,10 @@ static void test_log_unavailable(void **state)
 	close_all(f);
 	open_all(f);
 	assert_false(mk_txn_exists(f->t, "tx"));
-	assert_int_equal(mk_txn_create(f->t, "other", NULL), MK_LEADER_NOT_AVAILABLE);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "other", &tl_call, NULL), NULL), MK_LEADER_NOT_AVAILABLE);
 	assert_int_equal(mk_cluster_broker_restart(f->c, leader, NULL), MK_OK);
 	assert_true(mk_txn_exists(f->t, "tx"));
-	assert_int_equal(mk_txn_create(f->t, "other", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "other", &tl_call, NULL), NULL), MK_OK);
 }
 
 /* Followers track transactions too: a promoted follower holds the LSO
@@ -802,7 +802,7 @@ static void test_promotion(void **state)
 	open_all(f);
 	mk_cluster_start(f->c);
 	tl_create_topic(f->c, "r", 1, 2, NULL, NULL);
-	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "tx", &tl_call, NULL), NULL), MK_OK);
 	mk_topic *t = mk_cluster_topic(f->c, "r");
 	mk_partition *p = mk_topic_partition(t, 0);
 	mk_producer_opts o = { .acks = MK_PRODUCER_ACKS_DEFAULT, .seq = -1,
@@ -820,7 +820,7 @@ static void test_promotion(void **state)
 	mk_partition_info_get(p, &pi);
 	assert_int_equal(pi.leader, other);
 	assert_int_equal(pi.lso, 0);              /* the new leader knows it is open */
-	assert_int_equal(mk_txn_end(f->t, "tx", false, &why), MK_OK);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", false, &tl_call, &why), &why), MK_OK);
 	mk_partition_info_get(p, &pi);
 	assert_int_equal(pi.lso, pi.hw);
 	assert_int_equal(pi.hw, 3);
@@ -852,7 +852,7 @@ static void test_prepared_retry(void **state)
 	open_all(f);
 	mk_cluster_start(f->c);
 	tl_create_topic(f->c, "u", 1, 1, NULL, NULL);
-	assert_int_equal(mk_txn_create(f->t, "tx", NULL), MK_OK);
+	assert_int_equal(tl_done(mk_txn_create(f->t, "tx", &tl_call, NULL), NULL), MK_OK);
 	mk_topic *u = mk_cluster_topic(f->c, "u");
 	mk_partition *pu = mk_topic_partition(u, 0);
 	mk_partition_info pi;
@@ -870,12 +870,12 @@ static void test_prepared_retry(void **state)
 	assert_int_equal(mk_cluster_flush(f->c, NULL), MK_OK);
 	assert_int_equal(mk_cluster_broker_crash(f->c, broker, false, NULL), MK_OK);
 	mk_strbuf why = MK_STRBUF_INIT;
-	assert_int_equal(mk_txn_end(f->t, "tx", true, &why), MK_LEADER_NOT_AVAILABLE);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", true, &tl_call, &why), &why), MK_LEADER_NOT_AVAILABLE);
 	assert_int_equal(state_of(f, "tx"), MK_TXN_PREPARE_COMMIT);
 	assert_int_equal(send(f, pt, "b", NULL), MK_CONCURRENT_TRANSACTIONS);
-	assert_int_equal(mk_txn_end(f->t, "tx", false, NULL), MK_INVALID_TXN_STATE);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", false, &tl_call, NULL), NULL), MK_INVALID_TXN_STATE);
 	assert_int_equal(mk_cluster_broker_restart(f->c, broker, NULL), MK_OK);
-	assert_int_equal(mk_txn_end(f->t, "tx", true, &why), MK_OK);
+	assert_int_equal(tl_done(mk_txn_end(f->t, "tx", true, &tl_call, &why), &why), MK_OK);
 	assert_int_equal(state_of(f, "tx"), MK_TXN_COMPLETE_COMMIT);
 	mk_partition_info_get(pu, &pi);
 	assert_int_equal(pi.lso, pi.hw);

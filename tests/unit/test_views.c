@@ -245,7 +245,7 @@ static void a_replica_view_changes_nothing(void **state)
 		mk_produce_args a = { .acks = 1, .seq = -1, .count = 1 };
 		mk_produce_result res;
 		assert_int_equal(mk_partition_produce(p, (uint8_t *)b.frame.buf, b.frame.len,
-						      &a, NULL, &res, NULL), MK_OK);
+						      &a, &res, NULL), MK_OK);
 		mk_builder_release(&b);
 	}
 	mk_replica_view lv, fv;

@@ -237,3 +237,47 @@ mk_err tl_done(mk_err err, mk_strbuf *why)
 	}
 	return mk_coord_call_wait(&tl_call, why);
 }
+
+typedef struct {
+	mk_watch w;              /* first */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool fired;
+} tl_waiter;
+
+static void tl_waiter_fire(mk_watch *w)
+{
+	tl_waiter *tw = (tl_waiter *)w;
+	pthread_mutex_lock(&tw->lock);
+	tw->fired = true;
+	pthread_cond_signal(&tw->cond);
+	pthread_mutex_unlock(&tw->lock);
+}
+
+mk_err tl_ack_wait(mk_partition *p, const mk_produce_result *res,
+		   mk_strbuf *why)
+{
+	if (!res->pending)
+		return MK_OK;
+	tl_waiter tw = { .w = { .fn = tl_waiter_fire, .ack = &res->ticket } };
+	pthread_mutex_init(&tw.lock, NULL);
+	pthread_cond_init(&tw.cond, NULL);
+	mk_err err;
+	for (;;) {
+		uint64_t seen = mk_partition_seq(p);
+		bool pending;
+		err = mk_partition_ack_check(p, &res->ticket, &pending, why);
+		if (err || !pending)
+			break;
+		tw.fired = false;
+		mk_partition_watch(p, &tw.w, seen);
+		pthread_mutex_lock(&tw.lock);
+		while (!tw.fired)
+			pthread_cond_wait(&tw.cond, &tw.lock);
+		pthread_mutex_unlock(&tw.lock);
+		mk_partition_unwatch(p, &tw.w);
+	}
+	pthread_cond_destroy(&tw.cond);
+	pthread_mutex_destroy(&tw.lock);
+	return err;
+}

@@ -123,4 +123,11 @@ mk_err tl_producer_flush(mk_cluster *c, mk_producer *p, mk_strbuf *why);
 extern mk_coord_call tl_call;
 mk_err tl_done(mk_err err, mk_strbuf *why);
 
+/* Wait for the acks=all ticket of res (when pending) on partition p,
+ * sleeping on p's events (mk_partition_watch): a test's stand-in for a
+ * parked request. The events come from elsewhere (the fetchers in auto
+ * mode, another thread's fetch rounds, a clock move). */
+mk_err tl_ack_wait(mk_partition *p, const mk_produce_result *res,
+		   mk_strbuf *why);
+
 #endif
