@@ -51,6 +51,8 @@ LONG_FUNCTIONS = {
 # Today's pairs, to be merged or found distinct as the code is split.
 DUPLICATES = {
     # core/
+    ("core/coordination/coordinator.c:mk_coord_lock", "core/replication/partition.c:mk_partition_test_lock"):
+        "lock, trylock and unlock of an opaque struct: three one-line wrappers each",
     ("core/storage/entryfile.h:mk_entries_truncate", "core/storage/index.h:mk_index_truncate_pos"):
         "declarations alike in shape: the index is an entry file of its own kind",
     ("core/base/config.c:mk_config_defaults", "core/base/config.c:mk_config_defaults"):

@@ -51,7 +51,7 @@ mk_coord *mk_coord_new(mk_cluster *c, const mk_coord_def *def)
 	pthread_mutex_init(&rt->turn, NULL);
 	pthread_mutex_init(&rt->lock, NULL);
 	pthread_cond_init(&rt->cond, NULL);
-	rt->watchers.prev = rt->watchers.next = &rt->watchers;
+	mk_watch_list_init(&rt->watchers);
 	rt->deadline_ms = INT64_MAX;
 	return rt;
 }
@@ -106,14 +106,7 @@ static void event_locked(mk_coord *rt)
 {
 	rt->seq++;
 	rt->kicked = true;
-	while (rt->watchers.next != &rt->watchers) {
-		mk_watch *w = rt->watchers.next;
-		w->prev->next = w->next;
-		w->next->prev = w->prev;
-		w->prev = w->next = NULL;
-		w->armed = false;
-		w->fn(w);
-	}
+	mk_watch_fire_all(&rt->watchers);
 	pthread_cond_broadcast(&rt->cond);
 }
 
@@ -132,28 +125,22 @@ static void on_coord(mk_watch *w)
 void mk_coord_watch(mk_coord *rt, mk_watch *w, uint64_t seen)
 {
 	pthread_mutex_lock(&rt->lock);
-	if (rt->seq != seen) {
-		w->armed = false;
-		w->fn(w);
-	} else if (!w->armed) {
-		w->armed = true;
-		w->prev = rt->watchers.prev;
-		w->next = &rt->watchers;
-		rt->watchers.prev->next = w;
-		rt->watchers.prev = w;
-	}
+	mk_watch_arm(&rt->watchers, w, rt->seq, seen);
 	pthread_mutex_unlock(&rt->lock);
+}
+
+uint64_t mk_coord_seq(mk_coord *rt)
+{
+	pthread_mutex_lock(&rt->lock);
+	uint64_t seq = rt->seq;
+	pthread_mutex_unlock(&rt->lock);
+	return seq;
 }
 
 void mk_coord_unwatch(mk_coord *rt, mk_watch *w)
 {
 	pthread_mutex_lock(&rt->lock);
-	if (w->armed) {
-		w->prev->next = w->next;
-		w->next->prev = w->prev;
-		w->prev = w->next = NULL;
-		w->armed = false;
-	}
+	mk_watch_disarm(w);
 	pthread_mutex_unlock(&rt->lock);
 }
 

@@ -202,6 +202,8 @@ void mk_coord_call_forget(mk_coord_call *call);
  * call, if one came already): the in-flight operation's partition
  * changed, or an operation completed. One-shot, as mk_partition_watch. */
 void mk_coord_watch(mk_coord *rt, mk_watch *w, uint64_t seen);
+/* The runtime's event count now (for a first mk_coord_watch). */
+uint64_t mk_coord_seq(mk_coord *rt);
 void mk_coord_unwatch(mk_coord *rt, mk_watch *w);
 
 #endif

@@ -966,7 +966,7 @@ mk_err mk_group_commit(mk_groups *g, const char *group, const char *member,
 	gm_op *op = op_new(g, group, member);
 	op->gen = generation;
 	op->all_positions = !n;
-	op->todo = mk_xcalloc(n ? n : 1, sizeof(*op->todo));
+	op->todo = n ? mk_xcalloc(n, sizeof(*op->todo)) : NULL;
 	for (size_t i = 0; i < n; i++)
 		op->todo[i] = (mk_commit_entry){ mk_xstrdup(entries[i].topic),
 						 entries[i].partition, entries[i].offset };

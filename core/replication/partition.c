@@ -52,22 +52,10 @@ void meta_changed(mk_partition *p)
 		p->env->meta_notify(p->env->meta_arg);
 }
 
-/* Fire one armed watcher (disarmed before its fn). */
-static void fire(mk_watch *w)
-{
-	w->prev->next = w->next;
-	w->next->prev = w->prev;
-	w->prev = w->next = NULL;
-	w->armed = false;
-	w->fn(w);
-}
-
 void part_changed(mk_partition *p)
 {
 	p->seq++;
-	/* Fire every armed watcher once. */
-	while (p->watchers.next != &p->watchers)
-		fire(p->watchers.next);
+	mk_watch_fire_all(&p->watchers);
 }
 
 /*
@@ -84,7 +72,7 @@ void part_progressed(mk_partition *p)
 		mk_watch *next = w->next;
 		bool pending = false;
 		if (!w->ack || ack_look(p, w->ack, &pending, NULL) || !pending)
-			fire(w);
+			mk_watch_fire(w);
 		w = next;
 	}
 }
@@ -168,7 +156,7 @@ static mk_err partition_open(const mk_env *env, const char *topic, int id,
 	mk_partition *p = mk_xcalloc(1, sizeof(*p));
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->settled, NULL);
-	p->watchers.prev = p->watchers.next = &p->watchers;
+	mk_watch_list_init(&p->watchers);
 	p->env = env;
 	p->topic = mk_xstrdup(topic);
 	p->id = id;
@@ -329,28 +317,14 @@ uint64_t mk_partition_seq(mk_partition *p)
 void mk_partition_watch(mk_partition *p, mk_watch *w, uint64_t seen)
 {
 	pthread_mutex_lock(&p->lock);
-	if (p->seq != seen) {
-		w->armed = false;
-		w->fn(w);
-	} else if (!w->armed) {
-		w->armed = true;
-		w->prev = p->watchers.prev;
-		w->next = &p->watchers;
-		p->watchers.prev->next = w;
-		p->watchers.prev = w;
-	}
+	mk_watch_arm(&p->watchers, w, p->seq, seen);
 	pthread_mutex_unlock(&p->lock);
 }
 
 void mk_partition_unwatch(mk_partition *p, mk_watch *w)
 {
 	pthread_mutex_lock(&p->lock);
-	if (w->armed) {
-		w->prev->next = w->next;
-		w->next->prev = w->prev;
-		w->prev = w->next = NULL;
-		w->armed = false;
-	}
+	mk_watch_disarm(w);
 	pthread_mutex_unlock(&p->lock);
 }
 

@@ -90,6 +90,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "watch.h"
 #include "cleaner.h"
 #include "clock.h"
 #include "config.h"
@@ -156,7 +157,7 @@ typedef struct {
 
 
 /* An acks=all append's ticket (see mk_partition_produce). */
-typedef struct {
+typedef struct mk_ack_ticket {
 	int64_t target;             /* the batch's next offset */
 	int32_t leader_epoch;
 	int64_t deadline_ms;        /* cluster clock */
@@ -164,8 +165,8 @@ typedef struct {
 } mk_ack_ticket;
 
 /*
- * A one-shot watcher of a partition's changes (see mk_partition_watch).
- * fn runs under p->lock, in whichever thread made the change: it may only
+ * A partition's watchers (mk_watch, watch.h; see mk_partition_watch): fn
+ * runs under p->lock, in whichever thread made the change: it may only
  * record the event (take its own leaf lock, signal a condition) and must
  * never call into a partition or take a lock that is held around a
  * partition call. The owner answers its waiter from its own thread.
@@ -177,12 +178,6 @@ typedef struct {
  * past its deadline), so the first of two followers to copy a batch does
  * not wake its writer for nothing. Every other change fires it as before.
  */
-typedef struct mk_watch {
-	void (*fn)(struct mk_watch *w);
-	struct mk_watch *prev, *next;   /* guarded by the partition's lock */
-	bool armed;
-	const mk_ack_ticket *ack;       /* NULL: every change fires it */
-} mk_watch;
 
 /* One partition (opaque: replica_internal.h, private to replica*.c). */
 typedef struct mk_partition mk_partition;

@@ -8,7 +8,8 @@
 # 100 ms (the replicate that completes them within 500 ms), and each
 # parked request is answered by the event that completes it. Twelve group
 # commits, then twelve transaction inits, each waiting for its
-# coordinator's acks=all, hold no worker either. A handled signal during
+# coordinator's acks=all, hold no worker either, nor the command thread
+# (a heartbeat answers meanwhile). A handled signal during
 # an acks=all wait does not turn an appended batch into EINTR (a retrying
 # writer would duplicate it); a manual clock advance past
 # request.timeout.ms ends the wait with ETIMEDOUT; an interrupted follow
@@ -96,6 +97,12 @@ assert_ok "ls answers while they wait" timeout 5 ls "$MNT/topics/load"
 assert_ok "a value file answers while they wait" timeout 5 cat "$MNT/topics/load/0/hw"
 assert_ok "an acks=1 append answers while they wait" timeout 5 \
 	bash -c "echo side > '$MNT/topics/side/0/append:acks=1'"
+# The command thread is not held by them: a heartbeat, a command of the
+# same kind (a job), answers at once (it waited behind them when each
+# command blocked the thread in its acks=all wait).
+gen0=$(mk_read "$MNT/groups/g0/generation")
+assert_ok "a heartbeat, run by the command thread, answers while they wait" timeout 5 \
+	bash -c "echo 'm0 $gen0' > '$MNT/groups/g0/heartbeat'"
 assert_eq "12" "$(alive)" "and the commits still wait"
 mk_wait_for 60 eval 'timeout 5 bash -c "echo replicate > $MNT/ctl"; [ "$(alive)" = 0 ]'
 assert_eq "0" "$(alive)" "every commit was answered as the follower fetched"

@@ -159,7 +159,7 @@ typedef struct {
 	bool fired;
 } tl_event;
 
-/* Under the partition's lock: record only. */
+/* Under the owner's lock: record only. */
 static void event_fired(mk_watch *w)
 {
 	tl_event *e = (tl_event *)w;
@@ -167,6 +167,50 @@ static void event_fired(mk_watch *w)
 	e->fired = true;
 	pthread_cond_signal(&e->cond);
 	pthread_mutex_unlock(&e->lock);
+}
+
+/* Sleep until the first event of owner after seen (watch and unwatch
+ * are the owner's: a partition's or a coordinator's). */
+static void sleep_on(void *owner, void (*watch)(void *, mk_watch *, uint64_t),
+		     void (*unwatch)(void *, mk_watch *), uint64_t seen,
+		     const mk_ack_ticket *ack)
+{
+	tl_event e = { .w = { .fn = event_fired, .ack = ack } };
+	pthread_mutex_init(&e.lock, NULL);
+	pthread_cond_init(&e.cond, NULL);
+	watch(owner, &e.w, seen);
+	pthread_mutex_lock(&e.lock);
+	while (!e.fired)
+		pthread_cond_wait(&e.cond, &e.lock);
+	pthread_mutex_unlock(&e.lock);
+	unwatch(owner, &e.w);
+	pthread_cond_destroy(&e.cond);
+	pthread_mutex_destroy(&e.lock);
+}
+
+static void part_watch(void *p, mk_watch *w, uint64_t seen)
+{
+	mk_partition_watch(p, w, seen);
+}
+
+static void part_unwatch(void *p, mk_watch *w)
+{
+	mk_partition_unwatch(p, w);
+}
+
+static void coord_watch(void *rt, mk_watch *w, uint64_t seen)
+{
+	mk_coord_watch(rt, w, seen);
+}
+
+static void coord_unwatch(void *rt, mk_watch *w)
+{
+	mk_coord_unwatch(rt, w);
+}
+
+void tl_coord_sleep(mk_coord *rt, uint64_t seen)
+{
+	sleep_on(rt, coord_watch, coord_unwatch, seen, NULL);
 }
 
 static bool fetchers_run(const mk_cluster *c)
@@ -184,17 +228,7 @@ void tl_await_change(mk_cluster *c, mk_partition *p, uint64_t seen,
 		mk_cluster_replicate(c, NULL);
 		return;
 	}
-	tl_event e = { .w = { .fn = event_fired, .ack = ack } };
-	pthread_mutex_init(&e.lock, NULL);
-	pthread_cond_init(&e.cond, NULL);
-	mk_partition_watch(p, &e.w, seen);
-	pthread_mutex_lock(&e.lock);
-	while (!e.fired)
-		pthread_cond_wait(&e.cond, &e.lock);
-	pthread_mutex_unlock(&e.lock);
-	mk_partition_unwatch(p, &e.w);
-	pthread_cond_destroy(&e.cond);
-	pthread_mutex_destroy(&e.lock);
+	sleep_on(p, part_watch, part_unwatch, seen, ack);
 }
 
 mk_err tl_producer_settle(mk_cluster *c, mk_producer *p, bool all,
@@ -238,46 +272,17 @@ mk_err tl_done(mk_err err, mk_strbuf *why)
 	return mk_coord_call_wait(&tl_call, why);
 }
 
-typedef struct {
-	mk_watch w;              /* first */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool fired;
-} tl_waiter;
-
-static void tl_waiter_fire(mk_watch *w)
-{
-	tl_waiter *tw = (tl_waiter *)w;
-	pthread_mutex_lock(&tw->lock);
-	tw->fired = true;
-	pthread_cond_signal(&tw->cond);
-	pthread_mutex_unlock(&tw->lock);
-}
-
 mk_err tl_ack_wait(mk_partition *p, const mk_produce_result *res,
 		   mk_strbuf *why)
 {
 	if (!res->pending)
 		return MK_OK;
-	tl_waiter tw = { .w = { .fn = tl_waiter_fire, .ack = &res->ticket } };
-	pthread_mutex_init(&tw.lock, NULL);
-	pthread_cond_init(&tw.cond, NULL);
-	mk_err err;
 	for (;;) {
 		uint64_t seen = mk_partition_seq(p);
 		bool pending;
-		err = mk_partition_ack_check(p, &res->ticket, &pending, why);
+		mk_err err = mk_partition_ack_check(p, &res->ticket, &pending, why);
 		if (err || !pending)
-			break;
-		tw.fired = false;
-		mk_partition_watch(p, &tw.w, seen);
-		pthread_mutex_lock(&tw.lock);
-		while (!tw.fired)
-			pthread_cond_wait(&tw.cond, &tw.lock);
-		pthread_mutex_unlock(&tw.lock);
-		mk_partition_unwatch(p, &tw.w);
+			return err;
+		sleep_on(p, part_watch, part_unwatch, seen, &res->ticket);
 	}
-	pthread_cond_destroy(&tw.cond);
-	pthread_mutex_destroy(&tw.lock);
-	return err;
 }

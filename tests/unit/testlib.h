@@ -123,6 +123,8 @@ mk_err tl_producer_flush(mk_cluster *c, mk_producer *p, mk_strbuf *why);
 extern mk_coord_call tl_call;
 mk_err tl_done(mk_err err, mk_strbuf *why);
 
+/* Sleep on the coordinator's events until its first after seen. */
+void tl_coord_sleep(mk_coord *rt, uint64_t seen);
 /* Wait for the acks=all ticket of res (when pending) on partition p,
  * sleeping on p's events (mk_partition_watch): a test's stand-in for a
  * parked request. The events come from elsewhere (the fetchers in auto
