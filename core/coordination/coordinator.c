@@ -482,9 +482,10 @@ mk_err mk_coord_call_wait(mk_coord_call *call, mk_strbuf *why)
 			return err;
 		mk_coord *rt = call->rt;
 		pthread_mutex_lock(&rt->lock);
-		while (rt->seq == call->seen && !rt->stop)
+		while (rt->seq == call->seen && !rt->stop && !rt->c->shutting_down)
 			pthread_cond_wait(&rt->cond, &rt->lock);
-		bool stop = rt->stop;
+		/* The shutdown wakes every partition's watchers, ours too. */
+		bool stop = rt->stop || rt->c->shutting_down;
 		pthread_mutex_unlock(&rt->lock);
 		if (stop) {
 			mk_coord_call_forget(call);

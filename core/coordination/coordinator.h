@@ -193,7 +193,9 @@ static inline bool mk_coord_call_pending(const mk_coord_call *call)
 {
 	return call && call->op;
 }
-/* Resume until complete, sleeping on the runtime's events in between. */
+/* Resume until complete, sleeping on the runtime's events in between;
+ * MK_INTERRUPTED (the call forgotten) once the cluster shuts down or the
+ * runtime closes. */
 mk_err mk_coord_call_wait(mk_coord_call *call, mk_strbuf *why);
 /* The caller goes away: the operation runs on without it. */
 void mk_coord_call_forget(mk_coord_call *call);
