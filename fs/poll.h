@@ -32,8 +32,11 @@ struct mk_poll_cursor;
 /* A read once h->text is all handed out: the next poll's records (or
  * EOF). A :follow poll with nothing new never waits: it fills the read's
  * wait (the partition the next poll starts at, looked at again every
- * MK_POLL_RECHECK_MS: an assignment can change without it, and the group
- * coordinator has no event of its own for that) and returns. */
+ * MK_POLL_RECHECK_MS: data on the member's other partitions and a new
+ * assignment come without that partition's event; the timer is the
+ * poll's fetch.max.wait, and each look refreshes the member's session as
+ * a consumer's heartbeat would: docs/filesystem.md, Serving model) and
+ * returns. */
 #define MK_POLL_RECHECK_MS 200
 
 #endif

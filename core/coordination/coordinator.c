@@ -39,8 +39,8 @@ struct mk_coord {
 	bool kicked;                 /* an event since the thread last looked */
 	int64_t deadline_ms;         /* of the ticket the head waits for */
 	pthread_cond_t cond;         /* the task's sleep; mk_coord_call_wait */
-	pthread_t ticker;
-	bool ticker_started, stop;   /* stop under lock */
+	pthread_t thread;
+	bool thread_started, stop;   /* stop under lock */
 };
 
 mk_coord *mk_coord_new(mk_cluster *c, const mk_coord_def *def)
@@ -549,9 +549,9 @@ static void *runtime_main(void *arg)
 
 void mk_coord_start(mk_coord *rt)
 {
-	if (rt->ticker_started)
+	if (rt->thread_started)
 		return;
-	rt->ticker_started = pthread_create(&rt->ticker, NULL, runtime_main, rt) == 0;
+	rt->thread_started = pthread_create(&rt->thread, NULL, runtime_main, rt) == 0;
 }
 
 void mk_coord_free(mk_coord *rt)
@@ -562,8 +562,8 @@ void mk_coord_free(mk_coord *rt)
 	rt->stop = true;
 	pthread_cond_broadcast(&rt->cond);
 	pthread_mutex_unlock(&rt->lock);
-	if (rt->ticker_started)
-		pthread_join(rt->ticker, NULL);
+	if (rt->thread_started)
+		pthread_join(rt->thread, NULL);
 	/* What is still queued fails; a caller still holding one collects
 	 * it by mk_coord_call_forget, which then frees it. */
 	pthread_mutex_lock(&rt->turn);
