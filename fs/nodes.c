@@ -206,15 +206,22 @@ bool mk_node_write_waits(const node_ref *ref, const char *buf, size_t size)
 		return true;
 	if (ref->def->write != write_ctl)
 		return false;
-	while (size && (*buf == ' ' || *buf == '\t')) {
-		buf++;
-		size--;
-	}
-	for (size_t i = 0; i < sizeof(ctl_waiting) / sizeof(ctl_waiting[0]); i++) {
-		size_t n = strlen(ctl_waiting[i]);
-		if (size >= n && !memcmp(buf, ctl_waiting[i], n) &&
-		    (size == n || buf[n] == '\n' || buf[n] == ' ' || buf[n] == '\t'))
-			return true;
+	/* Any line of the write: its lines run in one go, on one thread. */
+	for (size_t pos = 0; pos < size;) {
+		const char *line = buf + pos;
+		const char *nl = memchr(line, '\n', size - pos);
+		size_t len = nl ? (size_t)(nl - line) : size - pos;
+		pos += len + 1;
+		while (len && (*line == ' ' || *line == '\t')) {
+			line++;
+			len--;
+		}
+		for (size_t i = 0; i < sizeof(ctl_waiting) / sizeof(ctl_waiting[0]); i++) {
+			size_t n = strlen(ctl_waiting[i]);
+			if (len >= n && !memcmp(line, ctl_waiting[i], n) &&
+			    (len == n || line[n] == ' ' || line[n] == '\t' || line[n] == '\r'))
+				return true;
+		}
 	}
 	return false;
 }

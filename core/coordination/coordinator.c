@@ -225,12 +225,9 @@ mk_coord_call *mk_coord_op_sub(mk_coord_op *op)
 	return op->sub;
 }
 
-void mk_coord_op_retry(mk_coord_op *op, mk_topic *t, mk_partition *p)
+void mk_coord_op_retry(mk_coord_op *op)
 {
 	op->retry = true;
-	mk_topic_put(op->retry_t);
-	op->retry_t = t;
-	op->retry_on = p;
 }
 
 /* What a round started: drop it (acknowledged, failed or done). */
@@ -251,9 +248,6 @@ static void op_drop_round(mk_coord_op *op)
 		op->sub = NULL;
 	}
 	op->retry = false;
-	mk_topic_put(op->retry_t);
-	op->retry_t = NULL;
-	op->retry_on = NULL;
 }
 
 static void op_release(mk_coord_op *op)
@@ -267,6 +261,7 @@ static void op_release(mk_coord_op *op)
 /* Under the turn: one round of op: prepare, then append its records. */
 static mk_err start(mk_coord *rt, mk_coord_op *op)
 {
+	unwatch_all(rt);
 	op_drop_round(op);
 	mk_strbuf_reset(&op->why);
 	op->sub_result = MK_OK;
@@ -297,17 +292,14 @@ static void set_deadline(mk_coord *rt, int64_t ms)
 	pthread_mutex_unlock(&rt->lock);
 }
 
-/* Under the turn: is everything op's round started acknowledged? When
- * not, watch the first thing it waits for. */
-static mk_err look(mk_coord *rt, mk_coord_op *op, bool *pending)
+/* look's walk: the first thing op's round waits for, watched, and when
+ * it times out. */
+static mk_err look_once(mk_coord *rt, mk_coord_op *op, bool *pending,
+			int64_t *deadline)
 {
 	*pending = true;
-	set_deadline(rt, INT64_MAX);
-	if (op->retry) {
-		if (op->retry_on)
-			watch_partition(rt, op->retry_on, NULL, mk_partition_seq(op->retry_on));
+	if (op->retry)
 		return MK_OK;
-	}
 	for (size_t i = 0; i < op->nacks; i++) {
 		mk_coord_append *a = &op->acks[i];
 		if (!a->p)
@@ -318,7 +310,7 @@ static mk_err look(mk_coord *rt, mk_coord_op *op, bool *pending)
 		if (err)
 			return err;
 		if (owed) {
-			set_deadline(rt, a->ticket.deadline_ms);
+			*deadline = a->ticket.deadline_ms;
 			watch_partition(rt, a->p, &a->ticket, seen);
 			return MK_OK;
 		}
@@ -328,12 +320,32 @@ static mk_err look(mk_coord *rt, mk_coord_op *op, bool *pending)
 		mk_strbuf_reset(&op->sub_why);
 		op->sub_result = mk_coord_call_resume(op->sub, &op->sub_why);
 		if (mk_coord_call_pending(op->sub)) {
+			*deadline = op->sub->deadline_ms;
 			watch_coord(rt, op->sub->rt, op->sub->seen);
 			return MK_OK;
 		}
 	}
 	*pending = false;
 	return MK_OK;
+}
+
+/* Under the turn: is everything op's round started acknowledged? When
+ * not, watch the first thing it waits for, and publish when that times
+ * out (rt->deadline_ms, once: the callers' timers read it). */
+static mk_err look(mk_coord *rt, mk_coord_op *op, bool *pending)
+{
+	int64_t deadline = INT64_MAX;
+	mk_err err = look_once(rt, op, pending, &deadline);
+	set_deadline(rt, err || !*pending ? INT64_MAX : deadline);
+	return err;
+}
+
+/* Under the turn: op's state (read under lock by its caller). */
+static void set_state(mk_coord *rt, mk_coord_op *op, mk_coord_op_state st)
+{
+	pthread_mutex_lock(&rt->lock);
+	op->state = st;
+	pthread_mutex_unlock(&rt->lock);
 }
 
 /* Under the turn: op (the head) is complete. */
@@ -353,7 +365,7 @@ static void finish(mk_coord *rt, mk_coord_op *op, mk_err err)
 	pthread_mutex_unlock(&rt->lock);
 	if (!orphan)
 		return;
-	if (err && err != MK_INTERRUPTED)
+	if (err && err != MK_INTERRUPTED && !op->quiet)
 		mk_errlog_add(&rt->c->errlog, mk_clock_now(&rt->c->clock), NULL, err,
 			      "%s: %s", op->kind->name,
 			      op->why.len ? op->why.buf : mk_err_name(err));
@@ -373,7 +385,7 @@ static void advance(mk_coord *rt)
 		mk_err err = MK_OK;
 		if (op->state == MK_COORD_QUEUED || op->retry) {
 			err = start(rt, op);
-			op->state = MK_COORD_APPENDED;
+			set_state(rt, op, MK_COORD_APPENDED);
 		}
 		bool pending = false;
 		if (!err)
@@ -390,7 +402,7 @@ static void advance(mk_coord *rt)
 		bool more = false;
 		err = op->kind->apply(op, err, &more, &op->why);
 		if (!err && more) {
-			op->state = MK_COORD_QUEUED;
+			set_state(rt, op, MK_COORD_QUEUED);
 			continue;
 		}
 		finish(rt, op, err);
@@ -403,6 +415,27 @@ void mk_coord_poke(mk_coord *rt)
 	pthread_mutex_lock(&rt->lock);
 	event_locked(rt);
 	pthread_mutex_unlock(&rt->lock);
+}
+
+/* Under lock: when the queue's head times out by time alone (the system
+ * clock: the cluster clock is the wall's), as a wall time; 0: never
+ * (the manual clock's advance is an event). */
+static int64_t timeout_due(const mk_coord *rt)
+{
+	return rt->c->clock.manual || rt->deadline_ms == INT64_MAX ? 0 : rt->deadline_ms;
+}
+
+/* Under lock: sleep on the condition until an event, or until due (wall
+ * ms; 0: no bound). */
+static void sleep_until(mk_coord *rt, int64_t due)
+{
+	if (!due) {
+		pthread_cond_wait(&rt->cond, &rt->lock);
+		return;
+	}
+	int64_t left = due - mk_wall_ms();
+	struct timespec ts = mk_timespec_after_ms(CLOCK_REALTIME, left > 0 ? left : 0);
+	pthread_cond_timedwait(&rt->cond, &rt->lock, &ts);
 }
 
 static void op_init(mk_coord *rt, mk_coord_op *op, bool orphan)
@@ -467,6 +500,8 @@ mk_err mk_coord_call_resume(mk_coord_call *call, mk_strbuf *why)
 		return MK_OK;
 	mk_coord_op *op = call->op;
 	call->op = NULL;
+	if (op->count_to)
+		*op->count_to = op->counted;
 	mk_err err = op->result;
 	if (err && why)
 		mk_strbuf_add(why, op->why.buf, op->why.len);
@@ -482,8 +517,11 @@ mk_err mk_coord_call_wait(mk_coord_call *call, mk_strbuf *why)
 			return err;
 		mk_coord *rt = call->rt;
 		pthread_mutex_lock(&rt->lock);
-		while (rt->seq == call->seen && !rt->stop && !rt->c->shutting_down)
-			pthread_cond_wait(&rt->cond, &rt->lock);
+		/* Until an event, or the queue's head times out (a look then). */
+		int64_t due = timeout_due(rt);
+		while (rt->seq == call->seen && !rt->stop && !rt->c->shutting_down &&
+		       (!due || mk_wall_ms() < due))
+			sleep_until(rt, due);
 		/* The shutdown wakes every partition's watchers, ours too. */
 		bool stop = rt->stop || rt->c->shutting_down;
 		pthread_mutex_unlock(&rt->lock);
@@ -521,25 +559,24 @@ static void *runtime_main(void *arg)
 	int64_t next_tick = mk_wall_ms() + TICK_MS;
 	pthread_mutex_lock(&rt->lock);
 	while (!rt->stop) {
-		if (!rt->kicked && ticks) {
-			int64_t left = next_tick - mk_wall_ms();
-			struct timespec ts = mk_timespec_after_ms(CLOCK_REALTIME,
-								  left > 0 ? left : 0);
-			pthread_cond_timedwait(&rt->cond, &rt->lock, &ts);
-		} else if (!rt->kicked) {
-			pthread_cond_wait(&rt->cond, &rt->lock);
-		}
+		int64_t due = timeout_due(rt);
+		if (ticks && (!due || next_tick < due))
+			due = next_tick;
+		if (!rt->kicked)
+			sleep_until(rt, due);
 		if (rt->stop || rt->c->shutting_down)
 			break;
 		bool kicked = rt->kicked;
 		rt->kicked = false;
+		due = timeout_due(rt);
 		pthread_mutex_unlock(&rt->lock);
-		bool tick = ticks && mk_wall_ms() >= next_tick;
+		int64_t now = mk_wall_ms();
+		bool tick = ticks && now >= next_tick;
 		if (tick) {
 			rt->def.tick(rt->def.arg);
 			next_tick = mk_wall_ms() + TICK_MS;
 		}
-		if (kicked || tick)
+		if (kicked || tick || (due && now >= due))
 			advance(rt);
 		pthread_mutex_lock(&rt->lock);
 	}

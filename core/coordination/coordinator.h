@@ -106,13 +106,16 @@ struct mk_coord_op {
 	size_t nacks;            /* first, when there are records) */
 	struct mk_coord_call_s *sub;   /* mk_coord_op_sub's, or NULL */
 	bool retry;              /* mk_coord_op_retry: prepare again later */
-	mk_partition *retry_on;  /* ... at this partition's change (a ref in retry_t) */
-	mk_topic *retry_t;
 	mk_err sub_result;       /* the sub-call's, for apply */
 	mk_strbuf sub_why;
 	mk_err result;
 	mk_strbuf why;
 	bool orphan;             /* no caller collects it (under rt lock) */
+	bool quiet;              /* an orphan's failure is not for /errors
+				  * (a periodic sweep: it says its own) */
+	int counted;             /* what apply counted (members expired, ...) */
+	int *count_to;           /* the caller's: set from counted when it
+				  * collects the result (NULL: none) */
 	mk_coord_op *next;
 };
 
@@ -168,10 +171,9 @@ mk_err mk_coord_op_append(mk_coord_op *op, mk_topic *t, int part,
  * operation waits for it, and apply finds its result in sub_result and
  * sub_why. */
 mk_coord_call *mk_coord_op_sub(mk_coord_op *op);
-/* For prepare: not now (nothing added): prepare again at p's next change
- * (p in topic t, a reference the operation takes over), or with both
- * NULL at the runtime's next event (mk_coord_poke). */
-void mk_coord_op_retry(mk_coord_op *op, mk_topic *t, mk_partition *p);
+/* For prepare: not now (nothing added): prepare again at the runtime's
+ * next event (mk_coord_poke, or any other). */
+void mk_coord_op_retry(mk_coord_op *op);
 /* For prepare: run op (its kind and own fields filled; nobody waits for
  * it) before the one preparing, which puts itself off (mk_coord_op_retry).
  * Mount recovery ahead of the first change. */

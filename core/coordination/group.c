@@ -360,7 +360,6 @@ typedef struct {
 	int64_t now;             /* expire */
 	char *done_upto;         /* expire: the last group looked at */
 	char *sweeping;          /* expire: the group this round writes for */
-	int *removed;            /* expire: counted when applied */
 	bool ticked;             /* the periodic sweep's */
 } gm_op;
 
@@ -500,7 +499,7 @@ static mk_err delete_prepare(gm_op *op, mk_groups *g, mk_strbuf *why)
 	if (!err && grp->nmembers)
 		err = mk_error(why, MK_NON_EMPTY_GROUP,
 			       "group %s has members; they must leave first", op->group);
-	int part = gm_opart_of(g, op->group);
+	int part = err ? -1 : gm_opart_of(g, op->group);
 	for (size_t i = 0; !err && i < grp->ncommits; i++) {
 		mk_strbuf k = MK_STRBUF_INIT;
 		mk_strbuf_addf(&k, "%s/%s/%d", op->group, grp->commits[i].topic,
@@ -757,8 +756,7 @@ static void apply_removal(gm_op *op, gm_group *grp)
 		if (gone(op, grp, grp->members[i])) {
 			gm_member_free(grp->members[i]);
 			gm_remove_ptr((void **)grp->members, &grp->nmembers, i);
-			if (op->removed)
-				(*op->removed)++;
+			op->base.counted++;
 		}
 	rebalance(op->g, grp, op->gen);
 }
@@ -825,7 +823,7 @@ mk_err mk_groups_expire(mk_groups *g, int *removed, mk_coord_call *call,
 		*removed = 0;
 	gm_op *op = op_new(g, NULL, NULL);
 	op->now = now_ms(g);
-	op->removed = removed;
+	op->base.count_to = removed;
 	return submit(op, &expire_kind, call, why);
 }
 
@@ -842,6 +840,7 @@ static void tick(void *arg)
 	gm_op *op = op_new(g, NULL, NULL);
 	op->now = now_ms(g);
 	op->ticked = true;
+	op->base.quiet = true;      /* the sweep's failures are the next one's */
 	submit(op, &expire_kind, NULL, NULL);
 }
 mk_err mk_group_heartbeat(mk_groups *g, const char *group, const char *member,

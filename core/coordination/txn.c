@@ -447,7 +447,6 @@ typedef struct {
 	sweep_kind sweep;
 	char *done_upto;
 	int64_t now;
-	int *count;
 	mk_err first;
 	mk_strbuf first_why;
 	bool ticked;             /* the periodic sweep's */
@@ -555,7 +554,7 @@ static mk_err tx_ready(tx_op *op, mk_strbuf *why)
 	r->sweep = SWEEP_RECOVER;
 	r->base.kind = &recover_kind;
 	mk_coord_push_front(t->rt, &r->base);
-	mk_coord_op_retry(&op->base, NULL, NULL);
+	mk_coord_op_retry(&op->base);
 	return MK_OK;
 }
 
@@ -625,7 +624,7 @@ static mk_err end_prepare(tx_op *op, mk_strbuf *why)
 	if (op->step == END_DECIDE) {
 		if (e->inflight) {
 			/* A write of it is being appended: after it lands. */
-			mk_coord_op_retry(&op->base, NULL, NULL);
+			mk_coord_op_retry(&op->base);
 		} else if (is_prepared(e->state)) {
 			if ((e->state == MK_TXN_PREPARE_COMMIT) != op->commit &&
 			    op->epoch == e->epoch) {
@@ -886,8 +885,8 @@ static mk_err sweep_apply(mk_coord_op *base, mk_err err, bool *more, mk_strbuf *
 	if (err && !op->first) {
 		op->first = err;
 		mk_strbuf_add(&op->first_why, why->buf, why->len);
-	} else if (!err && op->count) {
-		(*op->count)++;
+	} else if (!err) {
+		op->base.counted++;
 	}
 	/* On to the next id. */
 	op->ending = false;
@@ -907,7 +906,7 @@ mk_err mk_txns_expire(mk_txns *t, int *aborted, mk_coord_call *call, mk_strbuf *
 	tx_op *op = tx_new(t, NULL);
 	op->sweep = SWEEP_EXPIRE;
 	op->now = now_ms(t);
-	op->count = aborted;
+	op->base.count_to = aborted;
 	return tx_submit(op, &expire_kind, call, why);
 }
 
@@ -925,6 +924,7 @@ static void tick(void *arg)
 	op->sweep = SWEEP_EXPIRE;
 	op->now = now_ms(t);
 	op->ticked = true;
+	op->base.quiet = true;      /* each abort that failed says so itself */
 	tx_submit(op, &expire_kind, NULL, NULL);
 }
 

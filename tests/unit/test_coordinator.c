@@ -63,13 +63,13 @@ static mk_err note_prepare(mk_coord_op *base, mk_strbuf *why)
 	if (!strcmp(op->value, "none"))
 		return MK_OK;
 	if (!strcmp(op->value, "held") && f->hold) {
-		mk_coord_op_retry(base, NULL, NULL);
+		mk_coord_op_retry(base);
 		return MK_OK;
 	}
 	if (!strcmp(op->value, "first") && !op->pushed) {
 		op->pushed = true;
 		mk_coord_push_front(base->rt, &note_new(f, "early")->base);
-		mk_coord_op_retry(base, NULL, NULL);
+		mk_coord_op_retry(base);
 		return MK_OK;
 	}
 	if (!strcmp(op->value, "sub"))
@@ -329,8 +329,13 @@ static void the_thread_moves_the_queue(void **state)
 	assert_int_equal(submit(f, "B", NULL), MK_OK);
 	replicate(f);
 	wait_applied(f, "A;");
+	/* A call behind B: once its submit returns, B was appended (the
+	 * queue moved past A under the turn, here or in the thread). */
+	mk_coord_call c = { 0 };
+	assert_int_equal(submit(f, "C", &c), MK_OK);
 	replicate(f);
 	wait_applied(f, "A;B;");
+	mk_coord_call_forget(&c);
 }
 
 int main(void)

@@ -143,6 +143,23 @@ static mk_err control(fixture *f, const char *path, const char *text)
 	return err;
 }
 
+/* Which /ctl writes run as jobs (off the workers): any of their lines
+ * that waits for a coordinator makes the whole write one. */
+static void ctl_writes_that_wait(void **state)
+{
+	fixture *f = *state;
+	node_ref ref;
+	assert_int_equal(resolve(f, "/ctl", &ref), MK_OK);
+	static const char *const yes[] = { "expire-members\n", "  expire-transactions",
+					   "replicate\nexpire-members\n", "flush\r\nexpire-members\r\n" };
+	static const char *const no[] = { "replicate\n", "expire-membersx\n", "create-topic expire-members\n", "" };
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		assert_true(mk_node_write_waits(&ref, yes[i], strlen(yes[i])));
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		assert_false(mk_node_write_waits(&ref, no[i], strlen(no[i])));
+	mk_node_ref_release(&ref);
+}
+
 static void control_commands(void **state)
 {
 	fixture *f = *state;
@@ -200,6 +217,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(resolves_the_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuses_what_does_not_exist, setup, teardown),
 		cmocka_unit_test_setup_teardown(lists_children_but_not_parameters, setup, teardown),
+		cmocka_unit_test_setup_teardown(ctl_writes_that_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(control_commands, setup, teardown),
 		cmocka_unit_test(every_code_has_an_errno),
 	};
