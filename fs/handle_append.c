@@ -220,9 +220,9 @@ static mk_err check_acks(mk_handle *h, bool all, mk_wait_kind kind,
 	mk_ack_watch aw;
 	mk_err err = mk_producer_check(a->prod, all, &pending, &aw, why);
 	if (pending) {
-		*wait = (mk_wait){ .kind = kind, .p = aw.p, .seen = aw.seen,
-				   .has_ticket = true, .ticket = aw.ticket,
-				   .deadline_ms = aw.deadline_ms };
+		*wait = (mk_wait){ .kind = kind, .p = aw.p, .coord = aw.coord,
+				   .seen = aw.seen, .has_ticket = aw.p != NULL,
+				   .ticket = aw.ticket, .deadline_ms = aw.deadline_ms };
 		return MK_OK;
 	}
 	wait->kind = MK_WAIT_NONE;

@@ -80,6 +80,19 @@ struct mk_producer {
 	mk_strbuf checked_why;
 	mk_receipt *receipts;
 	size_t nreceipts, receipts_alloc;
+	/* A transactional producer's batches that wait for their partition's
+	 * registration with the coordinator (mk_txn_begin_write left its call
+	 * pending), oldest first: each is appended once its partition is
+	 * registered (registration_drive), in order, so nothing overtakes
+	 * them. reg_call is the registration of held[0]'s partition. */
+	struct held_batch {
+		int part;
+		bool owed;
+		mk_strbuf frame;
+		int32_t count;
+	} *reg;
+	size_t nreg, reg_cap;
+	mk_coord_call reg_call;
 	/* A topic append's scratch: each record's size in a batch and the
 	 * partition of a keyed one (-1: keyless, sticky); for an append of
 	 * keyed records only, the records and their plan grouped by
@@ -320,6 +333,10 @@ static void producer_free(mk_producer *p)
 	free(p->owed.v);
 	free(p->pending.v);
 	free(p->receipts);
+	mk_coord_call_forget(&p->reg_call);
+	for (size_t i = 0; i < p->nreg; i++)
+		mk_strbuf_release(&p->reg[i].frame);
+	free(p->reg);
 	free(p->plan);
 	free(p->gplan);
 	free(p->grouped);
@@ -400,23 +417,23 @@ static void add_receipt(mk_producer *p, int partition, int64_t base,
 	p->receipts[p->nreceipts++] = (mk_receipt){ partition, base, count, p->acks };
 }
 
-/*
- * Produce slot s's finished batch to partition `part`, without waiting:
- * an acks=all ticket goes to the owed list (the caller checks it) or the
- * pending one (a check with all takes it). *appended tells whether the
- * leader took it. Under p->lock.
- */
-static mk_err produce_slot(mk_producer *p, slot *s, int part, bool owed,
-			   bool *appended, mk_strbuf *why)
+/* Append one finished batch of the producer's to partition part: its
+ * receipt, its ticket (owed: the caller checks it; else the pending
+ * list, which a check with all takes) and, for seq=, the next sequence.
+ * A transactional batch's partition is registered already, and the write
+ * is in flight for the coordinator until this returns (txn.h). Under
+ * p->lock. */
+static mk_err produce_frame(mk_producer *p, int part, uint8_t *frame,
+			    size_t len, int32_t count, bool owed, bool *appended,
+			    mk_strbuf *why)
 {
-	mk_builder_finish(&s->b);
 	mk_produce_args a = {
 		.acks = p->acks,
 		.idempotent = p->idempotent,
 		.pid = p->pid,
 		.epoch = p->epoch,
 		.seq = p->next_seq,
-		.count = s->b.count,
+		.count = count,
 		/* The writer looks after an owed ticket: in auto mode its thread
 		 * copies the batch to one follower (replica.h). Not acks=1
 		 * nor 0 (Kafka's leader answers those without followers),
@@ -424,26 +441,10 @@ static mk_err produce_slot(mk_producer *p, slot *s, int part, bool owed,
 		.copy_inline = owed && p->acks == -1,
 	};
 	mk_produce_result res = { .base = -1 };
-	/* A transactional batch: its partition joins the transaction (which
-	 * may begin here) before the data is appended, and the write is in
-	 * flight for the coordinator until it is (txn.h). The registration
-	 * is waited for here, on the coordinator's events: the one wait of
-	 * a producer's thread on the cluster (see producer.h). */
-	mk_coord_call call = { 0 };
-	mk_err err = p->txn ? mk_txn_begin_write(p->txns, p->txn, p->pid, p->epoch,
-						 p->t->name, part, &call, why)
-			    : MK_OK;
-	if (!err && p->txn)
-		err = mk_coord_call_wait(&call, why);
-	if (!err) {
-		err = mk_partition_produce(mk_topic_partition(p->t, part),
-					   (uint8_t *)s->b.frame.buf, s->b.frame.len,
-					   &a, &res, why);
-		if (p->txn)
-			mk_txn_end_write(p->txns, p->txn);
-	}
-	mk_builder_reset(&s->b, meta_of(p));
-	s->open = false;
+	mk_err err = mk_partition_produce(mk_topic_partition(p->t, part), frame, len,
+					  &a, &res, why);
+	if (p->txn)
+		mk_txn_end_write(p->txns, p->txn);
 	*appended = res.base >= 0;
 	if (res.base >= 0)
 		add_receipt(p, part, res.base, res.count);
@@ -453,6 +454,105 @@ static mk_err produce_slot(mk_producer *p, slot *s, int part, bool owed,
 			 (owed_ack){ part, advance, res.ticket });
 	else if (!err)
 		p->next_seq += advance;
+	return err;
+}
+
+/* Keep a transactional batch until its partition's registration (and
+ * every batch held before it) is done. Under p->lock. */
+static void hold_for_registration(mk_producer *p, int part, bool owed,
+				  const mk_strbuf *frame, int32_t count)
+{
+	if (p->nreg == p->reg_cap) {
+		p->reg_cap = p->reg_cap ? 2 * p->reg_cap : 4;
+		p->reg = mk_xreallocarray(p->reg, p->reg_cap, sizeof(*p->reg));
+	}
+	struct held_batch *hb = &p->reg[p->nreg++];
+	hb->part = part;
+	hb->owed = owed;
+	hb->count = count;
+	mk_strbuf_init(&hb->frame, frame->len);
+	mk_strbuf_add(&hb->frame, frame->buf, frame->len);
+}
+
+/* Register part for the transaction (txn.h): MK_OK with *now when the
+ * batch may be appended at once, else the call is pending. */
+static mk_err register_partition(mk_producer *p, int part, bool *now,
+				 mk_strbuf *why)
+{
+	mk_err err = mk_txn_begin_write(p->txns, p->txn, p->pid, p->epoch,
+					p->t->name, part, &p->reg_call, why);
+	*now = !err && !mk_coord_call_pending(&p->reg_call);
+	return err;
+}
+
+/*
+ * The held batches, oldest first: the pending registration looked at
+ * (mk_coord_call_resume), and each batch whose partition is registered
+ * appended; stops at the first registration still pending. A batch whose
+ * registration failed is dropped, its error kept for the next check (as
+ * an acknowledgement's failure is). Under p->lock.
+ */
+static void registration_drive(mk_producer *p)
+{
+	mk_strbuf one = MK_STRBUF_INIT;
+	while (p->nreg) {
+		struct held_batch *hb = &p->reg[0];
+		mk_strbuf_reset(&one);
+		bool now = false;
+		mk_err err;
+		if (mk_coord_call_pending(&p->reg_call)) {
+			err = mk_coord_call_resume(&p->reg_call, &one);
+			now = !err && !mk_coord_call_pending(&p->reg_call);
+		} else {
+			err = register_partition(p, hb->part, &now, &one);
+		}
+		if (!err && !now)
+			break;
+		bool appended;
+		if (!err)
+			err = produce_frame(p, hb->part, (uint8_t *)hb->frame.buf,
+					    hb->frame.len, hb->count, hb->owed, &appended, &one);
+		if (err && !p->checked) {
+			p->checked = err;
+			mk_strbuf_reset(&p->checked_why);
+			mk_strbuf_add(&p->checked_why, one.buf, one.len);
+		}
+		mk_strbuf_release(&hb->frame);
+		memmove(p->reg, p->reg + 1, (p->nreg - 1) * sizeof(*p->reg));
+		p->nreg--;
+	}
+	mk_strbuf_release(&one);
+}
+
+/*
+ * Produce slot s's batch to partition part (sent now: the writer's, owed,
+ * or the sender's). A transactional batch's partition joins the
+ * transaction first (which may begin it), persisted before the data is
+ * appended: when that registration is still owed (its record awaits the
+ * ISR), the batch is held (registration_drive appends it later) and
+ * counts as taken. *appended: the leader took it, or it is held. Under
+ * p->lock.
+ */
+static mk_err produce_slot(mk_producer *p, slot *s, int part, bool owed,
+			   bool *appended, mk_strbuf *why)
+{
+	mk_builder_finish(&s->b);
+	mk_err err = MK_OK;
+	bool now = true;
+	if (p->txn && p->nreg)
+		now = false;      /* behind the held ones */
+	else if (p->txn)
+		err = register_partition(p, part, &now, why);
+	*appended = false;
+	if (!err && now)
+		err = produce_frame(p, part, (uint8_t *)s->b.frame.buf, s->b.frame.len,
+				    s->b.count, owed, appended, why);
+	else if (!err) {
+		hold_for_registration(p, part, owed, &s->b.frame, s->b.count);
+		*appended = true;
+	}
+	mk_builder_reset(&s->b, meta_of(p));
+	s->open = false;
 	return err;
 }
 
@@ -833,6 +933,7 @@ mk_err mk_producer_flush_begin(mk_producer *p, mk_strbuf *why)
 static mk_err check_locked(mk_producer *p, bool all, bool final, size_t *owed,
 			   mk_ack_watch *watch, mk_strbuf *why)
 {
+	registration_drive(p);
 	if (all) {
 		for (size_t k = 0; k < p->pending.n; k++)
 			ack_push(&p->owed, p->pending.v[k]);
@@ -849,8 +950,9 @@ static mk_err check_locked(mk_producer *p, bool all, bool final, size_t *owed,
 		mk_err e = mk_partition_ack_check(part, &a->ticket, &still, &one);
 		if (!e && still) {
 			if (!keep)
-				*watch = (mk_ack_watch){ part, seen, a->ticket.deadline_ms,
-							 a->ticket };
+				*watch = (mk_ack_watch){ .p = part, .seen = seen,
+							 .deadline_ms = a->ticket.deadline_ms,
+							 .ticket = a->ticket };
 			p->owed.v[keep++] = *a;
 			continue;
 		}
@@ -864,6 +966,15 @@ static mk_err check_locked(mk_producer *p, bool all, bool final, size_t *owed,
 	}
 	mk_strbuf_release(&one);
 	p->owed.n = keep;
+	if (p->nreg) {
+		/* Held batches (a writer's comes after any held before it):
+		 * the registration is what they wait for first. */
+		if (!keep)
+			*watch = (mk_ack_watch){ .coord = p->reg_call.rt,
+						 .seen = p->reg_call.seen,
+						 .deadline_ms = p->reg_call.deadline_ms };
+		keep += p->nreg;
+	}
 	*owed = keep;
 	mk_err err = MK_OK;
 	if ((!keep || final) && p->checked) {
@@ -906,7 +1017,11 @@ mk_err mk_producer_close(mk_producer *p, mk_strbuf *why)
 	pthread_mutex_lock(&p->lock);
 	mk_err acked = check_locked(p, true, true, &owed, &w, why);
 	pthread_mutex_unlock(&p->lock);
-	if (!acked && owed) {
+	if (!acked && p->nreg) {
+		mk_strbuf_addf(why, "closed before the transaction coordinator registered the partition of %zu batch%s (not appended)",
+			       p->nreg, p->nreg == 1 ? "" : "es");
+		acked = MK_REQUEST_TIMED_OUT;
+	} else if (!acked && owed) {
 		mk_strbuf_addf(why, "closed before the ISR acknowledged %zu batch%s (appended: %s in the log)",
 			       owed, owed == 1 ? "" : "es", owed == 1 ? "it stays" : "they stay");
 		acked = MK_REQUEST_TIMED_OUT;

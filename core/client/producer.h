@@ -10,7 +10,12 @@
  * partition), txn=ID (a transactional producer: the id's producer id and
  * epoch at open, acks=all, no producer= or seq=; every batch is
  * transactional and registers its partition with the coordinator before
- * it is appended, txn.h; a later init of the id fences it).
+ * it is appended, txn.h; a later init of the id fences it). Nothing waits
+ * for that registration: while it is owed (its record awaits the ISR)
+ * the batch is held, counts as taken, and is appended by the first check
+ * after the registration completed; held batches keep their order, and
+ * every later batch of the producer queues behind them. A check reports
+ * them owed, watching the coordinator (mk_ack_watch.coord).
  *
  * Send takes records (slices the caller keeps valid for the call) and
  * says how many it took (*taken): either all of them or none.
@@ -18,7 +23,8 @@
  *     open is fenced (PRODUCER_FENCED), gone (UNKNOWN_PRODUCER_ID): none.
  *   - A partition producer encodes the records into one batch and
  *     produces it: taken when the leader appended it (or recognised an
- *     exact retry), whatever the acknowledgement then says.
+ *     exact retry, or it is held for its registration), whatever the
+ *     acknowledgement then says.
  *   - A topic producer refuses the whole call when one record's own batch
  *     would exceed message.max.bytes (MESSAGE_TOO_LARGE, none taken), and
  *     otherwise takes them all: each record is routed (crc32(key) mod
@@ -127,6 +133,10 @@ mk_err mk_producer_append(mk_producer *p, const mk_record_in *recs, size_t n,
  */
 typedef struct {
 	mk_partition *p;
+	mk_coord *coord;         /* or, for a batch held until its partition's
+				  * registration with the transaction
+				  * coordinator, its runtime (p NULL; seen is
+				  * the runtime's count) */
 	uint64_t seen;
 	int64_t deadline_ms;
 	mk_ack_ticket ticket;

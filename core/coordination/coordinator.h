@@ -37,8 +37,8 @@
  * The runtime's thread moves the queue on at every event too, so an
  * operation nobody waits for never stalls.
  * mk_coord_call_wait is the blocking form, for callers that are threads
- * of their own (the transaction coordinator's ends, unit tests): it
- * sleeps on the same events, never on a timer.
+ * of their own (unit tests; no caller in the daemon): it sleeps on the
+ * same events and, with the system clock, until the head's deadline.
  *
  * Locking (in this order, before the coordinator's own lock):
  *   turn   held while an operation is prepared, appended, looked at or

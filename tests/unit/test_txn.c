@@ -890,6 +890,84 @@ static void test_prepared_retry(void **state)
 	mk_topic_put(u);
 }
 
+static void replicate_once(fixture *f)
+{
+	assert_int_equal(mk_cluster_replicate(f->c, NULL), MK_OK);
+}
+
+/* A call under manual replication: fetch rounds until it completes. */
+static mk_err finish_by_rounds(fixture *f, mk_err err, mk_coord_call *c,
+			       mk_strbuf *why)
+{
+	for (int i = 0; !err && mk_coord_call_pending(c) && i < 8; i++) {
+		replicate_once(f);
+		err = mk_coord_call_resume(c, why);
+	}
+	assert_false(mk_coord_call_pending(c));
+	return err;
+}
+
+/*
+ * Manual replication, __transaction_state with two replicas: the first
+ * batch to a partition waits for its registration, which waits for the
+ * ISR. Nothing blocks: the append takes the batch and holds it, a check
+ * says it is owed and watches the coordinator; the fetch round that
+ * acknowledges the registration lets the next check append it; the
+ * round after acknowledges the batch. The commit then marks it.
+ */
+static void test_registration_held(void **state)
+{
+	fixture *f = *state;
+	close_all(f);
+	tl_config(&f->cfg, 2);
+	f->cfg.offsets_topic_replication_factor = 2;
+	open_all(f);
+	tl_create_topic(f->c, "r", 1, 2, NULL, NULL);
+	mk_coord_call c = { 0 };
+	mk_strbuf why = MK_STRBUF_INIT;
+	assert_int_equal(finish_by_rounds(f, mk_txn_create(f->t, "tx", &c, &why), &c, &why),
+			 MK_OK);
+	mk_topic *t = mk_cluster_topic(f->c, "r");
+	mk_partition *p = mk_topic_partition(t, 0);
+	mk_producer_opts o = { .acks = MK_PRODUCER_ACKS_DEFAULT, .seq = -1,
+			       .txn = "tx", .txns = f->t };
+	mk_producer *pr = NULL;
+	assert_int_equal(mk_producer_open(f->ps, t, 0, &o, &pr, &why), MK_OK);
+	mk_record_in r = { MK_BYTES_NULL, mk_bytes_of("a", 1), NULL, 0 };
+	size_t taken;
+	assert_int_equal(mk_producer_append(pr, &r, 1, &taken, &why), MK_OK);
+	assert_int_equal(taken, 1);                   /* taken, held */
+	mk_partition_info pi;
+	mk_partition_info_get(p, &pi);
+	assert_int_equal(pi.leo, 0);                  /* not appended yet */
+	bool pending;
+	mk_ack_watch w;
+	assert_int_equal(mk_producer_check(pr, false, &pending, &w, &why), MK_OK);
+	assert_true(pending);
+	assert_ptr_equal(w.coord, mk_txns_runtime(f->t));
+	assert_null(w.p);
+	replicate_once(f);                            /* the registration's record */
+	assert_int_equal(mk_producer_check(pr, false, &pending, &w, &why), MK_OK);
+	assert_true(pending);                         /* now the batch's ack */
+	assert_non_null(w.p);
+	mk_partition_info_get(p, &pi);
+	assert_int_equal(pi.leo, 1);
+	assert_int_equal(state_of(f, "tx"), MK_TXN_ONGOING);
+	assert_int_equal(tl_producer_settle(f->c, pr, true, &why), MK_OK);
+	mk_partition_info_get(p, &pi);
+	assert_int_equal(pi.hw, 1);
+	assert_int_equal(pi.lso, 0);                  /* open */
+	assert_int_equal(finish_by_rounds(f, mk_txn_end(f->t, "tx", true, &c, &why), &c, &why),
+			 MK_OK);
+	assert_int_equal(state_of(f, "tx"), MK_TXN_COMPLETE_COMMIT);
+	mk_partition_info_get(p, &pi);
+	assert_int_equal(pi.lso, pi.hw);
+	assert_int_equal(pi.hw, 2);                   /* the batch and its marker */
+	assert_int_equal(mk_producer_close(pr, &why), MK_OK);
+	mk_strbuf_release(&why);
+	mk_topic_put(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -911,6 +989,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_log_unavailable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_promotion, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prepared_retry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_registration_held, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

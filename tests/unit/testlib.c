@@ -221,6 +221,14 @@ static bool fetchers_run(const mk_cluster *c)
 	return false;
 }
 
+void tl_await_coord(mk_cluster *c, mk_coord *rt, uint64_t seen)
+{
+	if (!fetchers_run(c))
+		mk_cluster_replicate(c, NULL);
+	else
+		tl_coord_sleep(rt, seen);
+}
+
 void tl_await_change(mk_cluster *c, mk_partition *p, uint64_t seen,
 		     const mk_ack_ticket *ack)
 {
@@ -242,7 +250,10 @@ mk_err tl_producer_settle(mk_cluster *c, mk_producer *p, bool all,
 			return err;
 		if (round == TL_ROUNDS)
 			fail_msg("acknowledgements still owed after %d rounds", round);
-		tl_await_change(c, w.p, w.seen, &w.ticket);
+		if (w.coord)
+			tl_await_coord(c, w.coord, w.seen);
+		else
+			tl_await_change(c, w.p, w.seen, &w.ticket);
 	}
 }
 

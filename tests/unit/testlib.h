@@ -125,6 +125,9 @@ mk_err tl_done(mk_err err, mk_strbuf *why);
 
 /* Sleep on the coordinator's events until its first after seen. */
 void tl_coord_sleep(mk_coord *rt, uint64_t seen);
+/* As tl_await_change, for a coordinator's event (a held transactional
+ * batch's registration): one fetch round without fetchers, else sleep. */
+void tl_await_coord(mk_cluster *c, mk_coord *rt, uint64_t seen);
 /* Wait for the acks=all ticket of res (when pending) on partition p,
  * sleeping on p's events (mk_partition_watch): a test's stand-in for a
  * parked request. The events come from elsewhere (the fetchers in auto

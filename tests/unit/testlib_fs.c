@@ -42,7 +42,9 @@ void tl_fs_close(tl_fs *f)
 /* What a pending wait watches, made to come (see tl_await_change). */
 static void await_wait(tl_fs *f, const mk_wait *wait)
 {
-	if (wait->p)
+	if (wait->coord)
+		tl_await_coord(f->c, wait->coord, wait->seen);
+	else if (wait->p)
 		tl_await_change(f->c, wait->p, wait->seen,
 				wait->has_ticket ? &wait->ticket : NULL);
 	else
