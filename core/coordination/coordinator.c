@@ -37,6 +37,7 @@ struct mk_coord {
 	mk_watch cwatch;             /* ours, on a sub-call's coordinator */
 	mk_coord *cwatched;          /* under the turn */
 	bool kicked;                 /* an event since the thread last looked */
+	bool ticking;                /* the periodic task's operation is queued */
 	int64_t deadline_ms;         /* of the ticket the head waits for */
 	pthread_cond_t cond;         /* the task's sleep; mk_coord_call_wait */
 	pthread_t thread;
@@ -54,11 +55,6 @@ mk_coord *mk_coord_new(mk_cluster *c, const mk_coord_def *def)
 	mk_watch_list_init(&rt->watchers);
 	rt->deadline_ms = INT64_MAX;
 	return rt;
-}
-
-mk_cluster *mk_coord_cluster(mk_coord *rt)
-{
-	return rt->c;
 }
 
 void mk_coord_lock(mk_coord *rt)
@@ -361,11 +357,13 @@ static void finish(mk_coord *rt, mk_coord_op *op, mk_err err)
 	op->state = MK_COORD_DONE;
 	op->result = err;
 	bool orphan = op->orphan;
+	if (op->periodic)
+		rt->ticking = false;
 	event_locked(rt);
 	pthread_mutex_unlock(&rt->lock);
 	if (!orphan)
 		return;
-	if (err && err != MK_INTERRUPTED && !op->quiet)
+	if (err && err != MK_INTERRUPTED && !op->periodic)
 		mk_errlog_add(&rt->c->errlog, mk_clock_now(&rt->c->clock), NULL, err,
 			      "%s: %s", op->kind->name,
 			      op->why.len ? op->why.buf : mk_err_name(err));
@@ -550,6 +548,22 @@ void mk_coord_call_forget(mk_coord_call *call)
 
 /* ---- the periodic task, and the end ----------------------------------------------- */
 
+/* The task's operation, unless the one before it is still queued. */
+static void periodic_task(mk_coord *rt)
+{
+	pthread_mutex_lock(&rt->lock);
+	bool busy = rt->ticking;
+	pthread_mutex_unlock(&rt->lock);
+	mk_coord_op *op = busy ? NULL : rt->def.tick(rt->def.arg);
+	if (!op)
+		return;
+	op->periodic = true;
+	pthread_mutex_lock(&rt->lock);
+	rt->ticking = true;
+	pthread_mutex_unlock(&rt->lock);
+	mk_coord_submit(rt, op, NULL, NULL);
+}
+
 /* The runtime's thread: the queue at every event, the periodic task
  * every TICK_MS in auto mode. */
 static void *runtime_main(void *arg)
@@ -573,7 +587,7 @@ static void *runtime_main(void *arg)
 		int64_t now = mk_wall_ms();
 		bool tick = ticks && now >= next_tick;
 		if (tick) {
-			rt->def.tick(rt->def.arg);
+			periodic_task(rt);
 			next_tick = mk_wall_ms() + TICK_MS;
 		}
 		if (kicked || tick || (due && now >= due))

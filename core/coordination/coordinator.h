@@ -111,8 +111,9 @@ struct mk_coord_op {
 	mk_err result;
 	mk_strbuf why;
 	bool orphan;             /* no caller collects it (under rt lock) */
-	bool quiet;              /* an orphan's failure is not for /errors
-				  * (a periodic sweep: it says its own) */
+	bool periodic;           /* the periodic task's (the runtime's): its
+				  * failure is not for /errors (it says its
+				  * own), the next is made after it ended */
 	int counted;             /* what apply counted (members expired, ...) */
 	int *count_to;           /* the caller's: set from counted when it
 				  * collects the result (NULL: none) */
@@ -134,7 +135,11 @@ typedef struct {
 	int partitions;
 	int replication;         /* capped at the brokers */
 	const char *failpoint;   /* hit after an append, before apply */
-	void (*tick)(void *arg); /* the periodic task (auto mode), or NULL */
+	/* The periodic task (auto mode), or NULL: it makes an operation
+	 * (or NULL: none now) that the runtime runs with nobody holding it;
+	 * a tick makes none while the one made before is still queued (a
+	 * sweep at a time). */
+	mk_coord_op *(*tick)(void *arg);
 	void *arg;
 } mk_coord_def;
 
@@ -143,9 +148,9 @@ mk_coord *mk_coord_new(mk_cluster *c, const mk_coord_def *def);
  * in [replication] mode = auto, runs the periodic task. */
 void mk_coord_start(mk_coord *rt);
 /* Stop the task, fail what is queued (the cluster is shutting down or
- * gone) and free. */
+ * gone) and free. Every caller has collected or forgotten its call
+ * before (the filesystem's parking lot is stopped first). */
 void mk_coord_free(mk_coord *rt);
-mk_cluster *mk_coord_cluster(mk_coord *rt);
 
 /* Create the internal topic if it does not exist; *nparts gets its
  * partition count. Under the turn. */

@@ -226,7 +226,7 @@ static int64_t reset_position(mk_groups *g, gm_group *grp, const char *topic, in
 
 /* ---- open / close / tick ---------------------------------------------------- */
 
-static void tick(void *arg);
+static mk_coord_op *tick(void *arg);
 
 mk_err mk_groups_open(mk_cluster *c, mk_groups **out, mk_strbuf *why)
 {
@@ -276,25 +276,19 @@ void mk_groups_close(mk_groups *g)
 	free(g);
 }
 
-mk_coord *mk_groups_runtime(mk_groups *g)
-{
-	return g->rt;
-}
 /* ---- lookups ------------------------------------------------------------------ */
 
 static mk_err lookup(mk_groups *g, const char *group, const char *member,
 		     gm_group **grp, gm_member **m, mk_strbuf *why)
 {
 	*grp = gm_find_group(g, group, NULL);
-	if (!*grp) {
+	if (!*grp)
 		return mk_error(why, MK_GROUP_ID_NOT_FOUND, "no group %s", group);
-	}
 	if (!member)
 		return MK_OK;
 	*m = gm_find_member(*grp, member, NULL);
-	if (!*m) {
+	if (!*m)
 		return mk_error(why, MK_UNKNOWN_MEMBER_ID, "no member %s in group %s", member, group);
-	}
 	return MK_OK;
 }
 
@@ -358,9 +352,8 @@ typedef struct {
 	size_t ntodo;
 	bool all_positions;      /* commit with no entries */
 	int64_t now;             /* expire */
-	char *done_upto;         /* expire: the last group looked at */
-	char *sweeping;          /* expire: the group this round writes for */
-	bool ticked;             /* the periodic sweep's */
+	bool sweeping;           /* expire: this round writes for group, the
+				  * last group the sweep looked at */
 } gm_op;
 
 static void op_release(mk_coord_op *base)
@@ -375,13 +368,6 @@ static void op_release(mk_coord_op *base)
 	for (size_t i = 0; i < op->ntodo; i++)
 		free((char *)op->todo[i].topic);
 	free(op->todo);
-	free(op->done_upto);
-	free(op->sweeping);
-	if (op->ticked) {
-		pthread_mutex_lock(&op->g->lock);
-		op->g->expire_queued = false;
-		pthread_mutex_unlock(&op->g->lock);
-	}
 	free(op);
 }
 
@@ -773,14 +759,13 @@ static mk_err leave_prepare(gm_op *op, mk_groups *g, mk_strbuf *why)
 
 static bool removal_apply(gm_op *op, mk_groups *g)
 {
-	const char *name = op->member ? op->group : op->sweeping;
-	gm_group *grp = name ? gm_find_group(g, name, NULL) : NULL;
+	gm_group *grp = op->member || op->sweeping ? gm_find_group(g, op->group, NULL)
+						   : NULL;
 	if (grp)
 		apply_removal(op, grp);
 	/* An expiry sweep goes on to the next group after this one. */
 	bool more = !op->member && op->sweeping;
-	free(op->sweeping);
-	op->sweeping = NULL;
+	op->sweeping = false;
 	return more;
 }
 
@@ -793,22 +778,19 @@ mk_err mk_group_leave(mk_groups *g, const char *group, const char *member,
 	return submit(op_new(g, group, member), &leave_kind, call, why);
 }
 
-/* One round of the sweep: the first group after done_upto that loses a
- * member (none: the sweep ends). */
+/* One round of the sweep: the first group after op->group (the last one
+ * looked at) that loses a member (none: the sweep ends). */
 static mk_err expire_prepare(gm_op *op, mk_groups *g, mk_strbuf *why)
 {
 	(void)why;
 	size_t i = 0;
-	if (op->done_upto && gm_find_group(g, op->done_upto, &i))
+	if (op->group && gm_find_group(g, op->group, &i))
 		i++;
 	for (; i < g->ngroups && !op->sweeping; i++) {
 		gm_group *grp = g->groups[i];
-		free(op->done_upto);
-		op->done_upto = mk_xstrdup(grp->name);
 		free(op->group);
 		op->group = mk_xstrdup(grp->name);
-		if (record_removal(op, grp))
-			op->sweeping = mk_xstrdup(grp->name);
+		op->sweeping = record_removal(op, grp);
 	}
 	return MK_OK;
 }
@@ -827,22 +809,16 @@ mk_err mk_groups_expire(mk_groups *g, int *removed, mk_coord_call *call,
 	return submit(op, &expire_kind, call, why);
 }
 
-/* The periodic task (auto mode): one sweep at a time. */
-static void tick(void *arg)
+/* The periodic task (auto mode): an expiry sweep. */
+static mk_coord_op *tick(void *arg)
 {
 	mk_groups *g = arg;
-	pthread_mutex_lock(&g->lock);
-	bool queued = g->expire_queued;
-	g->expire_queued = true;
-	pthread_mutex_unlock(&g->lock);
-	if (queued)
-		return;
 	gm_op *op = op_new(g, NULL, NULL);
 	op->now = now_ms(g);
-	op->ticked = true;
-	op->base.quiet = true;      /* the sweep's failures are the next one's */
-	submit(op, &expire_kind, NULL, NULL);
+	op->base.kind = &expire_kind.base;
+	return &op->base;
 }
+
 mk_err mk_group_heartbeat(mk_groups *g, const char *group, const char *member,
 			  int64_t generation, mk_strbuf *why)
 {

@@ -181,8 +181,6 @@ void mk_group_poll_ended(mk_groups *g, const char *group, const char *member,
 			 const char *topic, int partition);
 /* The cluster the coordinator runs on (whose partitions a fetcher reads). */
 mk_cluster *mk_groups_cluster(mk_groups *g);
-/* Its runtime (whose events a caller of a pending call waits for). */
-mk_coord *mk_groups_runtime(mk_groups *g);
 
 /* Move a position from `from` to `to` if it is still `from` and the
  * member still owns the partition; false otherwise (nothing changes). */

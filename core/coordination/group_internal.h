@@ -58,7 +58,6 @@ struct mk_groups {
 	size_t ngroups;
 	int nparts;                  /* of the offsets topic; 0 = no topic yet */
 	int32_t *loaded_epoch;       /* per offsets partition */
-	bool expire_queued;          /* the periodic sweep is queued */
 };
 
 /* The state's containers (group.c). */

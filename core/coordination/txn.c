@@ -52,7 +52,6 @@ struct mk_txns {
 	int64_t next_pid;
 	_Atomic bool loaded;     /* the log was read */
 	bool recover_due;        /* recovery waits for the log (under the turn) */
-	bool expire_queued;      /* the periodic sweep is queued (under lock) */
 };
 
 static const char *const state_names[] = {
@@ -443,13 +442,11 @@ typedef struct {
 	end_step step, did;      /* the next step; the one this round took */
 	size_t goff;             /* END_OFFSETS: the first offset of the group */
 	tx_entry *snap;          /* the prepared state the end finishes */
-	/* a sweep over ids, one end at a time */
+	/* a sweep over ids, one end at a time (id: the last one picked) */
 	sweep_kind sweep;
-	char *done_upto;
 	int64_t now;
 	mk_err first;
 	mk_strbuf first_why;
-	bool ticked;             /* the periodic sweep's */
 	/* begin_write, stage_offsets */
 	int64_t pid;
 	int16_t pepoch;
@@ -465,7 +462,6 @@ static void tx_release(mk_coord_op *base)
 	free(op->id);
 	entry_free(op->n);
 	entry_free(op->snap);
-	free(op->done_upto);
 	free(op->topic);
 	for (size_t i = 0; i < op->noffs; i++) {
 		free((char *)op->offs[i].group);
@@ -473,11 +469,6 @@ static void tx_release(mk_coord_op *base)
 	}
 	free(op->offs);
 	mk_strbuf_release(&op->first_why);
-	if (op->ticked) {
-		pthread_mutex_lock(&op->t->lock);
-		op->t->expire_queued = false;
-		pthread_mutex_unlock(&op->t->lock);
-	}
 	free(op);
 }
 
@@ -539,7 +530,17 @@ static mk_err no_such(const char *id, mk_strbuf *why)
 			"no transactional id %s (mkdir /transactions/%s first)", id, id);
 }
 
-static const mk_coord_op_kind recover_kind;
+static const mk_coord_op_kind recover_kind, expire_kind;
+
+/* A sweep over the ids (txn.h): timeouts, or mount recovery. */
+static tx_op *sweep_new(mk_txns *t, sweep_kind sweep)
+{
+	tx_op *op = tx_new(t, NULL);
+	op->sweep = sweep;
+	op->now = now_ms(t);
+	op->base.kind = sweep == SWEEP_RECOVER ? &recover_kind : &expire_kind;
+	return op;
+}
 
 /* Every operation's first step: the log read, and mount recovery ahead
  * of the first change once it is due (mk_txns_recover). */
@@ -550,10 +551,7 @@ static mk_err tx_ready(tx_op *op, mk_strbuf *why)
 	if (err || !t->recover_due || op->base.kind == &recover_kind)
 		return err;
 	t->recover_due = false;
-	tx_op *r = tx_new(t, NULL);
-	r->sweep = SWEEP_RECOVER;
-	r->base.kind = &recover_kind;
-	mk_coord_push_front(t->rt, &r->base);
+	mk_coord_push_front(t->rt, &sweep_new(t, SWEEP_RECOVER)->base);
 	mk_coord_op_retry(&op->base);
 	return MK_OK;
 }
@@ -811,15 +809,15 @@ mk_err mk_txn_end(mk_txns *t, const char *id, bool commit, mk_coord_call *call,
 
 /* ---- sweeps: timeouts and mount recovery ------------------------------------------ */
 
-/* The next id after done_upto the sweep ends, with its end begun; false
- * when none is left. */
+/* The next id after op->id (the last one picked) the sweep ends, with
+ * its end begun; false when none is left. */
 static bool sweep_next(tx_op *op)
 {
 	mk_txns *t = op->t;
 	int64_t timeout = t->c->cfg.transaction_timeout_ms;
 	pthread_mutex_lock(&t->lock);
 	size_t i = 0;
-	if (op->done_upto && find(t, op->done_upto, &i))
+	if (op->id && find(t, op->id, &i))
 		i++;
 	tx_entry *pick = NULL;
 	for (; i < t->n && !pick; i++) {
@@ -830,8 +828,6 @@ static bool sweep_next(tx_op *op)
 			pick = e;
 	}
 	if (pick) {
-		free(op->done_upto);
-		op->done_upto = mk_xstrdup(pick->id);
 		if (op->sweep == SWEEP_RECOVER)
 			end_begin(op, pick->id, pick->state == MK_TXN_PREPARE_COMMIT, pick->epoch);
 		else
@@ -903,36 +899,20 @@ mk_err mk_txns_expire(mk_txns *t, int *aborted, mk_coord_call *call, mk_strbuf *
 {
 	if (aborted)
 		*aborted = 0;
-	tx_op *op = tx_new(t, NULL);
-	op->sweep = SWEEP_EXPIRE;
-	op->now = now_ms(t);
+	tx_op *op = sweep_new(t, SWEEP_EXPIRE);
 	op->base.count_to = aborted;
-	return tx_submit(op, &expire_kind, call, why);
+	return mk_coord_submit(t->rt, &op->base, call, why);
 }
 
 /* The periodic task (auto mode): one timeout sweep at a time. */
-static void tick(void *arg)
+static mk_coord_op *tick(void *arg)
 {
-	mk_txns *t = arg;
-	pthread_mutex_lock(&t->lock);
-	bool queued = t->expire_queued;
-	t->expire_queued = true;
-	pthread_mutex_unlock(&t->lock);
-	if (queued)
-		return;
-	tx_op *op = tx_new(t, NULL);
-	op->sweep = SWEEP_EXPIRE;
-	op->now = now_ms(t);
-	op->ticked = true;
-	op->base.quiet = true;      /* each abort that failed says so itself */
-	tx_submit(op, &expire_kind, NULL, NULL);
+	return &sweep_new(arg, SWEEP_EXPIRE)->base;
 }
 
 void mk_txns_recover(mk_txns *t)
 {
-	tx_op *op = tx_new(t, NULL);
-	op->sweep = SWEEP_RECOVER;
-	tx_submit(op, &recover_kind, NULL, NULL);
+	mk_coord_submit(t->rt, &sweep_new(t, SWEEP_RECOVER)->base, NULL, NULL);
 }
 /* ---- ids, staged offsets, registered partitions: one record each --------------------- */
 
@@ -1112,7 +1092,7 @@ mk_err mk_txn_stage_offsets(mk_txns *t, const char *id, const mk_txn_offset *o,
 }
 /* ---- open / close ---------------------------------------------------------------- */
 
-static void tick(void *arg);
+static mk_coord_op *tick(void *arg);
 
 mk_err mk_txns_open(mk_cluster *c, mk_groups *groups, mk_txns **out,
 		    mk_strbuf *why)
