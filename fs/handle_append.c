@@ -415,15 +415,6 @@ static mk_err append_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
 	return err;
 }
 
-/* A transactional append waits inside the coordinator. */
-static bool append_write_waits(const mk_handle *h, const char *buf, size_t size)
-{
-	(void)buf;
-	(void)size;
-	const append_state *a = h->kind;
-	return a->ap.txn[0] != 0;
-}
-
 /*
  * A close of one copy of the descriptor sends nothing: the carried line
  * and the lingering batches wait for the last close, fsync or linger.ms.
@@ -498,7 +489,6 @@ const mk_handle_ops mk_append_handle_ops = {
 	.open = append_open,
 	.read = append_read,
 	.write = append_write,
-	.write_waits = append_write_waits,
 	.flush = append_flush,
 	.fsync = append_fsync,
 	.resume = append_resume,

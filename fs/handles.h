@@ -152,9 +152,10 @@ long long mk_handle_stream_size(mk_handle *h);
 /* Write: commands for control files, records for append files. */
 mk_err mk_handle_write(mkfs *fs, mk_handle *h, const char *buf, size_t size,
 		       mk_wait *wait, mk_strbuf *why);
-/* Does a write of buf wait inside a coordinator (a control write that
- * does, mk_node_write_waits; a transactional append)? The serving layer
- * runs it on the command thread. */
+/* Does a write of buf wait for a coordinator (a control write that does,
+ * mk_node_write_waits)? The serving layer runs it on the command thread.
+ * (A transactional append does not: its producer holds a batch whose
+ * partition's registration is owed, and the write parks on it.) */
 bool mk_handle_write_waits(const mk_handle *h, const char *buf, size_t size);
 /* The close of one copy (FUSE flush): sends nothing and waits for
  * nothing; reports the error of a batch sent in the background since, if

@@ -652,9 +652,9 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
  * acks=all and act once they are acknowledged: a control write the node
  * table marks as waiting (under /groups/G and /transactions/ID, and two
  * /ctl commands: mk_node_write_waits), mkdir and rmdir of a group or an
- * id (mk_node_mkdir_waits), and a transactional append (its first batch
- * to a partition registers the partition with the coordinator first) run
- * as jobs on the lot's command thread. A command that leaves its
+ * id (mk_node_mkdir_waits) run as jobs on the lot's command thread. (A
+ * transactional append is not one: its batch waits for its partition's
+ * registration in the producer, and the write parks as any other.) A command that leaves its
  * coordinator call pending parks (mk_park_job_wait) and goes on where it
  * stopped when the call completes: the next line of a control write, or
  * the reply.
@@ -665,7 +665,8 @@ typedef struct {
 	mk_job base;              /* first */
 	job_kind kind;
 	mkfs *fs;
-	mk_handle *h;             /* JOB_WRITE: kept open by the request */
+	mk_handle *h;             /* JOB_WRITE (a control write): kept open
+				   * by the request */
 	char *data;               /* the bytes written, or the path */
 	size_t size;
 	bool started;
@@ -759,9 +760,16 @@ static bool job_resume(mk_job *base, mk_wait *wait, bool stopping, bool dying)
 	if (!stopping && !dying)
 		return false;
 	mk_strbuf why = MK_STRBUF_INIT;
-	mk_strbuf_addstr(&why, dying ? "the caller was killed while the coordinator's records awaited the ISR (they stay appended)"
-				     : "the daemon stopped before the command's records were acknowledged");
-	job_reply(j, dying ? MK_INTERRUPTED : MK_REQUEST_TIMED_OUT, &why);
+	if (dying) {
+		/* Answered at once, EINTR (job_reply would turn it into the
+		 * stop's ETIMEDOUT): the caller can neither see nor retry it. */
+		mk_strbuf_addstr(&why, "the caller was killed while the coordinator's records awaited the ISR (they stay appended)");
+		mk_reply_fail(j->fs, base->req, job_path(j), MK_INTERRUPTED, &why);
+		job_free(j);
+		return true;
+	}
+	mk_strbuf_addstr(&why, "the daemon stopped before the command's records were acknowledged");
+	job_reply(j, MK_REQUEST_TIMED_OUT, &why);
 	return true;
 }
 
@@ -769,22 +777,6 @@ static void job_run(mk_job *base)
 {
 	fs_job *j = (fs_job *)base;
 	mkfs *fs = j->fs;
-	if (j->kind == JOB_WRITE && j->h->ref.def->type != NODE_CONTROL) {
-		/* A transactional append: its acks=all is parked as a write. */
-		mk_strbuf why = MK_STRBUF_INIT;
-		mk_wait wait;
-		mk_err err = mk_handle_write(fs, j->h, j->data, j->size, &wait, &why);
-		if (!err && mk_wait_pending(&wait)) {
-			mk_strbuf_release(&why);
-			mk_park(fs->parking, base->req, j->h, MK_PARK_WRITE, NULL,
-				j->size, 0, &wait);
-			job_free(j);
-			return;
-		}
-		j->done = j->size;
-		job_reply(j, err, &why);
-		return;
-	}
 	if (j->kind == JOB_MKDIR)
 		mk_errlog_drop_held(&fs->cluster->errlog, j->data);
 	mk_wait wait;

@@ -27,8 +27,7 @@
  *
  * Commands that wait inside core (the group and transaction coordinators
  * write their records with acks=all and act once they are acknowledged:
- * control writes under /groups and /transactions, mkdir and rmdir there,
- * transactional appends, whose first batch to a partition registers it)
+ * control writes under /groups and /transactions, mkdir and rmdir there)
  * are jobs: the worker queues them (mk_park_job) and returns; one command
  * thread starts them in order and replies. A job whose coordinator call
  * is pending (the group coordinator's records await the ISR) is parked

@@ -84,7 +84,7 @@ struct mk_producer {
 	 * registration with the coordinator (mk_txn_begin_write left its call
 	 * pending), oldest first: each is appended once its partition is
 	 * registered (registration_drive), in order, so nothing overtakes
-	 * them. reg_call is the registration of held[0]'s partition. */
+	 * them. reg_call is the registration of reg[0]'s partition. */
 	struct held_batch {
 		int part;
 		bool owed;
