@@ -95,6 +95,27 @@ mk_err mk_coord_ensure_topic(mk_coord *rt, int *nparts, mk_strbuf *why)
 	return MK_OK;
 }
 
+mk_err mk_coord_replay(mk_coord *rt, int part,
+		       void (*fn)(void *arg, const mk_record_view *rec),
+		       void *arg, int32_t *epoch)
+{
+	mk_topic *t = mk_cluster_topic(rt->c, rt->def.topic);
+	mk_partition *p = t ? mk_topic_partition(t, part) : NULL;
+	if (!p) {
+		mk_topic_put(t);
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	mk_partition_info pi;
+	mk_partition_info_get(p, &pi);
+	if (epoch)
+		*epoch = pi.leader_epoch;
+	mk_err err = pi.leader < 0 ? MK_LEADER_NOT_AVAILABLE : MK_OK;
+	if (!err)
+		err = mk_partition_replay(p, pi.log_start, fn, arg);
+	mk_topic_put(t);
+	return err;
+}
+
 /* ---- events ---------------------------------------------------------------- */
 
 /* Under lock: one event; fire every watcher once. */

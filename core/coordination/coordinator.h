@@ -156,6 +156,15 @@ void mk_coord_free(mk_coord *rt);
  * partition count. Under the turn. */
 mk_err mk_coord_ensure_topic(mk_coord *rt, int *nparts, mk_strbuf *why);
 
+/* A coordinator's rebuild: every data record of partition part of the
+ * internal topic, from its log start to its visible end, to fn
+ * (mk_partition_replay); *epoch (if given) gets the leader epoch it was
+ * read at. UNKNOWN_TOPIC_OR_PARTITION without the partition,
+ * LEADER_NOT_AVAILABLE without a leader (nothing read). */
+mk_err mk_coord_replay(mk_coord *rt, int part,
+		       void (*fn)(void *arg, const mk_record_view *rec),
+		       void *arg, int32_t *epoch);
+
 /* The turn, for a coordinator's own rebuilds (see Locking). */
 void mk_coord_lock(mk_coord *rt);
 bool mk_coord_trylock(mk_coord *rt);

@@ -201,25 +201,6 @@ static void load_record(load_state *ls, const mk_record_view *rec)
 	gm_set_commit(grp, topic, (int)part, off);
 }
 
-/* Read partition op of the offsets topic to its HW into ls. */
-static mk_err load_read(mk_groups *g, int op, load_state *ls, int32_t *epoch)
-{
-	mk_topic *t = mk_cluster_topic(g->c, MK_OFFSETS_TOPIC);
-	mk_partition *p = t ? mk_topic_partition(t, op) : NULL;
-	if (!p) {
-		mk_topic_put(t);
-		return MK_UNKNOWN_TOPIC_OR_PARTITION;
-	}
-	mk_partition_info pi;
-	mk_partition_info_get(p, &pi);
-	*epoch = pi.leader_epoch;
-	mk_err err = pi.leader < 0 ? MK_LEADER_NOT_AVAILABLE : MK_OK;
-	if (!err)
-		err = mk_partition_replay(p, pi.log_start, replay_one, ls);
-	mk_topic_put(t);
-	return err;
-}
-
 /*
  * Rebuild the groups of offsets partition op from the log. Committed
  * offsets and overrides become the log's; a generation only grows; groups
@@ -229,7 +210,7 @@ static void load_partition(mk_groups *g, int op)
 {
 	load_state ls = { NULL, 0, NULL };
 	int32_t epoch;
-	mk_err err = load_read(g, op, &ls, &epoch);
+	mk_err err = mk_coord_replay(g->rt, op, replay_one, &ls, &epoch);
 	pthread_mutex_lock(&g->lock);
 	if (!err) {
 		g->loaded_epoch[op] = epoch;

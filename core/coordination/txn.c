@@ -372,19 +372,9 @@ static void load_record(mk_txns *t, const mk_record_view *rec)
 /* Read the transaction log to its HW. Under the turn. */
 static mk_err load(mk_txns *t)
 {
-	mk_topic *tp = mk_cluster_topic(t->c, MK_TXN_TOPIC);
-	mk_partition *p = tp ? mk_topic_partition(tp, 0) : NULL;
-	if (!p) {
-		mk_topic_put(tp);
-		return MK_OK;
-	}
-	mk_partition_info pi;
-	mk_partition_info_get(p, &pi);
-	mk_err err = pi.leader < 0 ? MK_LEADER_NOT_AVAILABLE : MK_OK;
-	if (!err)
-		err = mk_partition_replay(p, pi.log_start, replay_one, t);
-	mk_topic_put(tp);
-	return err;
+	mk_err err = mk_coord_replay(t->rt, 0, replay_one, t, NULL);
+	/* No log yet: nothing to read. */
+	return err == MK_UNKNOWN_TOPIC_OR_PARTITION ? MK_OK : err;
 }
 
 /* ---- loading, under the runtime's turn ----------------------------------------- */
