@@ -4,7 +4,7 @@
  *     bcompact DIR [BYTES [KEYS]]
  *
  * Builds a log of BYTES (default 128M) of keyed 100-byte records over KEYS
- * distinct keys (default 1000) in DIR/log with 1 MiB segments, flushed.
+ * distinct keys (default 1000) in DIR/log-0 with 1 MiB segments, flushed.
  * Then, in the same run and on the same disk:
  *   copy:    every closed segment's .log read and written to DIR/copy/,
  *            each copy fsynced, then the directory (the bytes the cleaner
@@ -34,6 +34,7 @@
 #include "codec.h"
 #include "fileio.h"
 #include "log.h"
+#include "logdir.h"
 #include "benchutil.h"
 
 static void die(const char *what)
@@ -50,7 +51,7 @@ static void append_records(mk_log *log, uint64_t bytes, uint64_t keys,
 	char value[100];
 	memset(value, 'v', sizeof(value));
 	uint64_t written = 0;
-	mk_batch_meta meta = { 0, 0, 0, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_meta meta = { 0, 0, 0, -1, -1, -1, 0, false, 0 };
 	mk_batch_builder b;
 	mk_builder_init(&b, &meta);
 	while (written < bytes) {
@@ -86,15 +87,28 @@ static double median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Remove the log DIR/log-0, and its lines of DIR's checkpoint files
+ * (logdir.h): a log made there anew must not find them. */
+static void remove_log(const char *dir, const char *logdir)
+{
+	mk_remove_tree(logdir);
+	mk_logdir *ld;
+	if (!mk_logdir_acquire(dir, NULL, &ld, NULL)) {
+		mk_logdir_forget(ld, "log", 0);
+		mk_logdir_release(ld, true);
+	}
+}
+
 /* bcompact DIR passes [PASSES [KEYS]]: see the header. */
-static int passes_mode(const char *logdir, int argc, char **argv)
+static int passes_mode(const char *dir, const char *logdir, int argc,
+		       char **argv)
 {
 	uint64_t passes = 100, keys = 1000;
 	if (argc > 3 && (bench_parse_size(argv[3], &passes) || passes < 4))
 		die("bad PASSES (at least 4)");
 	if (argc > 4 && (bench_parse_size(argv[4], &keys) || keys == 0))
 		die("bad KEYS");
-	mk_remove_tree(logdir);
+	remove_log(dir, logdir);
 	mk_log_config cfg = { 64 << 10, 4096, 0, NULL, NULL };
 	mk_log *log;
 	mk_strbuf why = MK_STRBUF_INIT;
@@ -124,7 +138,7 @@ static int passes_mode(const char *logdir, int argc, char **argv)
 	free(secs);
 	mk_log_close(log);
 	mk_strbuf_release(&why);
-	mk_remove_tree(logdir);
+	remove_log(dir, logdir);
 	return 0;
 }
 
@@ -134,8 +148,8 @@ int main(int argc, char **argv)
 		if (argc > 5)
 			die("usage: bcompact DIR passes [PASSES [KEYS]]");
 		char dir[4096];
-		snprintf(dir, sizeof(dir), "%s/log", argv[1]);
-		return passes_mode(dir, argc, argv);
+		snprintf(dir, sizeof(dir), "%s/log-0", argv[1]);
+		return passes_mode(argv[1], dir, argc, argv);
 	}
 	if (argc < 2 || argc > 4)
 		die("usage: bcompact DIR [BYTES [KEYS]]");
@@ -145,9 +159,9 @@ int main(int argc, char **argv)
 	if (argc > 3 && (bench_parse_size(argv[3], &keys) || keys == 0))
 		die("bad KEYS");
 	char logdir[4096], copydir[4096];
-	snprintf(logdir, sizeof(logdir), "%s/log", argv[1]);
+	snprintf(logdir, sizeof(logdir), "%s/log-0", argv[1]);
 	snprintf(copydir, sizeof(copydir), "%s/copy", argv[1]);
-	mk_remove_tree(logdir);
+	remove_log(argv[1], logdir);
 	mk_remove_tree(copydir);
 	if (mk_mkdirs(copydir))
 		die("cannot create the copy directory");
@@ -210,7 +224,7 @@ int main(int argc, char **argv)
 	free(buf);
 	mk_log_close(log);
 	mk_strbuf_release(&why);
-	mk_remove_tree(logdir);
+	remove_log(argv[1], logdir);
 	mk_remove_tree(copydir);
 	return 0;
 }

@@ -78,7 +78,7 @@ static void row(int records, int64_t iters)
 {
 	char value[100];
 	memset(value, 'x', sizeof(value));
-	mk_batch_meta m = { 0, 0, 0, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_meta m = { 0, 0, 0, -1, -1, -1, 0, false, 0 };
 	mk_batch_builder b;
 	mk_builder_init(&b, &m);
 

@@ -33,10 +33,10 @@ say "one write to a partition append file is one batch: three records"
 # would write line by line (three batches).
 run '/usr/bin/printf "alice\nbob\ncarol\n" > topics/orders/0/append:acks=1'
 show cat topics/orders/0/batches
-read -r base last count bytes file pos epoch pid pepoch bseq txn control maxts crc \
+read -r base last count bytes file pos epoch pid pepoch bseq txn control maxts crc codec \
 	< topics/orders/0/batches
 echo "base=$base last=$last count=$count bytes=$bytes file=$file position=$pos"
-echo "leader_epoch=$epoch producer_id=$pid max_timestamp=$maxts crc=$crc"
+echo "leader_epoch=$epoch producer_id=$pid max_timestamp=$maxts crc=$crc compresscodec=$codec"
 assert_eq "0 2 3 00000000000000000000.log 0 0 -1" \
 	"$base $last $count $file $pos $epoch $pid" \
 	"one batch: offsets 0-2, three records, at byte 0 of the first segment, epoch 0"
@@ -50,24 +50,60 @@ say "the batch's bytes in the segment: $bytes bytes at position $pos of $file"
 run "xxd -s $pos -l $bytes topics/orders/0/segments/$file"
 frame=$MK_TMP/frame
 dd if="topics/orders/0/segments/$file" of="$frame" bs=1 skip="$pos" count="$bytes" status=none
-echo "magic:          $(head -c 4 "$frame")"
-echo "payload length: $((16#$(xxd -p -s 4 -l 4 "$frame")))   (the frame is 24 header bytes + the payload)"
-echo "base offset:    $((16#$(xxd -p -s 8 -l 8 "$frame")))   (stamped by the leader, outside the CRC)"
-echo "leader epoch:   $((16#$(xxd -p -s 16 -l 4 "$frame")))"
-echo "crc field:      $(xxd -p -s 20 -l 4 "$frame")"
-echo "flags:          $((16#$(xxd -p -s 24 -l 2 "$frame")))   (the payload starts here)"
-assert_eq "MKF2" "$(head -c 4 "$frame")" "a frame starts with the magic MKF2"
-assert_eq "$((bytes - 24))" "$((16#$(xxd -p -s 4 -l 4 "$frame")))" "then the payload length"
-assert_eq "0 0" "$((16#$(xxd -p -s 8 -l 8 "$frame"))) $((16#$(xxd -p -s 16 -l 4 "$frame")))" \
-	"the leader stamped base offset 0 and epoch 0 before the CRC'd payload"
-assert_eq "$crc" "$(xxd -p -s 20 -l 4 "$frame")" "then the CRC that batches shows"
+# Kafka's RecordBatch v2 (DefaultRecordBatch), big-endian, field by field.
+num() { echo $((16#$(xxd -p -s "$1" -l "$2" "$frame" | tr -d '\n'))); }
+echo "baseOffset            $(num 0 8)     bytes 0-7, stamped by the leader, outside the CRC"
+echo "batchLength           $(num 8 4)    bytes 8-11: what follows it (the batch is batchLength + 12)"
+echo "partitionLeaderEpoch  $(num 12 4)     bytes 12-15, stamped by the leader, outside the CRC"
+echo "magic                 $(num 16 1)     byte 16: RecordBatch v2"
+echo "crc                   $(xxd -p -s 17 -l 4 "$frame")  bytes 17-20: CRC-32C of bytes 21 to the end"
+echo "attributes            $(num 21 2)     bytes 21-22: codec 0 (none), CreateTime, not transactional, not control"
+echo "lastOffsetDelta       $(num 23 4)     bytes 23-26: the last record is baseOffset + 2"
+echo "baseTimestamp         $(num 27 8)  bytes 27-34"
+echo "maxTimestamp          $(num 35 8)  bytes 35-42"
+echo "producerId            $(xxd -p -s 43 -l 8 "$frame")  bytes 43-50: -1, no producer id"
+echo "producerEpoch, baseSequence: $(xxd -p -s 51 -l 6 "$frame")  bytes 51-56: -1, -1"
+echo "recordsCount          $(num 57 4)     bytes 57-60; the records start at byte 61"
+assert_eq "2" "$(num 16 1)" "byte 16 is the magic, 2"
+assert_eq "$((bytes - 12))" "$(num 8 4)" "batchLength counts the bytes after it"
+assert_eq "0 0" "$(num 0 8) $(num 12 4)" "the leader stamped base offset 0 and epoch 0 before the CRC'd region"
+assert_eq "$crc" "$(xxd -p -s 17 -l 4 "$frame")" "then the CRC that batches shows"
+assert_eq "2 1700000000000 3" "$(num 23 4) $(num 27 8) $(num 57 4)" \
+	"lastOffsetDelta 2, baseTimestamp the clock's time, 3 records"
 
-say "the CRC protects the payload: recompute it"
-echo '$ python3 -c "import zlib,sys; d=open(sys.argv[1],\"rb\").read(); print(\"%08x\" % zlib.crc32(d[24:]))" FRAME'
-mine=$("$MK_PYTHON" -c 'import zlib, sys; d = open(sys.argv[1], "rb").read(); print("%08x" % zlib.crc32(d[24:]))' "$frame")
+say "the first record, byte by byte (zigzag varints: the value 2n is n, 2n-1 is -n)"
+run "xxd -s 61 -l 12 $frame"
+echo "16  length 11 (the bytes after it)"
+echo "00  attributes"
+echo "00  timestampDelta 0 (baseTimestamp + 0)"
+echo "00  offsetDelta 0 (baseOffset + 0)"
+echo "01  keyLength -1: a null key"
+echo "0a  valueLength 5, then the value: $(xxd -p -s 66 -l 5 "$frame") = alice"
+echo "00  headers count 0"
+assert_eq "1600000001 0a 616c696365 00" \
+	"$(xxd -p -s 61 -l 5 "$frame") $(xxd -p -s 66 -l 1 "$frame") $(xxd -p -s 67 -l 5 "$frame") $(xxd -p -s 72 -l 1 "$frame")" \
+	"the first record: length 11, attributes, deltas 0, null key, value alice, no headers"
+
+say "the CRC-32C protects everything from the attributes on: recompute it"
+echo '$ python3 -c "...crc32c(batch[21:])" FRAME    (Castagnoli, as Kafka'"'"'s Crc32C)'
+mine=$("$MK_PYTHON" -c "$MK_BATCH_WALK"'
+d = open(sys.argv[1], "rb").read()
+print("%08x" % crc32c(d[21:]))' "$frame")
 echo "$mine"
-assert_eq "$crc" "$mine" "CRC32 of the payload is the stored CRC"
-assert_true "the values are in the payload" grep -q carol "$frame"
+assert_eq "$crc" "$mine" "CRC-32C of bytes 21 on is the stored CRC"
+assert_true "the values are in the batch" grep -q carol "$frame"
+if /usr/bin/python3 -c 'import kafka.record' 2>/dev/null; then
+	say "an independent reader: kafka-python's own record classes"
+	echo '$ python3 -c "from kafka.record import MemoryRecords; ..." segments/'"$file"
+	/usr/bin/python3 -c '
+import sys
+from kafka.record import MemoryRecords
+b = MemoryRecords(open(sys.argv[1], "rb").read()).next_batch()
+print("crc valid:", b.validate_crc(), "records:", [(r.offset, r.value.decode()) for r in b])
+' "topics/orders/0/segments/$file" | tee "$MK_TMP/kp"
+	assert_eq "crc valid: True records: [(0, 'alice'), (1, 'bob'), (2, 'carol')]" "$(cat "$MK_TMP/kp")" \
+		"kafka-python reads the segment as a Kafka broker's"
+fi
 
 say "more batches; the sparse index gets an entry every index.interval.bytes (200)"
 for who in dave erin frank grace heidi; do
@@ -75,15 +111,22 @@ for who in dave erin frank grace heidi; do
 done
 show cat topics/orders/0/batches
 show cat topics/orders/0/segments/00000000000000000000.index:txt
-echo "(OFFSET POSITION MAX_TIMESTAMP: absolute offset, byte position in 00000000000000000000.log,"
-echo " the largest record timestamp up to that batch: the same entries serve time lookups)"
+echo "(Kafka's offset index: OFFSET POSITION, the absolute offset of a batch and its byte position"
+echo " in 00000000000000000000.log)"
 show xxd topics/orders/0/segments/00000000000000000000.index
-echo "(the raw file, 16 bytes an entry: i64 max timestamp, u32 offset relative to the segment base, u32 position, big-endian)"
+echo "(the raw file, 8 bytes an entry: u32 offset relative to the segment base, u32 position, big-endian)"
+show cat topics/orders/0/segments/00000000000000000000.timeindex:txt
+echo "(Kafka's time index: TIMESTAMP OFFSET, the largest record timestamp so far and the batch that"
+echo " first reached it; raw, 12 bytes an entry: i64 timestamp, u32 relative offset)"
+tidx=$(cat topics/orders/0/segments/00000000000000000000.timeindex:txt)
+assert_eq "0" "$(head -n 1 <<<"$tidx" | cut -d' ' -f2)" "the first batch has a time entry too"
+assert_eq "$(( $(wc -l <<<"$tidx") * 12 ))" "$(stat -c %s topics/orders/0/segments/00000000000000000000.timeindex)" \
+	"the .timeindex holds 12 bytes an entry, nothing else"
 idx=$(cat topics/orders/0/segments/00000000000000000000.index:txt)
 assert_eq "0 0" "$(head -n 1 <<<"$idx" | cut -d' ' -f1,2)" "the first batch always has an entry"
 assert_true "more than one entry: the index is sparse, not empty" test "$(wc -l <<<"$idx")" -ge 2
 ok=1
-while read -r o p ts; do
+while read -r o p; do
 	awk -v o="$o" -v p="$p" '$1 == o && $6 == p { f = 1 } END { exit !f }' topics/orders/0/batches || ok=0
 done <<<"$idx"
 assert_eq 1 "$ok" "every index entry is the offset and position of a batch"

@@ -23,8 +23,8 @@ import os, struct, sys
 path = sys.argv[1]
 base = int(os.path.basename(path).split(".")[0])
 d = open(path, "rb").read()
-# 16-byte entries: i64 max timestamp so far, u32 relative offset, u32 position
-entries = tuple((base + r, p) for ts, r, p in struct.iter_unpack(">qII", d))
+# Kafka's offset index: 8-byte entries, u32 relative offset, u32 position
+entries = tuple((base + r, p) for r, p in struct.iter_unpack(">II", d))
 print(entries)
 PY
 }

@@ -957,16 +957,17 @@ size_t mk_format_records_lines(const mk_format_lines *o, const mk_batch_view *b,
 	bool plain = format != MK_FORMAT_TSV && format != MK_FORMAT_JSON;
 	size_t n = 0, len = out->len;
 	/* Plain: each record's value and a newline. Values are bytes of the
-	 * records, so records_len plus a newline each bounds the output: one
-	 * grow, then straight copies. */
-	if (plain)
-		mk_strbuf_grow(out, b->records_len + (size_t)b->record_count);
-	else
-		mk_strbuf_grow(out, b->records_len + (size_t)b->record_count *
-				    (o->lead_len + 48));
+	 * (decompressed) records, so their length plus a newline each bounds
+	 * the output: one grow, then straight copies. */
 	mk_record_iter it;
 	mk_record_view rec;
 	mk_record_iter_init(&it, b);
+	size_t rbytes = mk_record_iter_bytes(&it);
+	if (plain)
+		mk_strbuf_grow(out, rbytes + (size_t)b->record_count);
+	else
+		mk_strbuf_grow(out, rbytes + (size_t)b->record_count *
+				    (o->lead_len + 48));
 	while (mk_record_next(&it, &rec)) {
 		if (rec.offset < from)
 			continue;
@@ -992,6 +993,7 @@ size_t mk_format_records_lines(const mk_format_lines *o, const mk_batch_view *b,
 		if (++n == max)
 			break;
 	}
+	mk_record_iter_release(&it);
 	if (plain)
 		mk_strbuf_setlen(out, len);
 	return n;
@@ -1020,23 +1022,24 @@ void mk_format_batch(mk_format format, const mk_batch_info *b, mk_strbuf *out)
 			",\"leader_epoch\":%" PRId32 ",\"producer_id\":%" PRId64
 			",\"producer_epoch\":%d,\"base_sequence\":%" PRId32
 			",\"transactional\":%s,\"control\":%s%s%s"
-			",\"max_timestamp\":%" PRId64 ",\"crc\":\"%08" PRIx32 "\"}\n",
+			",\"max_timestamp\":%" PRId64 ",\"crc\":\"%08" PRIx32
+			"\",\"compresscodec\":\"%s\"}\n",
 			b->base_offset, b->last_offset, b->count, b->bytes,
 			b->segment, b->position, b->leader_epoch, b->producer_id,
 			b->producer_epoch, b->base_sequence, txn ? "true" : "false",
 			strcmp(control, "false") ? "\"" : "", control,
 			strcmp(control, "false") ? "\"" : "",
-			b->max_timestamp, b->crc);
+			b->max_timestamp, b->crc, mk_compress_name(b->codec));
 		return;
 	}
 	char sep = format == MK_FORMAT_TSV ? '\t' : ' ';
 	mk_strbuf_addf(out,
 		"%" PRId64 "%c%" PRId64 "%c%" PRId32 "%c%" PRIu32 "%c%020" PRId64
 		".log%c%" PRIu64 "%c%" PRId32 "%c%" PRId64 "%c%d%c%" PRId32
-		"%c%s%c%s%c%" PRId64 "%c%08" PRIx32 "\n",
+		"%c%s%c%s%c%" PRId64 "%c%08" PRIx32 "%c%s\n",
 		b->base_offset, sep, b->last_offset, sep, b->count, sep, b->bytes,
 		sep, b->segment, sep, b->position, sep, b->leader_epoch, sep,
 		b->producer_id, sep, b->producer_epoch, sep, b->base_sequence, sep,
 		txn ? "true" : "false", sep, control, sep, b->max_timestamp, sep,
-		b->crc);
+		b->crc, sep, mk_compress_name(b->codec));
 }

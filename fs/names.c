@@ -397,13 +397,13 @@ mk_err mk_name_parse_batches(const char *name, mk_read_params *out,
 	return err;
 }
 
-bool mk_name_txt_view(const char *name, char *base, size_t cap)
+bool mk_name_view(const char *name, const char *view, char *base, size_t cap)
 {
-	size_t n = strlen(name);
-	if (n <= 4 || strcmp(name + n - 4, ":txt") != 0 || n - 4 >= cap)
+	size_t n = strlen(name), v = strlen(view);
+	if (n <= v || strcmp(name + n - v, view) != 0 || n - v >= cap)
 		return false;
-	memcpy(base, name, n - 4);
-	base[n - 4] = '\0';
+	memcpy(base, name, n - v);
+	base[n - v] = '\0';
 	return true;
 }
 

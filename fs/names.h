@@ -95,9 +95,14 @@ mk_err mk_name_parse_batches(const char *name, mk_read_params *out,
 			     mk_strbuf *why);
 
 /*
- * A decoded view of a file: "BASE:txt". True, with BASE copied to base
- * (cap bytes), when name is that; false otherwise.
+ * A view of a file: "BASE" then view (":txt", the decoded index; ":dump",
+ * kafka-dump-log's text). True, with BASE copied to base (cap bytes),
+ * when name is that; false otherwise.
  */
-bool mk_name_txt_view(const char *name, char *base, size_t cap);
+bool mk_name_view(const char *name, const char *view, char *base, size_t cap);
+static inline bool mk_name_txt_view(const char *name, char *base, size_t cap)
+{
+	return mk_name_view(name, ":txt", base, cap);
+}
 
 #endif

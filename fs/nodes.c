@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dump.h"
+#include "fileio.h"
 #include "nodes_groups.h"
 #include "nodes_txn.h"
 #include "topic_name.h"
@@ -30,7 +32,7 @@ enum {
 	K_GROUP, K_GJOIN, K_GLEAVE, K_GHEARTBEAT, K_GSTATE, K_GGENERATION,
 	K_GOFFSETS, K_GCONFIG, K_GMEMBERS, K_MEMBER, K_MASSIGN, K_MGENERATION,
 	K_MPOSITIONS, K_MLAG, K_MSEEK, K_MPOLL, K_MCOMMIT,
-	K_BLOGS, K_BLTOPIC, K_BLPART, K_EPOCHS, K_BATCHES, K_SEGTXT,
+	K_BLOGS, K_BLTOPIC, K_BLPART, K_EPOCHS, K_BATCHES, K_SEGTXT, K_SEGDUMP,
 	K_TXN, K_TINIT, K_TCOMMIT, K_TABORT, K_TOFFSETS, K_TSTATE, K_TPARTS,
 	K_TPID, K_TEPOCH,
 };
@@ -491,8 +493,13 @@ static mk_err read_state(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbu
 
 /* ---- segments/ -------------------------------------------------------- */
 
-#define NSEG_SUFFIXES 2
-static const char *const seg_suffixes[NSEG_SUFFIXES] = { ".log", ".index" };
+/* A segment's files (segment.h): the batches, Kafka's offset index and
+ * time index. */
+#define NSEG_SUFFIXES 3
+#define SEG_TIMEINDEX 2
+static const char *const seg_suffixes[NSEG_SUFFIXES] = {
+	".log", ".index", ".timeindex",
+};
 
 /* The segments of the log this directory shows (ref->broker: whose). */
 static size_t ref_segments(const node_ref *ref, mk_segment_info **segs,
@@ -569,7 +576,7 @@ static bool match_segment(mkfs *fs, node_ref *ref, const char *name)
 	return segment_file(ref, name, &base, &suffix);
 }
 
-/* N.index:txt, the decoded index. */
+/* N.index:txt and N.timeindex:txt, the decoded indexes. */
 static bool match_segment_txt(mkfs *fs, node_ref *ref, const char *name)
 {
 	(void)fs;
@@ -592,16 +599,64 @@ static mk_err read_segment_txt(mkfs *fs, const node_ref *ref, mk_strbuf *out,
 		mk_strbuf_addf(why, "no index %s", ref->name);
 		return MK_UNKNOWN_TOPIC_OR_PARTITION;
 	}
+	/* The rows of both indexes: the offset index's carry a position,
+	 * the time index's none (segment.h, mk_segment_index_entry). */
 	mk_index_row *rows;
 	size_t n;
 	mk_err err = mk_partition_replica_index(ref_partition(ref), ref->broker,
 						base, &rows, &n, why);
-	for (size_t i = 0; !err && i < n; i++)
-		mk_strbuf_addf(out, "%lld %lld %lld\n",
-			       (long long)rows[i].offset,
-			       (long long)rows[i].position,
-			       (long long)rows[i].timestamp);
+	for (size_t i = 0; !err && i < n; i++) {
+		if ((rows[i].position < 0) != (suffix == SEG_TIMEINDEX))
+			continue;
+		if (suffix == SEG_TIMEINDEX)
+			mk_strbuf_addf(out, "%lld %lld\n",
+				       (long long)rows[i].timestamp,
+				       (long long)rows[i].offset);
+		else
+			mk_strbuf_addf(out, "%lld %lld\n",
+				       (long long)rows[i].offset,
+				       (long long)rows[i].position);
+	}
 	free(rows);
+	return err;
+}
+
+/* F:dump, a segment file in kafka-dump-log's words (dump.h). */
+static bool match_segment_dump(mkfs *fs, node_ref *ref, const char *name)
+{
+	(void)fs;
+	char file[256];
+	int64_t base;
+	size_t suffix;
+	return mk_name_view(name, ":dump", file, sizeof(file)) &&
+	       segment_file(ref, file, &base, &suffix);
+}
+
+static mk_err read_segment_dump(mkfs *fs, const node_ref *ref, mk_strbuf *out,
+				mk_strbuf *why)
+{
+	node_ref file_ref = *ref;
+	char file[256];
+	if (!mk_name_view(ref->name, ":dump", file, sizeof(file))) {
+		mk_strbuf_addf(why, "no segment file %s", ref->name);
+		return MK_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	snprintf(file_ref.name, sizeof(file_ref.name), "%s", file);
+	mk_strbuf path = MK_STRBUF_INIT, bytes = MK_STRBUF_INIT;
+	int64_t limit;
+	bool missing = false;
+	mk_err err = mk_node_raw_path(fs, &file_ref, &path, &limit);
+	if (!err && (err = mk_file_read(path.buf, &bytes, &missing)))
+		mk_strbuf_addf(why, "cannot read %s", file);
+	if (!err && missing)
+		err = mk_error(why, MK_UNKNOWN_TOPIC_OR_PARTITION, "no segment file %s", file);
+	/* The active .log: only its batches, not the runway after them. */
+	if (!err && limit >= 0 && (size_t)limit < bytes.len)
+		mk_strbuf_setlen(&bytes, (size_t)limit);
+	if (!err)
+		err = mk_dump(file, (const uint8_t *)bytes.buf, bytes.len, out, why);
+	mk_strbuf_release(&path);
+	mk_strbuf_release(&bytes);
 	return err;
 }
 
@@ -610,7 +665,7 @@ static int64_t raw_limit(const mk_segment_info *segs, size_t n,
 			 const char *name)
 {
 	size_t i, suffix;
-	/* The active segment's .log (an .index has no runway). */
+	/* The active segment's .log (an index file has no runway). */
 	if (find_segment_file(segs, n, name, &i, &suffix) && suffix == 0 &&
 	    segs[i].active)
 		return (int64_t)segs[i].size;
@@ -957,6 +1012,7 @@ static const node_def nodes[] = {
 	{ K_SEGMENTS, K_PART, "segments", NULL, NODE_DIR, DIRMODE, NULL, NULL, list_segments },
 	{ K_SEGFILE, K_SEGMENTS, NULL, match_segment, NODE_RAW, 0444, NULL, NULL, NULL, false, &mk_raw_handle_ops },
 	{ K_SEGTXT, K_SEGMENTS, NULL, match_segment_txt, NODE_VALUE, 0444, read_segment_txt, NULL, NULL },
+	{ K_SEGDUMP, K_SEGMENTS, NULL, match_segment_dump, NODE_VALUE, 0444, read_segment_dump, NULL, NULL },
 	{ K_EPOCHS, K_PART, "epochs", NULL, NODE_VALUE, 0444, read_epochs, NULL, NULL },
 	{ K_BATCHES, K_PART, "batches", NULL, NODE_BATCHES, 0444, NULL, NULL, NULL, false, &mk_batches_handle_ops },
 
@@ -1090,7 +1146,7 @@ static void explain_missing(mkfs *fs, const node_ref *ref, const char *comp,
 			       comp, comp);
 		return;
 	case K_SEGMENTS:
-		mk_strbuf_addf(why, "no segment file '%s' (ls lists them; N.index:txt decodes an index)",
+		mk_strbuf_addf(why, "no segment file '%s' (ls lists them; N.index:txt and N.timeindex:txt decode the indexes, F:dump prints F as kafka-dump-log does)",
 			       comp);
 		return;
 	default:

@@ -53,8 +53,8 @@ DUPLICATES = {
     # core/
     ("core/coordination/coordinator.c:mk_coord_lock", "core/replication/partition.c:mk_partition_test_lock"):
         "lock, trylock and unlock of an opaque struct: three one-line wrappers each",
-    ("core/storage/entryfile.h:mk_entries_truncate", "core/storage/index.h:mk_index_truncate_pos"):
-        "declarations alike in shape: the index is an entry file of its own kind",
+    ("core/storage/index.h:mk_offset_index_init", "core/storage/timeindex.h:mk_time_index_init"):
+        "declarations alike in shape: Kafka's offset and time indexes, each an entry file of its own kind",
     ("core/base/config.c:mk_config_defaults", "core/base/config.c:mk_config_defaults"):
         "the defaults of two key tables, alike in shape",
     ("core/base/errlog.c:mk_errlog_add", "core/base/errlog.c:mk_errlog_hold"):

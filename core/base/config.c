@@ -37,6 +37,12 @@ static const char *const partitioner_names[] = { "murmur2", "crc32", NULL };
 /* cleanup.policy: delete, compact, or both ("compact,delete"). */
 static const char *const cleanup_names[] = { "", "delete", "compact",
 					     "compact,delete", NULL };
+/* compression.type: Kafka's codec ids 0-4 (uncompressed is "none" in a
+ * batch), then producer: keep the batch's codec. */
+static const char *const compression_names[] = { "uncompressed", "gzip",
+	"snappy", "lz4", "zstd", "producer", NULL };
+static const char *const timestamp_names[] = { "CreateTime", "LogAppendTime",
+					       NULL };
 
 #define C(field) offsetof(mk_config, field)
 #define L(field) (offsetof(mk_config, log) + offsetof(mk_topic_config, field))
@@ -65,6 +71,8 @@ static const key_def keys[] = {
 	{ "log", "delete.retention.ms", T_INT, L(delete_retention_ms), 0, BIG, NULL, true },
 	{ "log", "message.max.bytes", T_INT, L(message_max_bytes), 64, 64 << 20, NULL, true },
 	{ "log", "flush.messages", T_INT, L(flush_messages), 0, BIG, NULL, true },
+	{ "log", "compression.type", T_ENUM, L(compression_type), 0, 5, compression_names, true },
+	{ "log", "message.timestamp.type", T_ENUM, L(log_append_time), 0, 1, timestamp_names, true },
 	{ "log", "log.retention.check.interval.ms", T_INT, C(retention_check_interval_ms), 1, BIG, NULL, false },
 	{ "producer", "acks", T_ENUM, C(acks), -1, 1, acks_names, false },
 	{ "producer", "batch.size", T_INT, C(batch_size), 1, 64 << 20, NULL, false },
@@ -104,6 +112,8 @@ void mk_config_defaults(mk_config *cfg)
 	cfg->log.delete_retention_ms = 86400000;
 	cfg->log.message_max_bytes = 1048588;
 	cfg->log.flush_messages = 0;
+	cfg->log.compression_type = MK_COMPRESSION_PRODUCER;
+	cfg->log.log_append_time = 0;
 	cfg->retention_check_interval_ms = 300000;
 	cfg->log.min_insync_replicas = 1;
 	cfg->log.unclean_leader_election = 0;

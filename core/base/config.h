@@ -25,6 +25,8 @@
 enum { MK_CLEANUP_DELETE = 1, MK_CLEANUP_COMPACT = 2 };
 enum { MK_TRUNCATE_EPOCH = 0, MK_TRUNCATE_HW = 1 };
 enum { MK_RESET_EARLIEST = 0, MK_RESET_LATEST = 1, MK_RESET_NONE = 2 };
+/* compression.type = producer: a batch keeps the codec it came with. */
+enum { MK_COMPRESSION_PRODUCER = 5 };
 
 typedef struct {
 	int64_t segment_bytes;
@@ -35,6 +37,9 @@ typedef struct {
 	int64_t delete_retention_ms;
 	int64_t message_max_bytes;
 	int64_t flush_messages;
+	int64_t compression_type;         /* a Kafka codec id 0-4, or
+					   * MK_COMPRESSION_PRODUCER */
+	int64_t log_append_time;          /* message.timestamp.type: bool */
 	int64_t min_insync_replicas;
 	int64_t unclean_leader_election;  /* bool */
 	uint32_t overrides;               /* bit i: key i of the topic table */

@@ -54,6 +54,9 @@ struct mk_producer {
 	int partition;            /* fixed, or MK_PARTITION_ANY */
 	int acks;
 	bool idempotent;
+	uint8_t codec;            /* the topic's compression.type for a file
+				   * append (producer: none), as of the last
+				   * append; under lock */
 	char *name;               /* the producer identity, when idempotent */
 	mk_txns *txns;            /* transactional: the coordinator, */
 	char *txn;                /* and the transactional id */
@@ -97,6 +100,7 @@ struct mk_producer {
 	 * partition of a keyed one (-1: keyless, sticky); for an append of
 	 * keyed records only, the records and their plan grouped by
 	 * partition (group_by_partition), and where each partition's go. */
+	/* size: a record's mk_record_body_size (its bytes but the deltas) */
 	struct rec_plan { size_t size; int part; } *plan, *gplan;
 	mk_record_in *grouped;
 	size_t plan_cap;
@@ -105,12 +109,11 @@ struct mk_producer {
 
 static const mk_batch_meta plain_meta = {
 	.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
-	.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
+	.producer_epoch = -1, .base_sequence = -1,
 };
 static const mk_batch_meta txn_meta = {
 	.flags = MK_BATCH_TRANSACTIONAL, .base_offset = 0, .leader_epoch = 0,
 	.producer_id = -1, .producer_epoch = -1, .base_sequence = -1,
-	.txn_id = { NULL, -1 },
 };
 
 /* The batch fields a producer's builders start from. */
@@ -536,6 +539,7 @@ static void registration_drive(mk_producer *p)
 static mk_err produce_slot(mk_producer *p, slot *s, int part, bool owed,
 			   bool *appended, mk_strbuf *why)
 {
+	mk_builder_set_codec(&s->b, p->codec);
 	mk_builder_finish(&s->b);
 	mk_err err = MK_OK;
 	bool now = true;
@@ -570,6 +574,7 @@ static mk_err send_slot(mk_producer *p, int i, bool owed, mk_strbuf *why)
 static void hold_slot(mk_producer *p, int i)
 {
 	slot *s = &p->slots[i];
+	mk_builder_set_codec(&s->b, p->codec);
 	mk_builder_finish(&s->b);
 	if (s->nheld == s->held_cap) {
 		size_t cap = s->held_cap ? s->held_cap * 2 : 4;
@@ -709,6 +714,15 @@ static mk_err check_fenced(mk_producer *p, mk_strbuf *why)
 
 /* ---- append ---------------------------------------------------------------- */
 
+/* The exact bytes of a record of body size body (plan[].size) added to
+ * b as the k-th record from now on, at time now. */
+static size_t rec_size(const mk_batch_builder *b, size_t body, size_t k,
+		       int64_t now)
+{
+	return mk_record_size_at(body, b->next_delta + (int32_t)k,
+				 mk_builder_ts_delta(b, now));
+}
+
 /* A partition producer: the records are one batch, checked against
  * message.max.bytes before a byte of it is encoded. Under p->lock. */
 static mk_err append_partition(mk_producer *p, const mk_record_in *recs,
@@ -716,15 +730,16 @@ static mk_err append_partition(mk_producer *p, const mk_record_in *recs,
 			       mk_strbuf *why)
 {
 	slot *s = &p->slots[0];
+	int64_t now = mk_clock_now(&p->c->clock);
 	size_t bytes = 0;
 	for (size_t i = 0; i < n; i++)
-		bytes += mk_record_size(&recs[i]);
+		bytes += rec_size(&s->b, mk_record_body_size(&recs[i]), i, now);
 	if ((int64_t)(mk_builder_size(&s->b) + bytes) > max_bytes) {
 		mk_strbuf_addf(why, "batch larger than message.max.bytes=%lld",
 			       (long long)max_bytes);
 		return MK_MESSAGE_TOO_LARGE;
 	}
-	mk_builder_add_many(&s->b, mk_clock_now(&p->c->clock), recs, n, bytes);
+	mk_builder_add_many(&s->b, now, recs, n, bytes);
 	bool appended;
 	mk_err err = produce_slot(p, s, p->partition, true, &appended, why);
 	*taken = appended ? n : 0;
@@ -770,7 +785,8 @@ static size_t accumulate(mk_producer *p, const mk_record_in *recs,
 	int i = route(p, plan[0].part);
 	slot *s = &p->slots[i];
 	size_t cur = mk_builder_size(&s->b);
-	if (s->open && (int64_t)(cur + plan[0].size) > p->batch_size) {
+	size_t first = rec_size(&s->b, plan[0].size, 0, now);
+	if (s->open && (int64_t)(cur + first) > p->batch_size) {
 		mk_err e = close_full(p, i, why);
 		if (e && !*err)
 			*err = e;
@@ -779,6 +795,7 @@ static size_t accumulate(mk_producer *p, const mk_record_in *recs,
 			s = &p->slots[i];
 		}
 		cur = mk_builder_size(&s->b);
+		first = rec_size(&s->b, plan[0].size, 0, now);
 	}
 	if (!s->open) {
 		s->open = true;
@@ -789,13 +806,15 @@ static size_t accumulate(mk_producer *p, const mk_record_in *recs,
 	 * ones while the sticky partition stays; keyed ones whose key
 	 * hashes here), as long as the batch stays below batch.size and
 	 * each fits. */
-	size_t k = 1, bytes = plan[0].size;
-	cur += plan[0].size;
+	size_t k = 1, bytes = first;
+	cur += first;
 	while (k < n && (int64_t)cur < p->batch_size &&
-	       (int64_t)(cur + plan[k].size) <= p->batch_size &&
 	       (keyless ? plan[k].part < 0 : plan[k].part == i)) {
-		cur += plan[k].size;
-		bytes += plan[k].size;
+		size_t sz = rec_size(&s->b, plan[k].size, k, now);
+		if ((int64_t)(cur + sz) > p->batch_size)
+			break;
+		cur += sz;
+		bytes += sz;
 		k++;
 	}
 	mk_builder_add_many(&s->b, now, recs, k, bytes);
@@ -858,13 +877,15 @@ static mk_err append_topic(mk_producer *p, const mk_record_in *recs, size_t n,
 	struct rec_plan *plan = p->plan;
 	bool keyed = true;
 	for (size_t i = 0; i < n; i++) {
-		plan[i].size = mk_record_size(&recs[i]);
+		plan[i].size = mk_record_body_size(&recs[i]);
 		plan[i].part = recs[i].key.len >= 0
 			? mk_partition_for_key(recs[i].key, p->n,
 					       (mk_partitioner)p->ps->c->cfg.partitioner)
 			: -1;
 		keyed &= plan[i].part >= 0;
-		size_t need = MK_FRAME_EMPTY_SIZE + plan[i].size;
+		size_t need = mk_frame_size_of_one(recs[i].key, recs[i].value,
+						   recs[i].headers,
+						   recs[i].nheaders);
 		if ((int64_t)need > max_bytes) {
 			mk_strbuf_addf(why, "record %zu needs a %zu-byte batch, over message.max.bytes=%lld",
 				       i + 1, need, (long long)max_bytes);
@@ -898,6 +919,9 @@ mk_err mk_producer_append(mk_producer *p, const mk_record_in *recs, size_t n,
 	mk_topic_config tc;
 	mk_cluster_topic_config(p->c, p->t, &tc);
 	pthread_mutex_lock(&p->lock);
+	/* compression.type producer: a file's records come uncompressed. */
+	p->codec = tc.compression_type == MK_COMPRESSION_PRODUCER
+		? MK_CODEC_NONE : (uint8_t)tc.compression_type;
 	bool wake = false;
 	mk_err err = p->idempotent ? check_fenced(p, why) : MK_OK;
 	if (!err && p->partition != MK_PARTITION_ANY)

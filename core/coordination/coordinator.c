@@ -197,7 +197,7 @@ static void unwatch_all(mk_coord *rt)
 
 static const mk_batch_meta plain_meta = {
 	.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
-	.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
+	.producer_epoch = -1, .base_sequence = -1,
 };
 
 void mk_coord_op_record(mk_coord_op *op, int part, const char *key,

@@ -561,7 +561,6 @@ static mk_err write_marker(tx_op *op, const tx_part *tp, mk_strbuf *why)
 		.flags = op->commit ? MK_BATCH_COMMIT_MARKER : MK_BATCH_ABORT_MARKER,
 		.base_offset = 0, .leader_epoch = 0, .producer_id = op->snap->pid,
 		.producer_epoch = op->snap->epoch, .base_sequence = -1,
-		.txn_id = { NULL, -1 },
 	};
 	mk_strbuf frame = MK_STRBUF_INIT;
 	mk_frame_marker(&frame, &meta, now_ms(t));

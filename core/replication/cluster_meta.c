@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "logdir.h"
 #include "metadata.h"
 #include "xalloc.h"
 
@@ -108,7 +109,7 @@ mk_err meta_save(mk_cluster *c, const mk_meta_plan *plan)
 	mk_topic **held = NULL;
 	size_t nheld = 0;
 	uint64_t version = atomic_load(&c->meta_dirty);
-	mk_strbuf_addstr(&out, "minikafka-metadata 2\n");
+	mk_strbuf_addstr(&out, "minikafka-metadata 3\n");
 	pthread_rwlock_rdlock(&c->lock);
 	for (int b = 0; b < c->nbrokers; b++) {
 		bool online = c->brokers[b].online;
@@ -171,7 +172,7 @@ static void flush_one(mk_topic *t, mk_partition *p, void *arg)
 {
 	(void)t;
 	struct flush_arg *fa = arg;
-	mk_err err = mk_partition_flush(p);
+	mk_err err = mk_partition_flush_logs(p);
 	if (err && !fa->err)
 		fa->err = err;
 }
@@ -180,6 +181,17 @@ mk_err mk_cluster_flush(mk_cluster *c, mk_strbuf *why)
 {
 	struct flush_arg fa = { MK_OK };
 	mk_cluster_each_partition(c, flush_one, &fa);
+	/* The brokers' checkpoint files (logdir.h), once each for all their
+	 * partitions. */
+	mk_strbuf cwhy = MK_STRBUF_INIT;
+	mk_err cerr = mk_logdir_sync_all(&cwhy);
+	if (cerr) {
+		mk_errlog_add(&c->errlog, mk_wall_ms(), NULL, cerr, "flush: %s",
+			      cwhy.buf);
+		if (!fa.err)
+			fa.err = cerr;
+	}
+	mk_strbuf_release(&cwhy);
 	pthread_mutex_lock(&c->meta_lock);
 	mk_err err = meta_save(c, NULL);
 	pthread_mutex_unlock(&c->meta_lock);

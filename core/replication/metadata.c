@@ -12,6 +12,7 @@
 #include "failpoint.h"
 #include "fileio.h"
 #include "log.h"
+#include "logdir.h"
 #include "parse.h"
 #include "xalloc.h"
 #include "topic_name.h"
@@ -340,17 +341,20 @@ static mk_err parse_text(mk_metadata *md, char *text, size_t len,
 		return refuse(why, path, 1 + (int)mk_count_lines(text, (size_t)(
 			(char *)memchr(text, '\0', len) - text)), "NUL byte");
 	int version;
-	if (!strncmp(text, "minikafka-metadata 2\n", 21))
+	if (!strncmp(text, "minikafka-metadata 3\n", 21))
+		version = 3;
+	else if (!strncmp(text, "minikafka-metadata 2\n", 21))
 		version = 2;
 	else if (!strncmp(text, "minikafka-metadata 1\n", 21))
 		version = 1;
 	else
-		return refuse(why, path, 1, "not a minikafka-metadata 1 or 2 header");
+		return refuse(why, path, 1, "not a minikafka-metadata 1, 2 or 3 header");
+	md->version = version;
 	int nlines = (int)mk_count_lines(text, len);
 	if (text[len - 1] != '\n')
 		return refuse(why, path, nlines + 1, "the last line is cut short");
 	size_t body = len;
-	if (version == 2) {
+	if (version >= 2) {
 		/* The last line: "checksum XXXXXXXX\n". */
 		size_t start = len - 1;
 		while (start > 0 && text[start - 1] != '\n')
@@ -427,6 +431,9 @@ mk_err mk_metadata_load(const char *data_dir, mk_metadata *md, mk_strbuf *why)
 	md->present = !missing;
 	if (!missing)
 		err = parse_text(md, text.buf, text.len, path.buf, why);
+	if (!err && !missing && md->version < 3)
+		err = mk_error(why, MK_INVALID_CONFIG, "%s:1: minikafka-metadata %d: this data directory holds segments in the MKF2 batch format, which this version does not read (it keeps Kafka's RecordBatch v2); refusing to start, the directory is left as it is (docs/filesystem.md, \"Formats before Kafka's\")",
+			       path.buf, md->version);
 	if (!err)
 		err = check_complete(md, why);
 	if (err && why && !missing && why->len &&
@@ -526,7 +533,9 @@ static void scan_broker(const char *data_dir, int broker, mk_meta_dirs *out)
 	size_t dlen = path.len;
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
-		if (e->d_name[0] == '.')
+		/* The broker's checkpoint files (logdir.h) are no entry of a
+		 * partition's: neither data nor a stray. */
+		if (e->d_name[0] == '.' || mk_logdir_owns_name(e->d_name))
 			continue;
 		out->v = mk_xreallocarray(out->v, out->n + 1, sizeof(*out->v));
 		mk_meta_dir *m = &out->v[out->n++];

@@ -4,7 +4,7 @@
  * and ISR. A text file, one record per line, replaced atomically
  * (mk_file_replace), so a crash leaves the previous or the next version:
  *
- *     minikafka-metadata 2
+ *     minikafka-metadata 3
  *     broker ID online|offline
  *     topic NAME PARTITIONS RF [KEY=VALUE]...
  *     partition NAME P leader=ID|none epoch=E replicas=ID,... isr=ID,...
@@ -15,11 +15,16 @@
  *                              the next mount finishes it)
  *     checksum XXXXXXXX       (CRC-32 of every byte before this line)
  *
- * The checksum line ends every version-2 file: an empty, cut-short,
- * NUL-led or header-only file is refused at load with one line naming the
- * file and line, and never overwritten (the daemon does not start). A
- * version-1 file (no checksum) is still read, if it holds its
- * next_producer_id line. Values are checked: replicas distinct and as many
+ * The checksum line ends every version-2 and version-3 file: an empty,
+ * cut-short, NUL-led or header-only file is refused at load with one line
+ * naming the file and line, and never overwritten (the daemon does not
+ * start). The version names the batch format of the data directory's
+ * segments: 3 is Kafka's RecordBatch v2, 1 and 2 the MKF2 frames before
+ * it. The parser reads all three (a version-1 file has no checksum, and
+ * must hold its next_producer_id line); mk_metadata_load refuses 1 and 2
+ * with one line naming the format: such a directory is not read, and
+ * nothing in it is changed (docs/filesystem.md, "Formats before
+ * Kafka's"). Values are checked: replicas distinct and as many
  * as the topic's replication factor, the leader one of them or none, the
  * ISR a non-empty subset, epochs in [0, 2^31-1].
  *
@@ -80,6 +85,7 @@ typedef struct {
 
 typedef struct {
 	bool present;            /* the file existed */
+	int version;             /* of its header: 1, 2 or 3 */
 	int nbrokers;
 	int broker_ids[MK_MAX_BROKERS];
 	bool broker_online[MK_MAX_BROKERS];

@@ -104,11 +104,13 @@ static mk_err check_compacted_keys(const mk_partition *p, const uint8_t *frame,
 	mk_record_iter it;
 	mk_record_view rec;
 	mk_record_iter_init(&it, &b);
-	while (mk_record_next(&it, &rec)) {
-		if (rec.key.len < 0)
-			return mk_error(why, MK_INVALID_RECORD, "keyless record refused: topic %s is compacted (cleanup.policy has compact)",
-					p->topic);
-	}
+	bool keyless = false;
+	while (!keyless && mk_record_next(&it, &rec))
+		keyless = rec.key.len < 0;
+	mk_record_iter_release(&it);
+	if (keyless)
+		return mk_error(why, MK_INVALID_RECORD, "keyless record refused: topic %s is compacted (cleanup.policy has compact)",
+				p->topic);
 	return MK_OK;
 }
 
@@ -237,6 +239,10 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 		}
 		mk_frame_set_producer(frame, len, a->pid, a->epoch, seq);
 	}
+	/* message.timestamp.type = LogAppendTime: the leader's clock. */
+	if (p->cfg.log_append_time)
+		mk_frame_set_log_append_time(frame, len,
+					     mk_clock_now(p->env->clock));
 	err = mk_log_append_leader(l->log, frame, len, p->leader_epoch, &res->base);
 	if (err) {
 		if (err == MK_KAFKA_STORAGE_ERROR)

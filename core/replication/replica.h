@@ -8,7 +8,8 @@
  *   produce.c         the leader's appends, acks=all tickets and waits;
  *   follower_fetch.c  reconciliation, the fetch, the writer's copy;
  *   election.c        the plans for crash, restart and promote;
- *   replica_store.c   producer snapshot, HW checkpoint, open, truncate;
+ *   replica_store.c   producer snapshot, HW checkpoint (the broker's
+ *                     replication-offset-checkpoint), open, truncate;
  *   replica_read.c    consumer fetch, time lookup, replay, the /brokers
  *                     views, retention, compaction, DeleteRecords.
  *
@@ -227,10 +228,11 @@ mk_err mk_partition_open(const mk_env *env, const char *topic, int id,
  * replica's, the offline ones' too, fsynced into their parents). After
  * that a missing directory is damage: mk_partition_open and a restart take
  * that replica offline with an /errors line instead of starting it empty.
- * Each replica's directory also keeps `high-watermark` (the HW it knew at
- * its last flush or close): a recovery that ends below it says so in
- * /errors, and at open such a leader hands the leadership to an in-sync
- * replica that has the records (a new epoch; it leaves the ISR).
+ * Each replica's HW (the one it knew at its last flush or close, or when
+ * its log start last moved) is kept in its broker's
+ * replication-offset-checkpoint (logdir.h): a recovery that ends below it
+ * says so in /errors, and at open such a leader hands the leadership to an
+ * in-sync replica that has the records (a new epoch; it leaves the ISR).
  */
 mk_err mk_partition_create(const mk_env *env, const char *topic, int id,
 			   const mk_topic_config *cfg,
@@ -447,8 +449,12 @@ mk_err mk_partition_delete_records(mk_partition *p, int64_t offset,
 /* The leader's cleaner checkpoint and dirty bytes (cleaned_to -1: none). */
 void mk_partition_cleaner_info(mk_partition *p, mk_cleaner_info *info);
 
-/* fsync every open replica log. */
+/* fsync every open replica log, save its snapshot and HW, and write its
+ * broker's checkpoint files (logdir.h). */
 mk_err mk_partition_flush(mk_partition *p);
+/* The same but the broker files, which the caller writes once for many
+ * partitions (mk_logdir_sync_all: a cluster's flush). */
+mk_err mk_partition_flush_logs(mk_partition *p);
 
 /* Leader's segments (for /segments): copy of infos; returns count. */
 size_t mk_partition_segments(mk_partition *p, mk_segment_info **out,

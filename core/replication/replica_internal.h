@@ -29,7 +29,8 @@ typedef struct {
 				 * /isr shows once a saver runs) */
 	int64_t last_fetch_ms;  /* cluster clock */
 	int64_t hw_view;        /* the HW this replica last learned */
-	int64_t hw_ckpt;        /* hw_view as last saved (flush, close); -1 */
+	int64_t hw_ckpt;        /* the HW saved for it, as its open read it
+				 * (replication-offset-checkpoint); -1 */
 	bool rejoining;         /* restarted, not fetched since: not in sync */
 	mk_producer_state pstate;   /* idempotent producers seen in this log */
 	/* A follower fetch in flight: log and pstate are the fetch's alone

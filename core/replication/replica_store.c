@@ -1,9 +1,19 @@
 /*
  * replica_store.c — what each replica keeps on disk beside its log (log.h):
  * its directory (DATA_DIR/broker-B/T-P), the producer snapshot
- * (producer-snapshot) and the HW checkpoint (high-watermark); opening a
- * replica's log with the checks they allow, and truncating it or moving
- * its start with the snapshot and the checkpoint kept in step.
+ * (producer-snapshot) and the HW checkpoint (its entry of the broker's
+ * replication-offset-checkpoint, Kafka's file and format, kept by the
+ * broker's log directory object, logdir.h, beside the log's own entries);
+ * opening a replica's log with the checks they allow, and truncating it or
+ * moving its start with the snapshot and the checkpoint kept in step.
+ *
+ * When the HW reaches the file: save_hw sets it in the log directory's
+ * table and kicks its writer, which writes it soon with whatever else of
+ * the broker's files changed (a flush waits for it: mk_partition_flush
+ * syncs them; so does a close); and
+ * always before a log start that it bounds (the log directory writes the
+ * HW file first, and a moved start is written before the move acts:
+ * log_checkpoint.h), so a start on disk is never past the HW on disk.
  *
  * Invariants:
  *   - a replica's log start moves only after its HW is saved at or past
@@ -26,13 +36,29 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "fileio.h"
+#include "logdir.h"
 #include "parse.h"
 
-/* In each log directory, beside the log's own files (log.h). */
-#define HW_FILE "high-watermark"
+/* Where each replica's HW was kept before replication-offset-checkpoint
+ * (one file in its log directory): read when the entry is missing, and
+ * removed once the entry is on disk. */
+#define OLD_HW_FILE "high-watermark"
+
+/* r's entry of its broker's replication-offset-checkpoint. */
+static void hw_set(mk_replica *r, int64_t hw)
+{
+	const char *topic;
+	int32_t partition;
+	mk_log_key(r->log, &topic, &partition);
+	mk_logdir_set(mk_log_logdir(r->log), topic, partition, MK_LOGDIR_HW, hw);
+	/* Soon on disk (one write of the pool's for every replica of the
+	 * broker that changed meanwhile); a flush waits for it. */
+	mk_logdir_kick(mk_log_logdir(r->log));
+}
 
 void part_log_dir(const mk_env *env, int broker, const char *topic, int id,
 		  mk_strbuf *out)
@@ -122,23 +148,19 @@ static void replace_if_changed(const mk_strbuf *path, const mk_strbuf *text,
  * Persist the HW replica r knows, for the checks after a recovery: never
  * below its log start (Kafka's rule: the HW is at least the log start) or
  * below floor, where the start is about to move. A start that moves is
- * preceded by this save (decide, persist, act), so an open that finds the
- * start past the saved HW has found damage (open_replica).
+ * preceded by this save (decide, persist, act: the log directory writes
+ * the HW before the start, logdir.h), so an open that finds the start past
+ * the saved HW has found damage (open_replica). The file gets it with the
+ * broker's next write of its checkpoint files.
  */
 void save_hw(mk_replica *r, int64_t floor)
 {
-	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
 	int64_t hw = r->hw_view, start = mk_log_start_offset(r->log);
 	if (hw < start)
 		hw = start;
 	if (hw < floor)
 		hw = floor;
-	mk_strbuf_addf(&path, "%s/" HW_FILE, mk_log_dir(r->log));
-	mk_strbuf_addf(&text, "%lld\n", (long long)hw);
-	/* HW 0 checks nothing after a recovery: the same as no file. */
-	replace_if_changed(&path, &text, hw == 0);
-	mk_strbuf_release(&path);
-	mk_strbuf_release(&text);
+	hw_set(r, hw);
 }
 
 /* Move replica r's log start to offset (at most the HW it knows), its HW
@@ -163,21 +185,46 @@ void save_pstate(mk_replica *r)
 	save_hw(r, 0);
 }
 
-/* The checkpointed HW of replica r's log directory; -1 when none. */
-static int64_t read_hw(const mk_replica *r)
+/* The HW in a replica directory's file of before (-1: none). */
+static int64_t read_old_hw(const char *path)
 {
-	mk_strbuf path = MK_STRBUF_INIT, text = MK_STRBUF_INIT;
-	mk_strbuf_addf(&path, "%s/" HW_FILE, mk_log_dir(r->log));
+	mk_strbuf text = MK_STRBUF_INIT;
 	bool missing;
 	int64_t hw = -1;
-	if (!mk_file_read(path.buf, &text, &missing) && !missing &&
+	if (!mk_file_read(path, &text, &missing) && !missing &&
 	    text.len > 1 && text.buf[text.len - 1] == '\n') {
 		text.buf[text.len - 1] = '\0';
 		if (!mk_parse_range(text.buf, 0, INT64_MAX, &hw))
 			hw = -1;
 	}
-	mk_strbuf_release(&path);
 	mk_strbuf_release(&text);
+	return hw;
+}
+
+/*
+ * The checkpointed HW of replica r (its entry of the broker's
+ * replication-offset-checkpoint); -1 when none. Without an entry, the
+ * replica directory's high-watermark file of before is taken into the
+ * broker's file, and removed once that is on disk.
+ */
+static int64_t read_hw(mk_replica *r)
+{
+	const char *topic;
+	int32_t partition;
+	mk_log_key(r->log, &topic, &partition);
+	mk_logdir *ld = mk_log_logdir(r->log);
+	int64_t hw = -1;
+	if (mk_logdir_get(ld, topic, partition, MK_LOGDIR_HW, &hw))
+		return hw;
+	mk_strbuf path = MK_STRBUF_INIT;
+	mk_strbuf_addf(&path, "%s/" OLD_HW_FILE, mk_log_dir(r->log));
+	hw = read_old_hw(path.buf);
+	if (hw >= 0) {
+		hw_set(r, hw);
+		if (!mk_logdir_sync(ld, NULL))
+			(void)unlink(path.buf);
+	}
+	mk_strbuf_release(&path);
 	return hw;
 }
 
@@ -267,6 +314,35 @@ mk_err truncate_replica(mk_partition *p, int i, int64_t offset)
 	return err;
 }
 
+/* The log directory object of broker's directory (logdir.h); NULL when
+ * the directory is missing or a file of it is damaged (why says). */
+static mk_logdir *broker_logdir(const mk_env *env, int broker, mk_strbuf *why)
+{
+	mk_strbuf dir = MK_STRBUF_INIT;
+	mk_strbuf_addf(&dir, "%s/broker-%d", env->data_dir, broker);
+	mk_logdir *ld;
+	(void)mk_logdir_acquire(dir.buf, env->flush_pool, &ld, why);
+	mk_strbuf_release(&dir);
+	return ld;
+}
+
+/*
+ * A partition being made: entries its broker's checkpoint files still hold
+ * for it are an earlier log's of the same name (a deletion killed before
+ * the files dropped them), which the new log would take for its own: they
+ * go, on disk, before it opens.
+ */
+static mk_err forget_earlier(const mk_partition *p, const mk_replica *r,
+			     mk_strbuf *why)
+{
+	mk_logdir *ld = broker_logdir(p->env, r->broker, why);
+	mk_err err = ld ? MK_OK : MK_KAFKA_STORAGE_ERROR;
+	if (ld && mk_logdir_forget(ld, p->topic, p->id))
+		err = mk_logdir_sync(ld, why);
+	mk_logdir_release(ld, true);
+	return err;
+}
+
 void open_replica(mk_partition *p, int i)
 {
 	mk_replica *r = &p->replicas[i];
@@ -284,6 +360,8 @@ void open_replica(mk_partition *p, int i)
 	}
 	lc.pool = p->env->flush_pool;
 	lc.fdcache = p->env->fdcache;
+	if (!err && p->creating)
+		err = forget_earlier(p, r, &why);
 	if (!err)
 		err = mk_log_open(dir.buf, &lc, &r->log, &why);
 	r->hw_ckpt = -1;
@@ -297,12 +375,14 @@ void open_replica(mk_partition *p, int i)
 		   mk_log_start_offset(r->log) > r->hw_ckpt) {
 		/* The start moves only after the HW is saved at or past it
 		 * (save_hw): a start past the saved HW is damage or an edit. */
+		mk_logdir *ld = mk_log_logdir(r->log);
 		mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL,
 			      MK_KAFKA_STORAGE_ERROR,
-			      "broker %d %s-%d: cannot open log: %s/checkpoint: log_start_offset %lld is past the high watermark %lld in %s/" HW_FILE " (the log start never passes the HW): damaged or edited; replica offline",
-			      r->broker, p->topic, p->id, dir.buf,
+			      "broker %d %s-%d: cannot open log: %s: %s %d: log_start_offset %lld is past the high watermark %lld in %s (the log start never passes the HW): damaged or edited; replica offline",
+			      r->broker, p->topic, p->id,
+			      mk_logdir_path(ld, MK_LOGDIR_START), p->topic, p->id,
 			      (long long)mk_log_start_offset(r->log),
-			      (long long)r->hw_ckpt, dir.buf);
+			      (long long)r->hw_ckpt, mk_logdir_path(ld, MK_LOGDIR_HW));
 		mk_log_abandon(r->log);
 		r->log = NULL;
 		r->failed = true;
@@ -329,11 +409,20 @@ void mk_partition_remove_files(const mk_env *env, const char *topic, int id,
 	for (int i = 0; i < st->nreplicas; i++) {
 		part_log_dir(env, st->brokers[i], topic, id, &dir);
 		mk_remove_tree(dir.buf);
+		/* Its entries in the broker's checkpoint files go after it
+		 * (a kill between leaves entries of no log: a creation of the
+		 * same name drops them first, forget_earlier). */
+		mk_logdir *ld = broker_logdir(env, st->brokers[i], NULL);
+		if (ld && mk_logdir_forget(ld, topic, id))
+			mk_logdir_kick(ld);
+		mk_logdir_release(ld, true);
 	}
 	mk_strbuf_release(&dir);
 }
 
-mk_err mk_partition_flush(mk_partition *p)
+/* Flush every open replica's log and save its snapshot and HW; with sync,
+ * each replica's broker checkpoint files are written too. */
+static mk_err partition_flush(mk_partition *p, bool sync)
 {
 	pthread_mutex_lock(&p->lock);
 	part_settle(p);
@@ -347,6 +436,27 @@ mk_err mk_partition_flush(mk_partition *p)
 		if (r->log)
 			save_pstate(r);
 	}
+	for (int i = 0; i < p->nreplicas && sync; i++) {
+		mk_replica *r = &p->replicas[i];
+		mk_strbuf why = MK_STRBUF_INIT;
+		if (r->log && mk_logdir_sync(mk_log_logdir(r->log), &why)) {
+			err = MK_KAFKA_STORAGE_ERROR;
+			mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL, err,
+				      "broker %d %s-%d flush: %s", r->broker,
+				      p->topic, p->id, why.buf);
+		}
+		mk_strbuf_release(&why);
+	}
 	pthread_mutex_unlock(&p->lock);
 	return err;
+}
+
+mk_err mk_partition_flush(mk_partition *p)
+{
+	return partition_flush(p, true);
+}
+
+mk_err mk_partition_flush_logs(mk_partition *p)
+{
+	return partition_flush(p, false);
 }

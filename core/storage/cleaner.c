@@ -487,6 +487,7 @@ static void on_batch_keys(void *arg, const mk_batch_view *b, uint64_t pos)
 	while (mk_record_next(&it, &rec))
 		if (rec.key.len >= 0)
 			map_put(&c->map, &rec.key, rec.offset);
+	mk_record_iter_release(&it);
 }
 
 static bool keep_record(const mk_record_view *rec, void *arg)

@@ -1,74 +1,119 @@
 /*
- * codec.c — the batch frame of codec.h.
+ * codec.c — Kafka's RecordBatch v2 (codec.h).
  *
  * Organisation:
+ *   - CRC-32C: ISA-L's crc32_iscsi (carry-less multiplication), and the
+ *     shift operator over GF(2) (crc32c_shift) that patches a CRC when a
+ *     few bytes change (mk_frame_set_producer);
  *   - a bounded reader (struct reader: a pointer and the bytes left after
- *     it). Every read first compares the size it wants with the bytes left,
- *     so no pointer past the end of the input is ever formed;
+ *     it) with Kafka's zigzag varints. Every read first compares the size
+ *     it wants with the bytes left, so no pointer past the end of the
+ *     input is ever formed;
  *   - parse_record() and parse_header(), shared by the validating decoder
- *     and by the iterators. On a decoded frame they cannot fail, so the
+ *     and by the iterators. On a decoded batch they cannot fail, so the
  *     iterators only assert;
- *   - mk_frame_decode_header(): frame header, CRC (optional), fixed
- *     payload fields; mk_frame_decode() is that plus one pass over the
- *     records and their headers, without allocating; mk_frame_next()
- *     walks a buffer of frames validated before, by their headers;
- *   - encoding: begin_frame() reserves the frame header and the payload
- *     header (meta written at once), add_record() appends one record with a
- *     single grow of the buffer (mk_builder_add_many() a run of records
- *     with one grow; put_record() writes each), and seal_frame() fills in
- *     the fields known only at the end (last offset delta, timestamps,
- *     record count, payload length, CRC). The builder, mk_frame_filter()
- *     and mk_frame_marker() are built from these three;
+ *   - mk_frame_decode_header(): the batch header, CRC (optional), the
+ *     marker of a control batch; mk_frame_decode() is that plus one pass
+ *     over the records and their headers (after decompressing them, for a
+ *     compressed batch); mk_frame_next() walks a buffer of batches
+ *     validated before, by their headers;
+ *   - encoding: begin_frame() writes the batch header's known fields,
+ *     put_record() writes one record, and seal_frame() fills in the fields
+ *     known only at the end (length, last offset delta, timestamps, record
+ *     count, CRC). The builder, mk_frame_filter() and mk_frame_marker() are
+ *     built from these three;
  *   - mk_frame_assign() stores base offset and epoch, which lie outside
- *     the CRC'd payload; mk_frame_set_producer() rewrites producer fields
- *     inside it and updates the CRC for those bytes only (crc_patch()), so
- *     that a batch costs one CRC pass over its payload, its builder's, on
- *     the way to the log.
+ *     the CRC; mk_frame_set_producer() rewrites producer fields inside it
+ *     and patches the CRC for those bytes only, so that a batch costs one
+ *     CRC pass, its builder's, on the way to the log.
  */
 #include "codec.h"
 
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 #include <isa-l/crc.h>
-#include <zlib.h>
 
-/* Byte offsets of the fixed fields inside the payload. */
-enum {
-	P_FLAGS = 0,
-	P_PRODUCER_ID = 2,
-	P_PRODUCER_EPOCH = 10,
-	P_BASE_SEQUENCE = 12,
-	P_LAST_OFFSET_DELTA = 16,
-	P_FIRST_TIMESTAMP = 20,
-	P_MAX_TIMESTAMP = 28,
-	P_TXN_ID_LEN = 36,
-};
+#include "compress.h"
+#include "xalloc.h"
 
+_Static_assert(MK_FRAME_OFF_RECORDS_COUNT + 4 == MK_FRAME_HEADER,
+	       "batch header layout");
+_Static_assert(MK_FRAME_OFF_CRC + 4 == MK_FRAME_OFF_ATTRIBUTES,
+	       "the CRC covers the attributes on");
 
-_Static_assert(P_TXN_ID_LEN == MK_BATCH_FIXED, "fixed payload layout");
-_Static_assert(MK_FRAME_OFF_PRODUCER_ID == MK_FRAME_HEADER + P_PRODUCER_ID &&
-	       MK_FRAME_OFF_PRODUCER_EPOCH ==
-		       MK_FRAME_HEADER + P_PRODUCER_EPOCH &&
-	       MK_FRAME_OFF_BASE_SEQUENCE == MK_FRAME_HEADER + P_BASE_SEQUENCE,
-	       "producer field positions");
-_Static_assert(MK_FRAME_OFF_CRC + 4 == MK_FRAME_HEADER, "frame header layout");
+/* ---- CRC-32C ------------------------------------------------------------- */
+
+uint32_t mk_crc32c(const void *p, size_t n)
+{
+	uint32_t crc = 0xffffffffu;
+	const uint8_t *b = p;
+	/* crc32_iscsi takes an int length. */
+	while (n) {
+		size_t k = n > (1u << 30) ? (1u << 30) : n;
+		crc = crc32_iscsi((unsigned char *)(uintptr_t)b, (int)k, crc);
+		b += k;
+		n -= k;
+	}
+	return ~crc;
+}
+
+static uint32_t batch_crc(const uint8_t *frame, size_t len)
+{
+	return mk_crc32c(frame + MK_FRAME_OFF_ATTRIBUTES,
+			 len - MK_FRAME_OFF_ATTRIBUTES);
+}
+
+/* Multiply the 32x32 GF(2) matrix mat by vec. */
+static uint32_t gf2_times(const uint32_t *mat, uint32_t vec)
+{
+	uint32_t sum = 0;
+	for (int i = 0; vec; i++, vec >>= 1)
+		if (vec & 1)
+			sum ^= mat[i];
+	return sum;
+}
+
+static void gf2_square(uint32_t *sq, const uint32_t *mat)
+{
+	for (int i = 0; i < 32; i++)
+		sq[i] = gf2_times(mat, mat[i]);
+}
 
 /*
- * The payload CRC is zlib's CRC-32 (the gzip polynomial). ISA-L computes
- * the same value with carry-less multiplication, an order of magnitude
- * faster than zlib's table code (tests/unit/test_codec.c checks they
- * agree); zlib stays for crc32_combine.
+ * The linear part of the CRC register after n more zero bytes: what
+ * feeding n zeros to crc32_iscsi with no conditioning does, by repeated
+ * squaring of the one-zero-bit operator (zlib's crc32_combine, with
+ * Castagnoli's polynomial).
  */
-static uint32_t payload_crc(const uint8_t *p, uint32_t n)
+static uint32_t crc32c_shift(uint32_t crc, size_t n)
 {
-	return crc32_gzip_refl(0, p, n);
+	uint32_t even[32], odd[32];
+	odd[0] = 0x82f63b78u;       /* reflected Castagnoli polynomial */
+	for (int i = 1; i < 32; i++)
+		odd[i] = 1u << (i - 1);
+	gf2_square(even, odd);      /* two zero bits */
+	gf2_square(odd, even);      /* four */
+	while (n) {
+		gf2_square(even, odd);  /* one zero byte, then 4, 16, ... */
+		if (n & 1)
+			crc = gf2_times(even, crc);
+		n >>= 1;
+		if (!n)
+			break;
+		gf2_square(odd, even);
+		if (n & 1)
+			crc = gf2_times(odd, crc);
+		n >>= 1;
+	}
+	return crc;
 }
+
+/* ---- bounded reader ------------------------------------------------------ */
 
 static int16_t load_i16(const uint8_t *p) { return (int16_t)mk_load_be16(p); }
 static int32_t load_i32(const uint8_t *p) { return (int32_t)mk_load_be32(p); }
 static int64_t load_i64(const uint8_t *p) { return (int64_t)mk_load_be64(p); }
-
-/* ---- bounded reader ------------------------------------------------------ */
 
 typedef struct {
 	const uint8_t *p;
@@ -85,28 +130,49 @@ static bool rd_take(reader *r, size_t n, const uint8_t **out)
 	return true;
 }
 
-static bool rd_i16(reader *r, int16_t *v)
+/* An unsigned varint of at most max_bytes bytes (5 or 10), as Kafka's
+ * ByteUtils reads it: a longer one is malformed. */
+static bool rd_uvar(reader *r, int max_bytes, uint64_t *v)
 {
-	const uint8_t *p;
-	if (!rd_take(r, 2, &p))
+	uint64_t x = 0;
+	for (int i = 0; i < max_bytes; i++) {
+		if (!r->left)
+			return false;
+		uint8_t b = *r->p++;
+		r->left--;
+		x |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool rd_varint(reader *r, int32_t *v)
+{
+	uint64_t u;
+	if (!rd_uvar(r, 5, &u))
 		return false;
-	*v = load_i16(p);
+	uint32_t z = (uint32_t)u;
+	*v = (int32_t)((z >> 1) ^ (0u - (z & 1)));
 	return true;
 }
 
-static bool rd_i32(reader *r, int32_t *v)
+static bool rd_varlong(reader *r, int64_t *v)
 {
-	const uint8_t *p;
-	if (!rd_take(r, 4, &p))
+	uint64_t z;
+	if (!rd_uvar(r, 10, &z))
 		return false;
-	*v = load_i32(p);
+	*v = (int64_t)((z >> 1) ^ (0u - (z & 1)));
 	return true;
 }
 
-/* A length-prefixed field whose length was already read: -1 is null. */
-static bool rd_blob(reader *r, int32_t len, mk_bytes *out)
+/* A length-prefixed field: a varint length, -1 for null. */
+static bool rd_blob(reader *r, mk_bytes *out)
 {
-	if (len < -1)
+	int32_t len;
+	if (!rd_varint(r, &len) || len < -1)
 		return false;
 	if (len == -1) {
 		*out = MK_BYTES_NULL;
@@ -115,7 +181,7 @@ static bool rd_blob(reader *r, int32_t len, mk_bytes *out)
 	const uint8_t *p;
 	if (!rd_take(r, (size_t)len, &p))
 		return false;
-	*out = (mk_bytes){ p, len };
+	*out = (mk_bytes){ len ? p : (const uint8_t *)"", len };
 	return true;
 }
 
@@ -130,70 +196,46 @@ static bool fail(const char **why, const char *reason)
 
 static bool parse_header(reader *r, mk_header *h, const char **why)
 {
-	int16_t nlen;
-	int32_t vlen;
-	if (!rd_i16(r, &nlen) || nlen < 0 || !rd_blob(r, nlen, &h->name) ||
-	    !rd_i32(r, &vlen) || !rd_blob(r, vlen, &h->value))
+	if (!rd_blob(r, &h->name) || h->name.len < 0 || !rd_blob(r, &h->value))
 		return fail(why, "bad header");
 	return true;
 }
 
 /*
- * Parse one record at r, walking (and so checking) its headers. rec->offset
- * is left to the caller, which knows the base offset.
+ * Parse one record at r (its length prefix first), walking (and so
+ * checking) its headers. rec->offset and rec->timestamp are left to the
+ * caller, which knows the batch: *delta and *ts_delta get the deltas.
  */
 static bool parse_record(reader *r, mk_record_view *rec, int32_t *delta,
-			 const char **why)
+			 int64_t *ts_delta, const char **why)
 {
-	/* Straight-line loads (no rd_* call per field): this runs once per
-	 * record when a frame is validated and again when it is iterated.
-	 * The checks and their reasons are those of the field-by-field walk. */
-	const uint8_t *p = r->p;
-	size_t left = r->left;
-	if (left < MK_RECORD_FIXED)
+	int32_t len;
+	const uint8_t *body;
+	if (!rd_varint(r, &len) || len < 0 || !rd_take(r, (size_t)len, &body))
+		return fail(why, "bad record length");
+	reader b = { body, (size_t)len };
+	const uint8_t *attr;
+	if (!rd_take(&b, 1, &attr) || !rd_varlong(&b, ts_delta) ||
+	    !rd_varint(&b, delta))
 		return fail(why, "bad record");
-	*delta = load_i32(p);
-	rec->timestamp = load_i64(p + 4);
-	int32_t klen = load_i32(p + 12);
-	p += 16;
-	left -= 16;
-	if (klen < -1 || (klen > 0 && left < (size_t)klen))
+	if (*attr)
+		return fail(why, "bad record attributes");
+	if (!rd_blob(&b, &rec->key))
 		return fail(why, "bad key");
-	rec->key = klen < 0 ? MK_BYTES_NULL : (mk_bytes){ p, klen };
-	if (klen > 0) {
-		p += klen;
-		left -= (size_t)klen;
-	}
-	if (left < 4)
-		return fail(why, "bad record");
-	int32_t vlen = load_i32(p);
-	p += 4;
-	left -= 4;
-	if (vlen < -1 || (vlen > 0 && left < (size_t)vlen))
+	if (!rd_blob(&b, &rec->value))
 		return fail(why, "bad value");
-	rec->value = vlen < 0 ? MK_BYTES_NULL : (mk_bytes){ p, vlen };
-	if (vlen > 0) {
-		p += vlen;
-		left -= (size_t)vlen;
-	}
-	if (left < 4)
-		return fail(why, "bad record");
-	rec->header_count = load_i32(p);
-	p += 4;
-	left -= 4;
-	if (rec->header_count < 0)
+	if (!rd_varint(&b, &rec->header_count) || rec->header_count < 0)
 		return fail(why, "bad header count");
-	r->p = p;
-	r->left = left;
-
-	rec->headers = r->p;
-	size_t before = r->left;
+	rec->headers = b.p;
+	size_t before = b.left;
 	for (int32_t i = 0; i < rec->header_count; i++) {
 		mk_header h;
-		if (!parse_header(r, &h, why))
+		if (!parse_header(&b, &h, why))
 			return false;
 	}
-	rec->headers_len = before - r->left;
+	rec->headers_len = before - b.left;
+	if (b.left)
+		return fail(why, "bad record length");
 	return true;
 }
 
@@ -205,56 +247,85 @@ static mk_err reject(const char **why, const char *reason)
 	return MK_CORRUPT_MESSAGE;
 }
 
-/* The frame header and the fixed payload fields: everything but records. */
+bool mk_frame_is_mkf2(const uint8_t *buf, size_t len)
+{
+	return len >= 4 && !memcmp(buf, MK_FRAME_MAGIC_MKF2, 4);
+}
+
+/* A control batch's one record: Kafka's ControlRecordType key (version 0,
+ * type ABORT 0 or COMMIT 1) and EndTransactionMarker value (version 0,
+ * coordinator epoch). Sets the marker flag and the epoch. */
+static bool parse_marker(mk_batch_view *v, const char **why)
+{
+	if (v->record_count != 1 || v->meta.codec != MK_CODEC_NONE)
+		return fail(why, "bad marker");
+	reader r = { v->records, v->records_len };
+	mk_record_view rec;
+	int32_t delta;
+	int64_t tsd;
+	if (!parse_record(&r, &rec, &delta, &tsd, why))
+		return false;
+	if (rec.key.len != 4 || load_i16(rec.key.ptr) != 0 ||
+	    rec.value.len != 6 || load_i16(rec.value.ptr) != 0 ||
+	    rec.header_count != 0)
+		return fail(why, "bad marker");
+	int16_t type = load_i16(rec.key.ptr + 2);
+	if (type != 0 && type != 1)
+		return fail(why, "bad marker");
+	v->meta.flags |= type ? MK_BATCH_COMMIT_MARKER : MK_BATCH_ABORT_MARKER;
+	v->meta.coordinator_epoch = load_i32(rec.value.ptr + 2);
+	return true;
+}
+
+/* The batch header: everything but the records (a marker's excepted). */
 mk_err mk_frame_decode_header(const uint8_t *buf, size_t len,
 			      size_t max_payload, bool check_crc,
 			      mk_batch_view *out, const char **why)
 {
-	/* A short buffer whose bytes disagree with the magic is not a torn
-	 * frame but garbage: say so. */
-	size_t m = len < 4 ? len : 4;
-	if (m && memcmp(buf, MK_FRAME_MAGIC, m) != 0)
-		return reject(why, m == 4 && !memcmp(buf, MK_FRAME_MAGIC_V1, 4)
-				   ? "unsupported frame version 1"
-				   : "bad magic");
-	if (len < MK_FRAME_HEADER)
+	if (mk_frame_is_mkf2(buf, len))
+		return reject(why, MK_FRAME_MKF2_REASON);
+	if (len < MK_FRAME_PEEK)
 		return reject(why, "truncated frame");
-
-	uint32_t plen = mk_load_be32(buf + MK_FRAME_OFF_LENGTH);
+	int32_t blen = load_i32(buf + MK_FRAME_OFF_LENGTH);
+	if (buf[MK_FRAME_OFF_MAGIC] != MK_BATCH_MAGIC)
+		return reject(why, "bad magic");
 	if (max_payload == 0)
 		max_payload = MK_FRAME_MAX_PAYLOAD;
-	if (plen > max_payload)
+	if (blen < MK_FRAME_HEADER - MK_FRAME_LOG_OVERHEAD)
+		return reject(why, "bad batch length");
+	if ((size_t)blen > max_payload)
 		return reject(why, "payload too large");
-	if (len - MK_FRAME_HEADER < plen)
+	size_t flen = MK_FRAME_LOG_OVERHEAD + (size_t)blen;
+	if (len < flen)
 		return reject(why, "truncated frame");
-
-	const uint8_t *pl = buf + MK_FRAME_HEADER;
-	if (check_crc &&
-	    payload_crc(pl, plen) != mk_load_be32(buf + MK_FRAME_OFF_CRC))
-		return reject(why, "bad crc");
-	if (plen < MK_BATCH_FIXED)
-		return reject(why, "short payload");
 
 	mk_batch_view v;
 	memset(&v, 0, sizeof(v));
-	v.meta.flags = mk_load_be16(pl + P_FLAGS);
-	if (v.meta.flags & ~(unsigned)MK_BATCH_FLAGS_KNOWN)
-		return reject(why, "unknown flags");
-	bool control = mk_batch_is_control(&v);
-	if ((v.meta.flags & MK_BATCH_COMMIT_MARKER) &&
-	    (v.meta.flags & MK_BATCH_ABORT_MARKER))
-		return reject(why, "bad marker");
-	if (control && !(v.meta.flags & MK_BATCH_TRANSACTIONAL))
+	v.crc = mk_load_be32(buf + MK_FRAME_OFF_CRC);
+	if (check_crc && batch_crc(buf, flen) != v.crc)
+		return reject(why, "bad crc");
+	v.attributes = mk_load_be16(buf + MK_FRAME_OFF_ATTRIBUTES);
+	if (v.attributes & ~(unsigned)MK_ATTR_KNOWN)
+		return reject(why, "unknown attributes");
+	v.meta.codec = v.attributes & MK_ATTR_CODEC_MASK;
+	if (v.meta.codec >= MK_CODEC_COUNT)
+		return reject(why, "unknown compression codec");
+	v.meta.log_append_time = (v.attributes & MK_ATTR_LOG_APPEND_TIME) != 0;
+	if (v.attributes & MK_ATTR_TRANSACTIONAL)
+		v.meta.flags |= MK_BATCH_TRANSACTIONAL;
+	bool control = (v.attributes & MK_ATTR_CONTROL) != 0;
+	if (control && !(v.attributes & MK_ATTR_TRANSACTIONAL))
 		return reject(why, "bad marker");
 
 	v.meta.base_offset = load_i64(buf + MK_FRAME_OFF_BASE_OFFSET);
 	v.meta.leader_epoch = load_i32(buf + MK_FRAME_OFF_LEADER_EPOCH);
-	v.meta.producer_id = load_i64(pl + P_PRODUCER_ID);
-	v.meta.producer_epoch = load_i16(pl + P_PRODUCER_EPOCH);
-	v.meta.base_sequence = load_i32(pl + P_BASE_SEQUENCE);
-	v.last_offset_delta = load_i32(pl + P_LAST_OFFSET_DELTA);
-	v.first_timestamp = load_i64(pl + P_FIRST_TIMESTAMP);
-	v.max_timestamp = load_i64(pl + P_MAX_TIMESTAMP);
+	v.meta.producer_id = load_i64(buf + MK_FRAME_OFF_PRODUCER_ID);
+	v.meta.producer_epoch = load_i16(buf + MK_FRAME_OFF_PRODUCER_EPOCH);
+	v.meta.base_sequence = load_i32(buf + MK_FRAME_OFF_BASE_SEQUENCE);
+	v.last_offset_delta = load_i32(buf + MK_FRAME_OFF_LAST_OFFSET_DELTA);
+	v.first_timestamp = load_i64(buf + MK_FRAME_OFF_BASE_TIMESTAMP);
+	v.max_timestamp = load_i64(buf + MK_FRAME_OFF_MAX_TIMESTAMP);
+	v.record_count = load_i32(buf + MK_FRAME_OFF_RECORDS_COUNT);
 	if (v.last_offset_delta < 0)
 		return reject(why, "bad last offset delta");
 	/* Outside the CRC: a base offset >= 0 after which
@@ -265,26 +336,37 @@ mk_err mk_frame_decode_header(const uint8_t *buf, size_t len,
 		return reject(why, "bad base offset");
 	if (v.meta.leader_epoch < -1)
 		return reject(why, "bad leader epoch");
-
-	reader r = { pl + MK_BATCH_FIXED, plen - MK_BATCH_FIXED };
-	int16_t tlen;
-	if (!rd_i16(&r, &tlen))
-		return reject(why, "short payload");
-	if (tlen != -1 && !(v.meta.flags & MK_BATCH_TRANSACTIONAL))
-		return reject(why, "bad txn id");
-	if (!rd_blob(&r, tlen, &v.meta.txn_id))
-		return reject(why, "bad txn id");
-	if (!rd_i32(&r, &v.record_count))
-		return reject(why, "short payload");
 	if (v.record_count <= 0)
 		return reject(why, "bad record count");
-	if (control && v.record_count != 1)
-		return reject(why, "bad marker");
-
-	v.records = r.p;
-	v.records_len = r.left;
-	v.frame_len = MK_FRAME_HEADER + (size_t)plen;
+	if (v.record_count - 1 > v.last_offset_delta)
+		return reject(why, "bad last offset delta");
+	v.records = buf + MK_FRAME_HEADER;
+	v.records_len = flen - MK_FRAME_HEADER;
+	v.frame_len = flen;
+	if (control && !parse_marker(&v, why))
+		return MK_CORRUPT_MESSAGE;
 	*out = v;
+	return MK_OK;
+}
+
+/* Walk and check every record of an uncompressed records region. */
+static mk_err check_records(const mk_batch_view *v, const uint8_t *p,
+			    size_t n, const char **why)
+{
+	reader r = { p, n };
+	int32_t prev = -1;
+	for (int32_t i = 0; i < v->record_count; i++) {
+		mk_record_view rec;
+		int32_t delta;
+		int64_t tsd;
+		if (!parse_record(&r, &rec, &delta, &tsd, why))
+			return MK_CORRUPT_MESSAGE;
+		if (delta <= prev || delta > v->last_offset_delta)
+			return reject(why, "bad offset delta");
+		prev = delta;
+	}
+	if (r.left)
+		return reject(why, "trailing bytes");
 	return MK_OK;
 }
 
@@ -296,26 +378,36 @@ mk_err mk_frame_decode(const uint8_t *buf, size_t len, size_t max_payload,
 					    why);
 	if (err)
 		return err;
-
-	bool control = mk_batch_is_control(&v);
-	reader r = { v.records, v.records_len };
-	int32_t prev = -1;
-	for (int32_t i = 0; i < v.record_count; i++) {
-		mk_record_view rec;
-		int32_t delta;
-		if (!parse_record(&r, &rec, &delta, why))
-			return MK_CORRUPT_MESSAGE;
-		if (delta <= prev || delta > v.last_offset_delta)
-			return reject(why, "bad offset delta");
-		prev = delta;
-		if (control && (rec.key.len != -1 || rec.value.len != -1 ||
-				rec.header_count != 0))
-			return reject(why, "bad marker");
+	if (v.meta.codec == MK_CODEC_NONE) {
+		if ((err = check_records(&v, v.records, v.records_len, why)))
+			return err;
+	} else {
+		mk_strbuf plain = MK_STRBUF_INIT;
+		err = mk_batch_inflate(&v, max_payload, &plain, why);
+		if (!err)
+			err = check_records(&v, (const uint8_t *)plain.buf,
+					    plain.len, why);
+		mk_strbuf_release(&plain);
+		if (err)
+			return err;
 	}
-	if (r.left)
-		return reject(why, "trailing bytes");
-
 	*out = v;
+	return MK_OK;
+}
+
+mk_err mk_batch_inflate(const mk_batch_view *b, size_t max_bytes,
+			mk_strbuf *out, const char **why)
+{
+	if (!max_bytes)
+		max_bytes = MK_FRAME_MAX_PAYLOAD;
+	mk_strbuf reason = MK_STRBUF_INIT;
+	mk_err err = mk_decompress(b->meta.codec, b->records, b->records_len,
+				   max_bytes, out, &reason);
+	mk_strbuf_release(&reason);
+	if (err == MK_MESSAGE_TOO_LARGE)
+		return reject(why, "records too large once decompressed");
+	if (err)
+		return reject(why, "bad compressed records");
 	return MK_OK;
 }
 
@@ -345,6 +437,25 @@ void mk_record_iter_init(mk_record_iter *it, const mk_batch_view *b)
 	it->p = b->records;
 	it->end = b->records ? b->records + b->records_len : NULL;
 	it->left = b->record_count;
+	mk_strbuf_init(&it->scratch, 0);
+	if (b->meta.codec == MK_CODEC_NONE)
+		return;
+	/* A batch that decoded once decompresses: this fails only on bytes
+	 * that were never validated (an iterator's assertion, as for bad
+	 * records). */
+	bool ok = mk_batch_inflate(b, 0, &it->scratch, NULL) == MK_OK;
+	assert(ok && "iterating a compressed batch that did not decode");
+	if (!ok) {
+		it->left = 0;
+		return;
+	}
+	it->p = (const uint8_t *)it->scratch.buf;
+	it->end = it->p + it->scratch.len;
+}
+
+void mk_record_iter_release(mk_record_iter *it)
+{
+	mk_strbuf_release(&it->scratch);
 }
 
 bool mk_record_next(mk_record_iter *it, mk_record_view *rec)
@@ -353,13 +464,18 @@ bool mk_record_next(mk_record_iter *it, mk_record_view *rec)
 		return false;
 	reader r = { it->p, (size_t)(it->end - it->p) };
 	int32_t delta;
-	bool ok = parse_record(&r, rec, &delta, NULL);
+	int64_t tsd;
+	bool ok = parse_record(&r, rec, &delta, &tsd, NULL);
 	assert(ok && "iterating a batch that did not decode");
 	if (!ok) {
 		it->left = 0;
 		return false;
 	}
-	rec->offset = it->batch->meta.base_offset + delta;
+	const mk_batch_view *b = it->batch;
+	rec->offset = b->meta.base_offset + delta;
+	rec->timestamp = b->meta.log_append_time
+		? b->max_timestamp
+		: (int64_t)((uint64_t)b->first_timestamp + (uint64_t)tsd);
 	it->p = r.p;
 	it->left--;
 	return true;
@@ -382,10 +498,29 @@ bool mk_header_next(const mk_record_view *rec, size_t *pos, mk_header *h)
 
 /* ---- encoding ------------------------------------------------------------ */
 
-/* Bytes a field takes after its length prefix. */
-
-static uint8_t *put_bytes(uint8_t *p, mk_bytes b)
+static uint8_t *put_uvar(uint8_t *p, uint64_t z)
 {
+	while (z >= 0x80) {
+		*p++ = (uint8_t)(z | 0x80);
+		z >>= 7;
+	}
+	*p++ = (uint8_t)z;
+	return p;
+}
+
+static uint8_t *put_varint(uint8_t *p, int32_t v)
+{
+	return put_uvar(p, ((uint32_t)v << 1) ^ (uint32_t)(v >> 31));
+}
+
+static uint64_t zigzag64(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static uint8_t *put_blob(uint8_t *p, mk_bytes b)
+{
+	p = put_varint(p, b.len);
 	if (b.len > 0) {
 		memcpy(p, b.ptr, (size_t)b.len);
 		p += b.len;
@@ -393,47 +528,46 @@ static uint8_t *put_bytes(uint8_t *p, mk_bytes b)
 	return p;
 }
 
-static void check_meta(const mk_batch_meta *meta, uint16_t flags)
+static uint16_t attributes_of(const mk_batch_meta *m, uint16_t flags)
 {
-	(void)meta;
-	(void)flags;
-	assert(!(flags & ~(unsigned)MK_BATCH_FLAGS_KNOWN));
-	assert((flags & (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER)) !=
-	       (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER));
-	assert(meta->txn_id.len >= -1 && meta->txn_id.len <= INT16_MAX);
-	assert(meta->txn_id.len == -1 || (flags & MK_BATCH_TRANSACTIONAL));
+	uint16_t a = m->codec & MK_ATTR_CODEC_MASK;
+	if (m->log_append_time)
+		a |= MK_ATTR_LOG_APPEND_TIME;
+	if (flags & MK_BATCH_TRANSACTIONAL)
+		a |= MK_ATTR_TRANSACTIONAL;
+	if (flags & (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER))
+		a |= MK_ATTR_CONTROL | MK_ATTR_TRANSACTIONAL;
+	return a;
 }
 
 /*
- * Append the frame header and payload header of a new frame to sb, with the
- * meta fields filled in (flags overriding meta->flags); returns where the
- * frame starts. Length, CRC, last offset delta, timestamps and record count
- * are written by seal_frame().
+ * Append the header of a new batch to sb, with the meta fields filled in
+ * (flags overriding meta->flags); returns where the batch starts. Length,
+ * CRC, last offset delta, timestamps and record count are written by
+ * seal_frame().
  */
 static size_t begin_frame(mk_strbuf *sb, const mk_batch_meta *meta,
 			  uint16_t flags)
 {
-	check_meta(meta, flags);
+	assert(!(flags & ~(unsigned)MK_BATCH_FLAGS_KNOWN));
+	assert((flags & (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER)) !=
+	       (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER));
+	assert(meta->codec < MK_CODEC_COUNT);
 	size_t start = sb->len;
-	size_t n = MK_FRAME_HEADER + MK_BATCH_FIXED + 2 +
-		   mk_blob_size(meta->txn_id) + 4;
-	mk_strbuf_grow(sb, n);
+	mk_strbuf_grow(sb, MK_FRAME_HEADER);
 	uint8_t *f = (uint8_t *)sb->buf + start;
-	memset(f, 0, n);
-	memcpy(f, MK_FRAME_MAGIC, 4);
+	memset(f, 0, MK_FRAME_HEADER);
 	mk_store_be64(f + MK_FRAME_OFF_BASE_OFFSET, (uint64_t)meta->base_offset);
 	mk_store_be32(f + MK_FRAME_OFF_LEADER_EPOCH,
 		      (uint32_t)meta->leader_epoch);
-	uint8_t *pl = f + MK_FRAME_HEADER;
-	mk_store_be16(pl + P_FLAGS, flags);
-	mk_store_be64(pl + P_PRODUCER_ID, (uint64_t)meta->producer_id);
-	mk_store_be16(pl + P_PRODUCER_EPOCH, (uint16_t)meta->producer_epoch);
-	mk_store_be32(pl + P_BASE_SEQUENCE, (uint32_t)meta->base_sequence);
-	mk_store_be16(pl + P_TXN_ID_LEN, (uint16_t)meta->txn_id.len);
-	uint8_t *end = put_bytes(pl + P_TXN_ID_LEN + 2, meta->txn_id);
-	assert(end + 4 == f + n);
-	(void)end;
-	mk_strbuf_setlen(sb, start + n);
+	f[MK_FRAME_OFF_MAGIC] = MK_BATCH_MAGIC;
+	mk_store_be16(f + MK_FRAME_OFF_ATTRIBUTES, attributes_of(meta, flags));
+	mk_store_be64(f + MK_FRAME_OFF_PRODUCER_ID, (uint64_t)meta->producer_id);
+	mk_store_be16(f + MK_FRAME_OFF_PRODUCER_EPOCH,
+		      (uint16_t)meta->producer_epoch);
+	mk_store_be32(f + MK_FRAME_OFF_BASE_SEQUENCE,
+		      (uint32_t)meta->base_sequence);
+	mk_strbuf_setlen(sb, start + MK_FRAME_HEADER);
 	return start;
 }
 
@@ -441,69 +575,87 @@ size_t mk_frame_size_of_one(mk_bytes key, mk_bytes value,
 			    const mk_header *headers, size_t nheaders)
 {
 	mk_record_in r = { key, value, headers, nheaders };
-	return MK_FRAME_EMPTY_SIZE + mk_record_size(&r);
+	size_t body = mk_record_body_size(&r) + 2;   /* both deltas 0 */
+	return MK_FRAME_HEADER + mk_varint_size((int32_t)body) + body;
 }
 
 /* Write one record at p (room for it made by the caller); returns the
  * byte after it. */
 static inline __attribute__((always_inline)) uint8_t *
-put_record(uint8_t *p, int32_t delta, int64_t timestamp,
-	   const mk_record_in *r)
+put_record(uint8_t *p, int32_t delta, int64_t ts_delta, const mk_record_in *r)
 {
 	assert(r->key.len >= -1 && r->value.len >= -1);
 	assert(r->nheaders <= INT32_MAX);
 	assert(r->nheaders == 0 || r->headers);
-	mk_store_be32(p, (uint32_t)delta);
-	mk_store_be64(p + 4, (uint64_t)timestamp);
-	mk_store_be32(p + 12, (uint32_t)r->key.len);
-	p = put_bytes(p + 16, r->key);
-	mk_store_be32(p, (uint32_t)r->value.len);
-	p = put_bytes(p + 4, r->value);
-	mk_store_be32(p, (uint32_t)r->nheaders);
-	p += 4;
+	size_t body = mk_record_body_size(r) + mk_varlong_size(ts_delta) +
+		      mk_varint_size(delta);
+	assert(body <= INT32_MAX);
+	p = put_varint(p, (int32_t)body);
+	*p++ = 0;                               /* attributes */
+	p = put_uvar(p, zigzag64(ts_delta));
+	p = put_varint(p, delta);
+	p = put_blob(p, r->key);
+	p = put_blob(p, r->value);
+	p = put_varint(p, (int32_t)r->nheaders);
 	for (size_t i = 0; i < r->nheaders; i++) {
 		const mk_header *h = &r->headers[i];
-		assert(h->name.len >= 0 && h->name.len <= INT16_MAX);
-		mk_store_be16(p, (uint16_t)h->name.len);
-		p = put_bytes(p + 2, h->name);
-		mk_store_be32(p, (uint32_t)h->value.len);
-		p = put_bytes(p + 4, h->value);
+		assert(h->name.len >= 0);
+		p = put_blob(p, h->name);
+		p = put_blob(p, h->value);
 	}
 	return p;
 }
 
-/* Append one record; a single grow of the buffer. */
-static void add_record(mk_strbuf *sb, int32_t delta, int64_t timestamp,
-		       const mk_record_in *r)
+static int64_t ts_diff(int64_t ts, int64_t base)
 {
-	size_t n = mk_record_size(r);
-	mk_strbuf_grow(sb, n);
-	uint8_t *start = (uint8_t *)sb->buf + sb->len;
-	uint8_t *p = put_record(start, delta, timestamp, r);
-	assert((size_t)(p - start) == n);
-	(void)p;
-	mk_strbuf_setlen(sb, sb->len + n);
+	return (int64_t)((uint64_t)ts - (uint64_t)base);
 }
 
-/* Complete the frame begun at start, whose records end at sb->len. */
+/* Complete the batch begun at start, whose records end at sb->len. */
 static void seal_frame(mk_strbuf *sb, size_t start, int32_t last_offset_delta,
 		       int64_t first_timestamp, int64_t max_timestamp,
 		       int32_t count)
 {
 	assert(count > 0 && last_offset_delta >= count - 1);
 	uint8_t *f = (uint8_t *)sb->buf + start;
-	size_t plen = sb->len - start - MK_FRAME_HEADER;
-	assert(plen <= UINT32_MAX);
-	uint8_t *pl = f + MK_FRAME_HEADER;
-	mk_store_be32(pl + P_LAST_OFFSET_DELTA, (uint32_t)last_offset_delta);
-	mk_store_be64(pl + P_FIRST_TIMESTAMP, (uint64_t)first_timestamp);
-	mk_store_be64(pl + P_MAX_TIMESTAMP, (uint64_t)max_timestamp);
-	int16_t tlen = load_i16(pl + P_TXN_ID_LEN);
-	size_t count_at = P_TXN_ID_LEN + 2 + (tlen > 0 ? (size_t)tlen : 0);
-	assert(count_at + 4 <= plen);
-	mk_store_be32(pl + count_at, (uint32_t)count);
-	mk_store_be32(f + MK_FRAME_OFF_LENGTH, (uint32_t)plen);
-	mk_store_be32(f + MK_FRAME_OFF_CRC, payload_crc(pl, (uint32_t)plen));
+	size_t flen = sb->len - start;
+	assert(flen - MK_FRAME_LOG_OVERHEAD <= INT32_MAX);
+	mk_store_be32(f + MK_FRAME_OFF_LENGTH,
+		      (uint32_t)(flen - MK_FRAME_LOG_OVERHEAD));
+	mk_store_be32(f + MK_FRAME_OFF_LAST_OFFSET_DELTA,
+		      (uint32_t)last_offset_delta);
+	mk_store_be64(f + MK_FRAME_OFF_BASE_TIMESTAMP, (uint64_t)first_timestamp);
+	mk_store_be64(f + MK_FRAME_OFF_MAX_TIMESTAMP, (uint64_t)max_timestamp);
+	mk_store_be32(f + MK_FRAME_OFF_RECORDS_COUNT, (uint32_t)count);
+	mk_store_be32(f + MK_FRAME_OFF_CRC, batch_crc(f, flen));
+}
+
+/* Compress the records of the batch begun at start in place, by the codec
+ * in its attributes (level -1: the codec's default). Records that would
+ * not get smaller (incompressible bytes, which a codec's framing makes
+ * larger) stay uncompressed, the codec bits cleared, as they do should
+ * the codec fail: so a batch is never larger than the size its builder
+ * reported, which its producer checked against batch.size and
+ * message.max.bytes. */
+static void compress_records(mk_strbuf *sb, size_t start, int level)
+{
+	uint8_t *f = (uint8_t *)sb->buf + start;
+	uint16_t attr = mk_load_be16(f + MK_FRAME_OFF_ATTRIBUTES);
+	int codec = attr & MK_ATTR_CODEC_MASK;
+	if (codec == MK_CODEC_NONE)
+		return;
+	mk_strbuf z = MK_STRBUF_INIT;
+	size_t rec = start + MK_FRAME_HEADER;
+	if (mk_compress(codec, level, (const uint8_t *)sb->buf + rec,
+			sb->len - rec, &z) == MK_OK && z.len < sb->len - rec) {
+		mk_strbuf_setlen(sb, rec);
+		mk_strbuf_add(sb, z.buf, z.len);
+	} else {
+		f = (uint8_t *)sb->buf + start;
+		mk_store_be16(f + MK_FRAME_OFF_ATTRIBUTES,
+			      attr & ~(unsigned)MK_ATTR_CODEC_MASK);
+	}
+	mk_strbuf_release(&z);
 }
 
 void mk_builder_init(mk_batch_builder *b, const mk_batch_meta *meta)
@@ -543,25 +695,36 @@ void mk_builder_add_many(mk_batch_builder *b, int64_t timestamp,
 {
 	assert(!b->finished);
 	assert(n > 0 && n <= (size_t)(INT32_MAX - b->next_delta));
+	if (b->count == 0)
+		b->first_timestamp = b->max_timestamp = timestamp;
+	else if (timestamp > b->max_timestamp)
+		b->max_timestamp = timestamp;
+	int64_t tsd = ts_diff(timestamp, b->first_timestamp);
 	mk_strbuf_grow(&b->frame, bytes);
 	uint8_t *start = (uint8_t *)b->frame.buf + b->frame.len, *p = start;
 	int32_t delta = b->next_delta;
 	for (size_t i = 0; i < n; i++)
-		p = put_record(p, delta++, timestamp, &recs[i]);
-	assert((size_t)(p - start) == bytes);
-	(void)p;
-	mk_strbuf_setlen(&b->frame, b->frame.len + bytes);
-	if (b->count == 0 || timestamp > b->max_timestamp)
-		b->max_timestamp = timestamp;
-	if (b->count == 0)
-		b->first_timestamp = timestamp;
+		p = put_record(p, delta++, tsd, &recs[i]);
+	assert((size_t)(p - start) <= bytes);
+	mk_strbuf_setlen(&b->frame, b->frame.len + (size_t)(p - start));
 	b->count += (int32_t)n;
 	b->next_delta = delta;
 }
 
+void mk_builder_set_codec(mk_batch_builder *b, int codec)
+{
+	assert(!b->finished && codec >= 0 && codec < MK_CODEC_COUNT);
+	b->meta.codec = (uint8_t)codec;
+	uint8_t *f = (uint8_t *)b->frame.buf;
+	uint16_t a = mk_load_be16(f + MK_FRAME_OFF_ATTRIBUTES);
+	mk_store_be16(f + MK_FRAME_OFF_ATTRIBUTES,
+		      (uint16_t)((a & ~(unsigned)MK_ATTR_CODEC_MASK) | codec));
+}
+
 size_t mk_builder_size(const mk_batch_builder *b)
 {
-	/* Everything but the values patched in by finish is already there. */
+	/* Everything but the values patched in by finish is already there
+	 * (before compression: an upper bound of what finish makes). */
 	return b->frame.len;
 }
 
@@ -569,113 +732,173 @@ void mk_builder_finish(mk_batch_builder *b)
 {
 	assert(!b->finished);
 	assert(b->count > 0 && "a batch holds at least one record");
+	compress_records(&b->frame, 0, -1);
 	seal_frame(&b->frame, 0, b->next_delta - 1, b->first_timestamp,
 		   b->max_timestamp, b->count);
 	b->finished = true;
 }
 
-/*
- * The CRC of payload after its bytes [at, at + n) changed from old to what
- * they are now, given its CRC before: CRC-32 is affine, so the difference
- * between the two CRCs is the linear part of the CRC of the XOR of the two
- * payloads, which is zero but for those n bytes. That is crc(d) ^ crc(0^n)
- * for the n changed bytes d, carried over the plen - at - n bytes after them
- * (crc32_combine with an empty second part). Bytes before `at` do not
- * matter: leading zeros leave the linear part at zero.
- */
-static uint32_t crc_patch(uint32_t crc, const uint8_t *payload, size_t plen,
-			  size_t at, const uint8_t *old, size_t n)
-{
-	uint8_t d[16];
-	static const uint8_t zero[16];
-	assert(n <= sizeof(d) && at + n <= plen);
-	for (size_t i = 0; i < n; i++)
-		d[i] = old[i] ^ payload[at + i];
-	uLong lin = crc32(crc32(0L, Z_NULL, 0), d, (uInt)n) ^
-		    crc32(crc32(0L, Z_NULL, 0), zero, (uInt)n);
-	return crc ^ (uint32_t)crc32_combine(lin, 0, (z_off_t)(plen - at - n));
-}
-
 void mk_frame_assign(uint8_t *frame, size_t frame_len, int64_t base_offset,
 		     int32_t leader_epoch)
 {
-	assert(frame_len >= MK_FRAME_HEADER + MK_BATCH_FIXED);
-	assert(memcmp(frame, MK_FRAME_MAGIC, 4) == 0);
+	assert(frame_len >= MK_FRAME_HEADER);
+	assert(frame[MK_FRAME_OFF_MAGIC] == MK_BATCH_MAGIC);
 	assert(mk_load_be32(frame + MK_FRAME_OFF_LENGTH) ==
-	       frame_len - MK_FRAME_HEADER);
+	       frame_len - MK_FRAME_LOG_OVERHEAD);
 	(void)frame_len;
-	int32_t lod = load_i32(frame + MK_FRAME_HEADER + P_LAST_OFFSET_DELTA);
+	int32_t lod = load_i32(frame + MK_FRAME_OFF_LAST_OFFSET_DELTA);
 	assert(lod >= 0 && base_offset >= 0 &&
 	       base_offset <= INT64_MAX - 1 - lod && leader_epoch >= -1);
 	(void)lod;
-	/* Outside the CRC'd payload: two stores, nothing to fix up. */
+	/* Outside the CRC: two stores, nothing to fix up. */
 	mk_store_be64(frame + MK_FRAME_OFF_BASE_OFFSET, (uint64_t)base_offset);
 	mk_store_be32(frame + MK_FRAME_OFF_LEADER_EPOCH, (uint32_t)leader_epoch);
+}
+
+/* mk_frame_filter, the new batch's records compressed by codec. */
+static void filter_as(const mk_batch_view *b,
+		      bool (*keep)(const mk_record_view *rec, void *arg),
+		      void *arg, int codec, mk_strbuf *out)
+{
+	size_t start = begin_frame(out, &b->meta, b->meta.flags);
+	uint8_t *f = (uint8_t *)out->buf + start;
+	/* The attributes as they were but for the codec bits (its records
+	 * are compressed at the end). */
+	mk_store_be16(f + MK_FRAME_OFF_ATTRIBUTES,
+		      (uint16_t)((b->attributes & ~(unsigned)MK_ATTR_CODEC_MASK) |
+				 (unsigned)codec));
+	int32_t kept = 0;
+	int64_t base = b->meta.base_offset, first = 0, max = 0;
+	mk_record_iter it;
+	mk_record_view rec;
+	mk_record_iter_init(&it, b);
+	while (mk_record_next(&it, &rec)) {
+		if (!keep(&rec, arg))
+			continue;
+		if (kept == 0) {
+			first = max = rec.timestamp;
+		} else if (rec.timestamp > max) {
+			max = rec.timestamp;
+		}
+		mk_record_in in = { rec.key, rec.value, NULL, 0 };
+		mk_header hs[16], *hv = hs;
+		if (rec.header_count > 16)
+			hv = mk_xreallocarray(NULL, (size_t)rec.header_count,
+					      sizeof(*hv));
+		size_t pos = 0, nh = 0;
+		while (mk_header_next(&rec, &pos, &hv[nh]))
+			nh++;
+		in.headers = hv;
+		in.nheaders = nh;
+		size_t bound = mk_record_size(&in);
+		mk_strbuf_grow(out, bound);
+		uint8_t *p0 = (uint8_t *)out->buf + out->len;
+		uint8_t *p = put_record(p0, (int32_t)(rec.offset - base),
+					ts_diff(b->meta.log_append_time
+						? first : rec.timestamp, first),
+					&in);
+		mk_strbuf_setlen(out, out->len + (size_t)(p - p0));
+		if (hv != hs)
+			free(hv);
+		kept++;
+	}
+	mk_record_iter_release(&it);
+	if (kept == 0) {
+		mk_strbuf_setlen(out, start);
+		return;
+	}
+	compress_records(out, start, -1);
+	if (b->meta.log_append_time)
+		first = max = b->max_timestamp;
+	seal_frame(out, start,
+		   (int32_t)(mk_batch_last_offset(b) - base), first, max, kept);
 }
 
 void mk_frame_filter(const mk_batch_view *b,
 		     bool (*keep)(const mk_record_view *rec, void *arg),
 		     void *arg, mk_strbuf *out)
 {
-	size_t start = begin_frame(out, &b->meta, b->meta.flags);
-	int32_t kept = 0;
-	int64_t first = 0, max = 0;
-	mk_record_iter it;
-	mk_record_view rec;
-	mk_record_iter_init(&it, b);
-	const uint8_t *raw = it.p;
-	while (mk_record_next(&it, &rec)) {
-		if (keep(&rec, arg)) {
-			/* The record's bytes are copied as they are: its
-			 * offset delta is what keeps its offset. */
-			mk_strbuf_add(out, raw, (size_t)(it.p - raw));
-			if (kept == 0 || rec.timestamp > max)
-				max = rec.timestamp;
-			if (kept == 0)
-				first = rec.timestamp;
-			kept++;
-		}
-		raw = it.p;
-	}
-	if (kept == 0) {
-		mk_strbuf_setlen(out, start);
-		return;
-	}
-	seal_frame(out, start, b->last_offset_delta, first, max, kept);
+	/* A batch keeps its codec. */
+	filter_as(b, keep, arg, b->meta.codec, out);
+}
+
+static bool keep_every(const mk_record_view *rec, void *arg)
+{
+	(void)rec;
+	(void)arg;
+	return true;
+}
+
+void mk_frame_recompress(const mk_batch_view *b, int codec, mk_strbuf *out)
+{
+	assert(codec >= 0 && codec < MK_CODEC_COUNT);
+	filter_as(b, keep_every, NULL, codec, out);
+}
+
+void mk_frame_set_log_append_time(uint8_t *frame, size_t frame_len,
+				  int64_t timestamp)
+{
+	assert(frame_len >= MK_FRAME_HEADER);
+	uint16_t a = mk_load_be16(frame + MK_FRAME_OFF_ATTRIBUTES);
+	mk_store_be16(frame + MK_FRAME_OFF_ATTRIBUTES,
+		      (uint16_t)(a | MK_ATTR_LOG_APPEND_TIME));
+	mk_store_be64(frame + MK_FRAME_OFF_MAX_TIMESTAMP, (uint64_t)timestamp);
+	mk_store_be32(frame + MK_FRAME_OFF_CRC, batch_crc(frame, frame_len));
 }
 
 void mk_frame_marker(mk_strbuf *out, const mk_batch_meta *meta,
 		     int64_t timestamp)
 {
 	uint16_t flags = meta->flags | MK_BATCH_TRANSACTIONAL;
-	assert((flags & (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER)) ==
-		       MK_BATCH_COMMIT_MARKER ||
-	       (flags & (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER)) ==
-		       MK_BATCH_ABORT_MARKER);
-	size_t start = begin_frame(out, meta, flags);
-	mk_record_in none = { MK_BYTES_NULL, MK_BYTES_NULL, NULL, 0 };
-	add_record(out, 0, timestamp, &none);
+	bool commit = flags & MK_BATCH_COMMIT_MARKER;
+	assert(commit != !!(flags & MK_BATCH_ABORT_MARKER));
+	mk_batch_meta m = *meta;
+	m.codec = MK_CODEC_NONE;
+	size_t start = begin_frame(out, &m, flags);
+	uint8_t key[4], value[6];
+	mk_store_be16(key, 0);
+	mk_store_be16(key + 2, commit ? 1 : 0);
+	mk_store_be16(value, 0);
+	mk_store_be32(value + 2, (uint32_t)meta->coordinator_epoch);
+	mk_record_in rec = { mk_bytes_of(key, 4), mk_bytes_of(value, 6),
+			     NULL, 0 };
+	size_t bound = mk_record_size(&rec);
+	mk_strbuf_grow(out, bound);
+	uint8_t *p0 = (uint8_t *)out->buf + out->len;
+	uint8_t *p = put_record(p0, 0, 0, &rec);
+	mk_strbuf_setlen(out, out->len + (size_t)(p - p0));
 	seal_frame(out, start, 0, timestamp, timestamp, 1);
 }
 
 void mk_frame_set_producer(uint8_t *frame, size_t frame_len, int64_t pid,
 			   int16_t epoch, int32_t base_sequence)
 {
-	assert(frame_len >= MK_FRAME_HEADER + MK_BATCH_FIXED);
+	assert(frame_len >= MK_FRAME_HEADER);
 	assert(mk_load_be32(frame + MK_FRAME_OFF_LENGTH) ==
-	       frame_len - MK_FRAME_HEADER);
+	       frame_len - MK_FRAME_LOG_OVERHEAD);
 	/* Id, epoch and sequence are adjacent: 14 bytes change. */
-	_Static_assert(P_PRODUCER_EPOCH == P_PRODUCER_ID + 8 &&
-		       P_BASE_SEQUENCE == P_PRODUCER_EPOCH + 2,
+	_Static_assert(MK_FRAME_OFF_PRODUCER_EPOCH ==
+			       MK_FRAME_OFF_PRODUCER_ID + 8 &&
+		       MK_FRAME_OFF_BASE_SEQUENCE ==
+			       MK_FRAME_OFF_PRODUCER_EPOCH + 2,
 		       "adjacent fields");
-	uint8_t *pl = frame + MK_FRAME_HEADER;
-	uint8_t old[14];
-	memcpy(old, pl + P_PRODUCER_ID, sizeof(old));
+	uint8_t *at = frame + MK_FRAME_OFF_PRODUCER_ID;
+	uint8_t old[14], d[14];
+	memcpy(old, at, sizeof(old));
 	mk_store_be64(frame + MK_FRAME_OFF_PRODUCER_ID, (uint64_t)pid);
 	mk_store_be16(frame + MK_FRAME_OFF_PRODUCER_EPOCH, (uint16_t)epoch);
-	mk_store_be32(frame + MK_FRAME_OFF_BASE_SEQUENCE, (uint32_t)base_sequence);
-	mk_store_be32(frame + MK_FRAME_OFF_CRC,
-		      crc_patch(mk_load_be32(frame + MK_FRAME_OFF_CRC), pl,
-				frame_len - MK_FRAME_HEADER, P_PRODUCER_ID, old,
-				sizeof(old)));
+	mk_store_be32(frame + MK_FRAME_OFF_BASE_SEQUENCE,
+		      (uint32_t)base_sequence);
+	/*
+	 * CRC-32C is affine: between two inputs of one length the CRCs
+	 * differ by the linear part of the CRC of their XOR, which is zero
+	 * but for these 14 bytes d. Leading zeros leave the register at 0,
+	 * so that is crc32_iscsi(d) from 0, carried over the bytes after d.
+	 */
+	for (size_t i = 0; i < sizeof(d); i++)
+		d[i] = old[i] ^ at[i];
+	uint32_t lin = crc32_iscsi(d, (int)sizeof(d), 0);
+	size_t after = frame_len - (MK_FRAME_OFF_BASE_SEQUENCE + 4);
+	uint32_t crc = mk_load_be32(frame + MK_FRAME_OFF_CRC);
+	mk_store_be32(frame + MK_FRAME_OFF_CRC, crc ^ crc32c_shift(lin, after));
 }

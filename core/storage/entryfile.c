@@ -71,6 +71,14 @@ mk_err mk_entries_append(mk_entry_file *f, const void *e)
 	return mk_entries_write_pending(f);
 }
 
+mk_err mk_entries_add(mk_entry_file *f, const void *e, bool write)
+{
+	if (write)
+		return mk_entries_append(f, e);
+	mk_entries_push(f, e);
+	return MK_OK;
+}
+
 mk_err mk_entries_write_pending(mk_entry_file *f)
 {
 	size_t w = f->kind->disk_size, k = mk_entries_pending(f);
@@ -191,6 +199,25 @@ size_t mk_entries_partition(const mk_entry_file *f,
 {
 	entry_key k = { f, below, arg };
 	return mk_lower_bound(f->n, entry_below, &k);
+}
+
+bool mk_entries_last(const mk_entry_file *f, void *out)
+{
+	if (!f->n)
+		return false;
+	memcpy(out, mk_entries_at(f, f->n - 1), f->kind->mem_size);
+	return true;
+}
+
+bool mk_entries_last_where(const mk_entry_file *f,
+			   bool (*below)(const void *e, const void *arg),
+			   const void *arg, void *out)
+{
+	size_t n = mk_entries_partition(f, below, arg);
+	if (n == 0)
+		return false;
+	memcpy(out, mk_entries_at(f, n - 1), f->kind->mem_size);
+	return true;
 }
 
 mk_err mk_entries_truncate(mk_entry_file *f, size_t n)

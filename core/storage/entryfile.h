@@ -1,14 +1,16 @@
 /*
  * entryfile.h — a file of fixed-width entries mirrored by an array in
- * memory: what a segment's index is (Kafka's AbstractIndex; Kafka's
- * OffsetIndex and TimeIndex are two files, here one, index.h, whose
- * entries serve both lookups).
+ * memory: what each of a segment's two indexes is (Kafka's AbstractIndex,
+ * under its OffsetIndex and TimeIndex: here index.h, NNN.index, and
+ * timeindex.h, NNN.timeindex, each a kind of entry over this).
  *
  * Owns the array and the open file descriptor. A kind (mk_entry_kind) says
  * what one entry is: its size in memory and on disk, how it is encoded,
  * the order consecutive entries must keep, and what a loaded entry must
  * satisfy against its segment. The file holds the entries encoded one
- * after another, appended in order, and nothing else.
+ * after another, appended in order, and nothing else (Kafka preallocates
+ * its index files and trims them at the roll; nothing is preallocated
+ * here, so a file's length is always its entries').
  *
  * Appends are written to the file lazily: an appended entry waits in
  * memory until a page of entries (MK_ENTRIES_PENDING_BYTES) is pending, or
@@ -93,6 +95,8 @@ void mk_entries_push(mk_entry_file *f, const void *e);
 /* Add an entry for the end of the file: written once a page of entries is
  * pending, or by the calls below. */
 mk_err mk_entries_append(mk_entry_file *f, const void *e);
+/* mk_entries_append with write, else mk_entries_push (a rebuild). */
+mk_err mk_entries_add(mk_entry_file *f, const void *e, bool write);
 /* Write the pending entries at the end of the file (one pwrite). */
 mk_err mk_entries_write_pending(mk_entry_file *f);
 /* Make the file hold exactly the in-memory entries (after a rebuild). */
@@ -102,6 +106,13 @@ mk_err mk_entries_write_all(mk_entry_file *f);
 size_t mk_entries_partition(const mk_entry_file *f,
 			    bool (*below)(const void *e, const void *arg),
 			    const void *arg);
+/* The last of the leading entries for which below() holds, copied to
+ * out (kind->mem_size bytes); false when there is none. */
+bool mk_entries_last_where(const mk_entry_file *f,
+			   bool (*below)(const void *e, const void *arg),
+			   const void *arg, void *out);
+/* The last entry, copied to out; false when there is none. */
+bool mk_entries_last(const mk_entry_file *f, void *out);
 /* Keep the first n entries, in memory and file. */
 mk_err mk_entries_truncate(mk_entry_file *f, size_t n);
 /* Write what is pending, then fsync the file when anything was written

@@ -2,7 +2,8 @@
  * epoch_cache.h — the leader-epoch cache of one replica's log (KIP-101;
  * Kafka's LeaderEpochFileCache): for each leader epoch the log has seen,
  * the offset of its first batch. Internal to the log (log.h; its
- * checkpoint file stores the entries, log_checkpoint.h).
+ * leader-epoch-checkpoint, Kafka's file and format, stores the entries:
+ * log_checkpoint.h).
  *
  * An mk_epoch_cache owns its array and nothing else: which lock guards it
  * is the log's (log_internal.h). Invariants:

@@ -7,7 +7,9 @@
  * The other pieces of the log, each with its header (struct mk_log, the
  * threads and which lock guards what: log_internal.h):
  *   - epoch_cache.h: the leader-epoch cache;
- *   - log_checkpoint.h: the checkpoint file (format, parse, replacement);
+ *   - log_checkpoint.h: the log's files beside its segments (checkpoint,
+ *     leader-epoch-checkpoint) and its entries in its broker directory's
+ *     Kafka checkpoint files (logdir.h): formats, parse, replacement;
  *   - log_flush.h: flush scheduling (the flusher's passes in the pool,
  *     prepared segment files, the owner's flushes);
  *   - log_loader.h: open's recovery (list, checkpoint, recover, reconcile
@@ -39,9 +41,11 @@
 #include "log_flush.h"
 #include "log_internal.h"
 #include "log_loader.h"
+#include "logdir.h"
 #include "search.h"
 #include "segment.h"
 #include "segswap.h"
+#include "topic_name.h"
 #include "xalloc.h"
 
 int64_t mk_log_end_offset(const mk_log *log)
@@ -116,11 +120,14 @@ static void log_free(mk_log *log)
 	mk_fdcache_free(log->own_cache);
 	free(log->dir);
 	free(log->ckpt_path);
+	free(log->epochs_path);
+	free(log->topic);
 	free(log->segs);
 	mk_epoch_cache_free(&log->epochs);
 	free(log->bases);
 	mk_strbuf_release(&log->err);
 	mk_strbuf_release(&log->ckpt_last);
+	mk_strbuf_release(&log->epochs_last);
 	mk_log_flusher_release(&log->fl);
 	pthread_mutex_destroy(&log->state_lock);
 	pthread_mutex_destroy(&log->ckpt_lock);
@@ -133,14 +140,20 @@ static bool config_ok(const mk_log_config *cfg)
 	       cfg->flush_messages >= 0;
 }
 
-/* A new log object for dir, with no segment yet. */
-static mk_log *log_new(const char *dir, const mk_log_config *cfg)
+/* A new log object for dir, with no segment yet; its key in the log
+ * directory (logdir.h) is topic and partition. */
+static mk_log *log_new(const char *dir, const mk_log_config *cfg,
+		       const char *topic, int32_t partition)
 {
 	mk_log *log = mk_xcalloc(1, sizeof(*log));
 	log->dir = mk_xstrdup(dir);
 	mk_strbuf p = MK_STRBUF_INIT;
 	mk_strbuf_addf(&p, "%s/" MK_LOG_CKPT_NAME, dir);
 	log->ckpt_path = mk_strbuf_detach(&p, NULL);
+	mk_strbuf_addf(&p, "%s/" MK_LOG_EPOCHS_NAME, dir);
+	log->epochs_path = mk_strbuf_detach(&p, NULL);
+	log->topic = mk_xstrdup(topic);
+	log->partition = partition;
 	log->cfg = *cfg;
 	log->cache = cfg->fdcache;
 	if (!log->cache) {
@@ -149,6 +162,7 @@ static mk_log *log_new(const char *dir, const mk_log_config *cfg)
 	}
 	mk_strbuf_init(&log->err, 0);
 	mk_strbuf_init(&log->ckpt_last, 0);
+	mk_strbuf_init(&log->epochs_last, 0);
 	pthread_mutex_init(&log->state_lock, NULL);
 	pthread_mutex_init(&log->ckpt_lock, NULL);
 	mk_epoch_cache_init(&log->epochs, &log->state_lock);
@@ -166,13 +180,31 @@ mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		cfg = &defaults;
 	if (!config_ok(cfg))
 		return mk_error(why, MK_INVALID_CONFIG, "invalid log configuration");
+	/* DIR's name is the key of its entries in the parent's checkpoint
+	 * files (logdir.h), as Kafka names a log directory. */
+	const char *slash = strrchr(dir, '/');
+	char topic[MK_TOPIC_NAME_MAX + 1];
+	int32_t partition;
+	if (!mk_logdir_parse_name(slash ? slash + 1 : dir, topic, sizeof(topic),
+				  &partition))
+		return mk_error(why, MK_INVALID_CONFIG, "%s: not a TOPIC-PARTITION directory name (its offsets are kept under that key in its parent's checkpoint files)",
+				dir);
 	if (mk_mkdirs(dir))
 		return mk_io_error(why, dir, "cannot create");
-	mk_log *log = log_new(dir, cfg);
-	mk_err err = mk_log_load(log, why);     /* log_loader.h */
+	mk_strbuf parent = MK_STRBUF_INIT;
+	if (slash)
+		mk_strbuf_add(&parent, dir, slash == dir ? 1 : (size_t)(slash - dir));
+	else
+		mk_strbuf_addch(&parent, '.');
+	mk_log *log = log_new(dir, cfg, topic, partition);
+	mk_err err = mk_logdir_acquire(parent.buf, cfg->pool, &log->logdir, why);
+	mk_strbuf_release(&parent);
+	if (!err)
+		err = mk_log_load(log, why);     /* log_loader.h */
 	if (err) {
 		for (size_t i = 0; i < log->nsegs; i++)
 			mk_segment_close(log->segs[i]);
+		mk_logdir_release(log->logdir, false);
 		log_free(log);
 	} else {
 		*out = log;
@@ -190,6 +222,7 @@ void mk_log_close(mk_log *log)
 		mk_segment_discard_prepared(log->dir);
 	for (size_t i = 0; i < log->nsegs; i++)
 		mk_segment_close(log->segs[i]);
+	mk_logdir_release(log->logdir, true);
 	log_free(log);
 }
 
@@ -215,6 +248,9 @@ void mk_log_crash(mk_log *log, bool torn)
 		mk_segment_remove(log->segs[--log->nsegs], NULL);
 	for (size_t i = 0; i < log->nsegs; i++)
 		mk_segment_crash(log->segs[i], torn && i + 1 == log->nsegs);
+	/* The log directory's files stay as they are, as a kill leaves them
+	 * (what its table holds of this log is true: below what was fsynced). */
+	mk_logdir_release(log->logdir, false);
 	log_free(log);
 }
 
@@ -225,6 +261,7 @@ void mk_log_abandon(mk_log *log)
 	mk_log_flusher_stop(log);
 	for (size_t i = 0; i < log->nsegs; i++)
 		mk_segment_close(log->segs[i]);
+	mk_logdir_release(log->logdir, false);
 	log_free(log);
 }
 
@@ -247,6 +284,17 @@ struct mk_fdcache *mk_log_fdcache(const mk_log *log)
 const char *mk_log_dir(const mk_log *log)
 {
 	return log->dir;
+}
+
+struct mk_logdir *mk_log_logdir(const mk_log *log)
+{
+	return log->logdir;
+}
+
+void mk_log_key(const mk_log *log, const char **topic, int32_t *partition)
+{
+	*topic = log->topic;
+	*partition = log->partition;
 }
 
 int64_t mk_log_start_offset(const mk_log *log)
@@ -398,7 +446,7 @@ static mk_err append_frames(mk_log *log, const uint8_t *const *frames,
 			if (mk_epoch_cache_observe(&log->epochs,
 						   b[k].meta.leader_epoch,
 						   b[k].meta.base_offset) &&
-			    (err = mk_log_ckpt_write(log)))
+			    (err = mk_log_ckpt_write(log, false)))
 				return err;
 			log->unflushed += b[k].record_count;
 		}
@@ -736,6 +784,7 @@ static mk_err time_scan(mk_log *log, size_t i, uint64_t pos, int64_t ts,
 					break;
 				}
 			}
+			mk_record_iter_release(&it);
 		}
 		mk_segment_reader_skip(&w.r);
 	}
@@ -808,7 +857,7 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 	if (lower)
 		log->recovery_point = offset;
 	pthread_mutex_unlock(&log->state_lock);
-	if (lower && (err = mk_log_ckpt_write(log)))
+	if (lower && (err = mk_log_ckpt_write(log, true)))
 		goto out;
 	/* Later segments go first, newest first: a crash part-way leaves a
 	 * prefix of the log, whose last segment is then recovered. */
@@ -830,7 +879,7 @@ mk_err mk_log_truncate_to(mk_log *log, int64_t offset)
 	mk_epoch_cache_trim(&log->epochs, offset);
 	mk_log_set_recovery_point(log, offset);
 	log->unflushed = 0;
-	err = mk_log_ckpt_write(log);
+	err = mk_log_ckpt_write(log, false);
 	MK_FAILPOINT("log.truncate.done");
 	goto out;
 storage:
@@ -872,7 +921,7 @@ mk_err mk_log_advance_start(mk_log *log, int64_t offset)
 		return err;
 	if (offset > log->start_offset) {
 		set_start(log, offset);
-		if ((err = mk_log_ckpt_write(log)))
+		if ((err = mk_log_ckpt_write(log, true)))
 			return err;
 	}
 	/* Closed segments wholly below the start: the next one's base is at
@@ -940,7 +989,7 @@ mk_err mk_log_reset_to(mk_log *log, int64_t offset)
 	log->recovery_point = offset;
 	mk_epoch_cache_clear_locked(&log->epochs);
 	pthread_mutex_unlock(&log->state_lock);
-	if ((err = mk_log_ckpt_write(log))) {
+	if ((err = mk_log_ckpt_write(log, true))) {
 		mk_strbuf_release(&msg);
 		return err;
 	}
@@ -1013,7 +1062,7 @@ mk_err mk_log_replace_segments(mk_log *log, size_t first, size_t n,
 	}
 	for (size_t i = 0; i < nnew; i++)
 		log->segs[first + i] = fresh[i];
-	err = mk_log_ckpt_write(log);
+	err = mk_log_ckpt_write(log, false);
 out:
 	free(olds);
 	free(fresh);
@@ -1039,6 +1088,7 @@ static void batch_info_of(const mk_segment *s, uint64_t pos,
 	bi->flags = b->meta.flags;
 	bi->max_timestamp = b->max_timestamp;
 	bi->crc = crc;
+	bi->codec = b->meta.codec;
 }
 
 mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,

@@ -8,17 +8,23 @@
  *                                     and by time: (i64 max timestamp so
  *                                     far, u32 relative offset, u32 byte
  *                                     position) entries (index.h)
- *     checkpoint                      log start offset, recovery point,
- *                                     the leader-epoch cache (epoch, start
- *                                     offset) and the durable segments'
- *                                     bases, replaced atomically
+ *     leader-epoch-checkpoint         the leader-epoch cache (epoch, start
+ *                                     offset), Kafka's format
+ *     checkpoint                      the durable segments' bases
+ *
+ * and, in the parent directory (the broker's, DATA_DIR/broker-B: logdir.h),
+ * this log's entries of recovery-point-offset-checkpoint and
+ * log-start-offset-checkpoint, keyed by the directory's name, which is
+ * TOPIC-PARTITION as in Kafka (mk_log_open refuses any other). All of them
+ * are replaced atomically (log_checkpoint.h says when, and in which order).
  *
  * N is the segment's base offset in 20 digits. The last segment is active,
  * the others closed. Invariants:
  *   - every segment holds whole, valid frames, offsets strictly increasing;
  *     segment i's offsets are below segment i+1's base offset, and from the
  *     recovery point on, segment i+1's base is segment i's next offset;
- *   - everything below the recovery point (in the checkpoint) was fsynced;
+ *   - everything below the recovery point (in recovery-point-offset-
+ *     checkpoint) was fsynced;
  *   - a closed segment is fsynced (with its indexes) by the background
  *     flusher, in roll order, after which the recovery point moves past
  *     it; segments from the one holding the recovery point on are
@@ -27,19 +33,22 @@
  *     from its segment;
  *   - the epoch cache's start offsets increase with the epochs, and every
  *     entry starts below the log end;
- *   - every segment the checkpoint lists (those below its recovery point
- *     and not below its log start) exists: open refuses a log missing one
+ *   - every segment the checkpoint lists (those below the recovery point
+ *     and not below the log start when it was written; its epochs file
+ *     covers them too) exists: open refuses a log missing one
  *     (no silent gap). So a segment is removed only once a checkpoint no
  *     longer lists it (truncation lowers the recovery point first; a
  *     deletion moves the log start first);
- *   - the checkpoint's log start and recovery point are at most the
- *     durable log end: open refuses a log whose recovered end is below
- *     either (KAFKA_STORAGE_ERROR naming the file and the value), never
- *     clamping it (which would hide every record, or lose fsynced ones).
+ *   - the saved log start and recovery point are at most the durable log
+ *     end: open refuses a log whose recovered end is below either
+ *     (KAFKA_STORAGE_ERROR naming the file and the value), never clamping
+ *     it (which would hide every record, or lose fsynced ones).
  *
  * Open scans the segments from the one holding the recovery point to the
  * end: normally only the active one, a few more after a crash that left
- * rolled segments unflushed. Each torn or corrupt tail is truncated to the
+ * rolled segments unflushed; every segment when the recovery point is not
+ * known (no entry: a new log, or the file removed), as Kafka recovers
+ * from offset 0. Each torn or corrupt tail is truncated to the
  * last whole, valid batch (indexes rebuilt); the segments after one that
  * lost data are deleted, so that the log stays a prefix of what was
  * written. Closed segments below the recovery point are trusted until
@@ -50,9 +59,11 @@
  * Crash points: log.roll.{before-seal,after-seal,after-create},
  * log.flush.before-checkpoint (rolled segments fsynced, the recovery point
  * not yet moved), log.truncate.{before-cut,after-cut,done}, the
- * checkpoint's replacement log.ckpt.{after-write,after-fsync,after-rename,
- * done} (fileio.h), and segment.create.after-open,
- * segment.prepare.after-log and segment.adopt.after-log (segment.h).
+ * replacements of checkpoint and leader-epoch-checkpoint
+ * log.ckpt.{after-write,after-fsync,after-rename,done} and log.epochs.*
+ * (fileio.h), those of the log directory's files (logdir.h), and
+ * segment.create.after-open, segment.prepare.after-log and
+ * segment.adopt.after-log (segment.h).
  *
  * An mk_log is not thread-safe: its owner (the partition, see replica.h)
  * serialises every call under its lock. Rolled segments are fsynced, and
@@ -100,9 +111,10 @@ typedef struct {
 typedef struct mk_log mk_log;
 
 /*
- * Open (creating when missing) the log in dir. Recovers the active segment.
- * On failure *out is NULL and why (if given) says what happened, naming the
- * file and position.
+ * Open (creating when missing) the log in dir, whose name is TOPIC-PARTITION
+ * (INVALID_CONFIG otherwise: the log directory's files are keyed by it).
+ * Recovers the active segment. On failure *out is NULL and why (if given)
+ * says what happened, naming the file and position.
  */
 mk_err mk_log_open(const char *dir, const mk_log_config *cfg, mk_log **out,
 		   mk_strbuf *why);
@@ -127,6 +139,12 @@ void mk_log_abandon(mk_log *log);
 
 void mk_log_set_config(mk_log *log, const mk_log_config *cfg);
 const char *mk_log_dir(const mk_log *log);
+/* The log directory its offsets are kept in (logdir.h: its parent's,
+ * acquired for the log's life), where the owner keeps what it adds for
+ * the same key (the replica store: the HW). */
+struct mk_logdir *mk_log_logdir(const mk_log *log);
+/* The log's key there: its directory's name, TOPIC-PARTITION. */
+void mk_log_key(const mk_log *log, const char **topic, int32_t *partition);
 /* The descriptor cache its segments use (the configured one, or its
  * own); for private handles of its files (the cleaner's build). */
 struct mk_fdcache *mk_log_fdcache(const mk_log *log);
@@ -238,8 +256,9 @@ bool mk_log_wait_prepared(mk_log *log);
 
 /* Leader-epoch cache (KIP-101). */
 int32_t mk_log_latest_epoch(const mk_log *log);      /* -1 when empty */
-/* The newest epoch the checkpoint in dir holds, without opening the log
- * (an offline replica's); -1 when none or unreadable. */
+/* The newest epoch the epoch cache file in dir holds (a version-1
+ * checkpoint's without one), without opening the log (an offline
+ * replica's); -1 when none or unreadable. */
 int32_t mk_log_peek_latest_epoch(const char *dir);
 size_t mk_log_epochs(const mk_log *log, const mk_epoch_entry **entries);
 /*
@@ -317,7 +336,8 @@ typedef struct {
 	int32_t base_sequence;
 	uint16_t flags;               /* MK_BATCH_* (codec.h) */
 	int64_t max_timestamp;
-	uint32_t crc;                 /* the frame's CRC field */
+	uint32_t crc;                 /* the batch's CRC-32C field */
+	uint8_t codec;                /* MK_CODEC_* of its records */
 } mk_batch_info;
 
 /*
@@ -345,15 +365,18 @@ mk_err mk_log_index_rows(mk_log *log, int64_t segment, mk_index_row **out,
 			 size_t *n);
 /*
  * The checkpoint file's parser, exposed for tests and the fuzzer. text is
- * the whole file (cut in place): "version 1", "log_start_offset N",
- * "recovery_point N", then "epoch E START" lines, epochs and starts
- * strictly increasing, then an optional "segments B..." line (bases
- * ascending), every integer through core/base/parse.h, every line
- * ending in a newline. On failure (MK_KAFKA_STORAGE_ERROR, "PATH: line N:
- * REASON" in why) nothing is left to free; on success free(c->epochs)
- * and c->bases.
+ * the whole file (cut in place): "version 2", then an optional "segments
+ * B..." line (bases ascending); or, as written before the Kafka files
+ * (log_checkpoint.h), "version 1", "log_start_offset N", "recovery_point
+ * N", then "epoch E START" lines, epochs and starts strictly increasing,
+ * then the optional "segments" line. Every integer goes through
+ * core/base/parse.h, every line ends in a newline. On failure
+ * (MK_KAFKA_STORAGE_ERROR, "PATH: line N: REASON" in why) nothing is left
+ * to free; on success free(c->epochs) and c->bases. A version-2 file has
+ * start_offset and recovery_point -1 and no epochs.
  */
 typedef struct {
+	int version;                /* 1 or 2 */
 	int64_t start_offset;
 	int64_t recovery_point;
 	mk_epoch_entry *epochs;

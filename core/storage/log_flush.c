@@ -33,12 +33,16 @@
 /*
  * The flusher's checkpoint writes are spaced (Kafka writes its recovery
  * point checkpoint every log.flush.offset.checkpoint.interval.ms): a pass
- * moves the recovery point in memory, and writes the file only when the
- * last write is CKPT_INTERVAL_MS old or CKPT_LAG_BYTES of flushed segments
- * are not in it yet. Under a burst of rolls that saves a file creation,
- * a rename and two fsyncs per roll; a kill meanwhile only makes the next
- * open recover (scan) at most CKPT_LAG_BYTES more. Flush, close and
- * mk_log_wait_flusher write it whenever it moved.
+ * moves the recovery point in memory, and writes the log's checkpoint
+ * files (log_checkpoint.h) only when the last write is CKPT_INTERVAL_MS
+ * old or CKPT_LAG_BYTES of flushed segments are not in them yet; then it
+ * sets the new recovery point in the broker's log directory and kicks its
+ * task (logdir.h), whose one write of recovery-point-offset-checkpoint
+ * serves every log that kicked while it was queued. Under a burst of
+ * rolls that saves a file creation, a rename and two fsyncs per roll; a
+ * kill meanwhile only makes the next open recover (scan) at most
+ * CKPT_LAG_BYTES more. Flush, close and mk_log_wait_flusher write them
+ * whenever it moved.
  */
 #define CKPT_INTERVAL_MS 1000
 #define CKPT_LAG_BYTES (64ULL << 20)
@@ -95,7 +99,8 @@ static mk_err run_jobs(mk_log *log, const mk_log_flush_job *jobs, size_t n,
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	mk_err err = MK_OK;
-	mk_strbuf text = MK_STRBUF_INIT;
+	mk_log_ckpt_text text;
+	mk_log_ckpt_text_init(&text);
 	pthread_mutex_lock(&log->ckpt_lock);
 	pthread_mutex_lock(&log->state_lock);
 	if (jobs[n - 1].next > log->recovery_point)
@@ -113,6 +118,11 @@ static mk_err run_jobs(mk_log *log, const mk_log_flush_job *jobs, size_t n,
 	if (write)
 		err = mk_log_ckpt_store(log, &text, why);
 	pthread_mutex_unlock(&log->ckpt_lock);
+	mk_log_ckpt_text_release(&text);
+	/* The recovery point the log's files now back goes to the log
+	 * directory's file soon (logdir.h: kicks coalesce across logs). */
+	if (write && !err)
+		mk_logdir_kick(log->logdir);
 	return err;
 }
 
@@ -287,9 +297,9 @@ void mk_log_hold_flusher(mk_log *log, bool held)
 mk_err mk_log_wait_flusher(mk_log *log)
 {
 	mk_err err = mk_log_flusher_wait(log);
-	/* The recovery point the passes moved is in the file too (a no-op
+	/* The recovery point the passes moved is in the files too (a no-op
 	 * when it already is). */
-	return err ? err : mk_log_ckpt_write(log);
+	return err ? err : mk_log_ckpt_write(log, false);
 }
 
 /*
@@ -329,7 +339,7 @@ mk_err mk_log_sync_all(mk_log *log)
 mk_err mk_log_flush(mk_log *log)
 {
 	mk_err err = mk_log_sync_all(log);
-	return err ? err : mk_log_ckpt_write(log);
+	return err ? err : mk_log_ckpt_write(log, false);
 }
 
 /* ---- prepared segment files ------------------------------------------- */

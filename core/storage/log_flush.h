@@ -13,8 +13,10 @@
  * on: four fsyncs per segment.bytes appended, on the append path. As in
  * Kafka (whose roll schedules the old segment's flush), the old segment is
  * now handed to the flusher, which fsyncs it with its indexes and then
- * writes the checkpoint with the recovery point past it (the checkpoint's
- * own directory fsync also makes the new segments' creation durable; as
+ * writes the checkpoint with the recovery point past it (the log's files,
+ * then its broker's recovery-point-offset-checkpoint: log_checkpoint.h;
+ * the log's checkpoint's own directory fsync also makes the new segments'
+ * creation durable; as
  * that write is spaced, a flush (mk_log_sync_all) fsyncs the directory itself
  * when a segment was made since its last one); when
  * it finds several segments queued, it fsyncs them all, in order, and

@@ -13,8 +13,9 @@
  *     lowers or resets it (both under state_lock), unflushed,
  *     write_calls, err;
  *   - epoch_cache.c: epochs (its writes under state_lock);
- *   - log_checkpoint.c: bases, ckpt_last and the checkpoint file (under
- *     ckpt_lock, the text made under state_lock too);
+ *   - log_checkpoint.c: bases, ckpt_last, epochs_last, the checkpoint and
+ *     leader-epoch-checkpoint files and the log's entries in its log
+ *     directory (under ckpt_lock, the texts made under state_lock too);
  *   - log_flush.c: fl (under fl.lock), the recovery point's moves up
  *     (under state_lock), ckpt_at_ms and ckpt_lag (under both), dir_dirty's
  *     clearing and dir_syncs;
@@ -29,7 +30,7 @@
  * segments queued, through mk_segment_flush() only (see segment.h for why
  * reads of them may go on meanwhile); under state_lock, the recovery
  * point and the epoch cache (read); and, under ckpt_lock (outer to
- * state_lock), the checkpoint file. So the owner's thread takes state_lock
+ * state_lock), the log's files and its log directory entries. So the owner's thread takes state_lock
  * to change the epoch cache or the recovery point, ckpt_lock to write the
  * checkpoint (its text is made under both, the file written with
  * state_lock released: a roll's mk_log_ckpt_mirror_bases never waits
@@ -60,6 +61,7 @@
 #include "flushpool.h"
 #include "log.h"
 #include "log_flush.h"
+#include "logdir.h"
 #include "segment.h"
 #include "strbuf.h"
 
@@ -67,7 +69,13 @@ struct mk_log {
 	char *dir;
 	mk_fdcache *cache;          /* cfg.fdcache, or own_cache */
 	mk_fdcache *own_cache;
-	char *ckpt_path;
+	char *ckpt_path;            /* DIR/checkpoint */
+	char *epochs_path;          /* DIR/leader-epoch-checkpoint */
+	/* The parent directory's checkpoints (logdir.h), for the log's life,
+	 * and the log's key there: its directory's name, TOPIC-PARTITION. */
+	mk_logdir *logdir;
+	char *topic;
+	int32_t partition;
 	mk_log_config cfg;
 	mk_segment **segs;          /* ascending base offsets; last is active */
 	size_t nsegs, segs_cap;
@@ -87,6 +95,7 @@ struct mk_log {
 	 * roll). */
 	pthread_mutex_t ckpt_lock;
 	mk_strbuf ckpt_last;        /* what the checkpoint file last got */
+	mk_strbuf epochs_last;      /* what leader-epoch-checkpoint last got */
 	/* The owner's thread only: */
 	int64_t unflushed;          /* records appended since the last fsync */
 	int64_t prep_base;          /* the active segment whose successor's

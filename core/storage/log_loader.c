@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "ckptfile.h"
 #include "log_checkpoint.h"
 #include "log_internal.h"
+#include "logdir.h"
 #include "parse.h"
 #include "segment.h"
 #include "segswap.h"
@@ -41,10 +43,6 @@ static mk_err list_segments(const char *dir, int64_t **out, size_t *n,
 		if (mk_segment_prepared_name(name))
 			*prepared = true;
 		size_t len = strlen(name);
-		/* A time index of the earlier three-file format: the .index
-		 * carries the timestamps now (index.h). Best effort. */
-		if (len == 30 && !strcmp(name + 20, ".timeindex"))
-			(void)unlinkat(dirfd(d), name, 0);
 		if (len != 24 || strcmp(name + 20, ".log") != 0)
 			continue;
 		char digits[21];
@@ -95,6 +93,14 @@ typedef struct {
 	bool prepared;              /* prepared segment files left over */
 	mk_strbuf text;             /* the checkpoint as read */
 	mk_log_checkpoint ck;       /* and as parsed */
+	bool epochs_missing;        /* no epochs file (nor a version-1 ck) */
+	mk_strbuf epochs_text;      /* leader-epoch-checkpoint as read */
+	mk_epoch_entry *epochs;     /* and as parsed (or the ck's) */
+	size_t nepochs;
+	/* The saved offsets (-1: not known) and the files they came from. */
+	int64_t start, rp;
+	const char *start_from, *rp_from;
+	int64_t durable_to;         /* below it all was fsynced (-1: none) */
 	size_t first;               /* the first segment to recover */
 	mk_epoch_seen seen;         /* epochs in the recovered segments */
 	mk_strbuf scratch;
@@ -117,13 +123,74 @@ static mk_err open_read_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
 	return err;
 }
 
+/* Read and parse leader-epoch-checkpoint; without one, a version-1
+ * checkpoint's epochs (as written before it) stand in. */
+static mk_err open_read_epochs(mk_log *log, opening *o, mk_strbuf *why)
+{
+	bool missing;
+	if (mk_file_read(log->epochs_path, &o->epochs_text, &missing))
+		return mk_io_error(why, log->epochs_path, "read failed");
+	if (missing) {
+		mk_strbuf_reset(&o->epochs_text);
+		o->epochs_missing = o->missing || o->ck.version != 1;
+		if (!o->epochs_missing) {
+			o->epochs = o->ck.epochs;
+			o->nepochs = o->ck.nepochs;
+			o->ck.epochs = NULL;
+			o->ck.nepochs = 0;
+		}
+		return MK_OK;
+	}
+	char *copy = mk_xmalloc(o->epochs_text.len + 1);
+	memcpy(copy, o->epochs_text.buf, o->epochs_text.len + 1);
+	mk_err err = mk_ckpt_parse_epochs(log->epochs_path, copy,
+					  o->epochs_text.len, &o->epochs,
+					  &o->nepochs, why);
+	free(copy);
+	return err;
+}
+
+/*
+ * The log start and recovery point saved for this log: its entries in the
+ * log directory's files (logdir.h), else a version-1 checkpoint's. Then
+ * how far the log is known durable: the recovery point, or the last
+ * segment the checkpoint lists when that is later (the checkpoint is
+ * written before the log directory's file: log_checkpoint.h).
+ */
+static void open_saved_offsets(mk_log *log, opening *o)
+{
+	o->start = o->rp = -1;
+	if (mk_logdir_get(log->logdir, log->topic, log->partition,
+			  MK_LOGDIR_START, &o->start))
+		o->start_from = mk_logdir_path(log->logdir, MK_LOGDIR_START);
+	if (mk_logdir_get(log->logdir, log->topic, log->partition,
+			  MK_LOGDIR_RECOVERY, &o->rp))
+		o->rp_from = mk_logdir_path(log->logdir, MK_LOGDIR_RECOVERY);
+	if (!o->missing && o->ck.version == 1) {
+		if (o->start < 0) {
+			o->start = o->ck.start_offset;
+			o->start_from = log->ckpt_path;
+		}
+		if (o->rp < 0) {
+			o->rp = o->ck.recovery_point;
+			o->rp_from = log->ckpt_path;
+		}
+	}
+	o->durable_to = o->rp;
+	if (o->ck.version == 2 && o->ck.nbases &&
+	    o->ck.bases[o->ck.nbases - 1] > o->durable_to)
+		o->durable_to = o->ck.bases[o->ck.nbases - 1];
+}
+
 /* Every durable segment the checkpoint lists is there: a missing one is
- * damage (a gap in the log), never silently skipped. */
+ * damage (a gap in the log), never silently skipped. (A version-1
+ * checkpoint's list is bounded by its own offsets.) */
 static mk_err open_check_listed(const opening *o, mk_strbuf *why)
 {
+	bool v1 = o->ck.version == 1;
 	for (size_t i = 0, j = 0; i < o->ck.nbases; i++) {
-		if (o->ck.bases[i] < o->ck.start_offset ||
-		    o->ck.bases[i] >= o->ck.recovery_point)
+		if (v1 && (o->ck.bases[i] < o->ck.start_offset ||
+			   o->ck.bases[i] >= o->ck.recovery_point))
 			continue;
 		while (j < o->nbases && o->bases[j] < o->ck.bases[i])
 			j++;
@@ -135,16 +202,17 @@ static mk_err open_check_listed(const opening *o, mk_strbuf *why)
 }
 
 /*
- * Recovery starts at the segment holding the recovery point: normally
- * the active one; earlier when rolled segments were still waiting for
- * the flusher. Without a checkpoint (a new log, or outside damage),
- * at the active one.
+ * Recovery starts at the segment holding the durable point: normally the
+ * active one; earlier when rolled segments were still waiting for the
+ * flusher. When nothing says how far the log is durable (a new log, or
+ * its files removed), at the first, as Kafka recovers from offset 0.
  */
 static size_t open_first_to_recover(const opening *o)
 {
 	size_t first = o->nbases ? o->nbases - 1 : 0;
-	while (!o->missing && first > 0 &&
-	       o->bases[first] > o->ck.recovery_point)
+	if (o->durable_to < 0)
+		return 0;
+	while (first > 0 && o->bases[first] > o->durable_to)
 		first--;
 	return first;
 }
@@ -178,7 +246,7 @@ static mk_err open_recover_segments(mk_log *log, opening *o, mk_strbuf *why)
 		uint64_t cut;
 		err = mk_segment_open_active(o->dir, o->bases[i],
 					     last ? INT64_MAX : o->bases[i + 1],
-					     o->missing ? -1 : o->ck.recovery_point,
+					     o->durable_to,
 					     log->cache,
 					     o->cfg->index_interval_bytes,
 					     mk_epoch_seen_on_batch, &o->seen, &s, &cut,
@@ -207,12 +275,11 @@ static mk_err open_recover_segments(mk_log *log, opening *o, mk_strbuf *why)
 	return MK_OK;
 }
 
-/* No segment at all: an empty one at the checkpoint's log start. */
+/* No segment at all: an empty one at the saved log start. */
 static mk_err open_create_first(mk_log *log, opening *o, mk_strbuf *why)
 {
 	mk_segment *s;
-	mk_err err = mk_segment_create(o->dir,
-				       o->missing ? 0 : o->ck.start_offset,
+	mk_err err = mk_segment_create(o->dir, o->start < 0 ? 0 : o->start,
 				       log->cache, &s, why);
 	if (err)
 		return err;
@@ -223,20 +290,20 @@ static mk_err open_create_first(mk_log *log, opening *o, mk_strbuf *why)
 }
 
 /*
- * The epoch cache: the checkpoint's, or — when it is missing while
- * closed segments exist, which only outside damage causes — rebuilt by
- * scanning them. Then everything from the first recovered segment's
+ * The epoch cache: leader-epoch-checkpoint's, or — when it is missing
+ * while closed segments exist, which only outside damage causes — rebuilt
+ * by scanning them. Then everything from the first recovered segment's
  * base on is taken from what the recovered segments actually hold: the
- * checkpoint may have run ahead of data lost in a crash, or lag behind
- * it.
+ * file may have run ahead of data lost in a crash, or lag behind it (it
+ * covers every epoch below the durable point: log_checkpoint.h).
  */
 static mk_err open_epoch_cache(mk_log *log, opening *o, mk_strbuf *why)
 {
 	mk_err err = MK_OK;
-	for (size_t i = 0; i < o->ck.nepochs; i++)
-		mk_epoch_cache_push(&log->epochs, o->ck.epochs[i].epoch,
-				    o->ck.epochs[i].start_offset);
-	if (o->missing && o->first > 0) {
+	for (size_t i = 0; i < o->nepochs; i++)
+		mk_epoch_cache_push(&log->epochs, o->epochs[i].epoch,
+				    o->epochs[i].start_offset);
+	if (o->epochs_missing && o->first > 0) {
 		mk_epoch_seen closed = { NULL, 0, 0 };
 		for (size_t i = 0; i < o->first && !err; i++)
 			err = mk_segment_scan(log->segs[i], mk_log_end_limit(log, i),
@@ -256,61 +323,79 @@ static mk_err open_epoch_cache(mk_log *log, opening *o, mk_strbuf *why)
 }
 
 /*
- * The checkpoint's offsets against what the recovered log holds. Both
- * stay at or below the durable end at every instant (the start moves only
- * over fsynced records, mk_log_advance_start; a reset makes its segment
- * before the checkpoint names it), and recovery never cuts below the
- * recovery point: either one past the log end is damage, or a hand edit,
- * and clamping it would hide every record of the log (or lose fsynced
- * ones silently). The log is refused, naming the file and the value.
+ * The saved offsets against what the recovered log holds. Both stay at or
+ * below the durable end at every instant (the start moves only over
+ * fsynced records, mk_log_advance_start; a reset makes its segment before
+ * the start names it; the recovery point is set only past fsynced data,
+ * and lowered on disk before a truncation cuts), and recovery never cuts
+ * below the recovery point: either one past the log end is damage, or a
+ * hand edit, and clamping it would hide every record of the log (or lose
+ * fsynced ones silently). The log is refused, naming the file and value.
  */
 static mk_err open_check_offsets(const mk_log *log, const opening *o,
 				 mk_strbuf *why)
 {
 	int64_t leo = mk_log_end_offset(log);
-	const char *name = NULL;
-	int64_t value = 0;
-	if (o->missing)
-		return MK_OK;
-	if (o->ck.start_offset > leo) {
+	const char *name, *from;
+	int64_t value;
+	if (o->start > leo) {
 		name = "log_start_offset";
-		value = o->ck.start_offset;
-	} else if (o->ck.recovery_point > leo) {
+		value = o->start;
+		from = o->start_from;
+	} else if (o->rp > leo) {
 		name = "recovery_point";
-		value = o->ck.recovery_point;
+		value = o->rp;
+		from = o->rp_from;
 	} else {
 		return MK_OK;
 	}
-	return mk_error(why, MK_KAFKA_STORAGE_ERROR, "%s: %s %lld is past the log's end %lld (its segments hold [%lld, %lld)): damaged or edited, not clamped (to keep what the segments hold, correct the value or remove the file)",
-			log->ckpt_path, name, (long long)value,
-			(long long)leo, (long long)log->segs[0]->base,
-			(long long)leo);
+	mk_why(why, "%s: ", from);
+	if (from != log->ckpt_path)     /* an entry of a log directory file */
+		mk_why(why, "%s %d: ", log->topic, (int)log->partition);
+	return mk_error(why, MK_KAFKA_STORAGE_ERROR, "%s %lld is past the log's end %lld (its segments hold [%lld, %lld)): damaged or edited, not clamped (to keep what the segments hold, correct the value or remove it)",
+			name, (long long)value, (long long)leo,
+			(long long)log->segs[0]->base, (long long)leo);
 }
 
-/* Log start (the checkpoint's, within the segments) and recovery point. */
+/* Log start (the saved one, within the segments) and recovery point. */
 static void open_settle_offsets(mk_log *log, const opening *o)
 {
 	int64_t leo = mk_log_end_offset(log);
-	log->start_offset = o->missing ? log->segs[0]->base : o->ck.start_offset;
+	log->start_offset = o->start < 0 ? log->segs[0]->base : o->start;
 	if (log->start_offset < log->segs[0]->base)
 		log->start_offset = log->segs[0]->base;
 	/* Recovery fsynced what it scanned: all of the log is durable. */
 	log->recovery_point = leo;
 }
 
-/* Write the checkpoint when it is missing or says something else. */
+/*
+ * Write the log's files when they are missing or say something else (the
+ * texts as read are what they last got: an unchanged file is not written,
+ * and a mount then costs no fsync), and set its log directory entries. A
+ * version-1 checkpoint is replaced only once the log directory's files
+ * hold the offsets it carried (durable): nothing is ever only in memory.
+ */
 static mk_err open_write_checkpoint(mk_log *log, opening *o, mk_strbuf *why)
 {
-	mk_strbuf_reset(&o->scratch);
-	mk_log_ckpt_mirror_bases(log);
-	mk_log_ckpt_format(log, &o->scratch);
-	if (!o->missing && o->scratch.len == o->text.len &&
-	    memcmp(o->scratch.buf, o->text.buf, o->text.len) == 0) {
-		/* What the file says: later writes of the same text skip. */
-		mk_strbuf_add(&log->ckpt_last, o->scratch.buf, o->scratch.len);
-		return MK_OK;
+	if (!o->missing)
+		mk_strbuf_add(&log->ckpt_last, o->text.buf, o->text.len);
+	if (!o->epochs_missing && o->epochs_text.len)
+		mk_strbuf_add(&log->epochs_last, o->epochs_text.buf,
+			      o->epochs_text.len);
+	bool v1 = !o->missing && o->ck.version == 1;
+	if (v1 && (o->start_from == log->ckpt_path ||
+		   o->rp_from == log->ckpt_path)) {
+		/* The offsets it says first (the epochs it holds cover those),
+		 * then the new files, which drop them. */
+		mk_logdir_set(log->logdir, log->topic, log->partition,
+			      MK_LOGDIR_START, o->ck.start_offset);
+		mk_logdir_set(log->logdir, log->topic, log->partition,
+			      MK_LOGDIR_RECOVERY, o->ck.recovery_point);
+		mk_err err = mk_logdir_sync(log->logdir, why);
+		if (err)
+			return err;
 	}
-	mk_err err = mk_log_ckpt_write(log);
+	mk_err err = mk_log_ckpt_write(log, false);
 	if (err && why)
 		mk_strbuf_add(why, log->err.buf, log->err.len);
 	return err;
@@ -321,15 +406,19 @@ mk_err mk_log_load(mk_log *log, mk_strbuf *why)
 	const char *dir = log->dir;
 	opening o = {
 		.dir = dir, .cfg = &log->cfg,
-		.text = MK_STRBUF_INIT, .scratch = MK_STRBUF_INIT,
+		.text = MK_STRBUF_INIT, .epochs_text = MK_STRBUF_INIT,
+		.scratch = MK_STRBUF_INIT, .start = -1, .rp = -1,
+		.durable_to = -1,
 	};
 	mk_err err;
 	if ((err = mk_segswap_recover(dir, why)) ||    /* a cleaner swap */
 	    (err = list_segments(dir, &o.bases, &o.nbases, &o.prepared,
 				 why)) ||
 	    (err = open_read_checkpoint(log, &o, why)) ||
+	    (err = open_read_epochs(log, &o, why)) ||
 	    (err = open_check_listed(&o, why)))
 		goto done;
+	open_saved_offsets(log, &o);
 	/* Files made ahead for a roll that never came: garbage. */
 	if (o.prepared)
 		mk_segment_discard_prepared(dir);
@@ -346,8 +435,10 @@ done:
 	free(o.bases);
 	free(o.ck.epochs);
 	free(o.ck.bases);
+	free(o.epochs);
 	free(o.seen.v);
 	mk_strbuf_release(&o.text);
+	mk_strbuf_release(&o.epochs_text);
 	mk_strbuf_release(&o.scratch);
 	return err;
 }

@@ -1,6 +1,6 @@
 /*
- * segment.c — one .log file with its index (segment.h; index.h: one file,
- * looked up by offset and by time).
+ * segment.c — one .log file with its two indexes (segment.h; index.h the
+ * offset index, timeindex.h the time index).
  *
  * Organisation:
  *   - the frame reader: a window of file bytes in a strbuf, refilled by
@@ -8,9 +8,12 @@
  *   - scan(): the one loop that walks a segment from byte 0 checking every
  *     frame and the order of offsets. Recovery of the active segment, index
  *     rebuilds and the boundary check of a truncation are all scans;
- *   - index_batch(): the one place deciding when a batch gets an index
- *     entry, shared by appends (kept pending, written a page at a time,
- *     entryfile.h) and rebuilds (in memory, then written whole);
+ *   - index_batch(): the one place deciding when a batch gets index
+ *     entries (an offset entry, and a time entry alongside when the max
+ *     timestamp grew), shared by appends (kept pending, written a page at
+ *     a time, entryfile.h) and rebuilds (in memory, then written whole);
+ *     the two index files are handled alike (index_file()) wherever
+ *     only their entry files matter: open, write, sync, crash, close;
  *   - lifecycle: create, open closed/active, append, truncate, seal, flush,
  *     crash, close, remove. Sealing (at roll) does no I/O beyond the final
  *     index entry and the pending entries; the flush that makes a sealed
@@ -48,10 +51,32 @@ static void say_at(mk_strbuf *why, const char *path, uint64_t pos,
 
 /* ---- the frame reader ---------------------------------------------------- */
 
+/* ---- the two index files ------------------------------------------------ */
+
+#define NINDEXES 2
+
+/* Index file k: 0 the offset index (.index), 1 the time index. */
+static mk_entry_file *index_file(mk_segment *s, int k)
+{
+	return k == 0 ? &s->index.f : &s->timeindex.f;
+}
+
+static const char *index_path(const mk_segment *s, int k)
+{
+	return k == 0 ? s->index_path : s->timeindex_path;
+}
+
+/* Drop both indexes' entries, in memory only (a rebuild's start). */
+static void clear_indexes(mk_segment *s)
+{
+	for (int k = 0; k < NINDEXES; k++)
+		mk_entries_clear(index_file(s, k));
+}
+
 /* ---- descriptors, through the cache --------------------------------------- */
 
 typedef struct {
-	bool indexes;           /* the index file too */
+	bool indexes;           /* the index files too */
 	mk_err err;
 	mk_strbuf *why;
 } open_req;
@@ -74,9 +99,13 @@ static int seg_open_cb(mk_fdcache_node *n, void *arg)
 	}
 	if (!req->indexes)
 		return opened;
-	if (!mk_index_attached(&s->index)) {
-		if (mk_index_open(&s->index, s->index_path)) {
-			req->err = mk_io_error(req->why, s->index_path, "cannot open");
+	for (int k = 0; k < NINDEXES; k++) {
+		mk_entry_file *f = index_file(s, k);
+		if (mk_entries_attached(f))
+			continue;
+		if (mk_entries_open(f, index_path(s, k))) {
+			req->err = mk_io_error(req->why, index_path(s, k),
+					       "cannot open");
 			return opened;
 		}
 		opened++;
@@ -96,14 +125,16 @@ static int seg_evict_cb(mk_fdcache_node *n)
 		s->fd = -1;
 		closed++;
 	}
-	if (mk_index_attached(&s->index)) {
-		mk_index_evict(&s->index);
-		closed++;
+	for (int k = 0; k < NINDEXES; k++) {
+		if (mk_entries_attached(index_file(s, k))) {
+			mk_entries_evict(index_file(s, k));
+			closed++;
+		}
 	}
 	return closed;
 }
 
-/* Pin the segment with its .log (and index file) open. */
+/* Pin the segment with its .log (and index files) open. */
 static mk_err seg_use(mk_segment *s, bool indexes, mk_strbuf *why)
 {
 	open_req req = { indexes, MK_OK, why };
@@ -228,10 +259,12 @@ mk_err mk_segment_reader_next(mk_segment_reader *r, mk_batch_view *b,
 	if (hdr < MK_FRAME_HEADER)
 		return reject(r, hdr);
 	const uint8_t *p = window(r) + r->cur;
-	uint32_t plen = mk_load_be32(p + 4);
-	if (memcmp(p, MK_FRAME_MAGIC, 4) != 0 || plen > MK_FRAME_MAX_PAYLOAD)
+	int32_t blen = (int32_t)mk_load_be32(p + MK_FRAME_OFF_LENGTH);
+	if (p[MK_FRAME_OFF_MAGIC] != MK_BATCH_MAGIC ||
+	    blen < MK_FRAME_HEADER - MK_FRAME_LOG_OVERHEAD ||
+	    (uint32_t)blen > MK_FRAME_MAX_PAYLOAD)
 		return reject(r, hdr);
-	size_t need = MK_FRAME_HEADER + (size_t)plen;
+	size_t need = MK_FRAME_LOG_OVERHEAD + (size_t)blen;
 	size_t take = need <= left ? need : (size_t)left;
 	err = fill(r, take);
 	if (err)
@@ -287,49 +320,46 @@ size_t mk_segment_reader_finish(mk_segment_reader *r)
 /* ---- indexing ------------------------------------------------------------ */
 
 /*
- * An index entry for the batch at pos, for the first batch and then
- * whenever interval bytes have passed since the last entry; it carries the
- * max timestamp so far (max_ts, this batch included).
+ * The time entry for the max timestamp so far, max_ts, first reached by
+ * the batch based at max_base (-1: no batch yet), when it grew since the
+ * last time entry (Kafka's maybeAppend): made alongside each offset entry
+ * and at the seal (Kafka's onBecomeInactiveSegment), so that a closed
+ * segment's last time entry carries its max timestamp.
  */
-static mk_err index_batch(mk_segment *s, const mk_batch_view *b, uint64_t pos,
-			  int64_t max_ts, int64_t interval, bool write,
-			  mk_strbuf *why)
+static mk_err time_entry(mk_segment *s, int64_t max_ts, int64_t max_base,
+			 bool write, mk_strbuf *why)
 {
-	assert(b->meta.base_offset >= s->base &&
-	       b->meta.base_offset - s->base <= UINT32_MAX && pos <= UINT32_MAX);
-	uint32_t rel = (uint32_t)(b->meta.base_offset - s->base);
-	mk_index_entry last;
-	if (mk_index_last(&s->index, &last) &&
-	    (int64_t)(pos - last.pos) < interval)
+	if (max_base < 0)
 		return MK_OK;
-	if (!write)
-		mk_index_push(&s->index, rel, (uint32_t)pos, max_ts);
-	else if (mk_index_append(&s->index, rel, (uint32_t)pos, max_ts))
-		return mk_io_error(why, s->index_path, "write failed");
+	assert(max_base >= s->base && max_base - s->base <= UINT32_MAX);
+	if (mk_time_index_maybe_add(&s->timeindex, max_ts,
+				    (uint32_t)(max_base - s->base), write))
+		return mk_io_error(why, s->timeindex_path, "write failed");
 	return MK_OK;
 }
 
 /*
- * A closed segment's index ends with its max timestamp: when the timestamp
- * grew after the last entry, a final entry at the last batch (at last_pos)
- * carries it, so that the segment's max timestamp is its last entry's and a
- * time lookup past the last entry's timestamp starts at the last batch.
+ * Index entries for the batch at pos: an offset entry for the first batch
+ * and then whenever interval bytes have passed since the last one (the
+ * interval counted from the last entry's position: Kafka counts the bytes
+ * appended since it, alike but for the first batch, which Kafka leaves
+ * out); with it, the time entry for the max timestamp so far (max_ts,
+ * this batch included, first reached by the batch at max_base).
  */
-static mk_err final_entry(mk_segment *s, int64_t max_ts, int64_t last_base,
-			  uint64_t last_pos, bool write, mk_strbuf *why)
+static mk_err index_batch(mk_segment *s, const mk_batch_view *b, uint64_t pos,
+			  int64_t max_ts, int64_t max_base, int64_t interval,
+			  bool write, mk_strbuf *why)
 {
-	if (last_base < 0)
+	assert(b->meta.base_offset >= s->base &&
+	       b->meta.base_offset - s->base <= UINT32_MAX && pos <= UINT32_MAX);
+	uint32_t rel = (uint32_t)(b->meta.base_offset - s->base);
+	mk_offset_entry last;
+	if (mk_offset_index_last(&s->index, &last) &&
+	    (int64_t)(pos - last.pos) < interval)
 		return MK_OK;
-	uint32_t rel = (uint32_t)(last_base - s->base);
-	mk_index_entry t;
-	if (mk_index_last(&s->index, &t) &&
-	    (max_ts <= t.ts || rel <= t.rel))
-		return MK_OK;
-	if (!write)
-		mk_index_push(&s->index, rel, (uint32_t)last_pos, max_ts);
-	else if (mk_index_append(&s->index, rel, (uint32_t)last_pos, max_ts))
+	if (mk_offset_index_add(&s->index, rel, (uint32_t)pos, write))
 		return mk_io_error(why, s->index_path, "write failed");
-	return MK_OK;
+	return time_entry(s, max_ts, max_base, write, why);
 }
 
 /* ---- the scan ------------------------------------------------------------ */
@@ -367,6 +397,7 @@ typedef struct {
 	int64_t stopped_base;
 	int64_t next_offset;
 	int64_t max_ts;
+	int64_t max_base;       /* the first batch reaching max_ts, or -1 */
 	int64_t last_base;
 	uint64_t last_pos;      /* last_base's position */
 	int32_t last_epoch;     /* the last epoch >= 0 seen, or -1 */
@@ -376,8 +407,9 @@ typedef struct {
  * Walk [0, limit) frame by frame. Each batch must decode, sit where
  * mk_batch_misplaced says it may (after the previous one, below end_limit,
  * its epoch not going down; no epoch cache here) and fit the u32 index
- * fields; the first that does not ends the scan with a reason. The scan also ends before a batch whose base is >= stop. With
- * build, the index is rebuilt in memory. Only I/O failure is an error.
+ * fields; the first that does not ends the scan with a reason. The scan
+ * also ends before a batch whose base is >= stop. With build, both
+ * indexes are rebuilt in memory. Only I/O failure is an error.
  */
 static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 		   int64_t stop, int64_t interval, bool build,
@@ -387,10 +419,11 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 	memset(res, 0, sizeof(*res));
 	res->next_offset = s->base;
 	res->max_ts = INT64_MIN;
+	res->max_base = -1;
 	res->last_base = -1;
 	res->last_epoch = -1;
 	if (build)
-		mk_index_clear(&s->index);
+		clear_indexes(s);
 	mk_strbuf buf = MK_STRBUF_INIT;
 	mk_segment_reader r;
 	mk_segment_reader_init(&r, s, 0, limit, &buf, SCAN_CHUNK);
@@ -431,11 +464,13 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 			res->stopped_base = base;
 			break;
 		}
-		if (b.max_timestamp > res->max_ts)
+		if (res->max_base < 0 || b.max_timestamp > res->max_ts) {
 			res->max_ts = b.max_timestamp;
+			res->max_base = base;
+		}
 		if (build)
-			index_batch(s, &b, pos, res->max_ts, interval, false,
-				    NULL);
+			index_batch(s, &b, pos, res->max_ts, res->max_base,
+				    interval, false, NULL);
 		if (fn)
 			fn(arg, &b, pos);
 		res->next_offset = place.next;
@@ -447,6 +482,16 @@ static mk_err scan(mk_segment *s, uint64_t limit, int64_t end_limit,
 	}
 	mk_strbuf_release(&buf);
 	return err;
+}
+
+/* What an active segment knows of its batches, from a scan of all of them. */
+static void take_scan(mk_segment *s, const scan_result *res)
+{
+	s->next_offset = res->next_offset;
+	s->max_ts = res->max_ts;
+	s->max_ts_base = res->max_base;
+	s->last_base = res->last_base;
+	s->last_pos = res->last_pos;
 }
 
 /* Zeros into [from, to) of fd (to - from at most MK_SEGMENT_ZERO_TAIL_MAX):
@@ -515,7 +560,7 @@ static mk_segment *seg_new(const char *dir, int64_t base, mk_fdcache *cache)
 	s->cache = cache;
 	s->node.open = seg_open_cb;
 	s->node.evict = seg_evict_cb;
-	/* DIR/%020lld.EXT, formatted by hand: a mount makes two per
+	/* DIR/%020lld.EXT, formatted by hand: a mount makes three per
 	 * closed segment. */
 	char digits[20];
 	uint64_t v = (uint64_t)base;
@@ -524,11 +569,14 @@ static mk_segment *seg_new(const char *dir, int64_t base, mk_fdcache *cache)
 	size_t dlen = strlen(dir);
 	s->log_path = seg_path(dir, dlen, digits, ".log");
 	s->index_path = seg_path(dir, dlen, digits, ".index");
+	s->timeindex_path = seg_path(dir, dlen, digits, ".timeindex");
 	s->fd = -1;
 	s->sized = true;
-	mk_index_init(&s->index);
+	mk_offset_index_init(&s->index);
+	mk_time_index_init(&s->timeindex);
 	s->next_offset = -1;
 	s->max_ts = INT64_MIN;
+	s->max_ts_base = -1;
 	s->last_base = -1;
 	return s;
 }
@@ -546,34 +594,52 @@ void mk_segment_close(mk_segment *s)
 	}
 	if (s->fd >= 0)
 		close(s->fd);
-	mk_index_close(&s->index);
+	for (int k = 0; k < NINDEXES; k++)
+		mk_entries_close(index_file(s, k));
 	free(s->log_path);
 	free(s->index_path);
+	free(s->timeindex_path);
 	free(s);
 }
 
-/* A closed segment's index is only read: its file needs no fd.
+/* A closed segment's indexes are only read: their files need no fd.
  * Inside a use. */
 static void detach_indexes(mk_segment *s)
 {
-	if (!s->active && mk_index_attached(&s->index)) {
-		mk_index_detach(&s->index);
-		mk_fdcache_adjust(s->cache, &s->node, -1);
+	if (s->active)
+		return;
+	int closed = 0;
+	for (int k = 0; k < NINDEXES; k++) {
+		if (mk_entries_attached(index_file(s, k))) {
+			mk_entries_detach(index_file(s, k));
+			closed++;
+		}
 	}
+	if (closed)
+		mk_fdcache_adjust(s->cache, &s->node, -closed);
+}
+
+/* Each index file: make it hold exactly the in-memory entries (write),
+ * or fsync what was written since the last sync (write false). */
+static mk_err store_indexes(mk_segment *s, bool write, mk_strbuf *why)
+{
+	for (int k = 0; k < NINDEXES; k++) {
+		mk_entry_file *f = index_file(s, k);
+		if (write ? mk_entries_write_all(f) : mk_entries_sync(f))
+			return mk_io_error(why, index_path(s, k),
+					   write ? "write failed" : "fsync failed");
+	}
+	return MK_OK;
 }
 
 static mk_err write_indexes(mk_segment *s, mk_strbuf *why)
 {
-	if (mk_index_write_all(&s->index))
-		return mk_io_error(why, s->index_path, "write failed");
-	return MK_OK;
+	return store_indexes(s, true, why);
 }
 
 static mk_err sync_indexes(mk_segment *s, mk_strbuf *why)
 {
-	if (mk_index_sync(&s->index))
-		return mk_io_error(why, s->index_path, "fsync failed");
-	return MK_OK;
+	return store_indexes(s, false, why);
 }
 
 /* The end of making a new segment's files: on success s becomes the
@@ -609,8 +675,8 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 		mk_segment_close(s);
 		return err;
 	}
-	/* A stale index file of an earlier segment at this base goes (a
-	 * new, empty one is left alone: no write, and so no fsync). */
+	/* Stale index files of an earlier segment at this base go (new,
+	 * empty ones are left alone: no write, and so no fsync). */
 	err = write_indexes(s, why);
 	seg_done(s);
 	return seg_made(s, err, out);
@@ -618,10 +684,11 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 
 /* ---- prepared segment files ---------------------------------------------- */
 
-#define NPREPARED 2
+/* The .log first, then the index files in index_file()'s order. */
+#define NPREPARED (1 + NINDEXES)
 
 static const char *const prepared_names[NPREPARED] = {
-	"prepared.log.tmp", "prepared.index.tmp",
+	"prepared.log.tmp", "prepared.index.tmp", "prepared.timeindex.tmp",
 };
 
 static char *prepared_path(const char *dir, int i)
@@ -636,8 +703,7 @@ bool mk_segment_prepared_name(const char *name)
 	for (int i = 0; i < NPREPARED; i++)
 		if (!strcmp(name, prepared_names[i]))
 			return true;
-	/* The earlier format's third file, left by a crash: garbage too. */
-	return !strcmp(name, "prepared.timeindex.tmp");
+	return false;
 }
 
 mk_err mk_segment_prepare(const char *dir, uint64_t prefill, mk_strbuf *why)
@@ -683,11 +749,6 @@ void mk_segment_discard_prepared(const char *dir)
 		unlink(path);   /* best effort: the next open tries again */
 		free(path);
 	}
-	/* The earlier format's third prepared file (prepared_name). */
-	mk_strbuf p = MK_STRBUF_INIT;
-	mk_strbuf_addf(&p, "%s/prepared.timeindex.tmp", dir);
-	unlink(p.buf);
-	mk_strbuf_release(&p);
 }
 
 /* Rename from to to, never replacing an existing to (EEXIST). */
@@ -702,6 +763,27 @@ static int rename_new(const char *from, const char *to)
 		return -1;
 	unlink(from);
 	return 0;
+}
+
+/* The prepared index files renamed into place; one not prepared after
+ * all becomes an empty file, as create leaves it (stale entries go). */
+static mk_err adopt_indexes(mk_segment *s, const char *dir, mk_strbuf *why)
+{
+	mk_err err = MK_OK;
+	for (int k = 0; k < NINDEXES && !err; k++) {
+		char *from = prepared_path(dir, 1 + k);
+		const char *to = index_path(s, k);
+		if (rename(from, to)) {
+			int fd = open(to, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
+				      0644);
+			if (fd < 0)
+				err = mk_io_error(why, to, "cannot create");
+			else
+				close(fd);
+		}
+		free(from);
+	}
+	return err;
 }
 
 mk_err mk_segment_create_prepared(const char *dir, int64_t base,
@@ -721,22 +803,10 @@ mk_err mk_segment_create_prepared(const char *dir, int64_t base,
 		mk_segment_close(s);
 		return mk_segment_create(dir, base, cache, out, why);
 	}
-	mk_err err = MK_OK;
 	MK_FAILPOINT("segment.adopt.after-log");
-	from = prepared_path(dir, 1);
-	if (rename(from, s->index_path)) {
-		/* Not prepared after all: an empty file, as create leaves
-		 * (stale entries go). */
-		int fd = open(s->index_path, O_RDWR | O_CREAT | O_TRUNC |
-			      O_CLOEXEC, 0644);
-		if (fd < 0)
-			err = mk_io_error(why, s->index_path, "cannot create");
-		else
-			close(fd);
-	}
-	free(from);
+	mk_err err = adopt_indexes(s, dir, why);
 	/* The .log holds no frame, maybe a runway of zeros (prepare); the
-	 * index file holds exactly what memory does (nothing); nothing needs
+	 * index files hold exactly what memory does (nothing); nothing needs
 	 * an fsync yet. */
 	struct stat st;
 	if (!err && !stat(s->log_path, &st) && st.st_size > 0)
@@ -841,6 +911,13 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 		   &res, why);
 	if (err)
 		goto fail;
+	if (res.reason && !strcmp(res.reason, MK_FRAME_MKF2_REASON)) {
+		/* Another format's bytes are not damage: never cut them. */
+		say_at(why, s->log_path, res.valid,
+		       MK_FRAME_MKF2_REASON ", which this version does not read; the file is left as it is");
+		err = MK_KAFKA_STORAGE_ERROR;
+		goto fail;
+	}
 	if (res.valid < phys) {
 		/* A runway left by a stop that did not cut it is no loss. */
 		if (!zero_tail(s, res.valid, phys)) {
@@ -856,10 +933,7 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 	s->size = res.valid;
 	s->active = true;
 	s->indexes_loaded = true;
-	s->next_offset = res.next_offset;
-	s->max_ts = res.max_ts;
-	s->last_base = res.last_base;
-	s->last_pos = res.last_pos;
+	take_scan(s, &res);
 	if ((err = write_indexes(s, why)))
 		goto fail;
 	/* What survived is made durable, so that `flushed` tells the truth;
@@ -912,23 +986,41 @@ static mk_err rebuild_indexes(mk_segment *s, int64_t end_limit,
 		err = MK_KAFKA_STORAGE_ERROR;
 	}
 	if (err) {
-		mk_index_clear(&s->index);
+		clear_indexes(s);
 		return err;
 	}
 	assert(res.valid == s->size);
-	if (s->active) {
-		s->next_offset = res.next_offset;
-		s->max_ts = res.max_ts;
-		s->last_base = res.last_base;
-		s->last_pos = res.last_pos;
-	} else {
-		final_entry(s, res.max_ts, res.last_base, res.last_pos, false,
-			    NULL);
-	}
+	if (s->active)
+		take_scan(s, &res);
+	else
+		time_entry(s, res.max_ts, res.max_base, false, NULL);
 	if ((err = write_indexes(s, why)) || (err = sync_indexes(s, why)))
 		return err;
 	s->indexes_loaded = true;
 	detach_indexes(s);
+	return MK_OK;
+}
+
+/*
+ * Read both index files and check them: each against the segment
+ * (mk_entries_load), then the time index's first entry against the
+ * offset index's (both are the first batch's). *ok false, the entries
+ * cleared: rebuild. Inside a use with the indexes.
+ */
+static mk_err read_indexes(mk_segment *s, uint64_t rel_limit, bool *ok,
+			   mk_strbuf *why)
+{
+	*ok = true;
+	for (int k = 0; k < NINDEXES && *ok; k++)
+		if (mk_entries_load(index_file(s, k), s->size, rel_limit, ok))
+			return mk_io_error(why, index_path(s, k), "read failed");
+	/* Loaded and valid, both hold entries iff the segment has data. */
+	if (*ok && s->size > 0 &&
+	    mk_time_index_at(&s->timeindex, 0)->rel !=
+		    mk_offset_index_at(&s->index, 0)->rel)
+		*ok = false;
+	if (!*ok)
+		clear_indexes(s);
 	return MK_OK;
 }
 
@@ -945,8 +1037,8 @@ mk_err mk_segment_load_indexes(mk_segment *s, int64_t end_limit,
 				     ? UINT64_MAX
 				     : (uint64_t)(end_limit - s->base);
 	bool ok;
-	if (mk_index_load(&s->index, s->size, rel_limit, &ok))
-		err = mk_io_error(why, s->index_path, "read failed");
+	if ((err = read_indexes(s, rel_limit, &ok, why)))
+		;
 	else if (!ok)
 		err = rebuild_indexes(s, end_limit, interval, why);
 	else {
@@ -1075,12 +1167,15 @@ mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
 		s->runway_end = 0;
 	for (size_t i = 0; i < n && !err; i++) {
 		s->size += b[i].frame_len;
-		if (b[i].max_timestamp > s->max_ts)
+		if (s->max_ts_base < 0 || b[i].max_timestamp > s->max_ts) {
 			s->max_ts = b[i].max_timestamp;
+			s->max_ts_base = b[i].meta.base_offset;
+		}
 		s->next_offset = mk_batch_next_offset(&b[i]);
 		s->last_base = b[i].meta.base_offset;
 		s->last_pos = pos;
-		err = index_batch(s, &b[i], pos, s->max_ts, interval, true, why);
+		err = index_batch(s, &b[i], pos, s->max_ts, s->max_ts_base,
+				  interval, true, why);
 		pos += b[i].frame_len;
 	}
 	seg_done(s);
@@ -1092,8 +1187,8 @@ int64_t mk_segment_max_timestamp(const mk_segment *s)
 	assert(s->indexes_loaded);
 	if (s->active)
 		return s->max_ts;
-	mk_index_entry e;
-	return mk_index_last(&s->index, &e) ? e.ts : INT64_MIN;
+	mk_time_entry t;
+	return mk_time_index_last(&s->timeindex, &t) ? t.ts : INT64_MIN;
 }
 
 uint64_t mk_segment_lookup(const mk_segment *s, int64_t offset)
@@ -1104,15 +1199,19 @@ uint64_t mk_segment_lookup(const mk_segment *s, int64_t offset)
 	int64_t rel = offset - s->base;
 	if (rel > (int64_t)UINT32_MAX)
 		rel = UINT32_MAX;
-	mk_index_entry e;
-	return mk_index_floor(&s->index, (uint32_t)rel, &e) ? e.pos : 0;
+	mk_offset_entry e;
+	return mk_offset_index_floor(&s->index, (uint32_t)rel, &e) ? e.pos : 0;
 }
 
 uint64_t mk_segment_lookup_time(const mk_segment *s, int64_t ts)
 {
 	assert(s->indexes_loaded);
-	mk_index_entry e;
-	return mk_index_before_time(&s->index, ts, &e) ? e.pos : 0;
+	mk_time_entry t;
+	mk_offset_entry e;
+	if (!mk_time_index_lookup(&s->timeindex, ts, &t) ||
+	    !mk_offset_index_floor(&s->index, t.rel, &e))
+		return 0;
+	return e.pos;
 }
 
 /* ---- truncation ---------------------------------------------------------- */
@@ -1141,6 +1240,7 @@ mk_err mk_segment_check_cut(mk_segment *s, int64_t offset, mk_segment_cut *c,
 	c->offset = offset;
 	c->pos = res.valid;
 	c->max_ts = res.max_ts;
+	c->max_ts_base = res.max_base;
 	c->last_base = res.last_base;
 	c->last_pos = res.last_pos;
 	return MK_OK;
@@ -1175,9 +1275,16 @@ static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
 	s->dirty = true;
 	s->active = true;
 	if (s->indexes_loaded) {
-		if (mk_index_truncate_pos(&s->index, (uint32_t)c->pos))
+		/* The time entries of the batches kept (those that first
+		 * reached their timestamp below the cut) stay true. */
+		int64_t rel = c->offset - s->base;
+		if (mk_offset_index_truncate_pos(&s->index, (uint32_t)c->pos))
 			return mk_io_error(why, s->index_path, "truncate failed");
-		/* The file was detached while closed: make sure it holds
+		if (rel <= (int64_t)UINT32_MAX &&
+		    mk_time_index_truncate_rel(&s->timeindex, (uint32_t)rel))
+			return mk_io_error(why, s->timeindex_path,
+					   "truncate failed");
+		/* The files were detached while closed: make sure they hold
 		 * exactly what memory does. */
 		if ((err = write_indexes(s, why)))
 			return err;
@@ -1186,6 +1293,7 @@ static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
 	}
 	s->next_offset = c->offset;
 	s->max_ts = c->max_ts;
+	s->max_ts_base = c->max_ts_base;
 	s->last_base = c->last_base;
 	s->last_pos = c->last_pos;
 	return mk_segment_flush(s, why);
@@ -1195,7 +1303,7 @@ static mk_err cut_at(mk_segment *s, const mk_segment_cut *c,
 
 mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why)
 {
-	bool idx = s->index.f.dirty;
+	bool idx = s->index.f.dirty || s->timeindex.f.dirty;
 	/* Unpinned, the index descriptors may be closed by another thread's
 	 * eviction at any moment: ask the cache whether anything is open
 	 * (a closed segment with files open gets them detached below). */
@@ -1223,8 +1331,9 @@ mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why)
 /* The index files pinned open (seg_use with indexes). */
 static mk_err write_index_pending(mk_segment *s, mk_strbuf *why)
 {
-	if (mk_index_write_pending(&s->index))
-		return mk_io_error(why, s->index_path, "write failed");
+	for (int k = 0; k < NINDEXES; k++)
+		if (mk_entries_write_pending(index_file(s, k)))
+			return mk_io_error(why, index_path(s, k), "write failed");
 	return MK_OK;
 }
 
@@ -1260,7 +1369,7 @@ mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why)
 		}
 	}
 	if (!err)
-		err = final_entry(s, s->max_ts, s->last_base, s->last_pos, true, why);
+		err = time_entry(s, s->max_ts, s->max_ts_base, true, why);
 	if (!err)
 		err = write_index_pending(s, why);
 	if (!err)
@@ -1284,13 +1393,16 @@ void mk_segment_crash(mk_segment *s, bool torn)
 	/* What the file holds now (close cuts nothing more). */
 	s->size = s->flushed;
 	s->runway_end = 0;
-	mk_index_crash(&s->index);
+	for (int k = 0; k < NINDEXES; k++)
+		mk_entries_crash(index_file(s, k));
 	if (torn) {
-		/* A frame header promising 200 payload bytes, then 3 of them. */
+		/* A batch header promising 200 bytes of records, then 3 of
+		 * them. */
 		uint8_t part[MK_FRAME_HEADER + 3];
 		memset(part, 0, sizeof(part));
-		memcpy(part, MK_FRAME_MAGIC, 4);
-		mk_store_be32(part + 4, 200);
+		mk_store_be32(part + MK_FRAME_OFF_LENGTH,
+			      MK_FRAME_HEADER - MK_FRAME_LOG_OVERHEAD + 200);
+		part[MK_FRAME_OFF_MAGIC] = MK_BATCH_MAGIC;
 		mk_store_be32(part + MK_FRAME_OFF_CRC, 0xdeadbeef);
 		memcpy(part + MK_FRAME_HEADER, "\x00\x00\x00", 3);
 		if (mk_pwrite_all(s->fd, part, sizeof(part),
@@ -1307,8 +1419,8 @@ mk_err mk_segment_remove(mk_segment *s, mk_strbuf *why)
 	/* The .log goes first: without it the segment no longer exists. */
 	if (unlink(s->log_path) && errno != ENOENT)
 		err = mk_io_error(why, s->log_path, "cannot delete");
-	if (!err)
-		unlink(s->index_path);
+	for (int k = 0; k < NINDEXES && !err; k++)
+		unlink(index_path(s, k));
 	mk_segment_close(s);
 	return err;
 }
@@ -1324,15 +1436,24 @@ uint32_t mk_segment_reader_crc(const mk_segment_reader *r)
 size_t mk_segment_index_count(const mk_segment *s)
 {
 	assert(s->indexes_loaded);
-	return mk_index_count(&s->index);
+	return mk_offset_index_count(&s->index) +
+	       mk_time_index_count(&s->timeindex);
 }
 
 void mk_segment_index_entry(const mk_segment *s, size_t i, int64_t *offset,
 			    int64_t *pos, int64_t *ts)
 {
-	assert(s->indexes_loaded && i < mk_index_count(&s->index));
-	const mk_index_entry *e = mk_index_at(&s->index, i);
-	*offset = s->base + e->rel;
-	*pos = e->pos;
-	*ts = e->ts;
+	assert(i < mk_segment_index_count(s));
+	size_t n = mk_offset_index_count(&s->index);
+	if (i < n) {
+		const mk_offset_entry *e = mk_offset_index_at(&s->index, i);
+		*offset = s->base + e->rel;
+		*pos = e->pos;
+		*ts = -1;
+	} else {
+		const mk_time_entry *t = mk_time_index_at(&s->timeindex, i - n);
+		*offset = s->base + t->rel;
+		*pos = -1;
+		*ts = t->ts;
+	}
 }

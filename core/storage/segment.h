@@ -1,19 +1,30 @@
 /*
- * segment.h — one segment of a partition log: NNN.log with its sparse
- * index NNN.index (index.h: one file, looked up by offset and by time).
- * Internal to the log (log.c).
+ * segment.h — one segment of a partition log: NNN.log with its two sparse
+ * indexes, Kafka's: NNN.index (index.h, the offset index: offset to byte
+ * position) and NNN.timeindex (timeindex.h, the time index: timestamp to
+ * offset). Internal to the log (log.c).
  *
- * A segment owns its two file descriptors (through the descriptor cache,
- * fdcache.h: open only while used or recently used) and the in-memory
- * index array. It is either active (the last one of the log: appended to,
- * its state fully known from the recovery scan and the appends since) or
- * closed (no longer appended to; its index is read lazily on the first
- * lookup and rebuilt from the .log when missing or invalid). A segment
- * closed by a roll keeps its index file open until mk_segment_flush() has
- * made it durable; that flush may run on the log's flusher thread while
- * the log's own thread reads the segment (pread of the .log, in-memory
- * index lookups), so it touches nothing else: the fds it syncs and closes,
- * and dirty/flushed and the index's dirty/synced.
+ * A segment owns its three file descriptors (through the descriptor
+ * cache, fdcache.h: open only while used or recently used) and the
+ * in-memory arrays of both indexes. It is either active (the last one of
+ * the log: appended to, its state fully known from the recovery scan and
+ * the appends since) or closed (no longer appended to; its indexes are
+ * read lazily on the first lookup, and both rebuilt from the .log when
+ * either is missing or invalid). A segment closed by a roll keeps its
+ * index files open until mk_segment_flush() has made them durable; that
+ * flush may run on the log's flusher thread while the log's own thread
+ * reads the segment (pread of the .log, in-memory index lookups), so it
+ * touches nothing else: the fds it syncs and closes, and dirty/flushed
+ * and the indexes' dirty/synced.
+ *
+ * The two indexes are kept in step by one rule (index_batch, segment.c):
+ * the first batch, and then the first batch starting index.interval.bytes
+ * or more after the last offset entry, get an offset entry; alongside it
+ * the time index gets (max timestamp so far, the batch that first reached
+ * it) when that maximum grew since the last time entry (Kafka's
+ * LogSegment.append, with Kafka's maybeAppend); the seal at a roll adds
+ * the same for the segment's final maximum (onBecomeInactiveSegment).
+ * Rebuilds apply the same rule, so they write the same entries.
  *
  * Invariants:
  *   - [0, size) of the .log holds whole, valid frames whose offsets strictly
@@ -21,12 +32,12 @@
  *     u32 too (positions in the index are u32);
  *   - flushed <= size: [0, flushed) is known durable; a closed segment is
  *     entirely durable (flushed == size) once flushed after its roll;
- *   - when indexes_loaded, every index entry points at a batch start in
- *     [0, size), the first batch always has an entry, and a sealed
- *     segment's last entry carries its max timestamp (seal adds a final
- *     entry at the last batch when the timestamp grew after the last one);
+ *   - when indexes_loaded, every offset entry points at a batch start in
+ *     [0, size), every time entry names the batch that first reached its
+ *     timestamp, the first batch always has an entry in both, and a sealed
+ *     segment's last time entry carries its max timestamp;
  *   - an active segment has indexes_loaded, and next_offset, max_ts,
- *     last_base and last_pos describe its batches;
+ *     max_ts_base, last_base and last_pos describe its batches;
  *   - runway_end is 0, or > size: then the .log is runway_end bytes long
  *     and [size, runway_end) holds zeros (the runway, below), or what an
  *     append that failed inside the runway left (the next append, the
@@ -61,9 +72,9 @@
  * Errors name the file and position: "PATH at byte POS: REASON".
  *
  * Crash points: segment.create.after-open (the new .log exists, its index
- * file not yet); segment.prepare.after-log (a prepared .log exists, its
- * prepared index file not yet); segment.adopt.after-log (a prepared .log
- * renamed into place, its index file not yet).
+ * files not yet); segment.prepare.after-log (a prepared .log exists, its
+ * prepared index files not yet); segment.adopt.after-log (a prepared .log
+ * renamed into place, its index files not yet).
  */
 #ifndef MK_SEGMENT_H
 #define MK_SEGMENT_H
@@ -77,11 +88,12 @@
 #include "fdcache.h"
 #include "index.h"
 #include "strbuf.h"
+#include "timeindex.h"
 
 typedef struct {
 	int64_t base;
-	char *log_path, *index_path;
-	/* The descriptors (fd, index's) are cached: opened on
+	char *log_path, *index_path, *timeindex_path;
+	/* The descriptors (fd, the indexes') are cached: opened on
 	 * first use, closed by the cache (least recently used first) when
 	 * the process holds too many; valid only inside a use (segment.c
 	 * brackets each). mk_segment_close and _remove take the segment out
@@ -96,14 +108,16 @@ typedef struct {
 				 * file length a runway may reach */
 	bool active;
 	bool dirty;             /* .log changed since its last fsync */
-	bool indexes_loaded;    /* index holds this segment's entries */
+	bool indexes_loaded;    /* both indexes hold this segment's entries */
 	bool sized;             /* size and flushed are known: false only for
 				 * a segment opened unsized, until its first
 				 * use (mk_segment_know_size) */
-	mk_index index;
+	mk_offset_index index;  /* NNN.index */
+	mk_time_index timeindex;        /* NNN.timeindex */
 	/* Known for the active segment (-1 / INT64_MIN otherwise): */
 	int64_t next_offset;    /* after the last batch; base when empty */
 	int64_t max_ts;         /* largest batch max timestamp; INT64_MIN: none */
+	int64_t max_ts_base;    /* base offset of the first batch reaching it */
 	int64_t last_base;      /* base offset of the last batch; -1: none */
 	uint64_t last_pos;      /* its byte position */
 } mk_segment;
@@ -152,14 +166,14 @@ mk_err mk_segment_create(const char *dir, int64_t base, mk_fdcache *cache,
 /*
  * Prepared segment files. Creating a file is the expensive part of a roll
  * (an inode allocation each; see docs/filesystem.md, "prepared segment
- * files"), so the log has its next segment's two files made ahead, off
+ * files"), so the log has its next segment's three files made ahead, off
  * the append path, under names no listing takes for a segment:
  * DIR/prepared.log.tmp (empty, or the first runway's zeros:
- * mk_segment_prepare) and prepared.index.tmp (empty). The roll renames
- * them into place. They hold no data: a crash leaves them as garbage,
- * which the next open deletes.
+ * mk_segment_prepare), prepared.index.tmp and prepared.timeindex.tmp
+ * (empty). The roll renames them into place. They hold no data: a crash
+ * leaves them as garbage, which the next open deletes.
  */
-/* Make the two prepared files in dir, new (an earlier one is unlinked,
+/* Make the three prepared files in dir, new (an earlier one is unlinked,
  * never truncated). The .log starts with prefill bytes of zeros (at most
  * MK_SEGMENT_PREFILL_MAX): the adopted segment's first runway, written
  * here, off the append path; 0 leaves it empty. */
@@ -170,7 +184,7 @@ bool mk_segment_prepared_name(const char *name);
 void mk_segment_discard_prepared(const char *dir);
 /* mk_segment_create from the prepared files: the .log renamed to its
  * name (never over an existing one: that fails as create does), then the
- * index file (over a stale one of an earlier segment at this base). When
+ * index files (over stale ones of an earlier segment at this base). When
  * the prepared .log cannot be renamed (missing, or neither renameat2's
  * RENAME_NOREPLACE nor link works), it is mk_segment_create. */
 mk_err mk_segment_create_prepared(const char *dir, int64_t base,
@@ -210,15 +224,19 @@ mk_err mk_segment_open_active(const char *dir, int64_t base, int64_t end_limit,
 			      mk_strbuf *why);
 
 /*
- * Make the index of a closed segment usable: read and validate it,
- * rebuilding it from a strict scan of the .log when it is missing or
- * invalid (a short file, or one of the earlier 8-byte format: index.h). end_limit is the next segment's base offset (INT64_MAX if none):
- * every offset in this segment is below it. A frame failing in the scan is
- * KAFKA_STORAGE_ERROR. Nothing to do once loaded.
+ * Make the indexes of a closed segment usable: read and validate both
+ * (each on its own, then the time index's first entry against the offset
+ * index's: both name the first batch), rebuilding both from a strict scan
+ * of the .log when either is missing or invalid (a short file, or a .index
+ * of the merged 16-byte format of before issue 25 point 2, index.h, whose
+ * segment has no .timeindex either). end_limit is the next segment's
+ * base offset (INT64_MAX if none): every offset in this segment is below
+ * it. A frame failing in the scan is KAFKA_STORAGE_ERROR. Nothing to do
+ * once loaded.
  */
 mk_err mk_segment_load_indexes(mk_segment *s, int64_t end_limit,
 			       int64_t interval, mk_strbuf *why);
-/* Rebuild the index from a strict scan, even if it looked valid. */
+/* Rebuild both indexes from a strict scan, even if they looked valid. */
 mk_err mk_segment_rebuild_indexes(mk_segment *s, int64_t end_limit,
 				  int64_t interval, mk_strbuf *why);
 /* Strict scan of [0, size) calling fn for every batch; no state changes. */
@@ -255,12 +273,15 @@ mk_err mk_segment_append_many(mk_segment *s, const uint8_t *const *frames,
 bool mk_segment_can_hold(const mk_segment *s, size_t len, int64_t last_offset);
 
 /* The largest record timestamp of the segment (indexes loaded): the last
- * index entry's of a closed one; INT64_MIN when it holds no batch. */
+ * time-index entry's of a closed one; INT64_MIN when it holds no batch. */
 int64_t mk_segment_max_timestamp(const mk_segment *s);
 
 /* Byte position to start scanning for offset (floor index lookup). */
 uint64_t mk_segment_lookup(const mk_segment *s, int64_t offset);
-/* Byte position to start scanning for the first timestamp >= ts. */
+/* Byte position to start scanning for the first timestamp >= ts: the
+ * offset index's floor of the last time entry with a timestamp <= ts
+ * (Kafka's findOffsetByTimestamp; timeindex.h says why it is exact), 0
+ * when there is none. */
 uint64_t mk_segment_lookup_time(const mk_segment *s, int64_t ts);
 
 /*
@@ -269,13 +290,14 @@ uint64_t mk_segment_lookup_time(const mk_segment *s, int64_t ts);
  * is KAFKA_STORAGE_ERROR) and accepts offset only when it is the base of a
  * batch in it or the end of one (INVALID_REQUEST otherwise); it changes
  * nothing. cut_at() then drops every batch at or after the offset:
- * ftruncate of the .log, truncation of the index, fsync; the segment
+ * ftruncate of the .log, truncation of both indexes, fsync; the segment
  * becomes active.
  */
 typedef struct {
 	int64_t offset;         /* the new end offset */
 	uint64_t pos;           /* the new size */
 	int64_t max_ts;         /* of the batches kept */
+	int64_t max_ts_base;    /* the first kept batch reaching it */
 	int64_t last_base;
 	uint64_t last_pos;      /* last_base's byte position */
 } mk_segment_cut;
@@ -286,31 +308,31 @@ mk_err mk_segment_cut_at(mk_segment *s, const mk_segment_cut *c,
 			 int64_t interval, mk_strbuf *why);
 /*
  * Index entries appended by mk_segment_append wait in memory (up to a
- * page, entryfile.h); this writes them to the index file, so that the
- * file shows every entry (a listing or view of the segments does it).
+ * page, entryfile.h); this writes them to both index files, so that the
+ * files show every entry (a listing or view of the segments does it).
  */
 mk_err mk_segment_write_index_pending(mk_segment *s, mk_strbuf *why);
 /*
- * At roll: add the final index entry (the segment's max timestamp, at its
- * last batch, when the timestamp grew after the last entry), write the
- * pending entries and mark closed. Nothing is fsynced: mk_segment_flush()
- * does that, and then closes the index file.
+ * At roll: add the final time-index entry (the segment's max timestamp
+ * and the batch that first reached it, when it grew after the last
+ * entry), write the pending entries and mark closed. Nothing is fsynced:
+ * mk_segment_flush() does that, and then closes the index files.
  */
 mk_err mk_segment_seal(mk_segment *s, mk_strbuf *why);
 /*
- * fsync the .log and the index when anything is unflushed; a closed
- * segment's index file is then closed (its entries live in memory).
+ * fsync the .log and the indexes when anything is unflushed; a closed
+ * segment's index files are then closed (their entries live in memory).
  */
 mk_err mk_segment_flush(mk_segment *s, mk_strbuf *why);
 /*
- * Simulated crash: cut the .log and index back to what was fsynced; with
+ * Simulated crash: cut the .log and indexes back to what was fsynced; with
  * torn (the log asks it of its last segment), leave a partial frame after
  * it. Then free.
  */
 void mk_segment_crash(mk_segment *s, bool torn);
 /* Close the files and free (no flush). NULL is fine. */
 void mk_segment_close(mk_segment *s);
-/* Delete the two files and free. */
+/* Delete the three files (the .log first) and free. */
 mk_err mk_segment_remove(mk_segment *s, mk_strbuf *why);
 
 /*
@@ -366,9 +388,11 @@ void mk_segment_read_ahead(mk_segment *s, uint64_t pos, uint64_t len);
 /* The CRC field of the frame mk_segment_reader_next() last returned. */
 uint32_t mk_segment_reader_crc(const mk_segment_reader *r);
 /*
- * The in-memory entries of a segment's index: absolute offset, byte
- * position, max timestamp so far. The index must be loaded
- * (mk_segment_load_indexes).
+ * The in-memory entries of a segment's two indexes, as rows (the indexes
+ * must be loaded: mk_segment_load_indexes): the offset index's first,
+ * each an absolute offset and its byte position (*ts -1), then the time
+ * index's, each a timestamp and its absolute offset (*pos -1: a time
+ * entry has no position). count is both indexes' entries.
  */
 size_t mk_segment_index_count(const mk_segment *s);
 void mk_segment_index_entry(const mk_segment *s, size_t i, int64_t *offset,

@@ -19,9 +19,11 @@
 #include "fileio.h"
 #include "parse.h"
 
-/* A segment's files, the .log first (index.h: the one index file). */
-#define NSUFFIXES 2
-static const char *const suffixes[NSUFFIXES] = { ".log", ".index" };
+/* A segment's files, the .log first, then its two indexes (segment.h). */
+#define NSUFFIXES 3
+static const char *const suffixes[NSUFFIXES] = {
+	".log", ".index", ".timeindex",
+};
 
 static void seg_path(mk_strbuf *out, const char *dir, const char *sub,
 		     int64_t base, const char *suffix)

@@ -4,7 +4,7 @@
  *
  * Files it owns in a log directory DIR:
  *
- *     DIR/cleaned/NNN.{log,index}            staged segments: written and
+ *     DIR/cleaned/NNN.{log,index,timeindex}  staged segments: written and
  *                                            fsynced by the cleaner before
  *                                            the swap; garbage otherwise
  *     DIR/swap-journal                       the swap's one recorded step
@@ -26,7 +26,7 @@
  * after (journal, re-applied).
  *
  * Invariant the caller keeps: every staged segment's file was fsynced (with
- * its index) and DIR/cleaned/ fsynced before mk_segswap_commit().
+ * its indexes) and DIR/cleaned/ fsynced before mk_segswap_commit().
  *
  * Failpoints (failpoint.h), in the order a swap passes them:
  *   cleaner.swap.staged          staged files durable, journal not written

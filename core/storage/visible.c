@@ -46,5 +46,6 @@ size_t mk_visible_records(const mk_batch_view *b, int64_t from, int64_t end,
 		n++;
 		*next = rec.offset + 1;
 	}
+	mk_record_iter_release(&it);
 	return n;
 }

@@ -45,7 +45,7 @@ valid=$(mk_valid_size "$active")
 size=$(mk_size "$active")
 note "active segment: $size bytes, valid prefix $valid"
 head -c "$valid" "$active" >"$MK_TMP/prefix"
-printf 'MKF2\x00\x00\x01\x00xx' >>"$active"
+printf '\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00' >>"$active"   # a batch header cut after 10 bytes
 assert_eq "$((size + 10))" "$(mk_size "$active")" "a 10-byte torn frame appended to the active segment"
 
 mk_mount
@@ -75,14 +75,14 @@ head -c "$valid" "$active" >"$MK_TMP/prefix2"
 assert_files_eq "$MK_TMP/prefix" "$MK_TMP/prefix2" "the whole frames before the torn tail are untouched"
 assert_eq "$(mk_size "$active")" "$(mk_valid_size "$active")" "the new frame follows them directly"
 
-# ---- round 2: kill with nothing in flight; a torn tail of only a magic ---------------
+# ---- round 2: kill with nothing in flight; a torn tail of 2 bytes -------------------
 mk_ctl "flush" || fail "/ctl flush"
 n2=$(mk_read "$P/leo")
 mk_kill
 active=$(mk_active_log c 0)
 valid=$(mk_valid_size "$active")
 assert_eq "$valid" "$(mk_size "$active")" "an idle kill leaves whole frames only"
-printf 'MK' >>"$active"
+printf '\x00\x00' >>"$active"
 mk_mount
 assert_eq "$valid" "$(mk_size "$active")" "a 2-byte torn tail is cut"
 assert_eq "$n2" "$(mk_read "$P/leo")" "no record lost by a kill after the appends returned"
@@ -98,10 +98,10 @@ d = open(path, "rb").read()
 # Copy the last whole frame and flip one payload byte: a full-length frame
 # whose CRC does not match.
 pos, last = 0, None
-while pos + 24 <= len(d):
-    n = struct.unpack(">I", d[pos + 4:pos + 8])[0]
-    last = (pos, 24 + n)
-    pos += 24 + n
+while pos + 61 <= len(d):
+    n = struct.unpack(">i", d[pos + 8:pos + 12])[0]
+    last = (pos, 12 + n)
+    pos += 12 + n
 p, n = last
 bad = bytearray(d[p:p + n])
 bad[-1] ^= 0xff

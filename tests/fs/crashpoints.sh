@@ -84,7 +84,9 @@ for want in meta.save.after-fsync meta.save.after-rename broker.crash.before-sav
 	promote.before-save promote.after-save topic.create.before-save \
 	topic.create.before-insert topic.delete.after-mark topic.delete.after-partition \
 	log.roll.after-seal log.roll.after-create segment.create.after-open \
-	log.ckpt.after-fsync log.ckpt.after-rename log.flush.before-checkpoint; do
+	log.ckpt.after-fsync log.ckpt.after-rename log.flush.before-checkpoint \
+	log.epochs.after-fsync logdir.recovery-point.after-write \
+	logdir.recovery-point.after-rename logdir.high-watermark.after-write; do
 	grep -q "^$want " "$MK_TMP/points" || fail "the workload never passes $want"
 done
 

@@ -172,15 +172,25 @@ def normalize(mnt):
 
 
 def epochs_of(path):
+    """A leader-epoch-checkpoint's entries (Kafka's format: version 0, the
+    count, then EPOCH START_OFFSET lines); [] when there is none."""
     out = []
     try:
-        for line in open(path):
-            f = line.split()
-            if f and f[0] == "epoch":
-                out.append((int(f[1]), int(f[2])))
+        lines = open(path).read().splitlines()
     except OSError:
-        pass
+        return out
+    for line in lines[2:]:
+        f = line.split()
+        out.append((int(f[0]), int(f[1])))
     return out
+
+
+# A broker directory's own files (core/storage/logdir.h), and the temporary
+# file a kill can leave beside one of them: no partition's.
+BROKER_FILES = tuple(n + t for n in ("recovery-point-offset-checkpoint",
+                                     "log-start-offset-checkpoint",
+                                     "replication-offset-checkpoint")
+                     for t in ("", ".tmp"))
 
 
 def check(mnt, data, acks, epochs_file):
@@ -220,7 +230,9 @@ def check(mnt, data, acks, epochs_file):
         if not d.startswith("broker-"):
             continue
         for part in sorted(os.listdir(os.path.join(data, d))):
-            ep = epochs_of(os.path.join(data, d, part, "checkpoint"))
+            if part in BROKER_FILES:
+                continue
+            ep = epochs_of(os.path.join(data, d, part, "leader-epoch-checkpoint"))
             for a, b in zip(ep, ep[1:]):
                 if not (a[0] < b[0] and a[1] <= b[1]):
                     bad.append("%s/%s: epoch cache not increasing: %s" % (d, part, ep))
@@ -246,6 +258,8 @@ def check(mnt, data, acks, epochs_file):
     for d in sorted(os.listdir(data)):
         if d.startswith("broker-"):
             for part in os.listdir(os.path.join(data, d)):
+                if part in BROKER_FILES:
+                    continue
                 if "%s/%s" % (d, part) not in known:
                     bad.append("directory %s/%s is no replica in metadata" % (d, part))
     for b in bad:

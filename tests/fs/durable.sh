@@ -118,7 +118,7 @@ assert_eq 101 "$(nrecords t/0)" "101 records after the fail-back"
 # At mount the epoch is at least the newest in any replica's epoch cache:
 # a metadata file that lags behind the logs never makes an epoch reused.
 mk_unmount
-high=$(grep '^epoch ' "$DATA/broker-1/t-0/checkpoint" | tail -n 1 | cut -d' ' -f2)
+high=$(tail -n 1 "$DATA/broker-1/t-0/leader-epoch-checkpoint" | cut -d' ' -f1)
 assert_true "broker 1's epoch cache knows epoch $high >= 1" test "${high:-0}" -ge 1
 edit_metadata '^(partition t 0 .*)epoch=[0-9]+' '\1epoch=0'
 mk_mount
@@ -294,12 +294,13 @@ assert_false test -e "$DATA/broker-1/t-0"
 # its log is refused, never cut silently; an in-sync replica leads.
 fresh mk_mount
 mk_unmount
-assert_eq 100 "$(cat "$DATA/broker-1/t-0/high-watermark")" "the unmount saved broker 1's HW"
+assert_eq 100 "$(awk '$1 == "t" && $2 == "0" { print $3 }' "$DATA/broker-1/replication-offset-checkpoint")" \
+	"the unmount saved broker 1's HW (replication-offset-checkpoint)"
 : >"$(mk_active_log t 0 1)"       # damage: the leader's records are gone
 mk_mount
 errs=$(mk_read "$MNT/errors")
-assert_match "broker 1 t-0: cannot open log: .*broker-1/t-0/checkpoint: recovery_point 100 is past the log's end 0" \
-	"$errs" "/errors names the checkpoint's recovery point past the log's end"
+assert_match "broker 1 t-0: cannot open log: .*broker-1/recovery-point-offset-checkpoint: t 0: recovery_point 100 is past the log's end 0" \
+	"$errs" "/errors names the saved recovery point past the log's end"
 assert_match "leadership moves from broker 1 \\(its log could not be opened\\) to broker 2" "$errs" \
 	"and that the leadership moves"
 assert_eq 2 "$(val t/0 leader)" "broker 2, in sync with the records, leads"
@@ -309,9 +310,13 @@ assert_match "broker 1 +failed" "$(val t/0 state)" "broker 1's replica is offlin
 mk_unmount
 
 # ---- a recovery below the checkpointed HW: said; the replica catches up ----------------
-# The operator accepts the loss by removing broker 1's checkpoint: the log
-# opens with what its segments hold, below the HW it saved, and says so.
-rm "$DATA/broker-1/t-0/checkpoint"
+# The operator accepts the loss by removing t-0's line from broker 1's
+# recovery-point-offset-checkpoint (and lowering the count): the log opens
+# with what its segments hold, below the HW it saved, and says so.
+rp=$DATA/broker-1/recovery-point-offset-checkpoint
+awk 'NR == 1 { print; next } NR == 2 { next } !($1 == "t" && $2 == "0") { l[n++] = $0 }
+     END { print n + 0; for (i = 0; i < n; i++) print l[i] }' "$rp" >"$rp.new" && mv "$rp.new" "$rp"
+assert_eq "$(printf '0\n0')" "$(cat "$rp")" "broker 1 knows no recovery point for t-0 any more"
 mk_mount
 assert_match "recovery cut the log to 0, below its checkpointed high watermark 100" \
 	"$(mk_read "$MNT/errors")" "/errors says the recovery cut below the HW"

@@ -521,38 +521,49 @@ mk_active_log() {
 	ls "$d"/*.log 2>/dev/null | sort | tail -n 1
 }
 
-# The size of the valid prefix of a segment file: whole frames
-# ("MKF2" | u32 length | i64 base offset | i32 epoch | u32 CRC32(payload) |
-# payload) from byte 0.
+# The size of the valid prefix of a segment file: whole Kafka RecordBatch
+# v2 batches (i64 baseOffset | i32 batchLength | i32 epoch | i8 magic 2 |
+# u32 CRC-32C of the rest | ...) from byte 0. The CRC-32C is computed here
+# in Python (the standard library has none).
+MK_BATCH_WALK='
+import struct, sys
+T = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    T.append(c)
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = T[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+def batches(d, check):
+    pos = 0
+    while pos + 61 <= len(d) and d[pos + 16] == 2:
+        n = struct.unpack(">i", d[pos + 8:pos + 12])[0]
+        crc = struct.unpack(">I", d[pos + 17:pos + 21])[0]
+        if n < 49 or pos + 12 + n > len(d):
+            break
+        if check and crc32c(d[pos + 21:pos + 12 + n]) != crc:
+            break
+        yield pos, 12 + n
+        pos += 12 + n
+'
 mk_valid_size() {
-	"$MK_PYTHON" - "$1" <<'PY'
-import struct, sys, zlib
+	"$MK_PYTHON" -c "$MK_BATCH_WALK"'
 d = open(sys.argv[1], "rb").read()
-pos = 0
-while pos + 24 <= len(d) and d[pos:pos + 4] == b"MKF2":
-    n = struct.unpack(">I", d[pos + 4:pos + 8])[0]
-    crc = struct.unpack(">I", d[pos + 20:pos + 24])[0]
-    if pos + 24 + n > len(d) or zlib.crc32(d[pos + 24:pos + 24 + n]) != crc:
-        break
-    pos += 24 + n
-print(pos)
-PY
+end = 0
+for pos, n in batches(d, True):
+    end = pos + n
+print(end)' "$1"
 }
 
-# The number of whole frames in a segment file.
+# The number of whole batches in a segment file.
 mk_frame_count() {
-	"$MK_PYTHON" - "$1" <<'PY'
-import struct, sys
+	"$MK_PYTHON" -c "$MK_BATCH_WALK"'
 d = open(sys.argv[1], "rb").read()
-pos = count = 0
-while pos + 24 <= len(d) and d[pos:pos + 4] == b"MKF2":
-    n = struct.unpack(">I", d[pos + 4:pos + 8])[0]
-    if pos + 24 + n > len(d):
-        break
-    pos += 24 + n
-    count += 1
-print(count)
-PY
+print(sum(1 for _ in batches(d, False)))' "$1"
 }
 
 # file size in bytes

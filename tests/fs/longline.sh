@@ -68,9 +68,11 @@ refused_midway() {
 
 M=1048588          # message.max.bytes, the default
 OVER=1048676       # the line: 1,048,675 bytes and its newline
-# The longest plain line a partition batch holds: 66 bytes of empty frame
-# and 24 of record around it (core/storage/codec.h).
-FITS=$((M - 66 - 24))
+# The longest plain line a partition batch holds: Kafka's 61-byte batch
+# header and 11 bytes of record around the value (a 3-byte varint length,
+# attributes, timestamp and offset deltas, key length -1, a 3-byte value
+# length, header count: core/storage/codec.h).
+FITS=$((M - 61 - 11))
 
 # ---- one over-long line, every append form, five buffer offsets -----------------
 # One descriptor per offset: the line, then a short line, then close.

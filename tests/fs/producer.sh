@@ -72,17 +72,17 @@ assert_eq "ok ok" "${R[1]} ${R[2]}" "two idempotent writes"
 assert_eq "u 0 1 2|u 0 3 1" "${R[3]}" "their receipts"
 assert_eq "u 0 3" "$(mk_read "$MNT/producers/p/sequences")" \
 	"sequences: the next sequence per partition (T P SEQ)"
-# The frames carry id, epoch and sequence (codec.h: producer id at frame
-# byte 26, epoch at 34, base sequence at 36).
+# The batches carry id, epoch and sequence (Kafka's RecordBatch v2:
+# producerId at byte 43, producerEpoch at 51, baseSequence at 53).
 frames=$("$MK_PYTHON" - "$(mk_active_log u 0)" <<'PY'
 import struct, sys
 d = open(sys.argv[1], "rb").read()
 pos, out = 0, []
-while pos + 24 <= len(d):
-    n = struct.unpack(">I", d[pos + 4:pos + 8])[0]
-    pid, ep, seq = struct.unpack(">qhi", d[pos + 26:pos + 40])
+while pos + 61 <= len(d):
+    n = struct.unpack(">i", d[pos + 8:pos + 12])[0]
+    pid, ep, seq = struct.unpack(">qhi", d[pos + 43:pos + 57])
     out.append("%d/%d/%d" % (pid, ep, seq))
-    pos += 24 + n
+    pos += 12 + n
 print(" ".join(out))
 PY
 )

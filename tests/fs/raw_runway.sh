@@ -31,6 +31,12 @@ assert_true "the raw bytes are DATA_DIR's first bytes" \
 	cmp -s "$MK_TMP/raw.log" <(head -c "$valid" "$D/$F")
 assert_eq "" "$(dd if="$P/segments/$F" bs=1 skip="$valid" count=16 2>/dev/null)" \
 	"a read past the log's size gets nothing"
+# The index files have no runway (nor Kafka's preallocation): raw view and
+# DATA_DIR's file agree, both exactly their entries.
+for x in index timeindex; do
+	assert_files_eq "$D/${F%.log}.$x" "$P/segments/${F%.log}.$x" "the raw active .$x is DATA_DIR's"
+done
+assert_eq 0 "$(( $(mk_size "$D/${F%.log}.timeindex") % 12 ))" "the .timeindex is whole 12-byte entries"
 
 # A roll seals the segment: its file is cut, raw view and file agree.
 assert_ok "segment.bytes=70000" mk_write "$MNT/topics/r/config" "segment.bytes=70000"

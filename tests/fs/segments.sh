@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # segments.sh — with a small segment.bytes appends roll segments; segments/
-# shows the leader's files raw under their 20-digit names; a deleted .index
-# is rebuilt and loses nothing.
+# shows the leader's files raw under their 20-digit names, Kafka's three a
+# segment (.log, .index, .timeindex); deleted index files are rebuilt and
+# lose nothing.
 . "$(dirname "$0")/lib.sh"
 
 mk_mount '[cluster]
@@ -20,12 +21,14 @@ mk_write "$P/append" "value-20" || fail "append value-20"
 assert_eq "21" "$(mk_read "$P/leo")" "21 records"
 
 names=$(ls "$P/segments")
-bad=$(printf '%s\n' "$names" | grep -vE '^[0-9]{20}\.(log|index)$')
-assert_eq "" "$bad" "every name in segments/ is 20 digits and .log or .index (the time index is in the .index)"
+bad=$(printf '%s\n' "$names" | grep -vE '^[0-9]{20}\.(log|index|timeindex)$')
+assert_eq "" "$bad" "every name in segments/ is 20 digits and .log, .index or .timeindex"
 nlog=$(printf '%s\n' "$names" | grep -c '\.log$')
 assert_true "several segments ($nlog)" test "$nlog" -ge 3
 assert_eq "$nlog" "$(printf '%s\n' "$names" | grep -c '\.index$')" "one .index per .log"
-assert_eq "0" "$(ls "$D" | grep -c '\.timeindex$')" "DATA_DIR holds two files per segment (no .timeindex)"
+assert_eq "$nlog" "$(printf '%s\n' "$names" | grep -c '\.timeindex$')" "one .timeindex per .log"
+assert_eq "$(printf '%s\n' "$names" | sort)" "$(ls "$D" | grep -E '^[0-9]{20}\.(log|index|timeindex)$' | sort)" \
+	"DATA_DIR holds Kafka's three files per segment, as segments/ lists them"
 assert_eq "$(ls "$D" | grep -E '^[0-9]{20}\.log$' | sort)" "$(printf '%s\n' "$names" | grep '\.log$' | sort)" \
 	"segments/ lists the .log files of DATA_DIR/broker-1/s-0"
 assert_eq "00000000000000000000.log" "$(printf '%s\n' "$names" | grep '\.log$' | sort | head -n 1)" \
@@ -36,8 +39,8 @@ prev_end=-1
 all_ok=1
 for f in $(printf '%s\n' "$names" | grep '\.log$' | sort); do
 	base=$((10#${f%.log}))
-	magic=$(head -c 4 "$P/segments/$f")
-	[ "$magic" = "MKF2" ] || { all_ok=0; note "$f starts with '$magic'"; }
+	magic=$(od -An -tu1 -j16 -N1 "$P/segments/$f" | tr -d ' ')
+	[ "$magic" = "2" ] || { all_ok=0; note "$f: magic '$magic' at byte 16"; }
 	size=$(stat -c %s "$P/segments/$f")
 	[ "$size" = "$(mk_size "$D/$f")" ] || { all_ok=0; note "$f: st_size $size differs from DATA_DIR"; }
 	cmp -s "$P/segments/$f" "$D/$f" || { all_ok=0; note "$f: raw read differs from DATA_DIR"; }
@@ -53,9 +56,20 @@ for f in $(printf '%s\n' "$names" | grep '\.log$' | sort); do
 		note "$f: $size bytes over segment.bytes=200 with more than one batch"
 	fi
 done
-assert_eq 1 "$all_ok" "each segment: magic MKF1, raw bytes = DATA_DIR, whole frames, named by its first offset, within segment.bytes"
-idx=$(printf '%s\n' "$names" | grep '\.index$' | sort | tail -n 1)
-assert_true "the active .index is a multiple of 16 bytes" test $(($(stat -c %s "$P/segments/$idx") % 16)) = 0
+assert_eq 1 "$all_ok" "each segment: RecordBatch v2 (magic 2), raw bytes = DATA_DIR, whole frames, named by its first offset, within segment.bytes"
+# Kafka's entry sizes, and exactly the entries (no preallocation): 8 bytes
+# an offset entry, 12 a time entry, in every segment's files.
+sizes_ok=1
+for f in $(printf '%s\n' "$names" | grep -E 'index$'); do
+	sz=$(stat -c %s "$P/segments/$f")
+	case $f in
+	*.timeindex) w=12 ;;
+	*) w=8 ;;
+	esac
+	[ "$sz" -gt 0 ] && [ $((sz % w)) = 0 ] || { sizes_ok=0; note "$f: $sz bytes"; }
+	[ "$sz" = "$(mk_size "$D/$f")" ] || { sizes_ok=0; note "$f: st_size $sz differs from DATA_DIR"; }
+done
+assert_eq 1 "$sizes_ok" "every .index is 8-byte entries, every .timeindex 12-byte ones, none empty"
 assert_fails_with ENOENT mk_read "$P/segments/00000000000000000999.log"
 assert_fails_with EINVAL mk_write "$P/segments/00000000000000000000.log" "x"
 
@@ -70,27 +84,43 @@ mk_read "$P/records:tsv" >"$MK_TMP/before.tsv"
 # ---- delete index files while unmounted: they are rebuilt ---------------------------
 mk_unmount
 first_idx=$D/00000000000000000000.index
+first_tim=$D/00000000000000000000.timeindex
 active_idx=$(ls "$D"/*.index | sort | tail -n 1)
+active_tim=${active_idx%.index}.timeindex
 mid_idx=$(ls "$D"/*.index | sort | sed -n 2p)
-cp "$first_idx" "$MK_TMP/first.index"
-cp "$active_idx" "$MK_TMP/active.index"
-rm -f "$first_idx" "$active_idx" "$mid_idx"
-note "deleted $(basename "$first_idx") $(basename "$mid_idx") $(basename "$active_idx")"
-# A time index of the earlier three-file format lying about: deleted.
-printf 'stray time index' >"$D/00000000000000000000.timeindex"
+mid_tim=${mid_idx%.index}.timeindex
+third_tim=$(ls "$D"/*.timeindex | sort | sed -n 3p)
+for f in "$first_idx" "$first_tim" "$active_idx" "$active_tim" "$mid_tim" "$third_tim"; do
+	cp "$f" "$MK_TMP/$(basename "$f")"
+done
+# The first segment loses both, the middle one its .index (its .timeindex
+# stays), the third its .timeindex (its .index stays), the active both.
+rm -f "$first_idx" "$first_tim" "$active_idx" "$active_tim" "$mid_idx" "$third_tim"
+note "deleted $(basename "$first_idx") $(basename "$first_tim") $(basename "$mid_idx") $(basename "$third_tim") $(basename "$active_idx") $(basename "$active_tim")"
+# The merged 16-byte .index of before issue 25 point 2 in the first segment's place
+# (no .timeindex beside it): never taken for Kafka's, rebuilt.
+"$MK_PYTHON" -c '
+import struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+d = open(src, "rb").read()
+out = b"".join(struct.pack(">q", 1700000000000 + i) + d[i * 8:i * 8 + 8]
+               for i in range(len(d) // 8))
+open(dst, "wb").write(out)' "$MK_TMP/$(basename "$first_idx")" "$first_idx"
 mk_mount
+assert_true "a closed segment's .timeindex is left alone at mount (read at first use)" \
+	test -f "$mid_tim"
 mk_read "$P/records:tsv" >"$MK_TMP/after.tsv"
 assert_files_eq "$MK_TMP/before.tsv" "$MK_TMP/after.tsv" "every record reads back with the indexes deleted"
 for off in 0 3 10 17 20; do
 	assert_eq "value-$off" "$(mk_read "$P/records@$off:max=1")" "records@$off without its index"
 done
 assert_eq "$names" "$(ls "$P/segments")" "segments/ lists the same names"
-assert_true "a stray .timeindex is deleted at mount" test ! -e "$D/00000000000000000000.timeindex"
-assert_true "the active segment's index reappeared" test -f "$active_idx"
-assert_true "the first segment's index reappeared (after reading it)" test -f "$first_idx"
-assert_true "the middle segment's index reappeared (after reading it)" test -f "$mid_idx"
-[ -f "$first_idx" ] && assert_files_eq "$MK_TMP/first.index" "$first_idx" "the rebuilt first index equals the original"
-[ -f "$active_idx" ] && assert_files_eq "$MK_TMP/active.index" "$active_idx" "the rebuilt active index equals the original"
+assert_true "the active segment's indexes reappeared" test -f "$active_idx" -a -f "$active_tim"
+assert_true "the middle segment's .index reappeared (after reading it)" test -f "$mid_idx"
+assert_true "the third segment's .timeindex reappeared (after reading it)" test -f "$third_tim"
+for f in "$first_idx" "$first_tim" "$active_idx" "$active_tim" "$mid_tim" "$third_tim"; do
+	assert_files_eq "$MK_TMP/$(basename "$f")" "$f" "the rebuilt $(basename "$f") equals the original"
+done
 
 # Appends go on after the rebuild, into the right segment.
 assert_ok "append after the rebuild" mk_write "$P/append" "value-21"

@@ -42,10 +42,22 @@ leos() {
 # toPositive(murmur2(KEY)) mod N, as the partitioner must compute it.
 part_of() { mk_part_of "$1" "$2"; }
 
-# The exact frame size of N keyless records of L value bytes each
-# (codec.h: 12-byte header, 49 fixed payload bytes, txn id length 2,
-# record count 4; a record is 24 bytes plus its value when the key is null).
-frame_size() { echo $((12 + 49 + 2 + 4 + $1 * (24 + $2))); }
+# The exact batch size of N keyless records of L value bytes each, all
+# with one timestamp (Kafka's RecordBatch v2: a 61-byte header; a record
+# is its varint length, then attributes, timestamp delta 0, its offset
+# delta, key length -1, value length, the value and a header count 0).
+frame_size() {
+	"$MK_PYTHON" -c '
+import sys
+n, l = int(sys.argv[1]), int(sys.argv[2])
+def vs(v):
+    z, k = (v << 1) ^ (v >> 31), 1
+    while z >= 0x80:
+        z, k = z >> 7, k + 1
+    return k
+body = lambda i: 1 + 1 + vs(i) + 1 + vs(l) + l + 1
+print(61 + sum(vs(body(i)) + body(i) for i in range(n)))' "$1" "$2"
+}
 
 # ============================================================================
 # linger.ms = 0 (the default): one write is one batch per partition touched
@@ -194,16 +206,16 @@ done
 mk_unmount
 
 # ============================================================================
-# linger.ms = 100, batch.size = 1000, manual clock
+# linger.ms = 100, batch.size = 500, manual clock
 # ============================================================================
-# Records of 8 value bytes: 29 fit a batch of batch.size 1000 (frame 995
-# bytes), 30 do not (1027).
-assert_eq "995 1027" "$(frame_size 29 8) $(frame_size 30 8)" "(frame arithmetic)"
+# Records of 8 value bytes: 29 fit a batch of batch.size 500 (a batch of
+# 496 bytes), 30 do not (511).
+assert_eq "496 511" "$(frame_size 29 8) $(frame_size 30 8)" "(frame arithmetic)"
 mk_mount '[cluster]
 clock = manual
 [producer]
 linger.ms = 100
-batch.size = 1000'
+batch.size = 500'
 mk_ctl "create-topic l partitions=2" || bail "create-topic l"
 recs() { # recs FROM TO: lines rec-FROM..rec-TO (4-digit), escaped
 	local i s=""

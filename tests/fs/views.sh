@@ -7,7 +7,8 @@
 #      a promotion and disappears at its truncation
 #   2. batches[@POS]: one line per batch, matching the segment's bytes;
 #      :json, :tsv, :max=N; :committed refused
-#   3. N.index:txt decodes the sparse index (offset, position, max timestamp)
+#   3. N.index:txt decodes the offset index (offset, position), N.timeindex:txt
+#      the time index (max timestamp so far, the batch that first reached it)
 #   4. shell habits: head -n 1, tail -n 5, tail -f, ls -l sizes
 #   5. clear words: the replication-factor hint, no /errors line for the
 #      lookup before a mkdir, the old leader drawn "diverged" in state
@@ -97,15 +98,15 @@ assert_files_eq "$DATA/broker-2/t-0/$seg" "$B2/segments/$seg" \
 
 # ---- 2. batches ---------------------------------------------------------------
 line=$(rd "$T/batches@1" | head -n 1)
-read -r base last count bytes file pos epoch pid pepoch bseq txn control maxts crc <<<"$line"
+read -r base last count bytes file pos epoch pid pepoch bseq txn control maxts crc codec <<<"$line"
 assert_eq "1 1 1 00000000000000000000.log 0 -1 -1 -1 false false" \
 	"$base $last $count $file $epoch $pid $pepoch $bseq $txn $control" "batches@1 starts with the batch holding offset 1"
 frame=$MK_TMP/frame
 dd if="$T/segments/$file" of="$frame" bs=1 skip="$pos" count="$bytes" status=none
-assert_eq "MKF2" "$(head -c 4 "$frame")" "the frame at FILE POSITION starts with the magic"
-assert_eq "$crc" "$(od -An -tx1 -j20 -N4 "$frame" | tr -d ' \n')" "CRC is the frame's CRC field"
-assert_eq "$bytes" "$(( $(od -An -tu1 -j4 -N4 "$frame" | awk '{print ($1*16777216)+($2*65536)+($3*256)+$4}') + 24 ))" \
-	"BYTES is the payload length plus the 24-byte header"
+assert_eq "2" "$(od -An -tu1 -j16 -N1 "$frame" | tr -d ' ')" "the batch at FILE POSITION has magic 2 at byte 16"
+assert_eq "$crc" "$(od -An -tx1 -j17 -N4 "$frame" | tr -d ' \n')" "CRC is the batch's CRC-32C field"
+assert_eq "$bytes" "$(( $(od -An -tu1 -j8 -N4 "$frame" | awk '{print ($1*16777216)+($2*65536)+($3*256)+$4}') + 12 ))" \
+	"BYTES is batchLength plus the 12 bytes before it"
 assert_eq "4" "$(rd "$T/batches" | wc -l)" "one line per batch (a b c d0)"
 assert_eq "1" "$(rd "$T/batches:max=1" | wc -l)" "batches:max=1"
 assert_eq "" "$(rd "$T/batches@latest")" "batches@latest is empty"
@@ -130,28 +131,47 @@ for ix in $(ls "$T/segments" | grep '\.index$'); do
 	base=$((10#${ix%.index}))
 	txt=$(rd "$T/segments/$ix:txt")
 	n=$(printf '%s\n' "$txt" | grep -c .)
-	[ "$(( $(mk_size "$DATA/broker-1/t-0/$ix") / 16 ))" = "$n" ] || { ok=0; note "$ix: $n entries"; }
-	[ "$(printf '%s\n' "$txt" | head -n 1 | cut -d' ' -f1,2)" = "$base 0" ] || { ok=0; note "$ix first: $txt"; }
-	# Every entry names a batch start: BASE_OFFSET and POSITION of a batch
-	# line, and the largest MAX_TIMESTAMP of the segment's batches up to it.
-	while read -r off p ts; do
-		rd "$T/batches" | awk -v o="$off" -v p="$p" -v ts="$ts" -v f="${ix%.index}.log" \
-			'$5 == f && $1 <= o && (m == "" || $13 > m) { m = $13 }
-			 $1 == o && $5 == f && $6 == p { found = 1 }
-			 END { exit !(found && m == ts) }' ||
-			{ ok=0; note "$ix: $off $p $ts is not a batch start with its max timestamp"; }
+	[ "$(( $(mk_size "$DATA/broker-1/t-0/$ix") / 8 ))" = "$n" ] || { ok=0; note "$ix: $n entries"; }
+	[ "$(printf '%s\n' "$txt" | head -n 1)" = "$base 0" ] || { ok=0; note "$ix first: $txt"; }
+	# Every entry names a batch start: BASE_OFFSET and POSITION of a batch line.
+	while read -r off p; do
+		rd "$T/batches" | awk -v o="$off" -v p="$p" -v f="${ix%.index}.log" \
+			'$1 == o && $5 == f && $6 == p { found = 1 } END { exit !found }' ||
+			{ ok=0; note "$ix: $off $p is not a batch start"; }
 	done <<<"$txt"
 done
-assert_eq 1 "$ok" "every N.index:txt entry is OFFSET POSITION MAX_TIMESTAMP of a batch start, one per 16 raw bytes"
+assert_eq 1 "$ok" "every N.index:txt entry is OFFSET POSITION of a batch start, one per 8 raw bytes"
+ok=1
+for tx in $(ls "$T/segments" | grep '\.timeindex$'); do
+	base=$((10#${tx%.timeindex}))
+	txt=$(rd "$T/segments/$tx:txt")
+	n=$(printf '%s\n' "$txt" | grep -c .)
+	[ "$(( $(mk_size "$DATA/broker-1/t-0/$tx") / 12 ))" = "$n" ] || { ok=0; note "$tx: $n entries"; }
+	[ "$(printf '%s\n' "$txt" | head -n 1 | cut -d' ' -f2)" = "$base" ] || { ok=0; note "$tx first: $txt"; }
+	# Every entry is the segment's largest MAX_TIMESTAMP up to a batch,
+	# and that batch is the first to reach it.
+	while read -r ts off; do
+		rd "$T/batches" | awk -v o="$off" -v ts="$ts" -v f="${tx%.timeindex}.log" \
+			'$5 == f && $1 < o && (b == "" || $13 > b) { b = $13 }
+			 $5 == f && $1 == o { found = 1; m = $13 }
+			 END { exit !(found && m == ts && (b == "" || b < ts)) }' ||
+			{ ok=0; note "$tx: $ts $off is not where the max timestamp was first reached"; }
+	done <<<"$txt"
+done
+assert_eq 1 "$ok" "every N.timeindex:txt entry is TIMESTAMP OFFSET, the max so far first reached there, one per 12 raw bytes"
 first_ix=$(ls "$T/segments" | grep '\.index$' | head -n 1)
 assert_fails_with ENOENT mk_read "$T/segments/${first_ix%.index}.log:txt"
-assert_fails_with ENOENT mk_read "$T/segments/${first_ix%.index}.timeindex:txt"
+assert_fails_with ENOENT mk_read "$T/segments/${first_ix%.index}.txnindex:txt"
 assert_eq "$(mk_size "$DATA/broker-1/t-0/$first_ix")" \
 	"$(stat -c %s "$T/segments/$first_ix")" "the raw .index stays raw"
+first_tx=${first_ix%.index}.timeindex
+assert_files_eq "$DATA/broker-1/t-0/$first_tx" "$T/segments/$first_tx" "the raw .timeindex stays raw"
 cmd "$MNT/brokers/fetch" || fail "fetch round 3"
 cmd "$MNT/brokers/fetch" || fail "fetch round 4"
 assert_eq "$(rd "$T/segments/$first_ix:txt")" "$(rd "$B2/segments/$first_ix:txt")" \
 	"broker 2's index decodes as the leader's"
+assert_eq "$(rd "$T/segments/$first_tx:txt")" "$(rd "$B2/segments/$first_tx:txt")" \
+	"broker 2's time index decodes as the leader's"
 
 # ---- 4. shell habits ---------------------------------------------------------------
 out=$(head -n 1 "$T/records" 2>"$MK_TMP/err"); rc=$?

@@ -80,7 +80,7 @@ static mk_clean_params params(int64_t now, int64_t point)
 /* Append one record (key NULL: keyless; value NULL: tombstone). */
 static int64_t put(mk_log *log, const char *key, const char *value, int64_t ts)
 {
-	mk_batch_meta meta = { 0, 0, 0, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_meta meta = { 0, 0, 0, -1, -1, -1, 0, false, 0 };
 	mk_batch_builder b;
 	mk_builder_init(&b, &meta);
 	mk_builder_add(&b, ts, key ? mk_bytes_of(key, strlen(key)) : MK_BYTES_NULL,
@@ -98,7 +98,7 @@ static int64_t put(mk_log *log, const char *key, const char *value, int64_t ts)
 static int64_t put_producer(mk_log *log, const char *k1, const char *k2,
 			    int32_t seq)
 {
-	mk_batch_meta meta = { 0, 0, 0, 77, 3, seq, MK_BYTES_NULL };
+	mk_batch_meta meta = { 0, 0, 0, 77, 3, seq, 0, false, 0 };
 	mk_batch_builder b;
 	mk_builder_init(&b, &meta);
 	mk_builder_add(&b, 5, mk_bytes_of(k1, strlen(k1)), mk_bytes_of("p", 1), NULL, 0);
@@ -113,7 +113,7 @@ static int64_t put_producer(mk_log *log, const char *k1, const char *k2,
 
 static void put_marker(mk_log *log)
 {
-	mk_batch_meta meta = { MK_BATCH_COMMIT_MARKER, 0, 0, 9, 0, -1, MK_BYTES_NULL };
+	mk_batch_meta meta = { MK_BATCH_COMMIT_MARKER, 0, 0, 9, 0, -1, 0, false, 0 };
 	mk_strbuf out = MK_STRBUF_INIT;
 	mk_frame_marker(&out, &meta, 7);
 	int64_t base;
@@ -503,7 +503,7 @@ static void follower_copies_a_compacted_log(void **state)
 {
 	fixture *f = *state;
 	char fdir[160];
-	snprintf(fdir, sizeof(fdir), "%s/follower", f->root);
+	snprintf(fdir, sizeof(fdir), "%s/follower-0", f->root);
 	mk_log *log = article_log(f->dir);
 	mk_strbuf why = MK_STRBUF_INIT, buf = MK_STRBUF_INIT;
 	mk_clean_params cp = params(100, mk_log_end_offset(log));
@@ -564,7 +564,7 @@ static void crash_at_every_swap_step(void **state)
 	fixture *f = *state;
 	char ref[160], path[200];
 	/* The log before and after a clean compaction. */
-	snprintf(ref, sizeof(ref), "%s/ref", f->root);
+	snprintf(ref, sizeof(ref), "%s/ref-0", f->root);
 	mk_log *log = article_log(ref);
 	mk_strbuf before = MK_STRBUF_INIT, after = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
 	dump(log, &before);

@@ -29,6 +29,7 @@
 #include "failpoint.h"
 #include "fileio.h"
 #include "log.h"
+#include "logdir.h"
 #include "replica.h"
 #include "testlib.h"
 
@@ -115,7 +116,7 @@ static mk_err append(fixture *f, const char *name, const char *v, int acks)
 	mk_topic *t = mk_cluster_topic(f->c, name);
 	assert_non_null(t);
 	mk_batch_builder b;
-	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, 0, false, 0 };
 	mk_builder_init(&b, &meta);
 	mk_builder_add(&b, 1000, MK_BYTES_NULL, mk_bytes_of(v, strlen(v)), NULL, 0);
 	mk_builder_finish(&b);
@@ -166,8 +167,9 @@ static void break_saves(fixture *f, bool broken)
 
 /* ---- decide, persist, act ------------------------------------------------ */
 
-/* A crash point in a forked child: the child runs fn and must die there. */
-static void die_at(fixture *f, const char *point, void (*fn)(fixture *f))
+/* A crash point in a forked child: the child (the cluster reopened) runs
+ * fn and must die there; the parent's cluster is closed. */
+static void killed_at(fixture *f, const char *point, void (*fn)(fixture *f))
 {
 	/* The child inherits the open cluster; the parent must not touch it
 	 * again (its threads are the child's no more): close it first and
@@ -187,8 +189,16 @@ static void die_at(fixture *f, const char *point, void (*fn)(fixture *f))
 	}
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFSIGNALED(st))
+		print_error("%s: the child exited %d\n", point, WEXITSTATUS(st));
 	assert_true(WIFSIGNALED(st));
 	assert_int_equal(WTERMSIG(st), SIGKILL);
+}
+
+/* The same, then the cluster reopened (the recovery). */
+static void die_at(fixture *f, const char *point, void (*fn)(fixture *f))
+{
+	killed_at(f, point, fn);
 	open_cluster(f);
 }
 
@@ -467,13 +477,13 @@ static void test_missing_segment_refused(void **state)
 {
 	fixture *f = *state;
 	mk_strbuf dir = MK_STRBUF_INIT, why = MK_STRBUF_INIT, path = MK_STRBUF_INIT;
-	mk_strbuf_addf(&dir, "%s/log", f->root);
+	mk_strbuf_addf(&dir, "%s/log-0", f->root);
 	mk_log_config lc = { 128, 4096, 0, NULL, NULL };
 	mk_log *log;
 	assert_int_equal(mk_log_open(dir.buf, &lc, &log, &why), MK_OK);
 	for (int i = 0; i < 20; i++) {
 		mk_batch_builder b;
-		mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
+		mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, 0, false, 0 };
 		mk_builder_init(&b, &meta);
 		mk_builder_add(&b, 1000, MK_BYTES_NULL,
 			       mk_bytes_of("0123456789abcdef", 16), NULL, 0);
@@ -549,6 +559,208 @@ static void test_epoch_of_offline_replica(void **state)
 	mk_strbuf_release(&bad);
 }
 
+/* ---- Kafka's checkpoint files (logdir.h, log_checkpoint.h) -------------- */
+
+/* DATA_DIR/broker-B/NAME, whole; "" when missing. */
+static void broker_file(fixture *f, int broker, const char *name,
+			mk_strbuf *out)
+{
+	mk_strbuf rel = MK_STRBUF_INIT;
+	mk_strbuf_addf(&rel, "broker-%d/%s", broker, name);
+	file_of(f, rel.buf, out);
+	mk_strbuf_release(&rel);
+}
+
+static int64_t entry_of(fixture *f, int broker, int file, const char *topic)
+{
+	mk_strbuf dir = MK_STRBUF_INIT;
+	mk_strbuf_addf(&dir, "%s/broker-%d", f->dir, broker);
+	int64_t v = tl_ckpt_offset(dir.buf, file, topic, 0);
+	mk_strbuf_release(&dir);
+	return v;
+}
+
+static void append_n(fixture *f, const char *topic, int n)
+{
+	for (int i = 0; i < n; i++)
+		assert_int_equal(append(f, topic, "v", 1), MK_OK);
+	/* Two rounds: the followers copy, then learn the HW. */
+	assert_int_equal(mk_cluster_replicate(f->c, NULL), MK_OK);
+	assert_int_equal(mk_cluster_replicate(f->c, NULL), MK_OK);
+}
+
+/*
+ * After appends and a flush each broker directory holds Kafka's three
+ * offset checkpoints, one "TOPIC PARTITION OFFSET" line per replica it
+ * hosts (sorted), and each replica directory its leader-epoch-checkpoint;
+ * what they say is what a reopen goes by.
+ */
+static void test_kafka_checkpoint_files(void **state)
+{
+	fixture *f = *state;
+	open_cluster(f);
+	create(f, "t", 2, NULL);
+	create(f, "a", 2, NULL);
+	append_n(f, "t", 5);
+	append_n(f, "a", 2);
+	assert_int_equal(mk_cluster_flush(f->c, NULL), MK_OK);
+	int32_t e = info_of(f, "t").leader_epoch;
+	mk_strbuf text = MK_STRBUF_INIT, want = MK_STRBUF_INIT;
+	for (int b = 1; b <= 2; b++) {
+		broker_file(f, b, "recovery-point-offset-checkpoint", &text);
+		assert_string_equal(text.buf, "0\n2\na 0 2\nt 0 5\n");
+		broker_file(f, b, "log-start-offset-checkpoint", &text);
+		assert_string_equal(text.buf, "0\n2\na 0 0\nt 0 0\n");
+		broker_file(f, b, "replication-offset-checkpoint", &text);
+		assert_string_equal(text.buf, "0\n2\na 0 2\nt 0 5\n");
+		broker_file(f, b, "t-0/leader-epoch-checkpoint", &text);
+		mk_strbuf_reset(&want);
+		mk_strbuf_addf(&want, "0\n1\n%d 0\n", (int)e);
+		assert_string_equal(text.buf, want.buf);
+		broker_file(f, b, "t-0/checkpoint", &text);
+		assert_string_equal(text.buf, "version 2\nsegments 0\n");
+		broker_file(f, b, "t-0/high-watermark", &text);
+		assert_int_equal(text.len, 0);   /* the file of before: none */
+	}
+	assert_int_equal(mk_cluster_close(f->c), MK_OK);
+	f->c = NULL;
+
+	/* Read back at open: a log start set in the files is the logs'. */
+	const char *starts = "0\n2\na 0 0\nt 0 2\n";
+	write_file(f, "broker-1/log-start-offset-checkpoint", starts,
+		   strlen(starts));
+	write_file(f, "broker-2/log-start-offset-checkpoint", starts,
+		   strlen(starts));
+	open_cluster(f);
+	assert_int_equal(info_of(f, "t").log_start, 2);
+	assert_int_equal(info_of(f, "t").leo, 5);
+	assert_int_equal(info_of(f, "t").hw, 5);
+
+	/* A deleted topic's lines go with it. */
+	assert_int_equal(mk_cluster_delete_topic(f->c, "a", NULL), MK_OK);
+	assert_int_equal(mk_cluster_flush(f->c, NULL), MK_OK);
+	broker_file(f, 1, "replication-offset-checkpoint", &text);
+	assert_string_equal(text.buf, "0\n1\nt 0 5\n");
+	mk_strbuf_release(&text);
+	mk_strbuf_release(&want);
+}
+
+/* A replica directory's high-watermark file of before is taken into the
+ * broker's replication-offset-checkpoint at open, then removed. */
+static void test_old_hw_file_taken(void **state)
+{
+	fixture *f = *state;
+	open_cluster(f);
+	create(f, "t", 2, NULL);
+	append_n(f, "t", 4);
+	assert_int_equal(mk_cluster_close(f->c), MK_OK);
+	f->c = NULL;
+	mk_strbuf text = MK_STRBUF_INIT;
+	for (int b = 1; b <= 2; b++) {
+		mk_strbuf rel = MK_STRBUF_INIT;
+		mk_strbuf_addf(&rel, "broker-%d/replication-offset-checkpoint", b);
+		write_file(f, rel.buf, "0\n0\n", 4);
+		mk_strbuf_reset(&rel);
+		mk_strbuf_addf(&rel, "broker-%d/t-0/high-watermark", b);
+		write_file(f, rel.buf, "3\n", 2);
+		mk_strbuf_release(&rel);
+	}
+	open_cluster(f);
+	for (int b = 1; b <= 2; b++) {
+		broker_file(f, b, "t-0/high-watermark", &text);
+		assert_int_equal(text.len, 0);
+		assert_int_equal(entry_of(f, b, MK_LOGDIR_HW, "t"), 3);
+	}
+	mk_strbuf_release(&text);
+}
+
+static void do_append_flush(fixture *f)
+{
+	append_n(f, "t", 3);
+	mk_cluster_flush(f->c, NULL);
+}
+
+/*
+ * A kill between the write of a broker file's replacement and its rename
+ * (logdir.high-watermark.after-write): the file says what it said, the
+ * temporary file is left beside it, nothing ahead of the data; the reopen
+ * deletes the temporary file, every record is there, and the next flush
+ * writes the new values.
+ */
+static void test_kafka_files_killed_before_rename(void **state)
+{
+	fixture *f = *state;
+	open_cluster(f);
+	create(f, "t", 2, NULL);
+	append_n(f, "t", 5);
+	assert_int_equal(mk_cluster_flush(f->c, NULL), MK_OK);
+	killed_at(f, "logdir.high-watermark.after-write", do_append_flush);
+	mk_strbuf tmp = MK_STRBUF_INIT;
+	int with_tmp = 0;
+	for (int b = 1; b <= 2; b++) {
+		assert_int_equal(entry_of(f, b, MK_LOGDIR_HW, "t"), 5);
+		assert_int_equal(entry_of(f, b, MK_LOGDIR_RECOVERY, "t"), 5);
+		broker_file(f, b, "replication-offset-checkpoint.tmp", &tmp);
+		if (tmp.len) {
+			with_tmp++;
+			assert_string_equal(tmp.buf, "0\n1\nt 0 8\n");
+		}
+	}
+	assert_int_equal(with_tmp, 1);   /* the write the kill stopped */
+	open_cluster(f);
+	for (int b = 1; b <= 2; b++) {
+		broker_file(f, b, "replication-offset-checkpoint.tmp", &tmp);
+		assert_int_equal(tmp.len, 0);
+	}
+	mk_partition_info in = info_of(f, "t");
+	assert_int_equal(in.leo, 8);     /* flushed before the files */
+	assert_int_equal(in.hw, 8);
+	assert_int_equal(mk_cluster_flush(f->c, NULL), MK_OK);
+	for (int b = 1; b <= 2; b++) {
+		assert_int_equal(entry_of(f, b, MK_LOGDIR_HW, "t"), 8);
+		assert_int_equal(entry_of(f, b, MK_LOGDIR_RECOVERY, "t"), 8);
+	}
+	mk_strbuf_release(&tmp);
+}
+
+static void do_delete_records(fixture *f)
+{
+	mk_topic *t = mk_cluster_topic(f->c, "t");
+	mk_partition_delete_records(mk_topic_partition(t, 0), 4, NULL, NULL);
+	mk_topic_put(t);
+}
+
+/*
+ * A log start that moves is written before the move acts, and after the
+ * HW that bounds it: killed between the log start file's write and its
+ * rename, the HW file already holds the HW at or past the new start (so
+ * the reopen, which finds the old start, is consistent, and would be with
+ * the new one).
+ */
+static void test_hw_written_before_log_start(void **state)
+{
+	fixture *f = *state;
+	open_cluster(f);
+	create(f, "t", 1, NULL);
+	int b = info_of(f, "t").leader;
+	assert_int_equal(mk_cluster_flush(f->c, NULL), MK_OK);
+	assert_int_equal(entry_of(f, b, MK_LOGDIR_HW, "t"), 0);
+	assert_int_equal(mk_cluster_close(f->c), MK_OK);
+	f->c = NULL;
+	open_cluster(f);
+	append_n(f, "t", 6);      /* HW 6 in memory, the files still 0 */
+	killed_at(f, "logdir.log-start.after-write", do_delete_records);
+	assert_int_equal(entry_of(f, b, MK_LOGDIR_HW, "t"), 6);
+	assert_int_equal(entry_of(f, b, MK_LOGDIR_START, "t"), 0);
+	open_cluster(f);
+	assert_int_equal(info_of(f, "t").log_start, 0);
+	do_delete_records(f);
+	assert_int_equal(info_of(f, "t").log_start, 4);
+	assert_int_equal(entry_of(f, b, MK_LOGDIR_START, "t"), 4);
+	reopen(f);
+	assert_int_equal(info_of(f, "t").log_start, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -563,6 +775,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_epoch_never_goes_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_segment_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epoch_of_offline_replica, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kafka_checkpoint_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_hw_file_taken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kafka_files_killed_before_rename, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hw_written_before_log_start, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -144,7 +144,7 @@ static void append_val(mk_log *log, int i)
 {
 	char val[64];
 	int n = snprintf(val, sizeof(val), "value-%d", i);
-	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, 0, false, 0 };
 	mk_batch_builder b;
 	mk_builder_init(&b, &meta);
 	mk_builder_add(&b, 1000 + i, MK_BYTES_NULL, mk_bytes_of(val, (size_t)n),
@@ -176,7 +176,7 @@ static void test_log_through_tiny_cache(void **state)
 	int before = count_fds();
 	mk_fdcache *c = mk_fdcache_new(4);
 	char dir[128];
-	snprintf(dir, sizeof(dir), "%s/log", root);
+	snprintf(dir, sizeof(dir), "%s/log-0", root);
 	assert_int_equal(mk_mkdirs(dir), 0);
 	mk_log_config cfg = { 200, 4096, 0, NULL, c };
 	mk_log *log;

@@ -348,7 +348,7 @@ static void append_one(mk_log *log)
 {
 	char val[100];
 	memset(val, 'v', sizeof(val));
-	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, 0, false, 0 };
 	mk_batch_builder b;
 	mk_builder_init(&b, &meta);
 	mk_builder_add(&b, 1000, MK_BYTES_NULL, mk_bytes_of(val, sizeof(val)),

@@ -1190,6 +1190,17 @@ typedef struct {
 	mk_bytes name, value;
 } hdr;
 
+/* A zigzag varint, as Kafka's records hold lengths. */
+static void add_varint(mk_strbuf *sb, int32_t v)
+{
+	uint32_t z = ((uint32_t)v << 1) ^ (uint32_t)(v >> 31);
+	while (z >= 0x80) {
+		mk_strbuf_addch(sb, (char)(z | 0x80));
+		z >>= 7;
+	}
+	mk_strbuf_addch(sb, (char)z);
+}
+
 /* A record view with raw headers encoded as the codec stores them. */
 static mk_record_view make_view(int64_t off, int64_t ts, mk_bytes key,
 				mk_bytes value, const hdr *h, size_t nh,
@@ -1197,9 +1208,9 @@ static mk_record_view make_view(int64_t off, int64_t ts, mk_bytes key,
 {
 	mk_strbuf_reset(raw);
 	for (size_t i = 0; i < nh; i++) {
-		mk_strbuf_add_be16(raw, (uint16_t)h[i].name.len);
+		add_varint(raw, h[i].name.len);
 		mk_strbuf_add(raw, h[i].name.ptr, (size_t)h[i].name.len);
-		mk_strbuf_add_be32(raw, (uint32_t)h[i].value.len);
+		add_varint(raw, h[i].value.len);
 		if (h[i].value.len > 0)
 			mk_strbuf_add(raw, h[i].value.ptr, (size_t)h[i].value.len);
 	}
@@ -1594,7 +1605,6 @@ static void build_batch(mk_strbuf *frame, mk_batch_view *b)
 	meta.producer_id = -1;
 	meta.producer_epoch = -1;
 	meta.base_sequence = -1;
-	meta.txn_id = MK_BYTES_NULL;
 	mk_batch_builder bb;
 	mk_builder_init(&bb, &meta);
 	mk_builder_add(&bb, 1000, MK_BYTES_NULL, mk_bytes_of("plain", 5), NULL, 0);
@@ -1772,7 +1782,6 @@ static void test_batch_records_control(void **state)
 	meta.producer_id = 4;
 	meta.producer_epoch = 0;
 	meta.base_sequence = -1;
-	meta.txn_id = MK_BYTES_NULL;
 	mk_frame_marker(&frame, &meta, 1234);
 	mk_batch_view b;
 	assert_int_equal(mk_frame_decode((const uint8_t *)frame.buf, frame.len, 0,

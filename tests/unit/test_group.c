@@ -86,7 +86,7 @@ static void produce(fixture *f, const char *topic, int part, int n)
 	assert_non_null(t);
 	static const mk_batch_meta meta = {
 		.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
-		.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
+		.producer_epoch = -1, .base_sequence = -1,
 	};
 	mk_batch_builder b;
 	mk_builder_init(&b, &meta);
@@ -465,7 +465,7 @@ static void offsets_rebuilt_after_a_leader_change(void **state)
 	assert_int_equal(ot->replication_factor, 2);
 	static const mk_batch_meta meta = {
 		.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
-		.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
+		.producer_epoch = -1, .base_sequence = -1,
 	};
 	mk_batch_builder b;
 	mk_builder_init(&b, &meta);

@@ -24,8 +24,10 @@
 #include "fileio.h"
 #include "index.h"
 #include "log.h"
+#include "logdir.h"
 #include "segment.h"
 #include "testlib.h"
+#include "timeindex.h"
 
 /* ---- fixture ------------------------------------------------------------- */
 
@@ -73,12 +75,23 @@ static void open_refused(const fixture *f, int64_t seg_bytes,
 }
 
 /* The operator's way to keep what the segments hold after damage below
- * the recovery point: the checkpoint goes, and recovery starts over. */
-static void drop_checkpoint(const fixture *f)
+ * the recovery point: the broker's recovery-point-offset-checkpoint goes
+ * (and the log's checkpoint, whose segment list says how far the log was
+ * durable too), and recovery starts over from the first segment. */
+static void drop_recovery_point(const fixture *f)
 {
 	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", f->root,
+		 mk_logdir_names[MK_LOGDIR_RECOVERY]);
+	assert_int_equal(unlink(path), 0);
 	snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
 	assert_int_equal(unlink(path), 0);
+}
+
+/* The path of one of the broker directory's files (logdir.h). */
+static void logdir_file(const fixture *f, int file, char *out, size_t n)
+{
+	snprintf(out, n, "%s/%s", f->root, mk_logdir_names[file]);
 }
 
 static void seg_path(const fixture *f, int64_t base, const char *ext,
@@ -211,148 +224,279 @@ static void write_file(const char *path, const void *data, size_t len)
 	close(fd);
 }
 
-/* ---- the index on its own: one file, two lookups -------------------------- */
+static void read_file_bytes(const char *path, mk_strbuf *out)
+{
+	bool missing;
+	mk_strbuf_reset(out);
+	assert_int_equal(mk_file_read(path, out, &missing), MK_OK);
+	assert_false(missing);
+}
 
-static void test_index_unit(void **state)
+/* ---- the two indexes on their own ---------------------------------------- */
+
+#define OFF_W MK_OFFSET_INDEX_ENTRY_SIZE
+#define TIME_W MK_TIME_INDEX_ENTRY_SIZE
+
+/* Open path as an offset index and load it against a segment of seg_size
+ * bytes whose offsets stay below rel_limit; whether it is valid. */
+static bool offset_index_loads(mk_offset_index *ix, const char *path,
+			       uint64_t seg_size, uint64_t rel_limit)
+{
+	bool valid = true;
+	mk_offset_index_init(ix);
+	assert_int_equal(mk_entries_open(&ix->f, path), MK_OK);
+	assert_int_equal(mk_entries_load(&ix->f, seg_size, rel_limit, &valid),
+			 MK_OK);
+	if (!valid)
+		assert_int_equal(mk_offset_index_count(ix), 0);
+	return valid;
+}
+
+static bool time_index_loads(mk_time_index *ix, const char *path,
+			     uint64_t seg_size, uint64_t rel_limit)
+{
+	bool valid = true;
+	mk_time_index_init(ix);
+	assert_int_equal(mk_entries_open(&ix->f, path), MK_OK);
+	assert_int_equal(mk_entries_load(&ix->f, seg_size, rel_limit, &valid),
+			 MK_OK);
+	if (!valid)
+		assert_int_equal(mk_time_index_count(ix), 0);
+	return valid;
+}
+
+/* The offset index (NNN.index): Kafka's 8-byte entries, the floor
+ * lookup, validation at load, truncation by position. */
+static void test_offset_index_unit(void **state)
 {
 	fixture *f = *state;
 	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
 	char path[256];
 	snprintf(path, sizeof(path), "%s/x.index", f->dir);
-	mk_index ix;
-	mk_index_init(&ix);
-	assert_int_equal(mk_index_open(&ix, path), MK_OK);
-	mk_index_entry e;
-	assert_false(mk_index_floor(&ix, 5, &e));
-	assert_false(mk_index_before_time(&ix, INT64_MAX, &e));
-	assert_int_equal(mk_index_append(&ix, 0, 0, 100), MK_OK);
-	assert_int_equal(mk_index_append(&ix, 10, 400, 200), MK_OK);
-	assert_int_equal(mk_index_append(&ix, 17, 650, 200), MK_OK);
-	assert_int_equal(mk_index_append(&ix, 25, 900, 300), MK_OK);
+	mk_offset_index ix;
+	mk_offset_index_init(&ix);
+	assert_int_equal(mk_entries_open(&ix.f, path), MK_OK);
+	mk_offset_entry e;
+	assert_false(mk_offset_index_floor(&ix, 5, &e));
+	assert_false(mk_offset_index_last(&ix, &e));
+	assert_int_equal(mk_offset_index_add(&ix, 0, 0, true), MK_OK);
+	assert_int_equal(mk_offset_index_add(&ix, 10, 400, true), MK_OK);
+	assert_int_equal(mk_offset_index_add(&ix, 17, 650, true), MK_OK);
+	assert_int_equal(mk_offset_index_add(&ix, 25, 900, true), MK_OK);
 	/* Appended entries wait in memory until written. */
 	assert_int_equal(file_size(path), 0);
-	assert_int_equal(mk_index_count(&ix), 4);
-	assert_int_equal(mk_index_write_pending(&ix), MK_OK);
-	assert_int_equal(file_size(path), 4 * MK_INDEX_ENTRY_SIZE);
-	/* The offset face: the last entry with rel <= target. */
-	assert_true(mk_index_floor(&ix, 0, &e));
+	assert_int_equal(mk_offset_index_count(&ix), 4);
+	assert_int_equal(mk_entries_write_pending(&ix.f), MK_OK);
+	assert_int_equal(file_size(path), 4 * OFF_W);
+	/* The last entry with rel <= target. */
+	assert_true(mk_offset_index_floor(&ix, 0, &e));
 	assert_int_equal(e.pos, 0);
-	assert_true(mk_index_floor(&ix, 9, &e));
+	assert_true(mk_offset_index_floor(&ix, 9, &e));
 	assert_int_equal(e.pos, 0);
-	assert_true(mk_index_floor(&ix, 10, &e));
+	assert_true(mk_offset_index_floor(&ix, 10, &e));
 	assert_int_equal(e.pos, 400);
-	assert_true(mk_index_floor(&ix, 24, &e));
+	assert_true(mk_offset_index_floor(&ix, 24, &e));
 	assert_int_equal(e.rel, 17);
-	assert_true(mk_index_floor(&ix, 1000, &e));
+	assert_true(mk_offset_index_floor(&ix, 1000, &e));
 	assert_int_equal(e.rel, 25);
-	/* The time face over the same entries: the last with ts < target. */
-	assert_false(mk_index_before_time(&ix, 100, &e));
-	assert_true(mk_index_before_time(&ix, 101, &e));
-	assert_int_equal(e.rel, 0);
-	assert_true(mk_index_before_time(&ix, 300, &e));
-	assert_int_equal(e.rel, 17);   /* the later of two at 200 */
-	assert_int_equal(e.pos, 650);
-	assert_true(mk_index_before_time(&ix, 301, &e));
-	assert_int_equal(e.rel, 25);
-	assert_int_equal(e.ts, 300);
-	mk_index_close(&ix);
-	/* The disk format: i64 ts | u32 rel | u32 pos, big-endian. */
+	assert_true(mk_offset_index_last(&ix, &e));
+	assert_int_equal(e.pos, 900);
+	mk_entries_close(&ix.f);
+	/* Kafka's layout: u32 relative offset | u32 position, big-endian,
+	 * and nothing else in the file. */
 	{
-		uint8_t raw[4 * MK_INDEX_ENTRY_SIZE];
+		uint8_t raw[4 * OFF_W];
 		int fd = open(path, O_RDONLY);
 		assert_int_equal(read(fd, raw, sizeof(raw)), sizeof(raw));
 		close(fd);
-		assert_int_equal(mk_load_be64(raw + 16), 200);
-		assert_int_equal(mk_load_be32(raw + 16 + 8), 10);
-		assert_int_equal(mk_load_be32(raw + 16 + 12), 400);
+		assert_int_equal(mk_load_be32(raw + 8), 10);
+		assert_int_equal(mk_load_be32(raw + 8 + 4), 400);
+		assert_int_equal(mk_load_be32(raw + 24), 25);
+		assert_int_equal(mk_load_be32(raw + 24 + 4), 900);
 	}
 
 	/* Reload: valid against a big enough segment, invalid otherwise. */
+	assert_true(offset_index_loads(&ix, path, 1000, UINT64_MAX));
+	assert_int_equal(mk_offset_index_count(&ix), 4);
+	assert_true(mk_offset_index_floor(&ix, 20, &e));
+	assert_int_equal(e.pos, 650);
 	bool valid;
-	mk_index_init(&ix);
-	assert_int_equal(mk_index_open(&ix, path), MK_OK);
-	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
-	assert_true(valid);
-	assert_int_equal(mk_index_count(&ix), 4);
-	assert_true(mk_index_before_time(&ix, 250, &e));
-	assert_int_equal(e.rel, 17);
-	assert_int_equal(mk_index_load(&ix, 900, UINT64_MAX, &valid), MK_OK);
+	assert_int_equal(mk_entries_load(&ix.f, 900, UINT64_MAX, &valid), MK_OK);
 	assert_false(valid);   /* position 900 is not inside 900 bytes */
-	assert_int_equal(mk_index_load(&ix, 1000, 20, &valid), MK_OK);
+	assert_int_equal(mk_entries_load(&ix.f, 1000, 20, &valid), MK_OK);
 	assert_false(valid);   /* offset 25 is past the next segment */
-	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
+	assert_int_equal(mk_entries_load(&ix.f, 0, UINT64_MAX, &valid), MK_OK);
+	assert_false(valid);   /* entries for an empty segment */
+	assert_int_equal(mk_entries_load(&ix.f, 1000, UINT64_MAX, &valid), MK_OK);
 	assert_true(valid);
-	/* Truncation by offset and by position, in the file too. */
-	assert_int_equal(mk_index_truncate_rel(&ix, 25), MK_OK);
-	assert_int_equal(mk_index_count(&ix), 3);
-	assert_int_equal(file_size(path), 3 * MK_INDEX_ENTRY_SIZE);
-	assert_int_equal(mk_index_truncate_pos(&ix, 1), MK_OK);
-	assert_int_equal(mk_index_count(&ix), 1);
-	assert_int_equal(file_size(path), MK_INDEX_ENTRY_SIZE);
-	mk_index_close(&ix);
+	/* Truncation by position, in the file too. */
+	assert_int_equal(mk_offset_index_truncate_pos(&ix, 651), MK_OK);
+	assert_int_equal(mk_offset_index_count(&ix), 3);
+	assert_int_equal(file_size(path), 3 * OFF_W);
+	assert_int_equal(mk_offset_index_truncate_pos(&ix, 1), MK_OK);
+	assert_int_equal(mk_offset_index_count(&ix), 1);
+	assert_int_equal(file_size(path), OFF_W);
+	mk_entries_close(&ix.f);
 
-	/* A length that is not a multiple of 16, then decreasing entries. */
+	/* A length that is not a multiple of 8; an empty file for a segment
+	 * with data (a missing index, created by the open). */
 	append_bytes(path, "abc", 3);
-	mk_index_init(&ix);
-	assert_int_equal(mk_index_open(&ix, path), MK_OK);
-	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
-	assert_false(valid);
-	assert_int_equal(mk_index_count(&ix), 0);
-	mk_index_close(&ix);
-	uint8_t bad[2 * MK_INDEX_ENTRY_SIZE];
+	assert_false(offset_index_loads(&ix, path, 1000, UINT64_MAX));
+	mk_entries_close(&ix.f);
+	write_file(path, "", 0);
+	assert_false(offset_index_loads(&ix, path, 1000, UINT64_MAX));
+	mk_entries_close(&ix.f);
+	/* Offsets or positions not increasing; a first entry past byte 0. */
+	uint8_t bad[2 * OFF_W];
+	memset(bad, 0, sizeof(bad));
+	mk_store_be32(bad + 8, 0);    /* offset does not increase */
+	mk_store_be32(bad + 12, 100);
+	write_file(path, bad, sizeof(bad));
+	assert_false(offset_index_loads(&ix, path, 1000, UINT64_MAX));
+	mk_entries_close(&ix.f);
+	mk_store_be32(bad + 8, 3);
+	mk_store_be32(bad + 12, 0);   /* position does not increase */
+	write_file(path, bad, sizeof(bad));
+	assert_false(offset_index_loads(&ix, path, 1000, UINT64_MAX));
+	mk_entries_close(&ix.f);
+	mk_store_be32(bad + 12, 100);
+	mk_store_be32(bad + 4, 7);    /* the first batch is at byte 0 */
+	write_file(path, bad, sizeof(bad));
+	assert_false(offset_index_loads(&ix, path, 1000, UINT64_MAX));
+	mk_entries_close(&ix.f);
+	mk_store_be32(bad + 4, 0);
+	write_file(path, bad, sizeof(bad));
+	assert_true(offset_index_loads(&ix, path, 1000, UINT64_MAX));
+	mk_entries_close(&ix.f);
+}
+
+/* The time index (NNN.timeindex): Kafka's 12-byte entries, maybeAppend
+ * (only a larger timestamp is added), the lookup (the last entry with a
+ * timestamp <= target), validation at load, truncation by offset. */
+static void test_time_index_unit(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/x.timeindex", f->dir);
+	mk_time_index ix;
+	mk_time_index_init(&ix);
+	assert_int_equal(mk_entries_open(&ix.f, path), MK_OK);
+	mk_time_entry t;
+	assert_false(mk_time_index_lookup(&ix, INT64_MAX, &t));
+	assert_false(mk_time_index_last(&ix, &t));
+	assert_int_equal(mk_time_index_maybe_add(&ix, 100, 0, true), MK_OK);
+	assert_int_equal(mk_time_index_maybe_add(&ix, 200, 10, true), MK_OK);
+	/* Not above the last timestamp: nothing added (Kafka's maybeAppend). */
+	assert_int_equal(mk_time_index_maybe_add(&ix, 200, 17, true), MK_OK);
+	assert_int_equal(mk_time_index_maybe_add(&ix, 150, 20, true), MK_OK);
+	/* Nor an offset not above the last one (a lying file's doing). */
+	assert_int_equal(mk_time_index_maybe_add(&ix, 250, 10, true), MK_OK);
+	assert_int_equal(mk_time_index_count(&ix), 2);
+	assert_int_equal(mk_time_index_maybe_add(&ix, 300, 25, true), MK_OK);
+	assert_int_equal(mk_time_index_count(&ix), 3);
+	assert_int_equal(file_size(path), 0);
+	assert_int_equal(mk_entries_sync(&ix.f), MK_OK);
+	assert_int_equal(file_size(path), 3 * TIME_W);
+	/* The last entry with ts <= target. */
+	assert_false(mk_time_index_lookup(&ix, 99, &t));
+	assert_true(mk_time_index_lookup(&ix, 100, &t));
+	assert_int_equal(t.rel, 0);
+	assert_true(mk_time_index_lookup(&ix, 299, &t));
+	assert_int_equal(t.rel, 10);
+	assert_int_equal(t.ts, 200);
+	assert_true(mk_time_index_lookup(&ix, 300, &t));
+	assert_int_equal(t.rel, 25);
+	assert_true(mk_time_index_lookup(&ix, INT64_MAX, &t));
+	assert_int_equal(t.rel, 25);
+	assert_true(mk_time_index_last(&ix, &t));
+	assert_int_equal(t.ts, 300);
+	mk_entries_close(&ix.f);
+	/* Kafka's layout: i64 timestamp | u32 relative offset, big-endian. */
+	{
+		uint8_t raw[3 * TIME_W];
+		int fd = open(path, O_RDONLY);
+		assert_int_equal(read(fd, raw, sizeof(raw)), sizeof(raw));
+		close(fd);
+		assert_int_equal(mk_load_be64(raw + 12), 200);
+		assert_int_equal(mk_load_be32(raw + 12 + 8), 10);
+		assert_int_equal(mk_load_be64(raw + 24), 300);
+		assert_int_equal(mk_load_be32(raw + 24 + 8), 25);
+	}
+
+	assert_true(time_index_loads(&ix, path, 1000, UINT64_MAX));
+	assert_int_equal(mk_time_index_count(&ix), 3);
+	bool valid;
+	assert_int_equal(mk_entries_load(&ix.f, 1000, 25, &valid), MK_OK);
+	assert_false(valid);   /* offset 25 is past the next segment */
+	assert_int_equal(mk_entries_load(&ix.f, 1000, 26, &valid), MK_OK);
+	assert_true(valid);
+	/* Truncation by offset: entries whose batch is at or past it go. */
+	assert_int_equal(mk_time_index_truncate_rel(&ix, 25), MK_OK);
+	assert_int_equal(mk_time_index_count(&ix), 2);
+	assert_int_equal(file_size(path), 2 * TIME_W);
+	assert_int_equal(mk_time_index_truncate_rel(&ix, 1), MK_OK);
+	assert_int_equal(mk_time_index_count(&ix), 1);
+	assert_int_equal(file_size(path), TIME_W);
+	mk_entries_close(&ix.f);
+
+	/* Not a multiple of 12; timestamps equal or going down; offsets not
+	 * increasing. */
+	append_bytes(path, "abcd", 4);
+	assert_false(time_index_loads(&ix, path, 1000, UINT64_MAX));
+	mk_entries_close(&ix.f);
+	uint8_t bad[2 * TIME_W];
 	memset(bad, 0, sizeof(bad));
 	mk_store_be64(bad, 5);
-	mk_store_be64(bad + 16, 9);
-	mk_store_be32(bad + 16 + 8, 0);   /* offset does not increase */
-	mk_store_be32(bad + 16 + 12, 100);
+	mk_store_be64(bad + 12, 5);
+	mk_store_be32(bad + 12 + 8, 3);
 	write_file(path, bad, sizeof(bad));
-	mk_index_init(&ix);
-	assert_int_equal(mk_index_open(&ix, path), MK_OK);
-	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
-	assert_false(valid);
-	mk_index_close(&ix);
-	/* A timestamp going down is as bad. */
-	mk_store_be64(bad + 16, 4);
-	mk_store_be32(bad + 16 + 8, 3);
+	assert_false(time_index_loads(&ix, path, 1000, UINT64_MAX));
+	mk_entries_close(&ix.f);
+	mk_store_be64(bad + 12, 9);
+	mk_store_be32(bad + 12 + 8, 0);
 	write_file(path, bad, sizeof(bad));
-	mk_index_init(&ix);
-	assert_int_equal(mk_index_open(&ix, path), MK_OK);
-	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
-	assert_false(valid);
-	mk_store_be64(bad + 16, 5);    /* equal is fine */
+	assert_false(time_index_loads(&ix, path, 1000, UINT64_MAX));
+	mk_entries_close(&ix.f);
+	mk_store_be32(bad + 12 + 8, 3);
 	write_file(path, bad, sizeof(bad));
-	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
-	assert_true(valid);
-	mk_index_close(&ix);
+	assert_true(time_index_loads(&ix, path, 1000, UINT64_MAX));
+	mk_entries_close(&ix.f);
 }
 
 /*
- * An index of the earlier 8-byte format (u32 rel | u32 pos, no
- * timestamps) whose length happens to be a multiple of 16 does not pass
- * for the new one: its first 16-byte entry has the old second entry's
- * position, never 0.
+ * A .index of the merged 16-byte format of before issue 25 point 2 (i64
+ * max ts | u32 rel | u32 pos: one file for both lookups) never loads as Kafka's
+ * offset index, whatever its timestamps: its length is a multiple of 8,
+ * but its second 8-byte entry is the old first entry's (rel, position 0),
+ * and positions must increase. (Its segment has no .timeindex either: an
+ * empty time index for a segment with data is invalid too.)
  */
-static void test_index_old_width(void **state)
+static void test_index_merged_format(void **state)
 {
 	fixture *f = *state;
 	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
 	char path[256];
 	snprintf(path, sizeof(path), "%s/old.index", f->dir);
-	uint8_t old[4 * 8];
-	const uint32_t rel[4] = { 0, 30, 61, 90 }, pos[4] = { 0, 4100, 8300, 12400 };
-	for (int i = 0; i < 4; i++) {
-		mk_store_be32(old + i * 8, rel[i]);
-		mk_store_be32(old + i * 8 + 4, pos[i]);
+	const int64_t firsts[] = { 0, 1, 100, (int64_t)1 << 32,
+				   1700000000000LL };
+	for (size_t k = 0; k < sizeof(firsts) / sizeof(firsts[0]); k++) {
+		uint8_t old[3 * 16];
+		const uint32_t rel[3] = { 0, 30, 61 }, pos[3] = { 0, 4100, 8300 };
+		for (int i = 0; i < 3; i++) {
+			mk_store_be64(old + i * 16, (uint64_t)(firsts[k] + 10 * i));
+			mk_store_be32(old + i * 16 + 8, rel[i]);
+			mk_store_be32(old + i * 16 + 12, pos[i]);
+		}
+		/* One entry, and three. */
+		for (size_t len = 16; len <= sizeof(old); len += 32) {
+			write_file(path, old, len);
+			mk_offset_index ix;
+			assert_false(offset_index_loads(&ix, path, 20000,
+							UINT64_MAX));
+			mk_entries_close(&ix.f);
+		}
 	}
-	write_file(path, old, sizeof(old));
-	mk_index ix;
-	mk_index_init(&ix);
-	assert_int_equal(mk_index_open(&ix, path), MK_OK);
-	bool valid = true;
-	assert_int_equal(mk_index_load(&ix, 20000, UINT64_MAX, &valid), MK_OK);
-	assert_false(valid);
-	assert_int_equal(mk_index_count(&ix), 0);
-	mk_index_close(&ix);
 }
 
 /*
@@ -366,41 +510,38 @@ static void test_index_pending(void **state)
 	assert_int_equal(mk_mkdirs(f->dir), MK_OK);
 	char path[256];
 	snprintf(path, sizeof(path), "%s/p.index", f->dir);
-	mk_index ix;
-	mk_index_init(&ix);
-	assert_int_equal(mk_index_open(&ix, path), MK_OK);
-	const uint32_t page = MK_ENTRIES_PENDING_BYTES / MK_INDEX_ENTRY_SIZE;
+	mk_offset_index ix;
+	mk_offset_index_init(&ix);
+	assert_int_equal(mk_entries_open(&ix.f, path), MK_OK);
+	const uint32_t page = MK_ENTRIES_PENDING_BYTES / OFF_W;
 	for (uint32_t i = 0; i < page - 1; i++)
-		assert_int_equal(mk_index_append(&ix, i, i * 10, i), MK_OK);
+		assert_int_equal(mk_offset_index_add(&ix, i, i * 10, true), MK_OK);
 	assert_int_equal(file_size(path), 0);
-	assert_int_equal(mk_index_append(&ix, page - 1, (page - 1) * 10, page - 1),
-			 MK_OK);
+	assert_int_equal(mk_offset_index_add(&ix, page - 1, (page - 1) * 10,
+					     true), MK_OK);
 	assert_int_equal(file_size(path), MK_ENTRIES_PENDING_BYTES);
 	for (uint32_t i = page; i < page + 5; i++)
-		assert_int_equal(mk_index_append(&ix, i, i * 10, i), MK_OK);
+		assert_int_equal(mk_offset_index_add(&ix, i, i * 10, true), MK_OK);
 	assert_int_equal(file_size(path), MK_ENTRIES_PENDING_BYTES);
 	/* Dropping pending entries only: the file is as it was. */
-	assert_int_equal(mk_index_truncate_rel(&ix, page + 3), MK_OK);
-	assert_int_equal(mk_index_count(&ix), page + 3);
+	assert_int_equal(mk_offset_index_truncate_pos(&ix, (page + 3) * 10),
+			 MK_OK);
+	assert_int_equal(mk_offset_index_count(&ix), page + 3);
 	assert_int_equal(file_size(path), MK_ENTRIES_PENDING_BYTES);
 	/* Dropping written ones cuts the file. */
-	assert_int_equal(mk_index_truncate_rel(&ix, 10), MK_OK);
-	assert_int_equal(file_size(path), 10 * MK_INDEX_ENTRY_SIZE);
-	assert_int_equal(mk_index_append(&ix, 10, 100, 10), MK_OK);
-	assert_int_equal(mk_index_sync(&ix), MK_OK);
-	assert_int_equal(file_size(path), 11 * MK_INDEX_ENTRY_SIZE);
+	assert_int_equal(mk_offset_index_truncate_pos(&ix, 100), MK_OK);
+	assert_int_equal(file_size(path), 10 * OFF_W);
+	assert_int_equal(mk_offset_index_add(&ix, 10, 100, true), MK_OK);
+	assert_int_equal(mk_entries_sync(&ix.f), MK_OK);
+	assert_int_equal(file_size(path), 11 * OFF_W);
 	/* A crash loses what was pending, and cuts to what was synced. */
-	assert_int_equal(mk_index_append(&ix, 11, 110, 11), MK_OK);
-	mk_index_crash(&ix);
-	mk_index_close(&ix);
-	assert_int_equal(file_size(path), 11 * MK_INDEX_ENTRY_SIZE);
-	bool valid;
-	mk_index_init(&ix);
-	assert_int_equal(mk_index_open(&ix, path), MK_OK);
-	assert_int_equal(mk_index_load(&ix, 1000, UINT64_MAX, &valid), MK_OK);
-	assert_true(valid);
-	assert_int_equal(mk_index_count(&ix), 11);
-	mk_index_close(&ix);
+	assert_int_equal(mk_offset_index_add(&ix, 11, 110, true), MK_OK);
+	mk_entries_crash(&ix.f);
+	mk_entries_close(&ix.f);
+	assert_int_equal(file_size(path), 11 * OFF_W);
+	assert_true(offset_index_loads(&ix, path, 1000, UINT64_MAX));
+	assert_int_equal(mk_offset_index_count(&ix), 11);
+	mk_entries_close(&ix.f);
 }
 
 /* ---- append and read ----------------------------------------------------- */
@@ -504,14 +645,14 @@ static void test_leader_append(void **state)
 	build(&fr, 0, 0, 1, NULL, 0);
 	assert_int_equal(mk_log_append_leader(log, (uint8_t *)fr.buf, fr.len, 3,
 					      NULL), MK_FENCED_LEADER_EPOCH);
-	fr.buf[0] ^= 1;                   /* magic */
+	fr.buf[MK_FRAME_OFF_MAGIC] ^= 1;  /* magic */
 	assert_int_equal(mk_log_append_leader(log, (uint8_t *)fr.buf, fr.len, 4,
 					      NULL), MK_CORRUPT_MESSAGE);
-	fr.buf[0] ^= 1;
-	fr.buf[MK_FRAME_HEADER] ^= 1;     /* flags */
+	fr.buf[MK_FRAME_OFF_MAGIC] ^= 1;
+	fr.buf[MK_FRAME_OFF_ATTRIBUTES] ^= 0x80; /* an unknown attribute */
 	assert_int_equal(mk_log_append_leader(log, (uint8_t *)fr.buf, fr.len, 4,
 					      NULL), MK_CORRUPT_MESSAGE);
-	fr.buf[MK_FRAME_HEADER] ^= 1;
+	fr.buf[MK_FRAME_OFF_ATTRIBUTES] ^= 0x80;
 	assert_int_equal(mk_log_append_leader(log, (uint8_t *)fr.buf,
 					      fr.len - 1, 4, NULL),
 			 MK_CORRUPT_MESSAGE);
@@ -534,8 +675,8 @@ static void test_leader_append(void **state)
 			 MK_KAFKA_STORAGE_ERROR);
 	assert_non_null(strstr(mk_log_error(log), "bad crc"));
 	mk_log_close(log);
-	open_refused(f, 1 << 20, 4096, "recovery_point 9 is past the log's end 8");
-	drop_checkpoint(f);
+	open_refused(f, 1 << 20, 4096, "recovery-point-offset-checkpoint: t 0: recovery_point 9 is past the log's end 8");
+	drop_recovery_point(f);
 	log = open_log(f, 1 << 20, 4096, 0);
 	assert_int_equal(mk_log_end_offset(log), 8);
 	mk_strbuf_release(&fr);
@@ -595,7 +736,7 @@ static void test_replica_append_trusted(void **state)
 	assert_int_equal(mk_log_read(src, 0, 5, SIZE_MAX, &out), MK_OK);
 	mk_log_close(src);
 	char dir[256];
-	snprintf(dir, sizeof(dir), "%s/copy", f->root);
+	snprintf(dir, sizeof(dir), "%s/copy-0", f->root);
 	assert_int_equal(mk_mkdirs(dir), 0);
 	mk_log_config cfg = { 1 << 20, 4096, 0, NULL, NULL };
 	mk_log *dst;
@@ -641,16 +782,23 @@ static void test_index_lookup(void **state)
 	for (int i = 0; i < 60; i++)
 		append_n(log, 0, 2, NULL, 20);
 	assert_int_equal(mk_log_segment_count(log), 1);
-	char path[256];
+	char path[256], tpath[256];
 	seg_path(f, 0, "index", path, sizeof(path));
-	off_t lagging = file_size(path);
+	seg_path(f, 0, "timeindex", tpath, sizeof(tpath));
+	off_t lagging = file_size(path), tlagging = file_size(tpath);
 	mk_log_write_index_pending(log);
-	off_t isz = file_size(path);
-	assert_true(lagging < isz);   /* the entries were pending */
+	off_t isz = file_size(path), tsz = file_size(tpath);
+	/* The entries of both were pending. */
+	assert_true(lagging < isz);
+	assert_true(tlagging < tsz);
 	/* Sparse: several entries, far fewer than batches. */
-	assert_true(isz % MK_INDEX_ENTRY_SIZE == 0);
-	assert_true(isz / MK_INDEX_ENTRY_SIZE > 5);
-	assert_true(isz / MK_INDEX_ENTRY_SIZE < 30);
+	assert_true(isz % OFF_W == 0);
+	assert_true(isz / OFF_W > 5);
+	assert_true(isz / OFF_W < 30);
+	/* Timestamps grow with every batch here: a time entry with each
+	 * offset entry. */
+	assert_int_equal(tsz % TIME_W, 0);
+	assert_int_equal(tsz / TIME_W, isz / OFF_W);
 
 	/* Every starting offset finds the batch that holds it. */
 	mk_strbuf out = MK_STRBUF_INIT;
@@ -663,9 +811,10 @@ static void test_index_lookup(void **state)
 	}
 	mk_log_close(log);
 
-	/* The same after a reopen (the index rebuilt from the scan). */
+	/* The same after a reopen (the indexes rebuilt from the scan). */
 	log = open_log(f, 1 << 20, 400, 0);
 	assert_int_equal(file_size(path), isz);
+	assert_int_equal(file_size(tpath), tsz);
 	mk_strbuf_reset(&out);
 	assert_int_equal(mk_log_read(log, 77, 80, SIZE_MAX, &out), MK_OK);
 	check_frames(&out, 76, 79);
@@ -700,11 +849,11 @@ static void test_roll(void **state)
 		seg_path(f, info.base_offset, "log", path, sizeof(path));
 		assert_true(exists(path));
 		assert_int_equal(file_size(path), (off_t)info.size);
+		/* Kafka's three files per segment: .log, .index, .timeindex. */
 		seg_path(f, info.base_offset, "index", path, sizeof(path));
 		assert_true(exists(path));
-		/* Two files per segment: the time index is in the .index. */
 		seg_path(f, info.base_offset, "timeindex", path, sizeof(path));
-		assert_false(exists(path));
+		assert_true(exists(path));
 		prev = info.base_offset;
 	}
 	/* The 20-digit names, literally. */
@@ -805,48 +954,60 @@ static void test_offset_for_time(void **state)
 	log = open_log(f, 2000, 200, 0);
 	check_times(log, ts, N);
 	mk_log_close(log);
-	/* The time lookups are served by the .index: without it (rebuilt
-	 * on first use) they give the same answers. */
-	char path[256];
-	seg_path(f, 0, "index", path, sizeof(path));
-	off_t size = file_size(path);
-	assert_true(size > 0 && size % MK_INDEX_ENTRY_SIZE == 0);
-	assert_int_equal(unlink(path), 0);
-	log = open_log(f, 2000, 200, 0);
-	check_times(log, ts, N);
-	assert_true(exists(path));
-	assert_int_equal(file_size(path), size);
-	mk_log_close(log);
+	/* The time lookups are served by the .timeindex and the .index:
+	 * without either (both rebuilt on first use) they give the same
+	 * answers, and the files come back as they were. */
+	const char *const exts[2] = { "timeindex", "index" };
+	const off_t width[2] = { TIME_W, OFF_W };
+	for (int k = 0; k < 2; k++) {
+		char path[256];
+		seg_path(f, 0, exts[k], path, sizeof(path));
+		mk_strbuf orig = MK_STRBUF_INIT, now = MK_STRBUF_INIT;
+		read_file_bytes(path, &orig);
+		assert_true(orig.len > 0 && orig.len % (size_t)width[k] == 0);
+		assert_int_equal(unlink(path), 0);
+		log = open_log(f, 2000, 200, 0);
+		check_times(log, ts, N);
+		assert_true(exists(path));
+		read_file_bytes(path, &now);
+		assert_int_equal(now.len, orig.len);
+		assert_memory_equal(now.buf, orig.buf, now.len);
+		mk_log_close(log);
+		mk_strbuf_release(&orig);
+		mk_strbuf_release(&now);
+	}
 }
 
-/* Read a segment's .index and write it in the earlier 8-byte format (u32
- * rel | u32 pos). Returns the new-format file's size. */
-static off_t index_to_old_width(const char *path)
+/* Replace a segment's Kafka indexes by the merged 16-byte .index of
+ * before issue 25 point 2 (i64 max ts | u32 rel | u32 pos, one per offset
+ * entry) and no .timeindex, as that version left them. */
+static void indexes_to_merged(const fixture *f, int64_t base)
 {
-	off_t size = file_size(path);
-	if (size <= 0 || size > (1 << 20) || size % MK_INDEX_ENTRY_SIZE)
-		fail_msg("%s: %lld bytes", path, (long long)size);
-	size_t n = (size_t)size / MK_INDEX_ENTRY_SIZE;
-	uint8_t *cur = malloc((size_t)size), *old = malloc(n * 8);
-	int fd = open(path, O_RDONLY);
-	assert_int_equal(read(fd, cur, (size_t)size), (ssize_t)size);
-	close(fd);
-	for (size_t i = 0; i < n; i++)
-		memcpy(old + i * 8, cur + i * MK_INDEX_ENTRY_SIZE + 8, 8);
-	write_file(path, old, n * 8);
-	free(cur);
+	char path[256];
+	seg_path(f, base, "index", path, sizeof(path));
+	mk_strbuf cur = MK_STRBUF_INIT;
+	read_file_bytes(path, &cur);
+	assert_true(cur.len > 0 && cur.len % OFF_W == 0);
+	size_t n = cur.len / OFF_W;
+	uint8_t *old = malloc(n * 16);
+	for (size_t i = 0; i < n; i++) {
+		mk_store_be64(old + i * 16, (uint64_t)(5000 + 10 * i));
+		memcpy(old + i * 16 + 8, cur.buf + i * OFF_W, OFF_W);
+	}
+	write_file(path, old, n * 16);
 	free(old);
-	return size;
+	mk_strbuf_release(&cur);
+	seg_path(f, base, "timeindex", path, sizeof(path));
+	assert_int_equal(unlink(path), 0);
 }
 
 /*
- * A data directory of the earlier three-file format: 8-byte .index files
- * and .timeindex files next to them (and a prepared.timeindex.tmp left by
- * a crash). It opens; the stray files go; the closed segments' indexes
- * are rebuilt at the new width on first use and the active one's at open;
- * time lookups give the same answers.
+ * A data directory whose indexes are of the merged format (one 16-byte
+ * .index a segment, no .timeindex): it opens; the active segment's
+ * indexes are rebuilt at open, each closed one's on first use, both files
+ * equal to what this version writes; time lookups give the same answers.
  */
-static void test_old_format_dir(void **state)
+static void test_merged_format_dir(void **state)
 {
 	fixture *f = *state;
 	enum { N = 120 };
@@ -866,38 +1027,41 @@ static void test_old_format_dir(void **state)
 		bases[i] = info.base_offset;
 	}
 	mk_log_close(log);
-	off_t sizes[64];
+	mk_strbuf orig[64][2];
+	const char *const exts[2] = { "index", "timeindex" };
 	char path[256];
 	for (size_t i = 0; i < nseg; i++) {
-		seg_path(f, bases[i], "index", path, sizeof(path));
-		sizes[i] = index_to_old_width(path);
-		seg_path(f, bases[i], "timeindex", path, sizeof(path));
-		write_file(path, "0123456789ab", 12);
+		for (int k = 0; k < 2; k++) {
+			seg_path(f, bases[i], exts[k], path, sizeof(path));
+			orig[i][k] = (mk_strbuf)MK_STRBUF_INIT;
+			read_file_bytes(path, &orig[i][k]);
+		}
+		indexes_to_merged(f, bases[i]);
 	}
-	snprintf(path, sizeof(path), "%s/prepared.timeindex.tmp", f->dir);
-	write_file(path, "", 0);
 
 	log = open_log(f, 1500, 200, 0);
-	assert_false(exists(path));
-	for (size_t i = 0; i < nseg; i++) {
-		seg_path(f, bases[i], "timeindex", path, sizeof(path));
-		assert_false(exists(path));
-	}
 	check_times(log, ts, N);
 	mk_strbuf out = MK_STRBUF_INIT;
 	assert_int_equal(mk_log_read(log, 0, N, SIZE_MAX, &out), MK_OK);
 	assert_int_equal(check_frames(&out, 0, N - 1), N / 3);
 	/* An offset lookup in each segment (a read from its second batch)
-	 * loads its index: each is rebuilt at the new width, equal to
+	 * loads its indexes: each is rebuilt in Kafka's layouts, equal to
 	 * what was written before. */
+	mk_strbuf now = MK_STRBUF_INIT;
 	for (size_t i = 0; i < nseg; i++) {
 		mk_strbuf_reset(&out);
 		assert_int_equal(mk_log_read(log, bases[i] + 4, N, SIZE_MAX, &out),
 				 MK_OK);
 		assert_true(out.len > 0);
-		seg_path(f, bases[i], "index", path, sizeof(path));
-		assert_int_equal(file_size(path), sizes[i]);
+		for (int k = 0; k < 2; k++) {
+			seg_path(f, bases[i], exts[k], path, sizeof(path));
+			read_file_bytes(path, &now);
+			assert_int_equal(now.len, orig[i][k].len);
+			assert_memory_equal(now.buf, orig[i][k].buf, now.len);
+			mk_strbuf_release(&orig[i][k]);
+		}
 	}
+	mk_strbuf_release(&now);
 	mk_strbuf_release(&out);
 	mk_log_close(log);
 }
@@ -939,11 +1103,12 @@ static void test_time_index_max_so_far(void **state)
 }
 
 /*
- * Sealing a segment adds a final index entry at its last batch when the
- * max timestamp grew after the last entry: a closed segment's last entry
- * carries its max timestamp, read back from the file after a reopen
- * (retention by time reads it), and a time lookup past an earlier entry's
- * timestamp starts at the last batch.
+ * Sealing a segment adds a final time entry (Kafka's
+ * onBecomeInactiveSegment): the max timestamp and the batch that first
+ * reached it, when it grew after the last entry. A closed segment's last
+ * time entry carries its max timestamp, read back from the file after a
+ * reopen (retention by time reads it), and a time lookup at or past it
+ * starts at that batch's offset entry.
  */
 static void test_seal_final_entry(void **state)
 {
@@ -974,15 +1139,24 @@ static void test_seal_final_entry(void **state)
 	for (int i = 0; i < in0; i++)
 		max0 = ts[i] > max0 ? ts[i] : max0;
 	assert_int_equal(max0, 50);
+	char path[256], tpath[256];
+	seg_path(f, 0, "index", path, sizeof(path));
+	seg_path(f, 0, "timeindex", tpath, sizeof(tpath));
 	for (int pass = 0; pass < 2; pass++) {
+		/* The rows of both indexes (mk_segment_index_entry): the
+		 * offset index's, then the time index's (position -1). */
 		mk_index_row *rows;
 		size_t nr;
 		assert_int_equal(mk_log_index_rows(log, 0, &rows, &nr), MK_OK);
-		assert_int_equal(nr, 2);
+		assert_int_equal(nr, 3);
 		assert_int_equal(rows[0].offset, 0);
-		assert_int_equal(rows[0].timestamp, 10);
-		assert_int_equal(rows[1].offset, bases[in0 - 1]);
-		assert_int_equal(rows[1].timestamp, 50);
+		assert_int_equal(rows[0].position, 0);
+		assert_int_equal(rows[1].position, -1);
+		assert_int_equal(rows[1].offset, 0);
+		assert_int_equal(rows[1].timestamp, 10);
+		assert_int_equal(rows[2].position, -1);
+		assert_int_equal(rows[2].offset, bases[1]);   /* reached 50 */
+		assert_int_equal(rows[2].timestamp, 50);
 		free(rows);
 		int64_t mts = 0;
 		assert_int_equal(mk_log_segment_max_timestamp(log, 0, &mts), MK_OK);
@@ -992,13 +1166,31 @@ static void test_seal_final_entry(void **state)
 		assert_int_equal(off, 1);
 		assert_int_equal(mk_log_offset_for_time(log, 11, &off), MK_OK);
 		assert_int_equal(off, 1);
+		assert_int_equal(mk_log_offset_for_time(log, 10, &off), MK_OK);
+		assert_int_equal(off, 0);
 		mk_log_close(log);
-		/* Read back from the file (two 16-byte entries), not rebuilt. */
-		char path[256];
-		seg_path(f, 0, "index", path, sizeof(path));
-		assert_int_equal(file_size(path), 2 * MK_INDEX_ENTRY_SIZE);
+		/* One offset entry, two time entries, exactly. */
+		assert_int_equal(file_size(path), OFF_W);
+		assert_int_equal(file_size(tpath), 2 * TIME_W);
 		log = open_log(f, seg_bytes, 1 << 20, 0);
 	}
+	mk_log_close(log);
+	/* The closed segment's .timeindex is read from the file, not
+	 * rebuilt (nor deleted) at open: a valid one that says 77 is
+	 * believed. */
+	uint8_t says[2 * TIME_W];
+	mk_store_be64(says, 10);
+	mk_store_be32(says + 8, 0);
+	mk_store_be64(says + TIME_W, 77);
+	mk_store_be32(says + TIME_W + 8, 1);
+	write_file(tpath, says, sizeof(says));
+	log = open_log(f, seg_bytes, 1 << 20, 0);
+	int64_t mts = 0;
+	assert_int_equal(mk_log_segment_max_timestamp(log, 0, &mts), MK_OK);
+	if (mts != 77)
+		print_error("%s was not read at first use (deleted or rebuilt "
+			    "at open?)\n", tpath);
+	assert_int_equal(mts, 77);
 	mk_log_close(log);
 }
 
@@ -1021,7 +1213,7 @@ static void test_truncate_sealed_max_timestamp(void **state)
 	int64_t seg_bytes = (int64_t)(4 * fr.len + fr.len / 2);
 	mk_strbuf_release(&fr);
 	for (int crash = 0; crash < 2; crash++) {
-		tl_rmtree(f->dir);
+		tl_logdir_wipe(f);
 		assert_int_equal(mkdir(f->dir, 0755), 0);
 		fflush(NULL);
 		pid_t pid = crash ? fork() : 0;
@@ -1069,27 +1261,42 @@ static void test_truncate_sealed_max_timestamp(void **state)
 	}
 }
 
-/* Ten records in five batches, then the checkpoint replaced by text;
- * ck gets its path. */
-static void ten_records_then_checkpoint(const fixture *f, const char *text,
-					char *ck, size_t n)
+/* Ten records in five batches, then the broker directory's file (of
+ * logdir.h's) replaced by text; path gets its path. */
+static void ten_records_then_file(const fixture *f, int file,
+				  const char *text, char *path, size_t n)
 {
 	mk_log *log = open_log(f, 1 << 20, 4096, 0);
 	for (int i = 0; i < 5; i++)
 		append_n(log, 0, 2, NULL, 0);
 	mk_log_close(log);
-	snprintf(ck, n, "%s/checkpoint", f->dir);
-	assert_int_equal(mk_file_replace(ck, text, strlen(text)), MK_OK);
+	logdir_file(f, file, path, n);
+	assert_int_equal(mk_file_replace(path, text, strlen(text)), MK_OK);
 }
 
-/* The log start offset comes from the checkpoint and bounds reads. */
+static void assert_file_text(const char *path, const char *want)
+{
+	mk_strbuf text = MK_STRBUF_INIT;
+	bool missing;
+	assert_int_equal(mk_file_read(path, &text, &missing), MK_OK);
+	assert_false(missing);
+	assert_string_equal(text.buf, want);
+	mk_strbuf_release(&text);
+}
+
+/*
+ * The log start offset comes from the broker's log-start-offset-checkpoint
+ * (Kafka's format: version 0, the count, "TOPIC PARTITION OFFSET") and
+ * bounds reads; the recovery point from recovery-point-offset-checkpoint.
+ */
 static void test_log_start_from_checkpoint(void **state)
 {
 	fixture *f = *state;
-	char ck[256];
-	ten_records_then_checkpoint(f, "version 1\nlog_start_offset 4\n"
-				    "recovery_point 10\nepoch 0 0\n",
-				    ck, sizeof(ck));
+	char ck[256], rp[256];
+	ten_records_then_file(f, MK_LOGDIR_START, "0\n1\nt 0 4\n", ck,
+			      sizeof(ck));
+	logdir_file(f, MK_LOGDIR_RECOVERY, rp, sizeof(rp));
+	assert_file_text(rp, "0\n1\nt 0 10\n");
 	mk_log *log = open_log(f, 1 << 20, 4096, 0);
 	assert_int_equal(mk_log_start_offset(log), 4);
 	assert_int_equal(mk_log_end_offset(log), 10);
@@ -1102,39 +1309,35 @@ static void test_log_start_from_checkpoint(void **state)
 	assert_int_equal(mk_log_offset_for_time(log, 0, &off), MK_OK);
 	assert_int_equal(off, 4);
 	mk_log_close(log);
-	/* Kept across a reopen. */
+	/* Kept across a reopen, the file as it was. */
 	log = open_log(f, 1 << 20, 4096, 0);
 	assert_int_equal(mk_log_start_offset(log), 4);
 	mk_log_close(log);
+	assert_file_text(ck, "0\n1\nt 0 4\n");
 	mk_strbuf_release(&out);
 }
 
 /*
- * A checkpoint whose log start (or recovery point) is past what the
- * segments hold is refused, naming the file and the value, and changes
- * nothing: the start was clamped to the end before, which hid every
- * record (issue 23). Putting the file right brings them all back.
+ * A log start (or recovery point) past what the segments hold is refused,
+ * naming the file, the entry and the value, and changes nothing: the
+ * start was clamped to the end before, which hid every record (issue 23).
+ * Putting the file right brings them all back.
  */
 static void test_log_start_past_end_refused(void **state)
 {
 	fixture *f = *state;
-	char ck[256];
-	const char *bad = "version 1\nlog_start_offset 9999\nrecovery_point 10\n"
-			  "epoch 0 0\n";
-	ten_records_then_checkpoint(f, bad, ck, sizeof(ck));
-	open_refused(f, 1 << 20, 4096, "checkpoint: log_start_offset 9999 is past the log's end 10");
+	char ck[256], rp[256];
+	const char *bad = "0\n1\nt 0 9999\n";
+	ten_records_then_file(f, MK_LOGDIR_START, bad, ck, sizeof(ck));
+	open_refused(f, 1 << 20, 4096, "log-start-offset-checkpoint: t 0: log_start_offset 9999 is past the log's end 10");
 	/* Nothing changed: the file is as edited, the records all there. */
-	mk_strbuf text = MK_STRBUF_INIT;
-	bool missing;
-	assert_int_equal(mk_file_read(ck, &text, &missing), MK_OK);
-	assert_string_equal(text.buf, bad);
-	const char *rp = "version 1\nlog_start_offset 0\nrecovery_point 11\n"
-			 "epoch 0 0\n";
-	assert_int_equal(mk_file_replace(ck, rp, strlen(rp)), MK_OK);
-	open_refused(f, 1 << 20, 4096, "recovery_point 11 is past the log's end 10");
-	const char *good = "version 1\nlog_start_offset 0\nrecovery_point 10\n"
-			   "epoch 0 0\n";
-	assert_int_equal(mk_file_replace(ck, good, strlen(good)), MK_OK);
+	assert_file_text(ck, bad);
+	assert_int_equal(mk_file_replace(ck, "0\n1\nt 0 0\n", 10), MK_OK);
+	logdir_file(f, MK_LOGDIR_RECOVERY, rp, sizeof(rp));
+	assert_int_equal(mk_file_replace(rp, "0\n1\nt 0 11\n", 11), MK_OK);
+	open_refused(f, 1 << 20, 4096, "recovery-point-offset-checkpoint: t 0: recovery_point 11 is past the log's end 10");
+	assert_file_text(rp, "0\n1\nt 0 11\n");
+	assert_int_equal(mk_file_replace(rp, "0\n1\nt 0 10\n", 11), MK_OK);
 	mk_log *log = open_log(f, 1 << 20, 4096, 0);
 	assert_int_equal(mk_log_start_offset(log), 0);
 	assert_int_equal(mk_log_end_offset(log), 10);
@@ -1143,7 +1346,43 @@ static void test_log_start_past_end_refused(void **state)
 	check_frames(&out, 0, 9);
 	mk_log_close(log);
 	mk_strbuf_release(&out);
-	mk_strbuf_release(&text);
+}
+
+/*
+ * A log written before the Kafka files: its checkpoint of version 1 holds
+ * the log start, the recovery point and the epochs; they are read, written
+ * to the broker's files and leader-epoch-checkpoint, and the checkpoint
+ * becomes version 2 (the segment list alone).
+ */
+static void test_checkpoint_version1_read(void **state)
+{
+	fixture *f = *state;
+	char ck[256], path[256];
+	mk_log *log = open_log(f, 1 << 20, 4096, 0);
+	for (int i = 0; i < 5; i++)
+		append_n(log, i < 2 ? 0 : 3, 2, NULL, 0);
+	mk_log_close(log);
+	/* Back to what the version before wrote. */
+	tl_logdir_wipe_kafka_files(f);
+	snprintf(ck, sizeof(ck), "%s/checkpoint", f->dir);
+	const char *v1 = "version 1\nlog_start_offset 2\nrecovery_point 10\n"
+			 "epoch 0 0\nepoch 3 4\n";
+	assert_int_equal(mk_file_replace(ck, v1, strlen(v1)), MK_OK);
+	log = open_log(f, 1 << 20, 4096, 0);
+	assert_int_equal(mk_log_start_offset(log), 2);
+	assert_int_equal(mk_log_end_offset(log), 10);
+	const mk_epoch_entry *ep;
+	assert_int_equal(mk_log_epochs(log, &ep), 2);
+	assert_int_equal(ep[1].epoch, 3);
+	assert_int_equal(ep[1].start_offset, 4);
+	mk_log_close(log);
+	assert_file_text(ck, "version 2\nsegments 0\n");
+	snprintf(path, sizeof(path), "%s/leader-epoch-checkpoint", f->dir);
+	assert_file_text(path, "0\n2\n0 0\n3 4\n");
+	logdir_file(f, MK_LOGDIR_START, path, sizeof(path));
+	assert_file_text(path, "0\n1\nt 0 2\n");
+	logdir_file(f, MK_LOGDIR_RECOVERY, path, sizeof(path));
+	assert_file_text(path, "0\n1\nt 0 10\n");
 }
 
 /* DeleteRecords past the recovery point fsyncs first: the start never
@@ -1160,6 +1399,69 @@ static void test_advance_start_durable(void **state)
 	assert_int_equal(mk_log_start_offset(log), 3);
 	assert_int_equal(mk_log_end_offset(log), 4);
 	mk_log_close(log);
+}
+
+/*
+ * A kill between the write of one of the log's Kafka files and its rename
+ * (a new epoch's leader-epoch-checkpoint; the recovery point a flush
+ * moves, in the broker directory's recovery-point-offset-checkpoint): the
+ * file says what it said, the temporary file beside it holds the new
+ * text, and the reopen has every record and the whole epoch cache.
+ */
+static void test_kafka_files_crash_points(void **state)
+{
+	fixture *f = *state;
+	static const struct { const char *point, *file, *old, *new; } k[] = {
+		{ "log.epochs.after-write", "t-0/leader-epoch-checkpoint",
+		  "0\n1\n0 0\n", "0\n2\n0 0\n1 10\n" },
+		{ "logdir.recovery-point.after-write",
+		  "recovery-point-offset-checkpoint", "0\n1\nt 0 8\n",
+		  "0\n1\nt 0 12\n" },
+	};
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		tl_logdir_wipe(f);
+		mk_log *log = open_log(f, 1000, 100, 0);
+		for (int j = 0; j < 4; j++)
+			append_n(log, 0, 2, NULL, 100);
+		mk_log_close(log);
+		char path[256], tmp[300];
+		snprintf(path, sizeof(path), "%s/%s", f->root, k[i].file);
+		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+		assert_file_text(path, k[i].old);
+		fflush(NULL);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			mk_log *child = NULL;
+			mk_log_config cfg = { 1000, 100, 0, NULL, NULL };
+			if (mk_log_open(f->dir, &cfg, &child, NULL))
+				_exit(2);
+			append_n(child, 0, 2, NULL, 100);
+			mk_failpoint_arm(k[i].point, 1);
+			append_n(child, 1, 2, NULL, 100);   /* a new epoch */
+			mk_log_flush(child);
+			_exit(3);       /* the point was not reached */
+		}
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFSIGNALED(st));
+		assert_int_equal(WTERMSIG(st), SIGKILL);
+		assert_file_text(path, k[i].old);
+		assert_file_text(tmp, k[i].new);
+		log = open_log(f, 1000, 100, 0);
+		assert_int_equal(mk_log_end_offset(log), 12);
+		const mk_epoch_entry *ep;
+		assert_int_equal(mk_log_epochs(log, &ep), 2);
+		assert_int_equal(ep[1].epoch, 1);
+		assert_int_equal(ep[1].start_offset, 10);
+		mk_strbuf out = MK_STRBUF_INIT;
+		assert_int_equal(mk_log_read(log, 0, 12, SIZE_MAX, &out), MK_OK);
+		check_frames(&out, 0, 11);
+		mk_strbuf_release(&out);
+		mk_log_close(log);
+		assert_int_equal(tl_ckpt_offset(f->root, MK_LOGDIR_RECOVERY, "t", 0),
+				 12);
+	}
 }
 
 /* A reset killed at each of its steps leaves a log that opens: the old
@@ -1358,14 +1660,6 @@ static void test_tail_repair(void **state)
 	mk_log_close(log);
 }
 
-static void read_file_bytes(const char *path, mk_strbuf *out)
-{
-	bool missing;
-	mk_strbuf_reset(out);
-	assert_int_equal(mk_file_read(path, out, &missing), MK_OK);
-	assert_false(missing);
-}
-
 static void test_index_rebuild(void **state)
 {
 	fixture *f = *state;
@@ -1387,7 +1681,7 @@ static void test_index_rebuild(void **state)
 	read_file_bytes(cidx, &orig_c);
 	read_file_bytes(aidx, &orig_a);
 	/* sparse but several entries */
-	assert_true(orig_c.len >= 2 * MK_INDEX_ENTRY_SIZE);
+	assert_true(orig_c.len >= 2 * OFF_W);
 	assert_int_equal(unlink(cidx), 0);
 	assert_int_equal(unlink(aidx), 0);
 
@@ -1409,11 +1703,11 @@ static void test_index_rebuild(void **state)
 	mk_log_close(log);
 
 	/* An invalid index (entries out of order) is rebuilt as well. */
-	uint8_t junk[2 * MK_INDEX_ENTRY_SIZE];
+	uint8_t junk[2 * OFF_W];
 	memset(junk, 0, sizeof(junk));
-	mk_store_be32(junk + 8, 9);
-	mk_store_be32(junk + 16 + 8, 1);
-	mk_store_be32(junk + 16 + 12, 50);
+	mk_store_be32(junk, 9);
+	mk_store_be32(junk + 8, 1);
+	mk_store_be32(junk + 8 + 4, 50);
 	write_file(cidx, junk, sizeof(junk));
 	log = open_log(f, 1500, 400, 0);
 	mk_strbuf_reset(&out);
@@ -1426,19 +1720,53 @@ static void test_index_rebuild(void **state)
 
 	/* An index that validates but points into the middle of a batch:
 	 * the read rebuilds it instead of blaming the log. */
-	uint8_t *e1 = (uint8_t *)orig_c.buf + MK_INDEX_ENTRY_SIZE;
-	mk_store_be32(e1 + 12, mk_load_be32(e1 + 12) + 3);
+	uint8_t *e1 = (uint8_t *)orig_c.buf + OFF_W;
+	mk_store_be32(e1 + 4, mk_load_be32(e1 + 4) + 3);
 	write_file(cidx, orig_c.buf, orig_c.len);
 	log = open_log(f, 1500, 400, 0);
-	from = closed.base_offset + (int64_t)mk_load_be32(e1 + 8);
+	from = closed.base_offset + (int64_t)mk_load_be32(e1);
 	mk_strbuf_reset(&out);
 	assert_int_equal(mk_log_read(log, from, from + 2, SIZE_MAX, &out), MK_OK);
 	check_frames(&out, from, from + 1);
 	mk_log_close(log);
 
+	/* A missing .timeindex next to a valid .index: both rebuilt on
+	 * first use, the .timeindex as it was; then one valid on its own
+	 * whose first entry is not the first batch's (the offset index's
+	 * first): rebuilt too. */
+	char ctim[256];
+	seg_path(f, closed.base_offset, "timeindex", ctim, sizeof(ctim));
+	mk_strbuf orig_t = MK_STRBUF_INIT;
+	read_file_bytes(ctim, &orig_t);
+	assert_true(orig_t.len >= 2 * TIME_W);
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 0) {
+			assert_int_equal(unlink(ctim), 0);
+		} else {
+			mk_strbuf_reset(&now);
+			mk_strbuf_add(&now, orig_t.buf, orig_t.len);
+			assert_true(mk_load_be32((uint8_t *)now.buf + TIME_W + 8) > 1);
+			mk_store_be32((uint8_t *)now.buf + 8, 1);
+			write_file(ctim, now.buf, now.len);
+		}
+		log = open_log(f, 1500, 400, 0);
+		from = closed.base_offset + 5;
+		mk_strbuf_reset(&out);
+		assert_int_equal(mk_log_read(log, from, from + 1, SIZE_MAX, &out),
+				 MK_OK);
+		check_frames(&out, from - 1, from);
+		read_file_bytes(ctim, &now);
+		assert_int_equal(now.len, orig_t.len);
+		assert_memory_equal(now.buf, orig_t.buf, now.len);
+		read_file_bytes(cidx, &now);
+		assert_int_equal(now.len, orig_c.len);
+		mk_log_close(log);
+	}
+
 	mk_strbuf_release(&out);
 	mk_strbuf_release(&orig_c);
 	mk_strbuf_release(&orig_a);
+	mk_strbuf_release(&orig_t);
 	mk_strbuf_release(&now);
 }
 
@@ -1639,7 +1967,7 @@ static void test_stamp_sanity(void **state)
 	put_be_at(tail, (off_t)(last.size - flen) + MK_FRAME_OFF_LEADER_EPOCH,
 		  1, 4);
 	open_refused(f, 1000, 100, "recovery_point 40 is past the log's end 38");
-	drop_checkpoint(f);
+	drop_recovery_point(f);
 	log = open_log(f, 1000, 100, 0);
 	assert_int_equal(mk_log_end_offset(log), 38);
 	assert_int_equal(mk_log_latest_epoch(log), 2);
@@ -1755,12 +2083,13 @@ static void test_epoch_cache(void **state)
 	mk_log_end_offset_for_epoch(log, -1, &e, &end);
 	assert_int_equal(e, -1);
 
-	/* Written to the checkpoint as soon as seen. */
+	/* Written to leader-epoch-checkpoint as soon as seen, in Kafka's
+	 * format (version 0, the count, then "EPOCH START_OFFSET"). */
 	char ck[256];
-	snprintf(ck, sizeof(ck), "%s/checkpoint", f->dir);
+	snprintf(ck, sizeof(ck), "%s/leader-epoch-checkpoint", f->dir);
 	mk_strbuf text = MK_STRBUF_INIT;
 	read_file_bytes(ck, &text);
-	assert_non_null(strstr(text.buf, "epoch 3 6\n"));
+	assert_string_equal(text.buf, "0\n3\n0 0\n1 4\n3 6\n");
 	size_t nseg = mk_log_segment_count(log);
 	assert_true(nseg >= 2);
 	mk_log_close(log);
@@ -1774,25 +2103,23 @@ static void test_epoch_cache(void **state)
 	mk_log_segment_info(log, mk_log_segment_count(log) - 1, &act);
 	mk_log_close(log);
 
-	/* A checkpoint that lagged (lost the last epoch) and one that ran
-	 * ahead (an epoch past the end) are both corrected from the active
+	/* A file that lagged (lost the last epoch) and one that ran ahead
+	 * (an epoch past the end) are both corrected from the active
 	 * segment. */
 	assert_true(act.base_offset <= 6);
-	write_text(ck, "version 1\nlog_start_offset 0\nrecovery_point 0\n"
-		       "epoch 0 0\nepoch 1 4\n");
+	write_text(ck, "0\n2\n0 0\n1 4\n");
 	log = open_log(f, sb, 4096, 0);
 	assert_int_equal(mk_log_epochs(log, &ep), 3);
 	assert_int_equal(ep[2].epoch, 3);
 	assert_int_equal(ep[2].start_offset, 6);
 	mk_log_close(log);
-	write_text(ck, "version 1\nlog_start_offset 0\nrecovery_point 0\n"
-		       "epoch 0 0\nepoch 1 4\nepoch 3 6\nepoch 7 15\n");
+	write_text(ck, "0\n4\n0 0\n1 4\n3 6\n7 15\n");
 	log = open_log(f, sb, 4096, 0);
 	assert_int_equal(mk_log_epochs(log, &ep), 3);
 	assert_int_equal(mk_log_latest_epoch(log), 3);
 	mk_log_close(log);
 	read_file_bytes(ck, &text);
-	assert_null(strstr(text.buf, "epoch 7"));
+	assert_string_equal(text.buf, "0\n3\n0 0\n1 4\n3 6\n");
 
 	/* Truncation (here inside a closed segment whose indexes were never
 	 * loaded) trims it, persistently. */
@@ -1810,6 +2137,8 @@ static void test_epoch_cache(void **state)
 	assert_int_equal(ep[1].epoch, 4);
 	assert_int_equal(ep[1].start_offset, 4);
 	assert_int_equal(mk_log_end_offset(log), 6);
+	read_file_bytes(ck, &text);
+	assert_string_equal(text.buf, "0\n2\n0 0\n4 4\n");
 	mk_strbuf out = MK_STRBUF_INIT;
 	assert_int_equal(mk_log_read(log, 0, 6, SIZE_MAX, &out), MK_OK);
 	check_frames(&out, 0, 5);
@@ -1850,6 +2179,18 @@ static void test_checkpoint_parse(void **state)
 	assert_true(c.start_offset == INT64_MAX);
 	free(c.epochs);
 	free(c.bases);
+	/* Version 2: the segment list alone (the offsets and the epochs are
+	 * in Kafka's files). */
+	assert_int_equal(ckpt_try("version 2\nsegments 0 17 40\n", &c, &why),
+			 MK_OK);
+	assert_int_equal(c.version, 2);
+	assert_int_equal(c.nbases, 3);
+	assert_int_equal(c.bases[2], 40);
+	assert_int_equal(c.nepochs, 0);
+	assert_true(c.start_offset == -1 && c.recovery_point == -1);
+	free(c.bases);
+	assert_int_equal(ckpt_try("version 2\n", &c, &why), MK_OK);
+	assert_int_equal(c.nbases, 0);
 
 	static const struct { const char *text, *reason; } bad[] = {
 		{ "version 1\nlog_start_offset +3\nrecovery_point 9\n",
@@ -1876,7 +2217,11 @@ static void test_checkpoint_parse(void **state)
 		  "line 5: epochs out of order" },
 		{ "version 1\nlog_start_offset 3\nrecovery_point 9",
 		  "line 3: missing newline" },
-		{ "version 2\n", "line 1: unknown version" },
+		{ "version 3\n", "line 1: unknown version" },
+		{ "version 2\nlog_start_offset 3\n", "line 2: unknown line" },
+		{ "version 2\nepoch 0 0\n", "line 2: unknown line" },
+		{ "version 2\nsegments 5 3\n", "line 2: bad segments line" },
+		{ "", "line 0: missing fields" },
 		{ "version 1\nlog_start_offset 3\n", "line 2: missing fields" },
 		{ "version 1\nlog_start_offset 3\nlog_start_offset 3\n",
 		  "line 3: unknown line" },
@@ -1897,7 +2242,7 @@ static void test_checkpoint_parse(void **state)
 static void test_checkpoint_damage(void **state)
 {
 	fixture *f = *state;
-	mk_log *log = open_log(f, 600, 4096, 0);
+	mk_log *log = open_log(f, 300, 4096, 0);
 	for (int i = 0; i < 6; i++)
 		append_n(log, i / 2, 2, NULL, 0);
 	assert_true(mk_log_segment_count(log) >= 2);
@@ -1905,27 +2250,79 @@ static void test_checkpoint_damage(void **state)
 	char ck[256];
 	snprintf(ck, sizeof(ck), "%s/checkpoint", f->dir);
 
-	/* Damaged: refused, naming the file. */
-	write_text(ck, "version 1\nlog_start_offset zero\n");
-	mk_log_config cfg = { 600, 4096, 0, NULL, NULL };
-	mk_strbuf why = MK_STRBUF_INIT;
-	log = (mk_log *)1;
-	assert_int_equal(mk_log_open(f->dir, &cfg, &log, &why),
-			 MK_KAFKA_STORAGE_ERROR);
-	assert_null(log);
-	assert_non_null(strstr(why.buf, ck));
+	char ep_path[256], start_path[256];
+	snprintf(ep_path, sizeof(ep_path), "%s/leader-epoch-checkpoint", f->dir);
+	logdir_file(f, MK_LOGDIR_START, start_path, sizeof(start_path));
+	mk_strbuf good = MK_STRBUF_INIT, good_start = MK_STRBUF_INIT;
+	read_file_bytes(ck, &good);
+	read_file_bytes(start_path, &good_start);
+	assert_string_equal(good_start.buf, "0\n1\nt 0 0\n");
 
-	/* Missing: the epoch cache is rebuilt from every segment. */
-	assert_int_equal(unlink(ck), 0);
+	/* Damaged, each of the three files: refused, naming the file and
+	 * the line, nothing written. */
+	static const struct { int which; const char *text, *reason; } bad[] = {
+		{ 0, "version 1\nlog_start_offset zero\n",
+		  "checkpoint: line 2: bad log_start_offset" },
+		{ 1, "0\n2\n0 0\n",
+		  "leader-epoch-checkpoint: line 3: only 1 of the 2 entries the count says" },
+		{ 1, "1\n1\n0 0\n",
+		  "leader-epoch-checkpoint: line 1: unknown version (Kafka's 0 expected)" },
+		{ 1, "0\n2\n1 0\n0 4\n",
+		  "leader-epoch-checkpoint: line 4: epochs out of order" },
+		{ 2, "0\n1\nt 0 x\n",
+		  "log-start-offset-checkpoint: line 3: bad offset" },
+		{ 2, "0\n2\nt 0 0\nt 0 1\n",
+		  "log-start-offset-checkpoint: t 0: given twice" },
+		{ 2, "0\n1\nt  0 0\n",
+		  "log-start-offset-checkpoint: line 3: an empty field" },
+		{ 2, "", "log-start-offset-checkpoint: line 1: empty file" },
+	};
+	const char *paths[] = { ck, ep_path, start_path };
+	mk_log_config cfg = { 600, 4096, 0, NULL, NULL };
+	mk_strbuf why = MK_STRBUF_INIT, after = MK_STRBUF_INIT;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		mk_strbuf keep = MK_STRBUF_INIT;
+		read_file_bytes(paths[bad[i].which], &keep);
+		write_text(paths[bad[i].which], bad[i].text);
+		log = (mk_log *)1;
+		mk_strbuf_reset(&why);
+		assert_int_equal(mk_log_open(f->dir, &cfg, &log, &why),
+				 MK_KAFKA_STORAGE_ERROR);
+		assert_null(log);
+		if (!strstr(why.buf, bad[i].reason))
+			print_error("refused for: %s\n", why.buf);
+		assert_non_null(strstr(why.buf, bad[i].reason));
+		read_file_bytes(paths[bad[i].which], &after);
+		assert_string_equal(after.buf, bad[i].text);
+		write_text(paths[bad[i].which], keep.buf);
+		mk_strbuf_release(&keep);
+	}
+
+	/* The epochs file missing: the epoch cache is rebuilt from every
+	 * segment, and the file written again. */
+	assert_int_equal(unlink(ep_path), 0);
 	log = open_log(f, 600, 4096, 0);
 	const mk_epoch_entry *ep;
 	assert_int_equal(mk_log_epochs(log, &ep), 3);
 	assert_int_equal(ep[1].epoch, 1);
 	assert_int_equal(ep[1].start_offset, 4);
 	assert_int_equal(ep[2].start_offset, 8);
-	assert_true(exists(ck));
+	assert_true(exists(ep_path));
 	mk_log_close(log);
+	read_file_bytes(ep_path, &after);
+	assert_string_equal(after.buf, "0\n3\n0 0\n1 4\n2 8\n");
+	/* The checkpoint missing: only the segment list goes, and comes
+	 * back as it was. */
+	assert_int_equal(unlink(ck), 0);
+	log = open_log(f, 600, 4096, 0);
+	assert_int_equal(mk_log_epochs(log, &ep), 3);
+	mk_log_close(log);
+	read_file_bytes(ck, &after);
+	assert_string_equal(after.buf, good.buf);
 	mk_strbuf_release(&why);
+	mk_strbuf_release(&after);
+	mk_strbuf_release(&good);
+	mk_strbuf_release(&good_start);
 }
 
 /* ---- crashes ------------------------------------------------------------- */
@@ -1986,17 +2383,12 @@ static void test_crash(void **state)
 
 /* ---- the background flusher ---------------------------------------------- */
 
-/* The recovery point the checkpoint holds. */
+/* The recovery point the broker directory's
+ * recovery-point-offset-checkpoint holds for the log. */
 static int64_t ckpt_recovery_point(const fixture *f)
 {
-	char path[256];
-	snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
-	mk_strbuf text = MK_STRBUF_INIT;
-	read_file_bytes(path, &text);
-	const char *p = strstr(text.buf, "recovery_point ");
-	assert_non_null(p);
-	int64_t rp = strtoll(p + 15, NULL, 10);
-	mk_strbuf_release(&text);
+	int64_t rp = tl_ckpt_offset(f->root, MK_LOGDIR_RECOVERY, "t", 0);
+	assert_true(rp >= 0);
 	return rp;
 }
 
@@ -2135,17 +2527,21 @@ static void test_checkpoint_owner_and_flusher(void **state)
 {
 	fixture *f = *state;
 	mk_log *log = open_log(f, 1000, 100, 0);
-	char ck[256], path[256], want[64];
+	char ck[256], ep_path[256], path[256], want[64];
 	snprintf(ck, sizeof(ck), "%s/checkpoint", f->dir);
+	snprintf(ep_path, sizeof(ep_path), "%s/leader-epoch-checkpoint", f->dir);
 	mk_strbuf text = MK_STRBUF_INIT;
 	const int epochs = 120;
 	for (int e = 0; e < epochs; e++) {
 		append_n(log, e, 2, NULL, 100);     /* new epoch: written */
 		append_n(log, e, 2, NULL, 100);     /* rolls now and then */
 		mk_strbuf_reset(&text);
-		read_file_bytes(ck, &text);
-		snprintf(want, sizeof(want), "\nepoch %d ", e);
+		read_file_bytes(ep_path, &text);
+		snprintf(want, sizeof(want), "0\n%d\n", e + 1);
+		assert_memory_equal(text.buf, want, strlen(want));
+		snprintf(want, sizeof(want), "\n%d %d\n", e, 4 * e);
 		assert_non_null(strstr(text.buf, want));
+		read_file_bytes(ck, &text);
 		const char *segs = strstr(text.buf, "\nsegments ");
 		for (const char *p = segs ? segs + 10 : NULL; p && *p != '\n';) {
 			char *end;
@@ -2361,7 +2757,7 @@ static void test_append_many(void **state)
 	mk_log_close(log);
 
 	/* The same frames one at a time: the same segments. */
-	tl_rmtree(f->dir);
+	tl_logdir_wipe(f);
 	log = open_log(f, 1000, 100, 0);
 	for (int i = 0; i < 12; i++) {
 		int64_t base;
@@ -2605,7 +3001,7 @@ static void test_runway(void **state)
 
 	/* A torn frame before zeros is a torn write: cut and reported. */
 	mk_segment_close(r.s);
-	append_bytes(r.path, MK_FRAME_MAGIC "\x00\x00\x01\x00", 8);
+	append_bytes(r.path, "\x00\x00\x00\x00\x00\x00\x00\x07", 8);
 	append_zeros(r.path, 5000);
 	mk_strbuf_reset(&why);
 	runway_open(&r, f, &cut, &why);
@@ -2934,7 +3330,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-		T(test_index_unit),
+		T(test_offset_index_unit),
+		T(test_time_index_unit),
 		T(test_index_pending),
 		T(test_append_read),
 		T(test_leader_append),
@@ -2949,6 +3346,8 @@ int main(void)
 		T(test_seal_final_entry),
 		T(test_log_start_from_checkpoint),
 		T(test_log_start_past_end_refused),
+		T(test_kafka_files_crash_points),
+		T(test_checkpoint_version1_read),
 		T(test_advance_start_durable),
 		T(test_reset_crash_points),
 		T(test_truncate),
@@ -2974,8 +3373,8 @@ int main(void)
 		T(test_runway_log),
 #undef T
 		cmocka_unit_test_setup_teardown(test_append_many, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_index_old_width, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_old_format_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_merged_format, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merged_format_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_append_many_short_write, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

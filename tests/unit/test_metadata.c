@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "codec.h"
 #include "fileio.h"
@@ -220,9 +221,24 @@ static void test_load_file(void **state)
 	assert_non_null(strstr(why.buf, path.buf));
 	free(text);
 
+	/* A version-1 or -2 file names a data directory of MKF2 segments:
+	 * refused by name, left as it is. */
 	assert_int_equal(mk_file_replace(path.buf, good, strlen(good)), MK_OK);
 	mk_strbuf_reset(&why);
+	assert_int_equal(mk_metadata_load(dir, &md, &why), MK_INVALID_CONFIG);
+	assert_non_null(strstr(why.buf, "minikafka-metadata 1: this data directory holds segments in the MKF2 batch format"));
+	assert_non_null(strstr(why.buf, path.buf));
+
+	/* Version 3: Kafka's RecordBatch v2, with its checksum line. */
+	mk_strbuf v3 = MK_STRBUF_INIT;
+	mk_strbuf_addf(&v3, "minikafka-metadata 3\n%s", strchr(good, '\n') + 1);
+	mk_strbuf_addf(&v3, "checksum %08lx\n",
+		       crc32(0L, (const Bytef *)v3.buf, (uInt)v3.len));
+	assert_int_equal(mk_file_replace(path.buf, v3.buf, v3.len), MK_OK);
+	mk_strbuf_release(&v3);
+	mk_strbuf_reset(&why);
 	assert_int_equal(mk_metadata_load(dir, &md, &why), MK_OK);
+	assert_int_equal(md.version, 3);
 	assert_true(md.present);
 	assert_int_equal(md.nbrokers, 2);
 	mk_metadata_free(&md);
@@ -248,7 +264,7 @@ static void write_log(const char *root, int broker, const char *entry,
 	for (int i = 0; i < n; i++) {
 		mk_batch_meta meta = { 0, 0, epochs[i], i == n - 1 ? pid : -1,
 				       i == n - 1 && pid >= 0 ? 0 : -1,
-				       i == n - 1 && pid >= 0 ? 0 : -1, MK_BYTES_NULL };
+				       i == n - 1 && pid >= 0 ? 0 : -1, 0, false, 0 };
 		mk_batch_builder b;
 		mk_builder_init(&b, &meta);
 		mk_builder_add(&b, 5000 + i, MK_BYTES_NULL, mk_bytes_of("v", 1), NULL, 0);

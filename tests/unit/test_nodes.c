@@ -49,6 +49,9 @@ static void resolves_the_tree(void **state)
 		"/brokers/2/promote", "/brokers/fetch", "//topics//t/",
 		"/topics/t/0/batches", "/topics/t/0/batches@3:json", "/topics/t/0/epochs",
 		"/topics/t/0/segments/00000000000000000000.index:txt",
+		/* Kafka's three files a segment. */
+		"/topics/t/0/segments/00000000000000000000.timeindex",
+		"/topics/t/0/segments/00000000000000000000.timeindex:txt",
 		"/brokers/1/logs", "/brokers/1/logs/t", "/brokers/1/logs/t/0",
 		"/brokers/1/logs/t/2/hw", "/brokers/2/logs/t/1/records@0:tsv",
 		"/brokers/2/logs/t/1/epochs", "/brokers/2/logs/t/1/batches:max=1",
@@ -78,9 +81,8 @@ static void refuses_what_does_not_exist(void **state)
 		"/brokers/1/logs/t/0/isr", "/brokers/1/logs/u",
 		"/topics/t/0/segments/00000000000000000000.log:txt",
 		"/topics/t/0/segments/00000000000000000000.index:tx",
-		/* The time index is part of the .index (two files a segment). */
-		"/topics/t/0/segments/00000000000000000000.timeindex",
-		"/topics/t/0/segments/00000000000000000000.timeindex:txt",
+		"/topics/t/0/segments/00000000000000000000.txnindex",
+		"/topics/t/0/segments/00000000000000000001.timeindex",
 		"/topics/t/0/batchesX",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

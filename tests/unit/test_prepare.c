@@ -174,11 +174,12 @@ static void test_roll_takes_prepared(void **state)
 	fill_to_half(log);
 	assert_true(mk_log_wait_prepared(log));
 	assert_true(exists_in(f, "prepared.log.tmp"));
+	/* Kafka's three files a segment: the time index too. */
 	assert_true(exists_in(f, "prepared.index.tmp"));
-	/* Two files: the time index is part of the .index. */
-	assert_false(exists_in(f, "prepared.timeindex.tmp"));
+	assert_true(exists_in(f, "prepared.timeindex.tmp"));
 	ino_t log_ino = inode_of(f, "prepared.log.tmp");
 	ino_t idx_ino = inode_of(f, "prepared.index.tmp");
+	ino_t tim_ino = inode_of(f, "prepared.timeindex.tmp");
 
 	int64_t base = roll(log);
 	char name[64];
@@ -187,7 +188,7 @@ static void test_roll_takes_prepared(void **state)
 	seg_name(base, "index", name, sizeof(name));
 	assert_int_equal(inode_of(f, name), idx_ino);
 	seg_name(base, "timeindex", name, sizeof(name));
-	assert_false(exists_in(f, name));
+	assert_int_equal(inode_of(f, name), tim_ino);
 
 	/* The roll asked for the next ones at once. */
 	assert_true(mk_log_wait_prepared(log));
@@ -253,7 +254,7 @@ static void test_leftovers_deleted(void **state)
  */
 static void crash_at(fixture *f, const char *point, int hit)
 {
-	tl_rmtree(f->dir);
+	tl_logdir_wipe(f);
 	int fds[2];
 	assert_int_equal(pipe(fds), 0);
 	fflush(NULL);
@@ -341,6 +342,60 @@ static void test_roll_without_prepared_log(void **state)
 	append_two(log);
 	int64_t end = mk_log_end_offset(log);
 	check_all(log, end);
+	mk_log_close(log);
+	log = open_log(f);
+	check_all(log, end);
+	mk_log_close(log);
+}
+
+/* A prepared index file gone at the roll (only the .log taken): the
+ * segment gets an empty one instead, over a stale file of an earlier
+ * segment at that base, and its indexes work and reopen valid. */
+static void test_roll_without_prepared_timeindex(void **state)
+{
+	fixture *f = *state;
+	mk_log *log = open_log(f);
+	fill_to_half(log);
+	assert_true(mk_log_wait_prepared(log));
+	char path[256];
+	snprintf(path, sizeof(path), "%s/prepared.timeindex.tmp", f->dir);
+	assert_int_equal(unlink(path), 0);
+	ino_t log_ino = inode_of(f, "prepared.log.tmp");
+	int64_t end = mk_log_end_offset(log);
+	/* A stale time index where the next segment may start (two
+	 * records an append: an even base, within half a segment). */
+	char name[64];
+	for (int64_t b = end; b < end + 40; b += 2) {
+		seg_name(b, "timeindex", name, sizeof(name));
+		snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "stale, not entries", 18), 18);
+		close(fd);
+	}
+	int64_t base = roll(log);
+	assert_true(base > end && base < end + 40);
+	seg_name(base, "log", name, sizeof(name));
+	assert_int_equal(inode_of(f, name), log_ino);
+	/* The stale bytes went: the file holds the new segment's entry. */
+	mk_log_write_index_pending(log);
+	for (int64_t b = end; b < end + 40; b += 2) {
+		seg_name(b, "timeindex", name, sizeof(name));
+		snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+		struct stat st;
+		assert_int_equal(stat(path, &st), 0);
+		if (b == base) {
+			assert_int_equal(st.st_size, MK_TIME_INDEX_ENTRY_SIZE);
+		} else {
+			assert_int_equal(st.st_size, 18);
+			assert_int_equal(unlink(path), 0);
+		}
+	}
+	for (int i = 0; i < 3; i++)
+		append_two(log);
+	end = mk_log_end_offset(log);
+	check_all(log, end);
+	assert_int_equal(mk_log_flush(log), MK_OK);
 	mk_log_close(log);
 	log = open_log(f);
 	check_all(log, end);
@@ -454,7 +509,7 @@ static void test_prepared_runway(void **state)
 	assert_true(mk_log_wait_prepared(log));
 	assert_int_equal(size_in(f, "prepared.log.tmp"), 0);
 	mk_log_close(log);
-	tl_rmtree(f->dir);
+	tl_logdir_wipe(f);
 
 	log = open_runway_log(f);
 	while (last_info(log).size * 2 < RUNWAY_SEG)
@@ -558,6 +613,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_leftovers_deleted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_points, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_roll_without_prepared_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_roll_without_prepared_timeindex, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prepare_keeps_linked_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_syncs_new_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prepared_runway, setup, teardown),

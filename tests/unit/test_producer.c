@@ -49,7 +49,6 @@ static mk_batch_view view(int64_t pid, int16_t epoch, int32_t seq,
 	b.meta.producer_epoch = epoch;
 	b.meta.base_sequence = seq;
 	b.meta.base_offset = base;
-	b.meta.txn_id = MK_BYTES_NULL;
 	b.last_offset_delta = count - 1;
 	b.record_count = count;
 	return b;
@@ -355,7 +354,7 @@ static void test_pstate_snapshot(void **state)
 
 static const mk_batch_meta plain_meta = {
 	.flags = 0, .base_offset = 0, .leader_epoch = 0, .producer_id = -1,
-	.producer_epoch = -1, .base_sequence = -1, .txn_id = { NULL, -1 },
+	.producer_epoch = -1, .base_sequence = -1,
 };
 
 /* A frame of n records "v0".."vn-1" (keys "k0".. when keyed). */

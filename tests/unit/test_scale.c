@@ -73,7 +73,7 @@ static int count_fds(void)
 
 static mk_err produce(mk_partition *p, const char *val)
 {
-	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, 0, false, 0 };
 	mk_batch_builder b;
 	mk_builder_init(&b, &meta);
 	mk_builder_add(&b, 1000, MK_BYTES_NULL, mk_bytes_of(val, strlen(val)),
@@ -247,7 +247,7 @@ static void test_restart_does_not_stall_readers(void **state)
 
 static void append_one(mk_log *log, const char *val)
 {
-	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_meta meta = { 0, 0, -1, -1, -1, -1, 0, false, 0 };
 	mk_batch_builder b;
 	mk_builder_init(&b, &meta);
 	mk_builder_add(&b, 1000, MK_BYTES_NULL, mk_bytes_of(val, strlen(val)),
@@ -263,8 +263,14 @@ static void test_open_skips(void **state)
 {
 	(void)state;
 	char ldir[192], ck[256], seg[256];
-	snprintf(ldir, sizeof(ldir), "%s/log", root);
+	snprintf(ldir, sizeof(ldir), "%s/log-0", root);
 	snprintf(ck, sizeof(ck), "%s/checkpoint", ldir);
+	/* And Kafka's: the log's epochs, its broker directory's offsets. */
+	char kf[3][256];
+	snprintf(kf[0], sizeof(kf[0]), "%s/leader-epoch-checkpoint", ldir);
+	snprintf(kf[1], sizeof(kf[1]), "%s/recovery-point-offset-checkpoint",
+		 root);
+	snprintf(kf[2], sizeof(kf[2]), "%s/log-start-offset-checkpoint", root);
 	mk_log_config cfg = { 200, 4096, 0, NULL, NULL };
 	mk_log *log;
 	assert_int_equal(mk_log_open(ldir, &cfg, &log, NULL), MK_OK);
@@ -273,13 +279,19 @@ static void test_open_skips(void **state)
 	assert_true(mk_log_segment_count(log) >= 4);
 	mk_log_close(log);
 
-	/* A clean reopen leaves the checkpoint file as it was: the same
-	 * inode (a rewrite replaces it with a new one). */
-	struct stat before, after;
+	/* A clean reopen leaves the checkpoint files as they were: the same
+	 * inodes (a rewrite replaces a file with a new one). */
+	struct stat before, after, kbefore[3], kafter;
 	assert_int_equal(stat(ck, &before), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(stat(kf[i], &kbefore[i]), 0);
 	assert_int_equal(mk_log_open(ldir, &cfg, &log, NULL), MK_OK);
 	assert_int_equal(stat(ck, &after), 0);
 	assert_int_equal(before.st_ino, after.st_ino);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(stat(kf[i], &kafter), 0);
+		assert_int_equal(kbefore[i].st_ino, kafter.st_ino);
+	}
 	mk_strbuf out = MK_STRBUF_INIT;
 	assert_int_equal(mk_log_read(log, 0, 20, SIZE_MAX, &out), MK_OK);
 	assert_true(out.len > 0);

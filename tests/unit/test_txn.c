@@ -88,7 +88,6 @@ static void put_batch(mk_strbuf *out, int64_t base, int n, int64_t pid,
 		.base_offset = base, .leader_epoch = 0, .producer_id = pid,
 		.producer_epoch = pid >= 0 ? 0 : -1,
 		.base_sequence = pid >= 0 && !marker ? 0 : -1,
-		.txn_id = MK_BYTES_NULL,
 	};
 	if (marker) {
 		mk_frame_marker(out, &m, 1);

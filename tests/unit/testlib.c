@@ -10,9 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testlib.h"
+#include "ckptfile.h"
 #include "fileio.h"
+#include "logdir.h"
 
 void tl_tmpdir(char *root, size_t n, const char *tag)
 {
@@ -58,6 +61,50 @@ int tl_logdir_setup(void **state, const char *tag)
 	return 0;
 }
 
+void tl_logdir_wipe_kafka_files(const tl_logdir *f)
+{
+	char path[256];
+	for (int i = 0; i < MK_LOGDIR_NFILES; i++) {
+		snprintf(path, sizeof(path), "%s/%s", f->root, mk_logdir_names[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/leader-epoch-checkpoint", f->dir);
+	unlink(path);
+}
+
+void tl_logdir_wipe(const tl_logdir *f)
+{
+	tl_logdir_wipe_kafka_files(f);
+	tl_rmtree(f->dir);
+}
+
+int64_t tl_ckpt_offset(const char *dir, int file, const char *topic,
+		       int partition)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, mk_logdir_names[file]);
+	mk_strbuf text = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
+	bool missing;
+	assert_int_equal(mk_file_read(path, &text, &missing), MK_OK);
+	int64_t off = -1;
+	if (!missing) {
+		mk_ckpt_offset *v;
+		size_t n;
+		mk_err err = mk_ckpt_parse_offsets(path, text.buf, text.len, &v,
+						   &n, &why);
+		if (err)
+			print_error("%s\n", why.buf);
+		assert_int_equal(err, MK_OK);
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(v[i].topic, topic) && v[i].partition == partition)
+				off = v[i].offset;
+		mk_ckpt_offsets_free(v, n);
+	}
+	mk_strbuf_release(&text);
+	mk_strbuf_release(&why);
+	return off;
+}
+
 int tl_logdir_teardown(void **state)
 {
 	tl_logdir *f = *state;
@@ -72,7 +119,7 @@ int tl_logdir_teardown(void **state)
 void tl_frame(mk_strbuf *out, int64_t base, int32_t epoch,
 	      const char *const *vals, int n, const int64_t *ts)
 {
-	mk_batch_meta meta = { 0, base, epoch, -1, -1, -1, MK_BYTES_NULL };
+	mk_batch_meta meta = { 0, base, epoch, -1, -1, -1, 0, false, 0 };
 	mk_batch_builder b;
 	mk_builder_init(&b, &meta);
 	for (int i = 0; i < n; i++)
@@ -131,20 +178,38 @@ mk_index_row *tl_check_index_rows(mk_log *log, int64_t segment,
 	mk_index_row *rows;
 	size_t nr;
 	assert_int_equal(mk_log_index_rows(log, segment, &rows, &nr), MK_OK);
+	size_t noff = 0;
+	while (noff < nr && rows[noff].position >= 0)
+		noff++;
+	/* Both indexes have an entry for the first batch, or none. */
+	assert_true((noff == 0) == (nr == 0));
+	assert_true(noff == 0 || nr > noff);
+	if (noff)
+		assert_int_equal(rows[noff].offset, rows[0].offset);
 	for (size_t r = 0; r < nr; r++) {
-		int64_t max_ts = INT64_MIN;
+		bool time_row = r >= noff;
+		assert_true(time_row == (rows[r].position < 0));
+		int64_t max_ts = INT64_MIN, before = INT64_MIN;
 		bool found = false;
 		for (size_t i = 0; i < n; i++) {
 			if (bi[i].segment != segment ||
 			    bi[i].base_offset > rows[r].offset)
 				continue;
+			if (bi[i].base_offset < rows[r].offset &&
+			    bi[i].max_timestamp > before)
+				before = bi[i].max_timestamp;
 			if (bi[i].max_timestamp > max_ts)
 				max_ts = bi[i].max_timestamp;
 			found |= bi[i].base_offset == rows[r].offset &&
-				 (int64_t)bi[i].position == rows[r].position;
+				 (time_row ||
+				  (int64_t)bi[i].position == rows[r].position);
 		}
 		assert_true(found);
-		assert_int_equal(rows[r].timestamp, max_ts);
+		if (time_row) {
+			/* The max so far, first reached by this batch. */
+			assert_int_equal(rows[r].timestamp, max_ts);
+			assert_true(before < max_ts || r == noff);
+		}
 	}
 	*nrows = nr;
 	return rows;

@@ -53,6 +53,24 @@ typedef struct {
 } tl_logdir;
 int tl_logdir_setup(void **state, const char *tag);
 int tl_logdir_teardown(void **state);
+/* Start the log over: dir removed, and with it its entries of root's
+ * checkpoint files (logdir.h; for a log opened alone, root is its broker
+ * directory). */
+void tl_logdir_wipe(const tl_logdir *f);
+/* Only the Kafka files: root's three and dir's leader-epoch-checkpoint
+ * (what a log written before them lacks). */
+void tl_logdir_wipe_kafka_files(const tl_logdir *f);
+
+/* ---- a broker directory's checkpoint files (logdir.h) -------------------- */
+
+/*
+ * The offset that dir's file (mk_logdir_names[file]: its
+ * recovery-point-offset-checkpoint, ...) gives topic's partition, parsed
+ * as Kafka's OffsetCheckpointFile (asserted well-formed); -1 when the file
+ * or the entry is missing.
+ */
+int64_t tl_ckpt_offset(const char *dir, int file, const char *topic,
+		       int partition);
 
 /* ---- frames ------------------------------------------------------------ */
 
@@ -67,10 +85,14 @@ void tl_frame(mk_strbuf *out, int64_t base, int32_t epoch,
 /* ---- indexes ----------------------------------------------------------- */
 
 /*
- * Check one segment's index rows against the log's batches bi[0..n) (from
- * mk_log_batches): every row is the start of a batch of that segment and
- * carries the largest timestamp of the segment's batches up to and
- * including it. Returns the rows (free them) and their count.
+ * Check one segment's index rows (its offset index's, then its time
+ * index's: segment.h, mk_segment_index_entry) against the log's batches
+ * bi[0..n) (from mk_log_batches): every offset row is the base offset and
+ * position of a batch of that segment; every time row names a batch of it
+ * and carries the largest timestamp of the segment's batches up to and
+ * including it, which that batch first reached (but for the first row,
+ * the first batch's, whatever its timestamp). Returns the rows (free
+ * them) and their count.
  */
 mk_index_row *tl_check_index_rows(mk_log *log, int64_t segment,
 				  const mk_batch_info *bi, size_t n,
