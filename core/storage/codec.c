@@ -528,6 +528,21 @@ static uint8_t *put_blob(uint8_t *p, mk_bytes b)
 	return p;
 }
 
+void mk_headers_encode(mk_strbuf *out, const mk_header *h, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		assert(h[i].name.len >= 0);
+		size_t need = mk_varint_size(h[i].name.len) +
+			      mk_blob_size(h[i].name) +
+			      mk_varint_size(h[i].value.len) +
+			      mk_blob_size(h[i].value);
+		mk_strbuf_grow(out, need);
+		uint8_t *p0 = (uint8_t *)out->buf + out->len;
+		uint8_t *p = put_blob(put_blob(p0, h[i].name), h[i].value);
+		mk_strbuf_setlen(out, out->len + (size_t)(p - p0));
+	}
+}
+
 static uint16_t attributes_of(const mk_batch_meta *m, uint16_t flags)
 {
 	uint16_t a = m->codec & MK_ATTR_CODEC_MASK;

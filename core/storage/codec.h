@@ -288,6 +288,10 @@ static inline size_t mk_record_iter_bytes(const mk_record_iter *it)
 /* Fills *rec and returns true, or returns false after the last record. */
 bool mk_record_next(mk_record_iter *it, mk_record_view *rec);
 
+/* Append the bytes n headers take inside a record (what
+ * mk_record_view.headers points at): each name and value with its varint
+ * length. */
+void mk_headers_encode(mk_strbuf *out, const mk_header *h, size_t n);
 /* Iterate headers of a record: *pos starts at 0. */
 bool mk_header_next(const mk_record_view *rec, size_t *pos, mk_header *h);
 

@@ -74,16 +74,9 @@ static mk_err outer_sink(void *arg, mk_bytes key, mk_bytes value,
 
 	/* the raw header encoding of the codec, for a record view */
 	mk_strbuf raw = MK_STRBUF_INIT;
-	for (size_t i = 0; i < nheaders; i++) {
+	for (size_t i = 0; i < nheaders; i++)
 		CHECK(headers[i].name.len > 0);
-		mk_strbuf_add_be16(&raw, (uint16_t)headers[i].name.len);
-		mk_strbuf_add(&raw, headers[i].name.ptr,
-			      (size_t)headers[i].name.len);
-		mk_strbuf_add_be32(&raw, (uint32_t)headers[i].value.len);
-		if (headers[i].value.len > 0)
-			mk_strbuf_add(&raw, headers[i].value.ptr,
-				      (size_t)headers[i].value.len);
-	}
+	mk_headers_encode(&raw, headers, nheaders);
 	mk_record_view rec = {
 		.offset = 0,
 		.timestamp = 0,

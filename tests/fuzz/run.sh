@@ -12,9 +12,13 @@ target=$1 secs=$2 corpus=$3
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/mk-fuzz-corpus-XXXXXX") || exit 1
 trap 'rm -rf "$scratch"' EXIT
 mkdir "$scratch/new" "$scratch/artifacts" || exit 1
+# -error_exitcode=1: libFuzzer's own default, 77, is what meson reads as
+# a skip, which hid a crashing target as SKIP.
 "$target" -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 \
+	-error_exitcode=1 \
 	-artifact_prefix="$scratch/artifacts/" "$scratch/new" "$corpus"
 rc=$?
+[ "$rc" = 77 ] && rc=1     # never a skip
 if [ -n "$(ls -A "$scratch/artifacts")" ]; then
 	kept=$(mktemp -d "${TMPDIR:-/tmp}/mk-fuzz-artifacts-XXXXXX") &&
 		mv "$scratch/artifacts"/* "$kept"/ &&

@@ -1190,30 +1190,14 @@ typedef struct {
 	mk_bytes name, value;
 } hdr;
 
-/* A zigzag varint, as Kafka's records hold lengths. */
-static void add_varint(mk_strbuf *sb, int32_t v)
-{
-	uint32_t z = ((uint32_t)v << 1) ^ (uint32_t)(v >> 31);
-	while (z >= 0x80) {
-		mk_strbuf_addch(sb, (char)(z | 0x80));
-		z >>= 7;
-	}
-	mk_strbuf_addch(sb, (char)z);
-}
-
 /* A record view with raw headers encoded as the codec stores them. */
 static mk_record_view make_view(int64_t off, int64_t ts, mk_bytes key,
 				mk_bytes value, const hdr *h, size_t nh,
 				mk_strbuf *raw)
 {
 	mk_strbuf_reset(raw);
-	for (size_t i = 0; i < nh; i++) {
-		add_varint(raw, h[i].name.len);
-		mk_strbuf_add(raw, h[i].name.ptr, (size_t)h[i].name.len);
-		add_varint(raw, h[i].value.len);
-		if (h[i].value.len > 0)
-			mk_strbuf_add(raw, h[i].value.ptr, (size_t)h[i].value.len);
-	}
+	for (size_t i = 0; i < nh; i++)
+		mk_headers_encode(raw, &(mk_header){ h[i].name, h[i].value }, 1);
 	mk_record_view v = {
 		.offset = off,
 		.timestamp = ts,
