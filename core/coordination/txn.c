@@ -51,6 +51,9 @@ struct mk_txns {
 	size_t n;
 	int64_t next_pid;
 	_Atomic bool loaded;     /* the log was read */
+	int32_t coord_epoch;     /* the leader epoch of __transaction_state
+				  * it was read at: the markers' coordinator
+				  * epoch, as Kafka's; under the turn */
 	bool recover_due;        /* recovery waits for the log (under the turn) */
 };
 
@@ -372,7 +375,10 @@ static void load_record(mk_txns *t, const mk_record_view *rec)
 /* Read the transaction log to its HW. Under the turn. */
 static mk_err load(mk_txns *t)
 {
-	mk_err err = mk_coord_replay(t->rt, 0, replay_one, t, NULL);
+	int32_t epoch = 0;
+	mk_err err = mk_coord_replay(t->rt, 0, replay_one, t, &epoch);
+	if (!err)
+		t->coord_epoch = epoch;
 	/* No log yet: nothing to read. */
 	return err == MK_UNKNOWN_TOPIC_OR_PARTITION ? MK_OK : err;
 }
@@ -561,6 +567,7 @@ static mk_err write_marker(tx_op *op, const tx_part *tp, mk_strbuf *why)
 		.flags = op->commit ? MK_BATCH_COMMIT_MARKER : MK_BATCH_ABORT_MARKER,
 		.base_offset = 0, .leader_epoch = 0, .producer_id = op->snap->pid,
 		.producer_epoch = op->snap->epoch, .base_sequence = -1,
+		.coordinator_epoch = t->coord_epoch,
 	};
 	mk_strbuf frame = MK_STRBUF_INIT;
 	mk_frame_marker(&frame, &meta, now_ms(t));
