@@ -149,8 +149,17 @@ static bool rd_uvar(reader *r, int max_bytes, uint64_t *v)
 	return false;
 }
 
-static bool rd_varint(reader *r, int32_t *v)
+static inline __attribute__((always_inline)) bool rd_varint(reader *r,
+							    int32_t *v)
 {
+	/* Most of a record's varints are one byte: no loop for them. */
+	if (r->left && !(r->p[0] & 0x80)) {
+		uint32_t z = r->p[0];
+		r->p++;
+		r->left--;
+		*v = (int32_t)((z >> 1) ^ (0u - (z & 1)));
+		return true;
+	}
 	uint64_t u;
 	if (!rd_uvar(r, 5, &u))
 		return false;
@@ -159,8 +168,16 @@ static bool rd_varint(reader *r, int32_t *v)
 	return true;
 }
 
-static bool rd_varlong(reader *r, int64_t *v)
+static inline __attribute__((always_inline)) bool rd_varlong(reader *r,
+							     int64_t *v)
 {
+	if (r->left && !(r->p[0] & 0x80)) {
+		uint64_t z1 = r->p[0];
+		r->p++;
+		r->left--;
+		*v = (int64_t)((z1 >> 1) ^ (0u - (z1 & 1)));
+		return true;
+	}
 	uint64_t z;
 	if (!rd_uvar(r, 10, &z))
 		return false;
@@ -169,7 +186,8 @@ static bool rd_varlong(reader *r, int64_t *v)
 }
 
 /* A length-prefixed field: a varint length, -1 for null. */
-static bool rd_blob(reader *r, mk_bytes *out)
+static inline __attribute__((always_inline)) bool rd_blob(reader *r,
+							  mk_bytes *out)
 {
 	int32_t len;
 	if (!rd_varint(r, &len) || len < -1)
@@ -206,8 +224,9 @@ static bool parse_header(reader *r, mk_header *h, const char **why)
  * checking) its headers. rec->offset and rec->timestamp are left to the
  * caller, which knows the batch: *delta and *ts_delta get the deltas.
  */
-static bool parse_record(reader *r, mk_record_view *rec, int32_t *delta,
-			 int64_t *ts_delta, const char **why)
+static inline __attribute__((always_inline)) bool
+parse_record(reader *r, mk_record_view *rec, int32_t *delta,
+	     int64_t *ts_delta, const char **why)
 {
 	int32_t len;
 	const uint8_t *body;
