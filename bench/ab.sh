@@ -11,6 +11,9 @@
 # Each round writes, with bench/bwrite in 128 KiB write() calls, `sync`
 # before each measurement, the two daemons in alternating order:
 #   plain   a plain file (once per round, the baseline of the ratios)
+#   store   nullfs's /store (bench/nullfs: the same writes kept with one
+#           pwrite each in a plain file, nothing else done), once per
+#           round after the plain file, when BUILD_DIR has bench/nullfs
 #   app1g   BENCH_BYTES into partition 0 of a topic with 1 GiB segments
 #   app1m   the same with the default 1 MiB segments
 #   t4      BENCH_TOPIC_BYTES into a 4-partition topic (1 GiB segments)
@@ -18,7 +21,8 @@
 #   t4m, tsv16m  the same two with the default 1 MiB segments, as
 #           bench/run.sh measures issue 7's aims (ratios against app1m)
 # Every topic is deleted after its row. Per round it prints MB/s; at the
-# end, per daemon, the ratios of each round (app1g/plain, app1m/app1g,
+# end, per daemon, the ratios of each round (app1g/plain, app1g/store,
+# app1m/store, app1m/app1g,
 # t4/app1g, tsv16/app1g, t4m/app1m, tsv16m/app1m; a ratio whose base row
 # is not in AB_ROWS says so) and their range, and the daemon's CPU time
 # (user and system, from /proc) per GiB written, median over the rounds.
@@ -32,6 +36,7 @@ set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD_DIR:-$REPO/build}
 BW=$BUILD/bench/bwrite
+NULLFS=$BUILD/bench/nullfs
 BYTES=${BENCH_BYTES:-256M}
 TBYTES=${BENCH_TOPIC_BYTES:-128M}
 ROWS=${AB_ROWS:-"app1g app1m t4 tsv16"}
@@ -54,16 +59,18 @@ done
 parent=${BENCH_TMPDIR:-$BUILD/bench}
 mkdir -p "$parent" || die "cannot create $parent"
 TMP=$(mktemp -d "$parent/ab.XXXXXX") || die "mktemp in $parent failed"
-PIDS=()
+PIDS=()      # the daemons A and B
+NULL_PID=''  # nullfs
 
 # shellcheck disable=SC2317  # called through the trap
 cleanup() {
     local x p
-    for x in a b; do
+    for x in a b n; do
+        [ -d "$TMP/m$x" ] || continue
         timeout 30 fusermount3 -u "$TMP/m$x" 2>/dev/null ||
             fusermount3 -u -z "$TMP/m$x" 2>/dev/null
     done
-    for p in "${PIDS[@]}"; do
+    for p in "${PIDS[@]}" $NULL_PID; do
         timeout 30 tail --pid="$p" -f /dev/null 2>/dev/null || kill -KILL "$p" 2>/dev/null
         wait "$p" 2>/dev/null
     done
@@ -85,6 +92,17 @@ for ((i = 0; i < 100; i++)); do
 done
 if ! mountpoint -q "$TMP/ma" || ! mountpoint -q "$TMP/mb"; then
     die "a daemon did not mount: $(cat "$TMP/a.log" "$TMP/b.log")"
+fi
+# nullfs /store: the ceiling of a FUSE daemon that keeps its bytes.
+if [ -x "$NULLFS" ]; then
+    mkdir -p "$TMP/mn"
+    "$NULLFS" -f -o "store=$TMP/store.dat" "$TMP/mn" >"$TMP/n.log" 2>&1 &
+    NULL_PID=$!
+    for ((i = 0; i < 100; i++)); do
+        mountpoint -q "$TMP/mn" && break
+        sleep 0.1
+    done
+    mountpoint -q "$TMP/mn" || echo "ab.sh: nullfs did not mount; no store rows: $(cat "$TMP/n.log")" >&2
 fi
 
 # mbps CMD... : run one bwrite, print its MB/s (nothing when it failed).
@@ -134,6 +152,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
     FIG[p,plain,$r]=$(mbps "$BW" write -c "$TMP/plain.dat" "$BYTES" 128K)
     rm -f "$TMP/plain.dat"
     line="round $r: plain ${FIG[p,plain,$r]:-n/a}"
+    if mountpoint -q "$TMP/mn" 2>/dev/null; then
+        sync
+        FIG[p,store,$r]=$(mbps "$BW" write -c "$TMP/mn/store" "$BYTES" 128K)
+        : >"$TMP/store.dat"
+        line+="  store ${FIG[p,store,$r]:-n/a}"
+    fi
     for row in $ROWS; do
         if ((r % 2)); then
             FIG[a,$row,$r]=$(measure "$TMP/ma" "$row" "$r" a)
@@ -157,8 +181,8 @@ report() { # LABEL NUMROW DENROW
     for x in a b; do
         all=()
         for ((r = 1; r <= ROUNDS; r++)); do
-            if [ "$3" = plain ]; then
-                v=$(ratio "${FIG[$x,$2,$r]:-}" "${FIG[p,plain,$r]:-}")
+            if [ "$3" = plain ] || [ "$3" = store ]; then
+                v=$(ratio "${FIG[$x,$2,$r]:-}" "${FIG[p,$3,$r]:-}")
             else
                 v=$(ratio "${FIG[$x,$2,$r]:-}" "${FIG[$x,$3,$r]:-}")
             fi
@@ -172,6 +196,10 @@ report() { # LABEL NUMROW DENROW
 has() { case " $ROWS " in *" $1 "*) return 0 ;; esac; return 1; }
 echo "same-round ratios, per daemon: low-high (median) [each round]"
 has app1g && report app1g/plain app1g plain
+if [ -n "${FIG[p,store,1]:-}" ]; then
+    has app1g && report app1g/store app1g store
+    has app1m && report app1m/store app1m store
+fi
 # ratios BASE ROW... : each ROW over BASE, or a line saying BASE is missing.
 ratios() {
     local row base=$1

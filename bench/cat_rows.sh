@@ -15,9 +15,22 @@
 #         dropped; the rest of the machine's cache is left alone.
 # The time runs from just before cat starts to just after it exits, so
 # its start-up (about a millisecond) counts on both sides alike.
-# shellcheck shell=bash disable=SC2034
+#
+# And, first in each round, cat of the partition as a stream against cat
+# of nullfs's /source of the same size (issue 25 point 7, aim 0.8):
+#   stream  records@0 (the same bytes as records), a name nobody read, so
+#           it is no paged view yet (docs/filesystem.md, paged records):
+#           every byte cat gets is a batch the daemon read from its log,
+#           checked and formatted in this read; cat reads 1 MiB at a time
+#           (the stream files' st_blksize);
+#   nullfs-cat  cat of nullfs /source (lines made in memory, nothing else
+#           done), in cat's 128 KiB reads (nullfs reports no st_blksize).
+# The warm row, a paged view served from the kernel's page cache, is set
+# against nullfs-cat too.
+# shellcheck shell=bash disable=SC2034,SC2004
 
 CAT_FORMATS=(plain tsv json)
+CAT_S='' CAT_NS=''
 BEVICT=$BUILD/bench/bevict
 for key in "${CAT_FORMATS[@]}"; do
     for kind in W WB C CB; do
@@ -50,13 +63,15 @@ cat_secs() {
 cat_keep() {
     local v
     v=$(awk -v n="$2" -v s="$CAT_SECS" 'BEGIN { if (s > 0) printf "%.1f", n / s / 1e6; else print 0 }')
+    CAT_LAST=$v
     if [ -z "${!1}" ] || awk -v a="$v" -v b="${!1}" 'BEGIN { exit !(a > b) }'; then
         printf -v "$1" '%s' "$v"
     fi
 }
 
 # cat_measure VAR FILE BYTES [EVICT...] : drop EVICT from the cache (if
-# given), time cat FILE, keep the best figure in VAR.
+# given), time cat FILE, keep the best figure in VAR and this one's in
+# ROUND_MBPS[VAR,ROUND].
 cat_measure() {
     local var=$1 file=$2 bytes=$3 out
     shift 3
@@ -70,6 +85,7 @@ cat_measure() {
     fi
     if cat_secs "$file"; then
         cat_keep "$var" "$bytes"
+        ROUND_MBPS[$var,$ROUND]=$CAT_LAST
         return 0
     fi
     printf -v "${var}_WHY" '%s' "$ERR"
@@ -81,6 +97,13 @@ cat_measure() {
 # (PARTITION_DIR in the mount, its topic's name, the bytes appended to it).
 cat_round() {
     local part=$1 topic=$2 appended=$3 key name base size t logs=()
+    # The stream first, then nullfs's read of as many bytes.
+    worth CAT_S && cat_measure CAT_S "$part/records@0" "$appended"
+    if [ -n "$NULL_IDX" ] && worth CAT_NS; then
+        [ "$appended" = "$BYTES_N" ] ||
+            warn "cat stream: appended $appended bytes, nullfs /source holds $BYTES_N"
+        cat_measure CAT_NS "$NMNT/source" "$BYTES_N"
+    fi
     for key in "${CAT_FORMATS[@]}"; do
         worth "CAT_W_$key" || continue
         name=records
@@ -123,6 +146,15 @@ cat_round() {
 
 cat_table() {
     local key label
+    why CAT_S
+    [ -n "$DAEMON_WHY" ] && NA_WHY=$DAEMON_WHY
+    row "cat stream" "$CAT_S" MB/s "nullfs-cat" "$CAT_NS" 0.8
+    [ -n "$CAT_S" ] && paired "" CAT_S CAT_NS 0.8
+    [ -n "$CAT_S" ] && raw_line "" CAT_S CAT_NS CAT_W_plain FETCH NULL_R
+    why CAT_W_plain
+    [ -n "$DAEMON_WHY" ] && NA_WHY=$DAEMON_WHY
+    row "cat warm" "$CAT_W_plain" MB/s "nullfs-cat" "$CAT_NS" 0.8
+    [ -n "$CAT_W_plain" ] && paired "" CAT_W_plain CAT_NS 0.8
     for key in "${CAT_FORMATS[@]}"; do
         label="cat"
         [ "$key" = plain ] || label=cat:$key
@@ -148,5 +180,7 @@ cat_table() {
         fi
     done
     echo "(cat rows: cat(1) to /dev/null; plain-cat is cat of a file of the same bytes on the same disk;" \
-         "warm: both from the page cache; cold: both dropped from it just before)"
+         "warm: both from the page cache; cold: both dropped from it just before;" \
+         "stream: records@0, read by no one before, decoded by the daemon in 1 MiB reads;" \
+         "nullfs-cat: cat of nullfs /source, as many bytes, in 128 KiB reads)"
 }

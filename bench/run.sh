@@ -20,6 +20,9 @@
 #   BENCH_DEADLINE     seconds the whole run may take (default 900); steps
 #                      left when it passes are n/a
 #   BENCH_KEEP=1       keep the scratch directory (data dir, logs)
+#   BENCH_COMP_BYTES   bytes per compressed-topic row (default BENCH_TOPIC_BYTES)
+#   BENCH_COMP=0       leave out the compressed-topic rows (bench/comp_rows.sh)
+#   BENCH_WARM=0       no scratch write before each measured write (warm())
 # The X_WHY variables are read indirectly, through why().
 # shellcheck disable=SC2034
 set -u
@@ -171,7 +174,8 @@ bw() {
 # field KEY LINE : the value of KEY=VALUE in a bwrite result line.
 field() { tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"; }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+# ratio A B [DIGITS] : A/B to DIGITS places (2), or n/a.
+ratio() { awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN { if (b > 0) printf "%.*f", d, a / b; else print "n/a" }'; }
 
 # passes_row LABEL NAME CMD...: run CMD (bounded), which prints first_ms,
 # last_ms, ratio and segments, as one row; NAME says what failed.
@@ -211,31 +215,58 @@ row() {
         "$blabel" "${bvalue:-n/a} $unit" "$tail"
 }
 
-# paired_line KEY AIM : the topic row KEY over the partition append of the
-# same round, per round, and their median, against AIM. The host's speed
-# drifts over a run (bench/README.md, "Issue 7 point 2 after the runway");
-# a round's two figures are a minute apart at most, the best of each may
-# be further.
-paired_line() {
-    local key=$1 aim=$2 r a t q list='' med verdict
+# paired LABEL NUM DEN [AIM [CMP [DIGITS]]] : NUM's figure over DEN's of
+# the same round (ROUND_MBPS[NUM,r] / ROUND_MBPS[DEN,r]), per round, their
+# median and range, against AIM (CMP ge: ratio >= AIM, the default; le:
+# ratio <= AIM; no AIM: no verdict), to DIGITS places (2).
+# The host's speed drifts over a run (bench/README.md, "Issue 7 point 2
+# after the runway"); a round's two figures are a minute apart at most,
+# the best of each may be further.
+paired() {
+    local label=$1 num=$2 den=$3 aim=${4:-} cmp=${5:-ge} digits=${6:-2}
+    local r a t q list='' med lo hi verdict tail=''
     for ((r = 1; r <= REPEAT; r++)); do
-        a=${ROUND_MBPS[APPEND,$r]:-} t=${ROUND_MBPS[$key,$r]:-}
+        a=${ROUND_MBPS[$den,$r]:-} t=${ROUND_MBPS[$num,$r]:-}
         if [ -z "$a" ] || [ -z "$t" ]; then continue; fi
-        # n/a (no append rate) is left out, not sorted in as a zero
-        q=$(ratio "$t" "$a")
+        # n/a (no base figure) is left out, not sorted in as a zero
+        q=$(ratio "$t" "$a" "$digits")
         [ "$q" = n/a ] || list+="$q "
     done
     [ -n "$list" ] || return 0
-    med=$(tr ' ' '\n' <<<"$list" | sed '/^$/d' | sort -n |
-        awk '{ v[NR] = $1 } END { if (NR % 2) printf "%.2f", v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-    if awk -v r="$med" -v a="$aim" 'BEGIN { exit !(r >= a) }'; then
-        verdict=met
-    else
-        verdict=MISSED
+    read -r med lo hi < <(tr ' ' '\n' <<<"$list" | sed '/^$/d' | sort -n |
+        awk -v d="$digits" '{ v[NR] = $1 } END { if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
+              printf "%.*f %s %s\n", d, m, v[1], v[NR] }')
+    if [ -n "$aim" ]; then
+        if [ "$cmp" = le ]; then
+            awk -v r="$med" -v a="$aim" 'BEGIN { exit !(r <= a) }' && verdict=met || verdict=MISSED
+            tail="  (aim <= $aim: $verdict)"
+        else
+            awk -v r="$med" -v a="$aim" 'BEGIN { exit !(r >= a) }' && verdict=met || verdict=MISSED
+            tail="  (aim >= $aim: $verdict)"
+        fi
     fi
-    printf '%-15s paired by round: median %s [%s]  (aim >= %s: %s)\n' "" \
-        "$med" "${list% }" "$aim" "$verdict"
+    printf '%-15s paired by round: median %s (%s-%s) [%s]%s\n' "$label" \
+        "$med" "$lo" "$hi" "${list% }" "$tail"
 }
+
+# raw_line LABEL KEY... : each KEY's figure of every round (ROUND_MBPS), the
+# raw figures behind the paired ratios.
+raw_line() {
+    local label=$1 key r out='' v
+    shift
+    for key in "$@"; do
+        v=''
+        for ((r = 1; r <= REPEAT; r++)); do
+            v+="${v:+/}${ROUND_MBPS[$key,$r]:-n/a}"
+        done
+        out+="  $key $v"
+    done
+    printf '%-15s by round:%s\n' "$label" "$out"
+}
+
+# paired_line KEY AIM : the topic row KEY over the partition append of the
+# same round (paired above).
+paired_line() { paired "" "$1" APPEND "$2"; }
 
 WARNINGS=()
 warn() { WARNINGS+=("$*"); }
@@ -251,6 +282,7 @@ measure() {
     # by their flushers) would otherwise be written back by the kernel,
     # on the same two CPUs, during whichever row comes 30 s later.
     sync
+    warm "$@"
     if bw "$@"; then
         v=$(field "$key" "$RES")
         if [ -z "${!var}" ] ||
@@ -264,6 +296,31 @@ measure() {
     return 1
 }
 
+# warm BWRITE_ARGS... : before a write of BYTES, write a scratch file of
+# 1.25 times as many bytes (3.5 times into the three brokers of the rf3
+# daemon) and delete it, outside the clock, so that the measured write finds
+# that much memory freed a moment before. On this VM a page the kernel has
+# not used lately costs the first write into it about 12 us (the host
+# backs it then): a plain file written into such pages runs at 330-370
+# MB/s against 2700-4300 into pages freed just before ("Issue 25" in
+# bench/README.md). The plain and nullfs-store baselines empty their files
+# before writing, so they always found warm pages, and the daemon's logs,
+# which keep theirs, found cold ones once a round's writes had used up what
+# earlier steps had freed. BENCH_WARM=0 leaves it out.
+warm() {
+    local bytes f=1.25
+    [ "${BENCH_WARM:-1}" != 0 ] && [ "$1" = write ] || return 0
+    shift
+    while [ "${1:-}" = -c ] || [ "${1:-}" = -k ]; do
+        [ "$1" = -k ] && shift
+        shift
+    done
+    [[ $1 == "$RMNT"/* ]] && f=3.5
+    bytes=$(awk -v b="$2" -v f="$f" 'BEGIN { printf "%d", b * f }')
+    bounded "$BW" write -c "$TMP/warm.dat" "$bytes" 1M
+    rm -f "$TMP/warm.dat"
+}
+
 # worth VAR : whether to measure VAR in this round. A figure that failed in
 # the first round (a feature not there yet) is not tried again.
 worth() { [ "$ROUND" -eq 1 ] || [ -n "${!1}" ]; }
@@ -273,6 +330,9 @@ why() { local v="${1}_WHY"; NA_WHY=${!v:-}; }
 # The cat rows (issue 11, point 4): cat_round and cat_table.
 # shellcheck source=bench/cat_rows.sh
 . "$REPO/bench/cat_rows.sh"
+# The compressed-topic rows (issue 25, point 7): comp_round and comp_table.
+# shellcheck source=bench/comp_rows.sh
+. "$REPO/bench/comp_rows.sh"
 
 echo "MiniKafka FS benchmarks — $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs"
 fstype=$(findmnt -n -o FSTYPE -T "$TMP" 2>/dev/null) || fstype=$(stat -f -c %T "$TMP")
@@ -337,7 +397,8 @@ fi
 # ---- one round of every measurement ----------------------------------------------
 baseline_round() {
     local plain=$TMP/plain.dat
-    measure PLAIN_W mbps write -c "$plain" "$BYTES_N" "$CHUNK_N"
+    measure PLAIN_W mbps write -c "$plain" "$BYTES_N" "$CHUNK_N" &&
+        ROUND_MBPS[PLAIN_W,$ROUND]=$(field mbps "$RES")
     measure PLAIN_R mbps read "$plain" "$READ_BUF"
     measure PLAIN_OPS opsps ops -c "$TMP/plain-ops.dat" "$OPS"
     rm -f "$plain" "$TMP/plain-ops.dat"
@@ -345,10 +406,61 @@ baseline_round() {
     measure NULL_W mbps write "$NMNT/sink" "$BYTES_N" "$CHUNK_N"
     # The same writes kept in a plain file by nullfs, nothing else done
     # (opened with O_TRUNC: the file is emptied first, and again after).
-    measure NULL_STORE mbps write -c "$NMNT/store" "$BYTES_N" "$CHUNK_N"
+    measure NULL_STORE mbps write -c "$NMNT/store" "$BYTES_N" "$CHUNK_N" &&
+        ROUND_MBPS[NULL_STORE,$ROUND]=$(field mbps "$RES")
     : >"$TMP/store.dat"
-    measure NULL_R mbps read "$NMNT/source" "$READ_BUF"
+    measure NULL_R mbps read "$NMNT/source" "$READ_BUF" &&
+        ROUND_MBPS[NULL_R,$ROUND]=$(field mbps "$RES")
     measure NULL_OPS opsps ops "$NMNT/sink" "$OPS" 4096
+}
+
+# disk_round PARTITION_DIR TOPIC APPENDED : what the partition takes for
+# the APPENDED bytes of records, right after the append's close (issue 25
+# point 7, aim: the logs at most 1.1 times the input). Per round in
+# ROUND_MBPS: DISK_IN (the input), DISK_LOG (the logs' content: the sizes
+# of the mount's segments/*.log, which stop at the last batch), DISK_LOGF
+# (the .log files of the data directory: the segment being written, and
+# any taken from the pool, is zeros up to its prefill past that), DISK_DIR
+# (every file of the partition's directory: logs, indexes, checkpoints,
+# the pool's prepared files) and DISK_ALLOC (its blocks, du -B1).
+disk_round() {
+    local part=$1 topic=$2 r=$ROUND dirs
+    ROUND_MBPS[DISK_IN,$r]=$3
+    # shellcheck disable=SC2016
+    if bounded sh -c 'stat -c %s "$1"/segments/*.log' sh "$part"; then
+        ROUND_MBPS[DISK_LOG,$r]=$(awk '{ s += $1 } END { print s + 0 }' "$TMP/out")
+    else
+        DISK_WHY="stat segments/*.log: $ERR"
+    fi
+    dirs=("$TMP"/data/broker-*/"$topic"-0)
+    if [ ! -d "${dirs[0]}" ]; then
+        DISK_WHY="no log directory $TMP/data/broker-*/$topic-0"
+        return 0
+    fi
+    ROUND_MBPS[DISK_LOGF,$r]=$(find "${dirs[@]}" -maxdepth 1 -type f -name '*.log' -printf '%s\n' |
+        awk '{ s += $1 } END { print s + 0 }')
+    ROUND_MBPS[DISK_DIR,$r]=$(find "${dirs[@]}" -type f -printf '%s\n' |
+        awk '{ s += $1 } END { print s + 0 }')
+    ROUND_MBPS[DISK_ALLOC,$r]=$(du -s -B1 "${dirs[@]}" | awk '{ s += $1 } END { print s + 0 }')
+}
+
+# disk_table : the bytes of the first round, and each ratio to the input
+# paired by round (three places: the aim is 1.1).
+disk_table() {
+    local v key label aim
+    if [ -z "${ROUND_MBPS[DISK_IN,1]:-}" ]; then
+        printf '%-15s n/a (%s)\n' "disk" "${DISK_WHY:-${APPEND_WHY:-no append}}"
+        return 0
+    fi
+    printf '%-15s input %s B: .log content %s B, .log files %s B, partition dir %s B (allocated %s B)\n' \
+        "disk (run 1)" "${ROUND_MBPS[DISK_IN,1]}" "${ROUND_MBPS[DISK_LOG,1]:-n/a}" \
+        "${ROUND_MBPS[DISK_LOGF,1]:-n/a}" "${ROUND_MBPS[DISK_DIR,1]:-n/a}" "${ROUND_MBPS[DISK_ALLOC,1]:-n/a}"
+    [ -n "${DISK_WHY:-}" ] && echo "  disk: $DISK_WHY"
+    for v in "DISK_LOG:.log / input:1.1" "DISK_LOGF:.log files/in:" \
+             "DISK_DIR:dir / input:" "DISK_ALLOC:dir alloc/in:"; do
+        IFS=: read -r key label aim <<<"$v"
+        paired "$label" "$key" DISK_IN "$aim" le 3
+    done
 }
 
 # Fresh topics every round: NAME + round number.
@@ -360,7 +472,10 @@ daemon_round() {
         elif measure APPEND mbps write "$T/bench$r/0/append" "$BYTES_N" "$CHUNK_N"; then
             ROUND_MBPS[APPEND,$r]=$(field mbps "$RES")
             appended=$(field bytes "$RES")
+            # Bytes on disk for the bytes appended (issue 25 point 7).
+            disk_round "$T/bench$r/0" "bench$r" "$appended"
             if measure FETCH mbps read "$T/bench$r/0/records" "$READ_BUF"; then
+                ROUND_MBPS[FETCH,$r]=$(field mbps "$RES")
                 fetched=$(field bytes "$RES")
                 [ "$fetched" = "$appended" ] ||
                     warn "fetch: read $fetched bytes from /topics/bench$r/0/records, appended $appended"
@@ -387,7 +502,8 @@ daemon_round() {
         # shellcheck disable=SC2016
         if bounded sh -c 'echo "create-topic $1 segment.bytes=1073741824" > "$2"' \
                 sh "seg$r" "$MMNT/ctl"; then
-            measure APPEND_1G mbps write "$T/seg$r/0/append" "$BYTES_N" "$CHUNK_N"
+            measure APPEND_1G mbps write "$T/seg$r/0/append" "$BYTES_N" "$CHUNK_N" &&
+                ROUND_MBPS[APPEND_1G,$r]=$(field mbps "$RES")
         else
             APPEND_1G_WHY="create-topic seg$r: $ERR"
         fi
@@ -486,6 +602,7 @@ isr_after() {
 for ((ROUND = 1; ROUND <= REPEAT; ROUND++)); do
     baseline_round
     [ -n "$DAEMON_IDX" ] && daemon_round
+    [ "${BENCH_COMP:-1}" != 0 ] && comp_round
     [ -n "$REPL_IDX" ] && repl_round
 done
 [ -n "$REPL_IDX" ] && unmount_one "$REPL_IDX"
@@ -538,15 +655,21 @@ row append "$APPEND" MB/s nullfs "$NULL_W"
 why NULL_STORE
 row nullfs-store "$NULL_STORE" MB/s plain "$PLAIN_W"
 why APPEND
-row append "$APPEND" MB/s nullfs-store "$NULL_STORE"
+row append "$APPEND" MB/s nullfs-store "$NULL_STORE" 0.8
+[ -n "$APPEND" ] && paired "" APPEND NULL_STORE 0.8
+[ -n "$APPEND" ] && raw_line "" APPEND APPEND_1G NULL_STORE PLAIN_W
 why FETCH
 row fetch "$FETCH" MB/s nullfs "$NULL_R" 0.25
 row fetch "$FETCH" MB/s plain "$PLAIN_R"
 why POLL
 row poll "$POLL" MB/s fetch "$FETCH" 0.8
 cat_table
+why FETCH
+[ -n "$FETCH" ] && paired "fetch/nullfs" FETCH NULL_R
+disk_table
 why APPEND_1G
 row "append 1MiB-seg" "$APPEND" MB/s "1GiB-seg" "$APPEND_1G" 0.8
+[ -n "$APPEND_1G" ] && paired "" APPEND APPEND_1G 0.8
 for v in R_SINGLE_ALL R_SINGLE_ONE R_APPEND_ONE R_APPEND_ALL; do
     w=${v}_WHY
     [ -n "$REPL_WHY" ] && printf -v "$w" '%s' "$REPL_WHY"
@@ -577,6 +700,7 @@ for key in "${TOPIC_ROWS[@]}"; do
     [ -n "$aim" ] && paired_line "$key" "$aim"
 done
 echo "(topic rows: $TOPIC_BYTES_N bytes each; :tsv rows write KEY<TAB>VALUE lines with $NKEYS keys)"
+[ "${BENCH_COMP:-1}" != 0 ] && comp_table
 # The producer path without FUSE, and the page cache's share of the topic
 # rows (bench/bproduce.c): the floor puts the partition append's time per
 # write plus only the extra page-cache time of writing each write's bytes
