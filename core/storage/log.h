@@ -3,11 +3,14 @@
  *
  * Layout of a log directory (DATA_DIR/broker-B/T-P/):
  *
- *     NNNNNNNNNNNNNNNNNNNN.log        batches (codec.h frames), back to back
- *     NNNNNNNNNNNNNNNNNNNN.index      sparse index, looked up by offset
- *                                     and by time: (i64 max timestamp so
- *                                     far, u32 relative offset, u32 byte
- *                                     position) entries (index.h)
+ *     NNNNNNNNNNNNNNNNNNNN.log        Kafka RecordBatch v2 batches
+ *                                     (codec.h), back to back
+ *     NNNNNNNNNNNNNNNNNNNN.index      Kafka's offset index: (u32 relative
+ *                                     offset, u32 byte position) entries
+ *                                     (index.h)
+ *     NNNNNNNNNNNNNNNNNNNN.timeindex  Kafka's time index: (i64 max
+ *                                     timestamp so far, u32 relative
+ *                                     offset) entries (timeindex.h)
  *     leader-epoch-checkpoint         the leader-epoch cache (epoch, start
  *                                     offset), Kafka's format
  *     checkpoint                      the durable segments' bases
@@ -353,7 +356,9 @@ mk_err mk_log_batches(mk_log *log, int64_t from, size_t max,
 /* One entry of a segment's sparse index (index.h), offset absolute. */
 typedef struct {
 	int64_t offset;     /* a batch's base offset */
-	int64_t position;   /* its byte position in the .log */
+	int64_t position;   /* its byte position in the .log; -1 marks a
+			     * time index row (mk_segment_index_entry lists
+			     * the offset rows, then the time rows) */
 	int64_t timestamp;  /* the max record timestamp up to it */
 } mk_index_row;
 
