@@ -114,20 +114,21 @@ static void dump_log(const char *name, const uint8_t *buf, size_t len,
 {
 	size_t pos = 0;
 	while (pos < len) {
+		/* A batch whose header holds but whose CRC or records do
+		 * not is printed as Kafka's tool prints it: isvalid false. */
 		mk_batch_view b;
-		if (mk_frame_decode_header(buf + pos, len - pos, 0, false, &b,
-					   NULL))
-			break;
-		mk_batch_view full;
-		bool valid = mk_frame_decode(buf + pos, b.frame_len, 0, &full,
+		bool valid = mk_frame_decode(buf + pos, len - pos, 0, &b,
 					     NULL) == MK_OK;
+		if (!valid && mk_frame_decode_header(buf + pos, len - pos, 0,
+						     false, &b, NULL))
+			break;
 		dump_batch_line(&b, pos, valid, out);
 		if (valid) {
 			mk_record_iter it;
 			mk_record_view r;
-			mk_record_iter_init(&it, &full);
+			mk_record_iter_init(&it, &b);
 			while (mk_record_next(&it, &r))
-				dump_record(&full, &r, out);
+				dump_record(&b, &r, out);
 			mk_record_iter_release(&it);
 		}
 		pos += b.frame_len;

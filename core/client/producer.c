@@ -921,7 +921,7 @@ mk_err mk_producer_append(mk_producer *p, const mk_record_in *recs, size_t n,
 	pthread_mutex_lock(&p->lock);
 	/* compression.type producer: a file's records come uncompressed. */
 	p->codec = tc.compression_type == MK_COMPRESSION_PRODUCER
-		? MK_CODEC_NONE : (uint8_t)tc.compression_type;
+		? MK_COMPRESS_NONE : (uint8_t)tc.compression_type;
 	bool wake = false;
 	mk_err err = p->idempotent ? check_fenced(p, why) : MK_OK;
 	if (!err && p->partition != MK_PARTITION_ANY)

@@ -276,7 +276,7 @@ bool mk_frame_is_mkf2(const uint8_t *buf, size_t len)
  * coordinator epoch). Sets the marker flag and the epoch. */
 static bool parse_marker(mk_batch_view *v, const char **why)
 {
-	if (v->record_count != 1 || v->meta.codec != MK_CODEC_NONE)
+	if (v->record_count != 1 || v->meta.codec != MK_COMPRESS_NONE)
 		return fail(why, "bad marker");
 	reader r = { v->records, v->records_len };
 	mk_record_view rec;
@@ -327,7 +327,7 @@ mk_err mk_frame_decode_header(const uint8_t *buf, size_t len,
 	if (v.attributes & ~(unsigned)MK_ATTR_KNOWN)
 		return reject(why, "unknown attributes");
 	v.meta.codec = v.attributes & MK_ATTR_CODEC_MASK;
-	if (v.meta.codec >= MK_CODEC_COUNT)
+	if (v.meta.codec >= MK_COMPRESS_COUNT)
 		return reject(why, "unknown compression codec");
 	v.meta.log_append_time = (v.attributes & MK_ATTR_LOG_APPEND_TIME) != 0;
 	if (v.attributes & MK_ATTR_TRANSACTIONAL)
@@ -397,7 +397,7 @@ mk_err mk_frame_decode(const uint8_t *buf, size_t len, size_t max_payload,
 					    why);
 	if (err)
 		return err;
-	if (v.meta.codec == MK_CODEC_NONE) {
+	if (v.meta.codec == MK_COMPRESS_NONE) {
 		if ((err = check_records(&v, v.records, v.records_len, why)))
 			return err;
 	} else {
@@ -457,7 +457,7 @@ void mk_record_iter_init(mk_record_iter *it, const mk_batch_view *b)
 	it->end = b->records ? b->records + b->records_len : NULL;
 	it->left = b->record_count;
 	mk_strbuf_init(&it->scratch, 0);
-	if (b->meta.codec == MK_CODEC_NONE)
+	if (b->meta.codec == MK_COMPRESS_NONE)
 		return;
 	/* A batch that decoded once decompresses: this fails only on bytes
 	 * that were never validated (an iterator's assertion, as for bad
@@ -586,7 +586,7 @@ static size_t begin_frame(mk_strbuf *sb, const mk_batch_meta *meta,
 	assert(!(flags & ~(unsigned)MK_BATCH_FLAGS_KNOWN));
 	assert((flags & (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER)) !=
 	       (MK_BATCH_COMMIT_MARKER | MK_BATCH_ABORT_MARKER));
-	assert(meta->codec < MK_CODEC_COUNT);
+	assert(meta->codec < MK_COMPRESS_COUNT);
 	size_t start = sb->len;
 	mk_strbuf_grow(sb, MK_FRAME_HEADER);
 	uint8_t *f = (uint8_t *)sb->buf + start;
@@ -676,7 +676,7 @@ static void compress_records(mk_strbuf *sb, size_t start, int level)
 	uint8_t *f = (uint8_t *)sb->buf + start;
 	uint16_t attr = mk_load_be16(f + MK_FRAME_OFF_ATTRIBUTES);
 	int codec = attr & MK_ATTR_CODEC_MASK;
-	if (codec == MK_CODEC_NONE)
+	if (codec == MK_COMPRESS_NONE)
 		return;
 	mk_strbuf z = MK_STRBUF_INIT;
 	size_t rec = start + MK_FRAME_HEADER;
@@ -747,7 +747,7 @@ void mk_builder_add_many(mk_batch_builder *b, int64_t timestamp,
 
 void mk_builder_set_codec(mk_batch_builder *b, int codec)
 {
-	assert(!b->finished && codec >= 0 && codec < MK_CODEC_COUNT);
+	assert(!b->finished && codec >= 0 && codec < MK_COMPRESS_COUNT);
 	b->meta.codec = (uint8_t)codec;
 	uint8_t *f = (uint8_t *)b->frame.buf;
 	uint16_t a = mk_load_be16(f + MK_FRAME_OFF_ATTRIBUTES);
@@ -865,7 +865,7 @@ static bool keep_every(const mk_record_view *rec, void *arg)
 
 void mk_frame_recompress(const mk_batch_view *b, int codec, mk_strbuf *out)
 {
-	assert(codec >= 0 && codec < MK_CODEC_COUNT);
+	assert(codec >= 0 && codec < MK_COMPRESS_COUNT);
 	filter_as(b, keep_every, NULL, codec, out);
 }
 
@@ -887,7 +887,7 @@ void mk_frame_marker(mk_strbuf *out, const mk_batch_meta *meta,
 	bool commit = flags & MK_BATCH_COMMIT_MARKER;
 	assert(commit != !!(flags & MK_BATCH_ABORT_MARKER));
 	mk_batch_meta m = *meta;
-	m.codec = MK_CODEC_NONE;
+	m.codec = MK_COMPRESS_NONE;
 	size_t start = begin_frame(out, &m, flags);
 	uint8_t key[4], value[6];
 	mk_store_be16(key, 0);

@@ -101,20 +101,12 @@ enum {
 
 /* The attribute bits (Kafka's DefaultRecordBatch). */
 enum {
-	MK_ATTR_CODEC_MASK = 0x07,
+	MK_ATTR_CODEC_MASK = MK_COMPRESS_ID_MASK,
 	MK_ATTR_LOG_APPEND_TIME = 0x08,
 	MK_ATTR_TRANSACTIONAL = 0x10,
 	MK_ATTR_CONTROL = 0x20,
 	MK_ATTR_KNOWN = 0x3f,
 };
-
-/* Kafka's compression codec ids (attributes bits 0-2): compress.h's. */
-#define MK_CODEC_NONE MK_COMPRESS_NONE
-#define MK_CODEC_GZIP MK_COMPRESS_GZIP
-#define MK_CODEC_SNAPPY MK_COMPRESS_SNAPPY
-#define MK_CODEC_LZ4 MK_COMPRESS_LZ4
-#define MK_CODEC_ZSTD MK_COMPRESS_ZSTD
-#define MK_CODEC_COUNT MK_COMPRESS_COUNT
 
 /* Byte offsets inside the batch of the fields readers and stampers
  * touch. */
@@ -157,7 +149,7 @@ typedef struct {
 	int64_t producer_id;      /* -1: none */
 	int16_t producer_epoch;   /* -1: none */
 	int32_t base_sequence;    /* -1: none */
-	uint8_t codec;            /* MK_CODEC_*: how the records are kept */
+	uint8_t codec;            /* MK_COMPRESS_*: how the records are kept */
 	bool log_append_time;     /* timestamp type LogAppendTime */
 	int32_t coordinator_epoch; /* a marker's (its value); 0 otherwise */
 } mk_batch_meta;
@@ -418,7 +410,7 @@ size_t mk_builder_size(const mk_batch_builder *b);
  * needs below message.max.bytes to be sendable at all. */
 size_t mk_frame_size_of_one(mk_bytes key, mk_bytes value,
 			    const mk_header *headers, size_t nheaders);
-/* Set the codec the batch's records get at finish (MK_CODEC_*). */
+/* Set the codec the batch's records get at finish (MK_COMPRESS_*). */
 void mk_builder_set_codec(mk_batch_builder *b, int codec);
 /* Write the batch header's last fields and the CRC-32C, compressing the
  * records first when meta.codec asks it; the batch is b->frame.buf/len.
@@ -458,7 +450,7 @@ void mk_frame_set_log_append_time(uint8_t *frame, size_t frame_len,
 
 /*
  * The batch b (decoded) with its records compressed by codec instead
- * (MK_CODEC_NONE: uncompressed), appended to out: what a leader stores
+ * (MK_COMPRESS_NONE: uncompressed), appended to out: what a leader stores
  * when the topic's compression.type is not the batch's codec. Everything
  * else as it was; the CRC-32C computed for the new bytes.
  */

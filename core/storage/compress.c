@@ -59,23 +59,6 @@ static const char *const names[MK_COMPRESS_COUNT] = {
 	MK_COMPRESS_LIST(NAME)
 #undef NAME
 };
-static const char *const dump_names[MK_COMPRESS_COUNT] = {
-#define DUMP_NAME(ID, id, name) [id] = #ID,
-	MK_COMPRESS_LIST(DUMP_NAME)
-#undef DUMP_NAME
-};
-
-static const struct {
-	const char *word;
-	int codec;
-} type_words[] = {
-	{ "producer", MK_COMPRESS_PRODUCER },
-	{ "uncompressed", MK_COMPRESS_NONE },
-	{ "gzip", MK_COMPRESS_GZIP },
-	{ "snappy", MK_COMPRESS_SNAPPY },
-	{ "lz4", MK_COMPRESS_LZ4 },
-	{ "zstd", MK_COMPRESS_ZSTD },
-};
 
 bool mk_compress_known(int codec)
 {
@@ -85,24 +68,6 @@ bool mk_compress_known(int codec)
 const char *mk_compress_name(int codec)
 {
 	return mk_compress_known(codec) ? names[codec] : "unknown";
-}
-
-const char *mk_compress_dump_name(int codec)
-{
-	return mk_compress_known(codec) ? dump_names[codec] : "UNKNOWN";
-}
-
-mk_err mk_compress_parse_type(const char *word, int *codec, mk_strbuf *why)
-{
-	for (size_t i = 0; i < sizeof type_words / sizeof type_words[0]; i++) {
-		if (strcmp(word, type_words[i].word) == 0) {
-			*codec = type_words[i].codec;
-			return MK_OK;
-		}
-	}
-	return mk_error(why, MK_INVALID_CONFIG,
-			"compression.type \"%s\" is not one of producer, uncompressed, gzip, snappy, lz4, zstd",
-			word);
 }
 
 mk_err mk_compress_check_level(int codec, int level, mk_strbuf *why)

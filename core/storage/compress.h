@@ -102,31 +102,16 @@ enum {
 	MK_COMPRESS_ID_MASK = 0x07,   /* the attribute bits of the id */
 };
 
-/* compression.type = producer: keep the codec the producer used. A word
- * of the configuration, not a codec id (no batch carries it). */
-#define MK_COMPRESS_PRODUCER (-1)
-
 /* The codec's default level (Kafka's, see above). */
 #define MK_COMPRESS_LEVEL_DEFAULT (-1)
 
 /* Is codec one of the ids above (0..4)? */
 bool mk_compress_known(int codec);
 /* "none", "gzip", "snappy", "lz4", "zstd" (Kafka's CompressionType
- * names); "unknown" for any other id. */
+ * names, what kafka-dump-log prints as compresscodec); "unknown" for
+ * any other id. The compression.type words (producer, uncompressed, ...)
+ * are the configuration's (config.c's key table). */
 const char *mk_compress_name(int codec);
-/* "NONE", "GZIP", "SNAPPY", "LZ4", "ZSTD": what kafka-dump-log prints as
- * compresscodec; "UNKNOWN" for any other id. */
-const char *mk_compress_dump_name(int codec);
-
-/*
- * Parse a compression.type word of a topic's configuration: "producer"
- * (MK_COMPRESS_PRODUCER), "uncompressed" (MK_COMPRESS_NONE), "gzip",
- * "snappy", "lz4", "zstd". Exact words, as Kafka's validator takes them;
- * anything else ("none" included, the producer's word) is
- * MK_INVALID_CONFIG with a reason listing the words.
- */
-mk_err mk_compress_parse_type(const char *word, int *codec, mk_strbuf *why);
-
 /* Is level valid for codec (MK_COMPRESS_LEVEL_DEFAULT always is)?
  * MK_INVALID_CONFIG with the codec's range if not, MK_INVALID_REQUEST for
  * an unknown codec. */

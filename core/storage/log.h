@@ -340,7 +340,7 @@ typedef struct {
 	uint16_t flags;               /* MK_BATCH_* (codec.h) */
 	int64_t max_timestamp;
 	uint32_t crc;                 /* the batch's CRC-32C field */
-	uint8_t codec;                /* MK_CODEC_* of its records */
+	uint8_t codec;                /* MK_COMPRESS_* of its records */
 } mk_batch_info;
 
 /*

@@ -207,7 +207,7 @@ static bool keep_every_other(const mk_record_view *rec, void *arg)
 static void check_codec(const mk_batch_view *orig, const mk_batch_view *re)
 {
 	CHECK(re->meta.codec == orig->meta.codec ||
-	      re->meta.codec == MK_CODEC_NONE);
+	      re->meta.codec == MK_COMPRESS_NONE);
 	CHECK((re->attributes & ~(unsigned)MK_ATTR_CODEC_MASK) ==
 	      (orig->attributes & ~(unsigned)MK_ATTR_CODEC_MASK));
 }
@@ -242,7 +242,7 @@ static void check_frame(const uint8_t *data, size_t size, size_t max_payload)
 	CHECK(v.record_count > 0);
 	CHECK(v.last_offset_delta >= v.record_count - 1);
 	CHECK(v.meta.base_offset >= 0 && v.meta.leader_epoch >= -1);
-	CHECK(v.meta.codec < MK_CODEC_COUNT);
+	CHECK(v.meta.codec < MK_COMPRESS_COUNT);
 	CHECK((v.attributes & MK_ATTR_CODEC_MASK) == v.meta.codec);
 	CHECK(v.crc == mk_crc32c(data + MK_FRAME_OFF_ATTRIBUTES,
 				 v.frame_len - MK_FRAME_OFF_ATTRIBUTES));
@@ -273,7 +273,7 @@ static void check_frame(const uint8_t *data, size_t size, size_t max_payload)
 	 * cannot fail now) are what mk_batch_inflate gives. */
 	mk_record_iter it;
 	mk_record_iter_init(&it, &v);
-	if (v.meta.codec != MK_CODEC_NONE) {
+	if (v.meta.codec != MK_COMPRESS_NONE) {
 		mk_strbuf plain = MK_STRBUF_INIT;
 		CHECK(mk_batch_inflate(&v, 0, &plain, NULL) == MK_OK);
 		CHECK(plain.len == mk_record_iter_bytes(&it) &&
@@ -353,7 +353,7 @@ static void check_frame(const uint8_t *data, size_t size, size_t max_payload)
 	} else {
 		size_t predicted = mk_builder_size(&b);
 		mk_builder_finish(&b);
-		if (v.meta.codec == MK_CODEC_NONE)
+		if (v.meta.codec == MK_COMPRESS_NONE)
 			CHECK(b.frame.len == predicted);
 		/* Never larger than the builder said (a codec that does
 		 * not gain is not used). */
@@ -391,21 +391,21 @@ static void check_frame(const uint8_t *data, size_t size, size_t max_payload)
 
 	/* Recompressed by another codec, and back to none: the records
 	 * kept, the rest as it was. */
-	int other = (int)((v.meta.codec + 1 + size % 4) % MK_CODEC_COUNT);
+	int other = (int)((v.meta.codec + 1 + size % 4) % MK_COMPRESS_COUNT);
 	mk_strbuf rc = MK_STRBUF_INIT, rn = MK_STRBUF_INIT;
 	mk_frame_recompress(&x, other, &rc);
 	mk_batch_view xr;
 	decode_whole(rc.buf, rc.len, &xr);
 	CHECK(same_meta(&xr.meta, &x.meta));
-	CHECK(xr.meta.codec == other || xr.meta.codec == MK_CODEC_NONE);
+	CHECK(xr.meta.codec == other || xr.meta.codec == MK_COMPRESS_NONE);
 	CHECK(xr.last_offset_delta == x.last_offset_delta &&
 	      xr.first_timestamp == x.first_timestamp &&
 	      xr.max_timestamp == x.max_timestamp);
 	check_records(&x, &xr, 1, true);
-	mk_frame_recompress(&xr, MK_CODEC_NONE, &rn);
+	mk_frame_recompress(&xr, MK_COMPRESS_NONE, &rn);
 	mk_batch_view xn;
 	decode_whole(rn.buf, rn.len, &xn);
-	CHECK(xn.meta.codec == MK_CODEC_NONE);
+	CHECK(xn.meta.codec == MK_COMPRESS_NONE);
 	check_records(&x, &xn, 1, true);
 	mk_strbuf_release(&rc);
 	mk_strbuf_release(&rn);

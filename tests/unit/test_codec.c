@@ -150,7 +150,7 @@ static mk_batch_meta plain_meta(void)
 		.producer_id = -1,
 		.producer_epoch = -1,
 		.base_sequence = -1,
-		.codec = MK_CODEC_NONE,
+		.codec = MK_COMPRESS_NONE,
 		.log_append_time = false,
 		.coordinator_epoch = 0,
 	};
@@ -848,7 +848,7 @@ static void test_decode_valid_raw(void **state)
 	assert_int_equal(v.meta.producer_id, 7);
 	assert_int_equal(v.meta.producer_epoch, 2);
 	assert_int_equal(v.meta.base_sequence, 40);
-	assert_int_equal(v.meta.codec, MK_CODEC_NONE);
+	assert_int_equal(v.meta.codec, MK_COMPRESS_NONE);
 	assert_false(v.meta.log_append_time);
 	assert_int_equal(v.meta.coordinator_epoch, 0);
 	assert_int_equal(v.attributes, 0);
@@ -2895,7 +2895,7 @@ static void test_reject_bad_markers(void **state)
 
 	/* Codec bits on a marker (its record left uncompressed: the marker
 	 * check comes first). */
-	for (uint16_t c = MK_CODEC_GZIP; c < MK_CODEC_COUNT; c++) {
+	for (uint16_t c = MK_COMPRESS_GZIP; c < MK_COMPRESS_COUNT; c++) {
 		b = ok;
 		b.attributes |= c;
 		expect_reject(&ok, &b, "bad marker");
@@ -3102,7 +3102,7 @@ static void test_reject_unknown_codec(void **state)
 {
 	(void)state;
 	raw_batch ok = valid_batch(), b = ok;
-	for (uint16_t c = MK_CODEC_COUNT; c <= MK_ATTR_CODEC_MASK; c++) {
+	for (uint16_t c = MK_COMPRESS_COUNT; c <= MK_ATTR_CODEC_MASK; c++) {
 		b.attributes = c;
 		expect_reject(&ok, &b, "unknown compression codec");
 		b.attributes = c | MK_ATTR_TRANSACTIONAL;
@@ -3794,7 +3794,7 @@ static void test_builder_size_compressed(void **state)
 {
 	(void)state;
 	int working = 0;
-	for (int codec = MK_CODEC_GZIP; codec < MK_CODEC_COUNT; codec++)
+	for (int codec = MK_COMPRESS_GZIP; codec < MK_COMPRESS_COUNT; codec++)
 		working += codec_works(codec);
 	if (!working) {
 		print_message("no compression codec works here: skipped\n");
@@ -3813,7 +3813,7 @@ static void test_builder_size_compressed(void **state)
 	mk_builder_add(&plain, 1, MK_BYTES_NULL,
 		       mk_bytes_of(noise, sizeof(noise)), NULL, 0);
 	mk_builder_finish(&plain);
-	for (int codec = MK_CODEC_GZIP; codec < MK_CODEC_COUNT; codec++) {
+	for (int codec = MK_COMPRESS_GZIP; codec < MK_COMPRESS_COUNT; codec++) {
 		if (!codec_works(codec))
 			continue;
 		m.codec = (uint8_t)codec;
@@ -3831,7 +3831,7 @@ static void test_builder_size_compressed(void **state)
 		owned o;
 		mk_batch_view v;
 		decode_ok(b.frame.buf, b.frame.len, &v, &o);
-		assert_int_equal(v.meta.codec, MK_CODEC_NONE);
+		assert_int_equal(v.meta.codec, MK_COMPRESS_NONE);
 		assert_int_equal(v.attributes, 0);
 		assert_int_equal(b.frame.len, plain.frame.len);
 		assert_memory_equal(b.frame.buf, plain.frame.buf, b.frame.len);
@@ -3856,7 +3856,7 @@ static void test_builder_size_compressed(void **state)
 static void test_builder_set_codec(void **state)
 {
 	(void)state;
-	REQUIRE_CODEC(MK_CODEC_GZIP);
+	REQUIRE_CODEC(MK_COMPRESS_GZIP);
 	static char vals[50][256];
 	static char keys[50][16];
 	mk_batch_meta m = plain_meta();
@@ -3867,25 +3867,25 @@ static void test_builder_set_codec(void **state)
 	add_compressible(&b, vals, keys);
 	add_compressible(&ref, vals, keys);
 	mk_builder_finish(&ref);
-	mk_builder_set_codec(&b, MK_CODEC_GZIP);
-	assert_int_equal(b.meta.codec, MK_CODEC_GZIP);
+	mk_builder_set_codec(&b, MK_COMPRESS_GZIP);
+	assert_int_equal(b.meta.codec, MK_COMPRESS_GZIP);
 	assert_int_equal(mk_load_be16((uint8_t *)b.frame.buf +
 				      MK_FRAME_OFF_ATTRIBUTES),
-			 MK_ATTR_TRANSACTIONAL | MK_CODEC_GZIP);
+			 MK_ATTR_TRANSACTIONAL | MK_COMPRESS_GZIP);
 	mk_builder_finish(&b);
 	owned o, ro;
 	mk_batch_view v, rv;
 	decode_ok(b.frame.buf, b.frame.len, &v, &o);
 	decode_ok(ref.frame.buf, ref.frame.len, &rv, &ro);
-	assert_int_equal(v.meta.codec, MK_CODEC_GZIP);
+	assert_int_equal(v.meta.codec, MK_COMPRESS_GZIP);
 	assert_int_equal(v.meta.flags, MK_BATCH_TRANSACTIONAL);
 	assert_same_records(&v, &rv);
 	free(o.buf);
 	/* Set and set back: the uncompressed batch's bytes. */
 	mk_builder_reset(&b, &m);
 	add_compressible(&b, vals, keys);
-	mk_builder_set_codec(&b, MK_CODEC_GZIP);
-	mk_builder_set_codec(&b, MK_CODEC_NONE);
+	mk_builder_set_codec(&b, MK_COMPRESS_GZIP);
+	mk_builder_set_codec(&b, MK_COMPRESS_NONE);
 	mk_builder_finish(&b);
 	assert_int_equal(b.frame.len, ref.frame.len);
 	assert_memory_equal(b.frame.buf, ref.frame.buf, b.frame.len);
@@ -3904,7 +3904,7 @@ static void test_frame_recompress(void **state)
 {
 	(void)state;
 	int working = 0;
-	for (int codec = MK_CODEC_GZIP; codec < MK_CODEC_COUNT; codec++)
+	for (int codec = MK_COMPRESS_GZIP; codec < MK_COMPRESS_COUNT; codec++)
 		working += codec_works(codec);
 	if (!working) {
 		print_message("no compression codec works here: skipped\n");
@@ -3935,7 +3935,7 @@ static void test_frame_recompress(void **state)
 	const mk_batch_view *srcs[2] = { &pv, &gv };
 	for (int s = 0; s < 2; s++) {
 		const mk_batch_view *src = srcs[s];
-		for (int codec = MK_CODEC_GZIP; codec < MK_CODEC_COUNT; codec++) {
+		for (int codec = MK_COMPRESS_GZIP; codec < MK_COMPRESS_COUNT; codec++) {
 			if (!codec_works(codec))
 				continue;
 			mk_strbuf out = MK_STRBUF_INIT, back = MK_STRBUF_INIT;
@@ -3954,7 +3954,7 @@ static void test_frame_recompress(void **state)
 			assert_true(out.len < src->frame_len);
 			assert_same_records(&v, src);
 			/* To every other codec, and back to none. */
-			for (int c2 = MK_CODEC_GZIP; c2 < MK_CODEC_COUNT; c2++) {
+			for (int c2 = MK_COMPRESS_GZIP; c2 < MK_COMPRESS_COUNT; c2++) {
 				if (c2 == codec || !codec_works(c2))
 					continue;
 				mk_strbuf again = MK_STRBUF_INIT;
@@ -3967,7 +3967,7 @@ static void test_frame_recompress(void **state)
 				free(ao.buf);
 				mk_strbuf_release(&again);
 			}
-			mk_frame_recompress(&v, MK_CODEC_NONE, &back);
+			mk_frame_recompress(&v, MK_COMPRESS_NONE, &back);
 			assert_int_equal(back.len, src->frame_len);
 			assert_memory_equal(back.buf, s ? go.buf : po.buf,
 					    back.len);
@@ -3988,7 +3988,7 @@ static void test_frame_recompress(void **state)
 	owned no;
 	mk_batch_view nv;
 	decode_ok(b.frame.buf, b.frame.len, &nv, &no);
-	for (int codec = MK_CODEC_GZIP; codec < MK_CODEC_COUNT; codec++) {
+	for (int codec = MK_COMPRESS_GZIP; codec < MK_COMPRESS_COUNT; codec++) {
 		if (!codec_works(codec))
 			continue;
 		mk_strbuf out = MK_STRBUF_INIT;
@@ -4076,11 +4076,11 @@ static void test_frame_set_log_append_time(void **state)
 		free(o.buf);
 	}
 	/* A compressed batch: its compressed bytes untouched. */
-	if (codec_works(MK_CODEC_ZSTD)) {
+	if (codec_works(MK_COMPRESS_ZSTD)) {
 		static char vals[50][256];
 		static char keys[50][16];
 		mk_batch_meta m = plain_meta();
-		m.codec = MK_CODEC_ZSTD;
+		m.codec = MK_COMPRESS_ZSTD;
 		mk_batch_builder b;
 		mk_builder_init(&b, &m);
 		add_compressible(&b, vals, keys);
@@ -4095,9 +4095,9 @@ static void test_frame_set_log_append_time(void **state)
 		owned o;
 		mk_batch_view v;
 		decode_ok(cf, b.frame.len, &v, &o);
-		assert_int_equal(v.meta.codec, MK_CODEC_ZSTD);
+		assert_int_equal(v.meta.codec, MK_COMPRESS_ZSTD);
 		assert_int_equal(v.attributes,
-				 MK_CODEC_ZSTD | MK_ATTR_LOG_APPEND_TIME);
+				 MK_COMPRESS_ZSTD | MK_ATTR_LOG_APPEND_TIME);
 		mk_record_iter it;
 		mk_record_view rec;
 		mk_record_iter_init(&it, &v);
@@ -4115,33 +4115,33 @@ static void test_frame_set_log_append_time(void **state)
 static void test_compressed_gzip(void **state)
 {
 	(void)state;
-	REQUIRE_CODEC(MK_CODEC_GZIP);
-	check_compressed(MK_CODEC_GZIP);
-	check_compressed_rejects(MK_CODEC_GZIP);
+	REQUIRE_CODEC(MK_COMPRESS_GZIP);
+	check_compressed(MK_COMPRESS_GZIP);
+	check_compressed_rejects(MK_COMPRESS_GZIP);
 }
 
 static void test_compressed_snappy(void **state)
 {
 	(void)state;
-	REQUIRE_CODEC(MK_CODEC_SNAPPY);
-	check_compressed(MK_CODEC_SNAPPY);
-	check_compressed_rejects(MK_CODEC_SNAPPY);
+	REQUIRE_CODEC(MK_COMPRESS_SNAPPY);
+	check_compressed(MK_COMPRESS_SNAPPY);
+	check_compressed_rejects(MK_COMPRESS_SNAPPY);
 }
 
 static void test_compressed_lz4(void **state)
 {
 	(void)state;
-	REQUIRE_CODEC(MK_CODEC_LZ4);
-	check_compressed(MK_CODEC_LZ4);
-	check_compressed_rejects(MK_CODEC_LZ4);
+	REQUIRE_CODEC(MK_COMPRESS_LZ4);
+	check_compressed(MK_COMPRESS_LZ4);
+	check_compressed_rejects(MK_COMPRESS_LZ4);
 }
 
 static void test_compressed_zstd(void **state)
 {
 	(void)state;
-	REQUIRE_CODEC(MK_CODEC_ZSTD);
-	check_compressed(MK_CODEC_ZSTD);
-	check_compressed_rejects(MK_CODEC_ZSTD);
+	REQUIRE_CODEC(MK_COMPRESS_ZSTD);
+	check_compressed(MK_COMPRESS_ZSTD);
+	check_compressed_rejects(MK_COMPRESS_ZSTD);
 }
 
 /* ---- sizes ----------------------------------------------------------------- */
@@ -4602,7 +4602,7 @@ static void test_property_compressed(void **state)
 {
 	(void)state;
 	int working = 0;
-	for (int codec = MK_CODEC_GZIP; codec < MK_CODEC_COUNT; codec++)
+	for (int codec = MK_COMPRESS_GZIP; codec < MK_COMPRESS_COUNT; codec++)
 		working += codec_works(codec);
 	if (!working) {
 		print_message("no compression codec works here: skipped\n");
@@ -4611,7 +4611,7 @@ static void test_property_compressed(void **state)
 	static char vals[50][256];
 	static char keys[50][16];
 	rng_seed(4242);
-	for (int codec = MK_CODEC_GZIP; codec < MK_CODEC_COUNT; codec++) {
+	for (int codec = MK_COMPRESS_GZIP; codec < MK_COMPRESS_COUNT; codec++) {
 		if (!codec_works(codec))
 			continue;
 		for (int iter = 0; iter < 20; iter++) {

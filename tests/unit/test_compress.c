@@ -134,19 +134,16 @@ static void round_trip(int codec, int level, const void *in, size_t len)
 	mk_strbuf_release(&z);
 }
 
-/* ---- names, words, levels ------------------------------------------------ */
+/* ---- names, levels ------------------------------------------------ */
 
 static void test_names(void **state)
 {
 	(void)state;
 	static const char *const lower[] = { "none", "gzip", "snappy", "lz4",
 					     "zstd" };
-	static const char *const upper[] = { "NONE", "GZIP", "SNAPPY", "LZ4",
-					     "ZSTD" };
 	for (int c = 0; c < MK_COMPRESS_COUNT; c++) {
 		assert_true(mk_compress_known(c));
 		assert_string_equal(mk_compress_name(c), lower[c]);
-		assert_string_equal(mk_compress_dump_name(c), upper[c]);
 	}
 	assert_int_equal(MK_COMPRESS_GZIP, 1);
 	assert_int_equal(MK_COMPRESS_SNAPPY, 2);
@@ -156,43 +153,9 @@ static void test_names(void **state)
 	for (int c = 5; c <= 8; c++) {
 		assert_false(mk_compress_known(c));
 		assert_string_equal(mk_compress_name(c), "unknown");
-		assert_string_equal(mk_compress_dump_name(c), "UNKNOWN");
 	}
 	assert_false(mk_compress_known(-1));
 	assert_string_equal(mk_compress_name(-1), "unknown");
-}
-
-static void test_parse_type(void **state)
-{
-	(void)state;
-	static const struct {
-		const char *word;
-		int codec;
-	} ok[] = {
-		{ "producer", MK_COMPRESS_PRODUCER },
-		{ "uncompressed", MK_COMPRESS_NONE },
-		{ "gzip", MK_COMPRESS_GZIP },
-		{ "snappy", MK_COMPRESS_SNAPPY },
-		{ "lz4", MK_COMPRESS_LZ4 },
-		{ "zstd", MK_COMPRESS_ZSTD },
-	};
-	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-		int codec = 99;
-		assert_int_equal(mk_compress_parse_type(ok[i].word, &codec, NULL),
-				 MK_OK);
-		assert_int_equal(codec, ok[i].codec);
-	}
-	static const char *const bad[] = { "none", "GZIP", "", "lz4 ",
-					   "zstd,gzip", "lz" };
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		int codec = 99;
-		mk_strbuf why = MK_STRBUF_INIT;
-		assert_int_equal(mk_compress_parse_type(bad[i], &codec, &why),
-				 MK_INVALID_CONFIG);
-		assert_int_equal(codec, 99);
-		assert_non_null(strstr(why.buf, "uncompressed"));
-		mk_strbuf_release(&why);
-	}
 }
 
 static void test_levels(void **state)
@@ -899,7 +862,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_parse_type),
 		cmocka_unit_test(test_levels),
 		cmocka_unit_test(test_round_trip_empty),
 		cmocka_unit_test(test_round_trip_small),

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "dump.h"
 #include "format.h"
 
 /* ---- a sink that keeps copies of what it is given ------------------------ */
@@ -1782,6 +1783,35 @@ static void test_batch_records_control(void **state)
 	mk_strbuf_release(&out);
 }
 
+/* segments/F:dump: a damaged batch is printed with isvalid false and no
+ * record lines, bytes that are no batch as Kafka's tool reports them. */
+static void test_dump_damage(void **state)
+{
+	(void)state;
+	mk_batch_meta meta = { 0, 0, 0, -1, -1, -1, 0, false, 0 };
+	mk_batch_builder b;
+	mk_builder_init(&b, &meta);
+	mk_builder_add(&b, 7, mk_bytes_of("k", 1), mk_bytes_of("v", 1), NULL, 0);
+	mk_builder_finish(&b);
+	mk_strbuf seg = MK_STRBUF_INIT, out = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
+	mk_strbuf_add(&seg, b.frame.buf, b.frame.len);
+	mk_strbuf_add(&seg, b.frame.buf, b.frame.len);
+	seg.buf[b.frame.len + b.frame.len - 1] ^= 1;   /* the second: bad crc */
+	mk_strbuf_add(&seg, "xyz", 3);
+	assert_int_equal(mk_dump("00000000000000000000.log", (uint8_t *)seg.buf,
+				 seg.len, &out, &why), MK_OK);
+	assert_non_null(strstr(out.buf, "position: 0 CreateTime: 7"));
+	assert_non_null(strstr(out.buf, " isvalid: true\n| offset: 0 CreateTime: 7 keySize: 1 valueSize: 1 sequence: -1 headerKeys: [] key: k payload: v\n"));
+	assert_non_null(strstr(out.buf, " isvalid: false\nFound 3 invalid bytes at the end of 00000000000000000000.log\n"));
+	mk_strbuf_reset(&out);
+	assert_int_equal(mk_dump("x.log", (uint8_t *)seg.buf, seg.len, &out,
+				 &why), MK_INVALID_REQUEST);
+	mk_strbuf_release(&seg);
+	mk_strbuf_release(&out);
+	mk_strbuf_release(&why);
+	mk_builder_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1801,6 +1831,7 @@ int main(void)
 		cmocka_unit_test(test_tsv_scan_every_length),
 		cmocka_unit_test(test_tsv_parse_chained),
 		cmocka_unit_test(test_plain_output),
+		cmocka_unit_test(test_dump_damage),
 		cmocka_unit_test(test_tsv_output),
 		cmocka_unit_test(test_tsv_round_trip),
 		cmocka_unit_test(test_tsv_multi_line),
