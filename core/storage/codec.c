@@ -30,12 +30,10 @@
 #include "codec.h"
 
 #include <assert.h>
-#include <stdlib.h>
 #include <string.h>
 #include <isa-l/crc.h>
 
 #include "compress.h"
-#include "xalloc.h"
 
 _Static_assert(MK_FRAME_OFF_RECORDS_COUNT + 4 == MK_FRAME_HEADER,
 	       "batch header layout");
@@ -613,24 +611,32 @@ size_t mk_frame_size_of_one(mk_bytes key, mk_bytes value,
 	return MK_FRAME_HEADER + mk_varint_size((int32_t)body) + body;
 }
 
+/* Write a record's length prefix (body: its bytes after it) and every
+ * field before its headers at p; returns where its headers go. */
+static inline __attribute__((always_inline)) uint8_t *
+put_head(uint8_t *p, size_t body, int32_t delta, int64_t ts_delta,
+	 mk_bytes key, mk_bytes value, size_t nheaders)
+{
+	assert(key.len >= -1 && value.len >= -1);
+	assert(body <= INT32_MAX && nheaders <= INT32_MAX);
+	p = put_varint(p, (int32_t)body);
+	*p++ = 0;                               /* attributes */
+	p = put_uvar(p, zigzag64(ts_delta));
+	p = put_varint(p, delta);
+	p = put_blob(p, key);
+	p = put_blob(p, value);
+	return put_varint(p, (int32_t)nheaders);
+}
+
 /* Write one record at p (room for it made by the caller); returns the
  * byte after it. */
 static inline __attribute__((always_inline)) uint8_t *
 put_record(uint8_t *p, int32_t delta, int64_t ts_delta, const mk_record_in *r)
 {
-	assert(r->key.len >= -1 && r->value.len >= -1);
-	assert(r->nheaders <= INT32_MAX);
 	assert(r->nheaders == 0 || r->headers);
 	size_t body = mk_record_body_size(r) + mk_varlong_size(ts_delta) +
 		      mk_varint_size(delta);
-	assert(body <= INT32_MAX);
-	p = put_varint(p, (int32_t)body);
-	*p++ = 0;                               /* attributes */
-	p = put_uvar(p, zigzag64(ts_delta));
-	p = put_varint(p, delta);
-	p = put_blob(p, r->key);
-	p = put_blob(p, r->value);
-	p = put_varint(p, (int32_t)r->nheaders);
+	p = put_head(p, body, delta, ts_delta, r->key, r->value, r->nheaders);
 	for (size_t i = 0; i < r->nheaders; i++) {
 		const mk_header *h = &r->headers[i];
 		assert(h->name.len >= 0);
@@ -638,6 +644,26 @@ put_record(uint8_t *p, int32_t delta, int64_t ts_delta, const mk_record_in *r)
 		p = put_blob(p, h->value);
 	}
 	return p;
+}
+
+/* Append a decoded record to out at new deltas, its headers' bytes
+ * copied as they are (their encoding does not depend on the deltas). */
+static void add_record_view(mk_strbuf *out, const mk_record_view *rec,
+			    int32_t delta, int64_t ts_delta)
+{
+	size_t body = 1 + mk_varlong_size(ts_delta) + mk_varint_size(delta) +
+		      mk_varint_size(rec->key.len) + mk_blob_size(rec->key) +
+		      mk_varint_size(rec->value.len) + mk_blob_size(rec->value) +
+		      mk_varint_size(rec->header_count) + rec->headers_len;
+	mk_strbuf_grow(out, mk_varint_size((int32_t)body) + body);
+	uint8_t *p0 = (uint8_t *)out->buf + out->len;
+	uint8_t *p = put_head(p0, body, delta, ts_delta, rec->key, rec->value,
+			      (size_t)rec->header_count);
+	if (rec->headers_len)
+		memcpy(p, rec->headers, rec->headers_len);
+	p += rec->headers_len;
+	assert((size_t)(p - p0) == mk_varint_size((int32_t)body) + body);
+	mk_strbuf_setlen(out, out->len + (size_t)(p - p0));
 }
 
 static int64_t ts_diff(int64_t ts, int64_t base)
@@ -814,26 +840,10 @@ static void filter_as(const mk_batch_view *b,
 		} else if (rec.timestamp > max) {
 			max = rec.timestamp;
 		}
-		mk_record_in in = { rec.key, rec.value, NULL, 0 };
-		mk_header hs[16], *hv = hs;
-		if (rec.header_count > 16)
-			hv = mk_xreallocarray(NULL, (size_t)rec.header_count,
-					      sizeof(*hv));
-		size_t pos = 0, nh = 0;
-		while (mk_header_next(&rec, &pos, &hv[nh]))
-			nh++;
-		in.headers = hv;
-		in.nheaders = nh;
-		size_t bound = mk_record_size(&in);
-		mk_strbuf_grow(out, bound);
-		uint8_t *p0 = (uint8_t *)out->buf + out->len;
-		uint8_t *p = put_record(p0, (int32_t)(rec.offset - base),
-					ts_diff(b->meta.log_append_time
-						? first : rec.timestamp, first),
-					&in);
-		mk_strbuf_setlen(out, out->len + (size_t)(p - p0));
-		if (hv != hs)
-			free(hv);
+		add_record_view(out, &rec, (int32_t)(rec.offset - base),
+				ts_diff(b->meta.log_append_time ? first
+								: rec.timestamp,
+					first));
 		kept++;
 	}
 	mk_record_iter_release(&it);
