@@ -495,11 +495,17 @@ static mk_err read_state(mkfs *fs, const node_ref *ref, mk_strbuf *out, mk_strbu
 
 /* A segment's files (segment.h): the batches, Kafka's offset index and
  * time index. */
-#define NSEG_SUFFIXES 3
+#define NSEG_SUFFIXES 4
 #define SEG_TIMEINDEX 2
+#define SEG_TXNINDEX 3     /* only where the segment has one (log.h) */
 static const char *const seg_suffixes[NSEG_SUFFIXES] = {
-	".log", ".index", ".timeindex",
+	".log", ".index", ".timeindex", ".txnindex",
 };
+
+static bool seg_has(const mk_segment_info *seg, size_t suffix)
+{
+	return suffix != SEG_TXNINDEX || seg->txnindex_size > 0;
+}
 
 /* The segments of the log this directory shows (ref->broker: whose). */
 static size_t ref_segments(const node_ref *ref, mk_segment_info **segs,
@@ -521,6 +527,8 @@ static void list_segments(mkfs *fs, const node_ref *ref,
 	char buf[64];
 	for (size_t i = 0; i < n; i++)
 		for (size_t s = 0; s < NSEG_SUFFIXES; s++) {
+			if (!seg_has(&segs[i], s))
+				continue;
 			snprintf(buf, sizeof(buf), "%020lld%s",
 				 (long long)segs[i].base_offset, seg_suffixes[s]);
 			add(arg, buf, false);
@@ -550,7 +558,7 @@ static bool find_segment_file(const mk_segment_info *segs, size_t n,
 		if (segs[i].base_offset == base) {
 			*seg = i;
 			*suffix = s;
-			return true;
+			return seg_has(&segs[i], s);
 		}
 	return false;
 }
@@ -584,7 +592,8 @@ static bool match_segment_txt(mkfs *fs, node_ref *ref, const char *name)
 	int64_t base;
 	size_t suffix;
 	return mk_name_txt_view(name, file, sizeof(file)) &&
-	       segment_file(ref, file, &base, &suffix) && suffix > 0;
+	       segment_file(ref, file, &base, &suffix) && suffix > 0 &&
+	       suffix != SEG_TXNINDEX;
 }
 
 static mk_err read_segment_txt(mkfs *fs, const node_ref *ref, mk_strbuf *out,
@@ -595,7 +604,8 @@ static mk_err read_segment_txt(mkfs *fs, const node_ref *ref, mk_strbuf *out,
 	int64_t base;
 	size_t suffix;
 	if (!mk_name_txt_view(ref->name, file, sizeof(file)) ||
-	    !segment_file(ref, file, &base, &suffix) || suffix == 0) {
+	    !segment_file(ref, file, &base, &suffix) || suffix == 0 ||
+	    suffix == SEG_TXNINDEX) {
 		mk_strbuf_addf(why, "no index %s", ref->name);
 		return MK_UNKNOWN_TOPIC_OR_PARTITION;
 	}

@@ -371,8 +371,10 @@ static mk_err fetch_publish(mk_partition *p, int i, int64_t hw_before,
 }
 
 /* The second step, without the lock: append the frames in buf to f's log
- * (its log and producer state are this fetch's alone meanwhile). */
-static mk_err fetch_append(mk_replica *f, const mk_strbuf *buf, size_t *bytes)
+ * (its log and producer state are this fetch's alone meanwhile; of p only
+ * what never changes is read: its env, topic and id). */
+static mk_err fetch_append(mk_partition *p, mk_replica *f, const mk_strbuf *buf,
+			   size_t *bytes)
 {
 	mk_err err = MK_OK;
 	/* mk_log_read validated every frame it returned (CRC, records): the
@@ -384,7 +386,7 @@ static mk_err fetch_append(mk_replica *f, const mk_strbuf *buf, size_t *bytes)
 		err = mk_log_append_replica_trusted(f->log, it.frame,
 						    b.frame_len);
 		if (!err) {  /* as the leader does: state follows the log */
-			note_append(f, it.frame, b.frame_len);
+			note_append(p, f, it.frame, b.frame_len);
 			*bytes += b.frame_len;
 		}
 	}
@@ -513,7 +515,7 @@ static mk_err follower_fetch(mk_partition *p, int broker,
 	pthread_mutex_unlock(&p->lock);
 
 	/* Step 2, without the lock: the follower's disk writes. */
-	err = fetch_append(f, buf, bytes);
+	err = fetch_append(p, f, buf, bytes);
 	MK_FAILPOINT("replica.fetch.after-append");
 	if (p->env->fetch_hook)
 		p->env->fetch_hook(p->env->fetch_hook_arg, broker);

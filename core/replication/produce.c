@@ -249,7 +249,7 @@ static mk_err produce_locked(mk_partition *p, uint8_t *frame, size_t len,
 			leader_append_failed(p, why);
 		return err;
 	}
-	note_append(l, frame, len);
+	note_append(p, l, frame, len);
 	if (a->acks == -1 && a->copy_inline)
 		copy_seed(p, &frame, &len, 1, res->base);
 	else
@@ -299,7 +299,7 @@ static mk_err produce_run(mk_partition *p, uint8_t *const *frames,
 	mk_err err = mk_log_append_leader_many(l->log, frames, lens, n,
 					       p->leader_epoch, bases, &done);
 	for (size_t i = 0; i < done; i++) {
-		note_append(l, frames[i], lens[i]);
+		note_append(p, l, frames[i], lens[i]);
 		res[i].base = bases[i];
 		mk_batch_view bv;
 		if (!mk_frame_decode_header(frames[i], lens[i], 0, false, &bv, NULL))

@@ -202,8 +202,11 @@ mk_err advance_start(mk_replica *r, int64_t offset);
 void save_pstate(mk_replica *r);
 /* Rebuild replica i's producer state from its snapshot and its log. */
 void rebuild_pstate(mk_partition *p, int i);
+/* Rewrite r's .txnindex files from its producer state (txnindex.h). */
+void sync_txnindex(mk_partition *p, mk_replica *r);
 /* After an append of frame to r's log: its producer state follows. */
-void note_append(mk_replica *r, const uint8_t *frame, size_t len);
+void note_append(mk_partition *p, mk_replica *r, const uint8_t *frame,
+		 size_t len);
 /* Cut replica i's log at offset, its producer state in step. */
 mk_err truncate_replica(mk_partition *p, int i, int64_t offset);
 /* Open replica i's log (its broker online); on damage it is failed, with

@@ -206,6 +206,8 @@ mk_err mk_partition_compact(mk_partition *p, mk_strbuf *why)
 			replica_failed(p, i, "compaction swap");
 			if (!first)
 				first = err;
+		} else if (swapped) {
+			sync_txnindex(p, r);   /* the cleaned segments' */
 		}
 	}
 	part_changed(p);

@@ -283,17 +283,45 @@ void rebuild_pstate(mk_partition *p, int i)
 		r->pstate.covered_to = start;
 	mk_pstate_trim(&r->pstate, start);
 	pstate_catch_up(r);
+	sync_txnindex(p, r);
 	mk_strbuf_release(&path);
 	mk_strbuf_release(&buf);
 }
 
-/* After an append of frame to replica r's log: keep the state current. */
-void note_append(mk_replica *r, const uint8_t *frame, size_t len)
+/* A .txnindex write failed: the files are a projection (txnindex.h), the
+ * reads go on; told, and set right at the next open. */
+static void txnindex_failed(mk_partition *p, const mk_replica *r,
+			    const mk_strbuf *why)
+{
+	mk_errlog_add(p->env->errlog, mk_wall_ms(), NULL, MK_KAFKA_STORAGE_ERROR,
+		      "broker %d %s-%d: %s (the .txnindex files are rewritten at the next open)",
+		      r->broker, p->topic, p->id, why->buf);
+}
+
+/* Make replica r's .txnindex files say what its producer state says. */
+void sync_txnindex(mk_partition *p, mk_replica *r)
+{
+	mk_strbuf why = MK_STRBUF_INIT;
+	if (r->log && mk_log_sync_txnindex(r->log, &r->pstate.aborted, &why))
+		txnindex_failed(p, r, &why);
+	mk_strbuf_release(&why);
+}
+
+/* After an append of frame to replica r's log: keep the state current,
+ * and an abort marker's entry in the .txnindex. */
+void note_append(mk_partition *p, mk_replica *r, const uint8_t *frame,
+		 size_t len)
 {
 	if ((int64_t)mk_load_be64(frame + MK_FRAME_OFF_PRODUCER_ID) >= 0) {
 		mk_batch_view b;
+		size_t aborted = r->pstate.aborted.n;
 		if (!mk_frame_decode_header(frame, len, 0, false, &b, NULL))
 			mk_pstate_apply(&r->pstate, &b);
+		mk_strbuf why = MK_STRBUF_INIT;
+		if (r->pstate.aborted.n > aborted &&
+		    mk_log_add_aborted(r->log, &r->pstate.aborted.v[aborted], &why))
+			txnindex_failed(p, r, &why);
+		mk_strbuf_release(&why);
 	}
 	r->pstate.covered_to = mk_log_end_offset(r->log);
 }

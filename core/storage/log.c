@@ -341,7 +341,38 @@ void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info)
 	mk_segment_know_size(log->segs[i], NULL);   /* as mk_log_size_bytes */
 	info->base_offset = log->segs[i]->base;
 	info->size = log->segs[i]->size;
+	info->txnindex_size = mk_txnindex_file_size(log->segs[i]->txnindex_path);
 	info->active = i + 1 == log->nsegs;
+}
+
+/* ---- the transaction index ------------------------------------------------ */
+
+mk_err mk_log_sync_txnindex(mk_log *log, const mk_aborted_list *l,
+			    mk_strbuf *why)
+{
+	mk_strbuf bytes = MK_STRBUF_INIT;
+	mk_err err = MK_OK;
+	for (size_t i = 0; i < log->nsegs && !err; i++) {
+		int64_t to = i + 1 < log->nsegs ? log->segs[i + 1]->base : INT64_MAX;
+		mk_strbuf_reset(&bytes);
+		mk_txnindex_encode(l, log->segs[i]->base, to, &bytes);
+		err = mk_txnindex_file_write(log->segs[i]->txnindex_path, bytes.buf,
+					     bytes.len, why);
+	}
+	mk_strbuf_release(&bytes);
+	return err;
+}
+
+mk_err mk_log_add_aborted(mk_log *log, const mk_aborted_txn *t, mk_strbuf *why)
+{
+	assert(log->nsegs > 0);
+	size_t i = log->nsegs - 1;
+	while (i > 0 && log->segs[i]->base > t->last)
+		i--;
+	uint8_t e[MK_TXNINDEX_ENTRY];
+	mk_txnindex_put(t, e);
+	return mk_txnindex_file_append(log->segs[i]->txnindex_path, e, sizeof(e),
+				       why);
 }
 
 const char *mk_log_error(const mk_log *log)

@@ -11,6 +11,9 @@
  *     NNNNNNNNNNNNNNNNNNNN.timeindex  Kafka's time index: (i64 max
  *                                     timestamp so far, u32 relative
  *                                     offset) entries (timeindex.h)
+ *     NNNNNNNNNNNNNNNNNNNN.txnindex   Kafka's aborted-transaction index,
+ *                                     only where the segment holds an
+ *                                     abort marker (txnindex.h)
  *     leader-epoch-checkpoint         the leader-epoch cache (epoch, start
  *                                     offset), Kafka's format
  *     checkpoint                      the durable segments' bases
@@ -89,6 +92,7 @@
 #include "epoch_cache.h"
 #include "error.h"
 #include "strbuf.h"
+#include "txnindex.h"
 
 struct mk_flush_pool;
 
@@ -108,6 +112,7 @@ typedef struct {
 typedef struct {
 	int64_t base_offset;
 	uint64_t size;                /* bytes in the .log */
+	uint64_t txnindex_size;       /* bytes in the .txnindex; 0: none */
 	bool active;
 } mk_segment_info;
 
@@ -279,6 +284,18 @@ size_t mk_log_segment_count(const mk_log *log);
  * leaves them pending (the next append or flush meets it too). */
 void mk_log_write_index_pending(mk_log *log);
 void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info);
+
+/*
+ * The .txnindex files, a projection of the aborted transactions the owner
+ * keeps (txnindex.h). Sync makes every segment's file hold the entries of
+ * l whose marker lies in it (after open, a truncation, a compaction);
+ * add appends one entry, just ended by a marker at t->last, to the
+ * segment holding it (the active one).
+ */
+mk_err mk_log_sync_txnindex(mk_log *log, const mk_aborted_list *l,
+			    mk_strbuf *why);
+mk_err mk_log_add_aborted(mk_log *log, const mk_aborted_txn *t,
+			  mk_strbuf *why);
 
 /*
  * Hooks for the cleaner (cleaner.h): retention and compaction of closed

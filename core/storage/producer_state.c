@@ -145,10 +145,18 @@ void mk_pstate_apply(mk_producer_state *ps, const mk_batch_view *b)
 			e->epoch = b->meta.producer_epoch;
 			e->n = 0;
 		}
-		if (e->txn_first >= 0 && (b->meta.flags & MK_BATCH_ABORT_MARKER))
-			mk_aborted_add(&ps->aborted, e->pid, e->txn_first,
-				       b->meta.base_offset);
+		int64_t first = e->txn_first;
 		e->txn_first = -1;
+		if (first >= 0 && (b->meta.flags & MK_BATCH_ABORT_MARKER)) {
+			/* Kafka's entry keeps the LSO once this one ended. */
+			int64_t open = mk_pstate_first_open(ps);
+			mk_aborted_txn t = {
+				.pid = b->meta.producer_id, .first = first,
+				.last = b->meta.base_offset,
+				.lso = open < next ? open : next,
+			};
+			mk_aborted_add(&ps->aborted, &t);
+		}
 		return;
 	}
 	if (b->meta.base_sequence < 0)
@@ -206,10 +214,11 @@ void mk_pstate_format(const mk_producer_state *ps, mk_strbuf *out)
 			mk_strbuf_addf(out, "open %lld %lld\n", (long long)ps->v[i].pid,
 				       (long long)ps->v[i].txn_first);
 	for (size_t i = 0; i < ps->aborted.n; i++)
-		mk_strbuf_addf(out, "aborted %lld %lld %lld\n",
+		mk_strbuf_addf(out, "aborted %lld %lld %lld %lld\n",
 			       (long long)ps->aborted.v[i].pid,
 			       (long long)ps->aborted.v[i].first,
-			       (long long)ps->aborted.v[i].last);
+			       (long long)ps->aborted.v[i].last,
+			       (long long)ps->aborted.v[i].lso);
 }
 
 /*
@@ -282,16 +291,21 @@ static bool parse_producer_line(mk_producer_state *ps, char *line)
 		return true;
 	}
 	if (kw && !strcmp(kw, "aborted")) {
-		/* aborted PID FIRST LAST, in increasing LAST */
-		char *last_s = field(&p, " ");
-		int64_t first, last;
+		/* aborted PID FIRST LAST [LSO], in increasing LAST (a
+		 * snapshot of before the .txnindex files has no LSO: the
+		 * marker's next offset stands in) */
+		char *last_s = field(&p, " "), *lso_s = field(&p, " ");
+		mk_aborted_txn t;
 		if (!pid_s || !epoch_s || !last_s || *p ||
-		    !mk_parse_range(pid_s, 0, INT64_MAX, &pid) ||
-		    !mk_parse_range(epoch_s, 0, INT64_MAX, &first) ||
-		    !mk_parse_range(last_s, first, INT64_MAX, &last) ||
-		    (ps->aborted.n && ps->aborted.v[ps->aborted.n - 1].last > last))
+		    !mk_parse_range(pid_s, 0, INT64_MAX, &t.pid) ||
+		    !mk_parse_range(epoch_s, 0, INT64_MAX, &t.first) ||
+		    !mk_parse_range(last_s, t.first, INT64_MAX - 1, &t.last) ||
+		    (lso_s && !mk_parse_range(lso_s, 0, t.last + 1, &t.lso)) ||
+		    (ps->aborted.n && ps->aborted.v[ps->aborted.n - 1].last > t.last))
 			return false;
-		mk_aborted_add(&ps->aborted, pid, first, last);
+		if (!lso_s)
+			t.lso = t.last + 1;
+		mk_aborted_add(&ps->aborted, &t);
 		return true;
 	}
 	if (!kw || strcmp(kw, "producer") || !pid_s || !epoch_s ||

@@ -18,8 +18,9 @@
  * transactions (txnindex.h) that read_committed hides. A marker of a newer
  * epoch also moves the producer to that epoch (its old writers are then
  * fenced here too). Snapshots of version 2 add "open PID FIRST" and
- * "aborted PID FIRST LAST" lines (written only when there are such
- * lines: a state without transactions is written as version 1).
+ * "aborted PID FIRST LAST LSO" lines (LSO optional when read; written
+ * only when there are such lines: a state without transactions is
+ * written as version 1).
  *
  * Invariants: entries sorted by producer id; within an entry `recent` is
  * oldest first, sequences increasing, at most MK_PRODUCER_WINDOW long.

@@ -570,6 +570,7 @@ static mk_segment *seg_new(const char *dir, int64_t base, mk_fdcache *cache)
 	s->log_path = seg_path(dir, dlen, digits, ".log");
 	s->index_path = seg_path(dir, dlen, digits, ".index");
 	s->timeindex_path = seg_path(dir, dlen, digits, ".timeindex");
+	s->txnindex_path = seg_path(dir, dlen, digits, ".txnindex");
 	s->fd = -1;
 	s->sized = true;
 	mk_offset_index_init(&s->index);
@@ -599,6 +600,7 @@ void mk_segment_close(mk_segment *s)
 	free(s->log_path);
 	free(s->index_path);
 	free(s->timeindex_path);
+	free(s->txnindex_path);
 	free(s);
 }
 
@@ -653,6 +655,9 @@ static mk_err seg_made(mk_segment *s, mk_err err, mk_segment **out)
 	s->active = true;
 	s->indexes_loaded = true;
 	s->next_offset = s->base;
+	/* A stale .txnindex of an earlier segment at this base goes too
+	 * (best effort: open rewrites every one from the producer state). */
+	(void)unlink(s->txnindex_path);
 	*out = s;
 	return MK_OK;
 }
@@ -1421,6 +1426,8 @@ mk_err mk_segment_remove(mk_segment *s, mk_strbuf *why)
 		err = mk_io_error(why, s->log_path, "cannot delete");
 	for (int k = 0; k < NINDEXES && !err; k++)
 		unlink(index_path(s, k));
+	if (!err)
+		unlink(s->txnindex_path);
 	mk_segment_close(s);
 	return err;
 }

@@ -93,6 +93,8 @@
 typedef struct {
 	int64_t base;
 	char *log_path, *index_path, *timeindex_path;
+	char *txnindex_path;    /* NNN.txnindex, only where it has entries:
+				 * written by the log (txnindex.h) */
 	/* The descriptors (fd, the indexes') are cached: opened on
 	 * first use, closed by the cache (least recently used first) when
 	 * the process holds too many; valid only inside a use (segment.c
@@ -397,5 +399,6 @@ uint32_t mk_segment_reader_crc(const mk_segment_reader *r);
 size_t mk_segment_index_count(const mk_segment *s);
 void mk_segment_index_entry(const mk_segment *s, size_t i, int64_t *offset,
 			    int64_t *pos, int64_t *ts);
+
 
 #endif

@@ -20,9 +20,11 @@
 #include "parse.h"
 
 /* A segment's files, the .log first, then its two indexes (segment.h). */
-#define NSUFFIXES 3
+/* (A cleaned segment is staged without a .txnindex: the log writes it
+ * after the swap, txnindex.h. An old segment's goes with it.) */
+#define NSUFFIXES 4
 static const char *const suffixes[NSUFFIXES] = {
-	".log", ".index", ".timeindex",
+	".log", ".index", ".timeindex", ".txnindex",
 };
 
 static void seg_path(mk_strbuf *out, const char *dir, const char *sub,

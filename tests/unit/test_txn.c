@@ -53,9 +53,9 @@ static void test_index(void **state)
 	mk_aborted_list l, r;
 	mk_aborted_init(&l);
 	mk_aborted_init(&r);
-	mk_aborted_add(&l, 7, 0, 4);
-	mk_aborted_add(&l, 8, 2, 9);
-	mk_aborted_add(&l, 7, 10, 12);
+	mk_aborted_add(&l, &(mk_aborted_txn){ 7, 0, 4, 5 });
+	mk_aborted_add(&l, &(mk_aborted_txn){ 8, 2, 9, 10 });
+	mk_aborted_add(&l, &(mk_aborted_txn){ 7, 10, 12, 13 });
 	mk_aborted_range(&l, 5, 10, &r);
 	assert_int_equal(r.n, 1);       /* [2, 9] only: [0,4] ends before, [10,12] starts at the end */
 	assert_int_equal(r.v[0].pid, 8);
@@ -69,6 +69,24 @@ static void test_index(void **state)
 	assert_false(mk_aborted_hides(&l, &b));
 	b = view(MK_BATCH_TRANSACTIONAL, 7, 11, 0);
 	assert_true(mk_aborted_hides(&l, &b));
+	/* Kafka's .txnindex bytes: the entries whose marker is in [4, 12). */
+	mk_strbuf bytes = MK_STRBUF_INIT;
+	mk_txnindex_encode(&l, 4, 12, &bytes);
+	/* version 0, then producerId, firstOffset, lastOffset and
+	 * lastStableOffset as big-endian i64s */
+#define BE64(v) 0, 0, 0, 0, 0, 0, 0, v
+	static const uint8_t want[2 * MK_TXNINDEX_ENTRY] = {
+		0, 0, BE64(7), BE64(0), BE64(4), BE64(5),
+		0, 0, BE64(8), BE64(2), BE64(9), BE64(10),
+	};
+#undef BE64
+	assert_int_equal(bytes.len, sizeof(want));
+	assert_memory_equal(bytes.buf, want, sizeof(want));
+	mk_strbuf_reset(&bytes);
+	mk_txnindex_encode(&l, 13, INT64_MAX, &bytes);
+	assert_int_equal(bytes.len, 0);
+	mk_strbuf_release(&bytes);
+
 	mk_aborted_trim(&l, 5);
 	assert_int_equal(l.n, 2);
 	assert_int_equal(l.v[0].first, 2);
@@ -145,7 +163,7 @@ static void test_visible(void **state)
 	put_batch(&frames, 8, 3, -1, 0);
 	mk_aborted_list ab;
 	mk_aborted_init(&ab);
-	mk_aborted_add(&ab, 7, 2, 4);
+	mk_aborted_add(&ab, &(mk_aborted_txn){ 7, 2, 4, 5 });
 	int64_t pos = 0;
 
 	/* read_uncommitted: the aborted data too, the markers never. */
@@ -220,6 +238,7 @@ static void test_pstate(void **state)
 	assert_int_equal(ps.aborted.n, 1);
 	assert_int_equal(ps.aborted.v[0].first, 2);
 	assert_int_equal(ps.aborted.v[0].last, 6);
+	assert_int_equal(ps.aborted.v[0].lso, 4);    /* 8's still open */
 
 	/* The snapshot keeps the open transaction and the aborted one. */
 	mk_strbuf text = MK_STRBUF_INIT, again = MK_STRBUF_INIT;
@@ -234,6 +253,11 @@ static void test_pstate(void **state)
 	mk_pstate_apply(&ps, &b);
 	assert_int_equal(mk_pstate_first_open(&ps), INT64_MAX);
 	assert_int_equal(ps.aborted.n, 1);           /* a commit adds nothing */
+
+	/* A snapshot of before the LSO field: the marker's next offset. */
+	assert_int_equal(mk_pstate_parse(&back, "producer-snapshot 2\ncovered_to 7\naborted 4 1 6\n"), MK_OK);
+	assert_int_equal(back.aborted.v[0].lso, 7);
+	assert_int_not_equal(mk_pstate_parse(&back, "producer-snapshot 2\ncovered_to 7\naborted 4 1 6 8\n"), MK_OK);
 
 	/* Malformed transaction lines are damage. */
 	assert_int_not_equal(mk_pstate_parse(&back, "producer-snapshot 2\ncovered_to 5\nopen 4 1\n"), MK_OK);
