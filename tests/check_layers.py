@@ -1,18 +1,24 @@
 #!/usr/bin/env python3
-"""The layering of core/ and the include graph of core/ and fs/ (README,
-"Layout"). Fails (exit 1) on either of:
+"""The layering of core/ and the include graph of core/, fs/ and net/
+(README, "Layout"). Fails (exit 1) on either of:
 
 Layers. Each folder under core/ is a layer, lowest first; a module may
 include headers of its own layer or lower ones, never of a higher layer,
 and core/ never includes fs/ or FUSE.
 
+Adapters. fs/ (FUSE) and net/ (the Kafka protocol) are adapters over
+core/: each may include core's headers and its own, never the other's,
+and core/ includes neither (a header name found in an adapter's folder
+and not in core/).
+
 Include circles. A module is a .c/.h pair with the same stem in one folder
-(core/LAYER/ or fs/): core/replication/cluster is cluster.c with cluster.h.
+(core/LAYER/, fs/ or net/): core/replication/cluster is cluster.c with
+cluster.h.
 An edge a -> b: a file of module a (its .c or its .h) has a quoted
 #include of b.h, b being another module; such a name is looked up in the
 includer's own folder first (fs/ beside fs/), then in every layer of core/
 (header names are unique there). A module including its own header is no
-edge, and neither is a system header. The graph of core/ and fs/ together
+edge, and neither is a system header. The graph of core/, fs/ and net/ together
 must have no cycle, within one layer or folder or across them; a cycle is
 printed as "core/replication/cluster -> metadata -> cluster" (a module of
 another folder is named in full).
@@ -32,6 +38,8 @@ import re
 import sys
 
 ORDER = ["base", "storage", "replication", "coordination", "client"]
+# The adapters over core/: each may include core/, never another adapter.
+ADAPTERS = ["fs", "net"]
 top = sys.argv[1] if len(sys.argv) > 1 else "."
 root = os.path.join(top, "core")
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]', re.M)
@@ -45,6 +53,7 @@ def layering():
             if name.endswith(".h"):
                 where[name] = (rank, layer)
     bad = 0
+    adapted = adapter_headers()
     for rank, layer in enumerate(ORDER):
         folder = os.path.join(root, layer)
         for name in sorted(os.listdir(folder)):
@@ -55,8 +64,51 @@ def layering():
                 if "fuse" in inc or inc.startswith("fs/"):
                     print(f"core/{layer}/{name}: includes {inc} (no FUSE in core)")
                     bad += 1
+                elif inc.startswith("net/") or (inc in adapted and inc not in where):
+                    print(f"core/{layer}/{name}: includes {inc} of an adapter "
+                          "(core includes no adapter)")
+                    bad += 1
                 elif inc in where and where[inc][0] > rank:
                     print(f"core/{layer}/{name}: includes {inc} of the higher layer {where[inc][1]}")
+                    bad += 1
+    return bad
+
+
+def adapter_headers():
+    """{header name: its adapter folder} of the headers of fs/ and net/."""
+    found = {}
+    for folder in ADAPTERS:
+        path = os.path.join(top, folder)
+        for name in (os.listdir(path) if os.path.isdir(path) else []):
+            if name.endswith(".h"):
+                found.setdefault(name, folder)
+    return found
+
+
+def adapters():
+    """No adapter includes another's header (one not its own nor core's);
+    the number of violations."""
+    core = set()
+    for layer in ORDER:
+        core.update(n for n in os.listdir(os.path.join(root, layer)) if n.endswith(".h"))
+    where = adapter_headers()
+    bad = 0
+    for folder in ADAPTERS:
+        path = os.path.join(top, folder)
+        names = sorted(os.listdir(path)) if os.path.isdir(path) else []
+        own = set(n for n in names if n.endswith(".h"))
+        for name in names:
+            if not name.endswith((".c", ".h")):
+                continue
+            text = open(os.path.join(path, name), encoding="utf-8").read()
+            for _, inc in INCLUDE.findall(text):
+                other = [a for a in ADAPTERS if a != folder and inc.startswith(a + "/")]
+                if not other and inc not in own and inc not in core \
+                        and where.get(inc, folder) != folder:
+                    other = [where[inc]]
+                if other:
+                    print(f"{folder}/{name}: includes {inc} of {other[0]}/ "
+                          "(an adapter includes no other adapter)")
                     bad += 1
     return bad
 
@@ -77,10 +129,11 @@ def folder_modules(folder):
 
 def include_graph():
     """{module: {module it includes: the first file that does it}}."""
-    folders = [f"core/{layer}" for layer in ORDER] + ["fs"]
+    folders = [f"core/{layer}" for layer in ORDER] + \
+        [a for a in ADAPTERS if os.path.isdir(os.path.join(top, a))]
     modules = {f: folder_modules(f) for f in folders}
     core_headers = {}
-    for f in folders[:-1]:
+    for f in folders[:len(ORDER)]:
         for n, m in modules[f].items():
             if n.endswith(".h"):
                 core_headers[n] = m
@@ -169,7 +222,7 @@ def show(path):
 KNOWN = [
 ]
 
-bad = layering()
+bad = layering() + adapters()
 graph = include_graph()
 new = 0
 seen = set()
