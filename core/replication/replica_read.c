@@ -143,8 +143,8 @@ mk_err mk_partition_retention(mk_partition *p)
 				if (!first)
 					first = err;
 			} else {
-				/* aborted transactions wholly deleted */
-				mk_pstate_trim(&r->pstate, mk_log_start_offset(r->log));
+				/* aborted transactions of deleted segments */
+				mk_pstate_trim(&r->pstate, mk_log_base_offset(r->log));
 			}
 		}
 		part_changed(p);

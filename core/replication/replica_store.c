@@ -281,7 +281,10 @@ void rebuild_pstate(mk_partition *p, int i)
 	}
 	if (r->pstate.covered_to < start)
 		r->pstate.covered_to = start;
-	mk_pstate_trim(&r->pstate, start);
+	/* Aborted transactions stay while their segment does (the
+	 * .txnindex files keep them as Kafka's do), below the log start
+	 * too: reads never ask for them. */
+	mk_pstate_trim(&r->pstate, mk_log_base_offset(r->log));
 	pstate_catch_up(r);
 	sync_txnindex(p, r);
 	mk_strbuf_release(&path);
@@ -318,8 +321,11 @@ void note_append(mk_partition *p, mk_replica *r, const uint8_t *frame,
 		if (!mk_frame_decode_header(frame, len, 0, false, &b, NULL))
 			mk_pstate_apply(&r->pstate, &b);
 		mk_strbuf why = MK_STRBUF_INIT;
+		/* An entry that failed to append: the files are rewritten
+		 * whole from the state (the next open tries again). */
 		if (r->pstate.aborted.n > aborted &&
-		    mk_log_add_aborted(r->log, &r->pstate.aborted.v[aborted], &why))
+		    mk_log_add_aborted(r->log, &r->pstate.aborted.v[aborted], &why) &&
+		    mk_log_sync_txnindex(r->log, &r->pstate.aborted, &why))
 			txnindex_failed(p, r, &why);
 		mk_strbuf_release(&why);
 	}

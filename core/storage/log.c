@@ -341,7 +341,10 @@ void mk_log_segment_info(const mk_log *log, size_t i, mk_segment_info *info)
 	mk_segment_know_size(log->segs[i], NULL);   /* as mk_log_size_bytes */
 	info->base_offset = log->segs[i]->base;
 	info->size = log->segs[i]->size;
-	info->txnindex_size = mk_txnindex_file_size(log->segs[i]->txnindex_path);
+	mk_segment *s = log->segs[i];
+	if (s->txnindex_size < 0)          /* a stat once, not per listing */
+		s->txnindex_size = (int64_t)mk_txnindex_file_size(s->txnindex_path);
+	info->txnindex_size = (uint64_t)s->txnindex_size;
 	info->active = i + 1 == log->nsegs;
 }
 
@@ -351,16 +354,21 @@ mk_err mk_log_sync_txnindex(mk_log *log, const mk_aborted_list *l,
 			    mk_strbuf *why)
 {
 	mk_strbuf bytes = MK_STRBUF_INIT;
-	mk_err err = MK_OK;
-	for (size_t i = 0; i < log->nsegs && !err; i++) {
+	mk_err first = MK_OK;
+	/* Every segment, past a failing one too: the first error is told. */
+	for (size_t i = 0; i < log->nsegs; i++) {
+		mk_segment *s = log->segs[i];
 		int64_t to = i + 1 < log->nsegs ? log->segs[i + 1]->base : INT64_MAX;
 		mk_strbuf_reset(&bytes);
-		mk_txnindex_encode(l, log->segs[i]->base, to, &bytes);
-		err = mk_txnindex_file_write(log->segs[i]->txnindex_path, bytes.buf,
-					     bytes.len, why);
+		mk_txnindex_encode(l, s->base, to, &bytes);
+		mk_err err = mk_txnindex_file_write(s->txnindex_path, bytes.buf,
+						    bytes.len, first ? NULL : why);
+		s->txnindex_size = err ? -1 : (int64_t)bytes.len;
+		if (err && !first)
+			first = err;
 	}
 	mk_strbuf_release(&bytes);
-	return err;
+	return first;
 }
 
 mk_err mk_log_add_aborted(mk_log *log, const mk_aborted_txn *t, mk_strbuf *why)
@@ -369,10 +377,20 @@ mk_err mk_log_add_aborted(mk_log *log, const mk_aborted_txn *t, mk_strbuf *why)
 	size_t i = log->nsegs - 1;
 	while (i > 0 && log->segs[i]->base > t->last)
 		i--;
+	mk_segment *s = log->segs[i];
 	uint8_t e[MK_TXNINDEX_ENTRY];
 	mk_txnindex_put(t, e);
-	return mk_txnindex_file_append(log->segs[i]->txnindex_path, e, sizeof(e),
-				       why);
+	mk_err err = mk_txnindex_file_append(s->txnindex_path, e, sizeof(e), why);
+	if (err)
+		s->txnindex_size = -1;
+	else if (s->txnindex_size >= 0)
+		s->txnindex_size += (int64_t)sizeof(e);
+	return err;
+}
+
+int64_t mk_log_base_offset(const mk_log *log)
+{
+	return log->segs[0]->base;
 }
 
 const char *mk_log_error(const mk_log *log)

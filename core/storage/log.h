@@ -296,6 +296,10 @@ mk_err mk_log_sync_txnindex(mk_log *log, const mk_aborted_list *l,
 			    mk_strbuf *why);
 mk_err mk_log_add_aborted(mk_log *log, const mk_aborted_txn *t,
 			  mk_strbuf *why);
+/* The first segment's base offset (at most the log start): what the
+ * .txnindex files keep entries from, as Kafka drops them only with their
+ * segment. */
+int64_t mk_log_base_offset(const mk_log *log);
 
 /*
  * Hooks for the cleaner (cleaner.h): retention and compaction of closed

@@ -153,7 +153,8 @@ void mk_pstate_apply(mk_producer_state *ps, const mk_batch_view *b)
 			mk_aborted_txn t = {
 				.pid = b->meta.producer_id, .first = first,
 				.last = b->meta.base_offset,
-				.lso = open < next ? open : next,
+				.lso = open <= b->meta.base_offset ? open
+					: b->meta.base_offset + 1,
 			};
 			mk_aborted_add(&ps->aborted, &t);
 		}
@@ -292,8 +293,10 @@ static bool parse_producer_line(mk_producer_state *ps, char *line)
 	}
 	if (kw && !strcmp(kw, "aborted")) {
 		/* aborted PID FIRST LAST [LSO], in increasing LAST (a
-		 * snapshot of before the .txnindex files has no LSO: the
-		 * marker's next offset stands in) */
+		 * snapshot of before the .txnindex files has no LSO: 0
+		 * stands in, a value that can only be too low, so that a
+		 * Kafka reader of the .txnindex, which stops at the first
+		 * entry whose LSO reaches what it reads to, reads on) */
 		char *last_s = field(&p, " "), *lso_s = field(&p, " ");
 		mk_aborted_txn t;
 		if (!pid_s || !epoch_s || !last_s || *p ||
@@ -304,7 +307,7 @@ static bool parse_producer_line(mk_producer_state *ps, char *line)
 		    (ps->aborted.n && ps->aborted.v[ps->aborted.n - 1].last > t.last))
 			return false;
 		if (!lso_s)
-			t.lso = t.last + 1;
+			t.lso = 0;
 		mk_aborted_add(&ps->aborted, &t);
 		return true;
 	}

@@ -571,6 +571,7 @@ static mk_segment *seg_new(const char *dir, int64_t base, mk_fdcache *cache)
 	s->index_path = seg_path(dir, dlen, digits, ".index");
 	s->timeindex_path = seg_path(dir, dlen, digits, ".timeindex");
 	s->txnindex_path = seg_path(dir, dlen, digits, ".txnindex");
+	s->txnindex_size = -1;
 	s->fd = -1;
 	s->sized = true;
 	mk_offset_index_init(&s->index);
@@ -658,6 +659,7 @@ static mk_err seg_made(mk_segment *s, mk_err err, mk_segment **out)
 	/* A stale .txnindex of an earlier segment at this base goes too
 	 * (best effort: open rewrites every one from the producer state). */
 	(void)unlink(s->txnindex_path);
+	s->txnindex_size = 0;
 	*out = s;
 	return MK_OK;
 }

@@ -95,6 +95,8 @@ typedef struct {
 	char *log_path, *index_path, *timeindex_path;
 	char *txnindex_path;    /* NNN.txnindex, only where it has entries:
 				 * written by the log (txnindex.h) */
+	int64_t txnindex_size;  /* its bytes as the log last wrote or saw
+				 * them (0: no file); -1: not known yet */
 	/* The descriptors (fd, the indexes') are cached: opened on
 	 * first use, closed by the cache (least recently used first) when
 	 * the process holds too many; valid only inside a use (segment.c

@@ -21,7 +21,8 @@
 
 /* A segment's files, the .log first, then its two indexes (segment.h). */
 /* (A cleaned segment is staged without a .txnindex: the log writes it
- * after the swap, txnindex.h. An old segment's goes with it.) */
+ * after the swap, txnindex.h. An old segment's goes with it, unless the
+ * cleaned one takes its base: that one is set right by the same write.) */
 #define NSUFFIXES 4
 static const char *const suffixes[NSUFFIXES] = {
 	".log", ".index", ".timeindex", ".txnindex",

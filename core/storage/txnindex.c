@@ -122,12 +122,12 @@ mk_err mk_txnindex_file_write(const char *path, const void *bytes, size_t n,
 	mk_strbuf old = MK_STRBUF_INIT;
 	bool missing = true;
 	mk_err err = MK_OK;
-	if (mk_file_read(path, &old, &missing))
-		missing = true;         /* unreadable: replaced */
+	bool unreadable = mk_file_read(path, &old, &missing) != MK_OK;
 	if (!n) {
-		if (!missing && unlink(path) && errno != ENOENT)
+		if ((unreadable || !missing) && unlink(path) && errno != ENOENT)
 			err = mk_io_error(why, path, "cannot delete");
-	} else if (missing || old.len != n || memcmp(old.buf, bytes, n)) {
+	} else if (unreadable || missing || old.len != n ||
+		   memcmp(old.buf, bytes, n)) {
 		if (mk_file_replace(path, bytes, n))
 			err = mk_io_error(why, path, "cannot write");
 	}
@@ -142,9 +142,14 @@ mk_err mk_txnindex_file_append(const char *path, const void *bytes, size_t n,
 	if (fd < 0)
 		return mk_io_error(why, path, "cannot open");
 	mk_err err = MK_OK;
+	off_t end = lseek(fd, 0, SEEK_END);
 	ssize_t w = write(fd, bytes, n);
-	if (w < 0 || (size_t)w != n)
+	if (w < 0 || (size_t)w != n) {
 		err = mk_io_error(why, path, "write failed");
+		/* No partial entry stays to shift every later one. */
+		if (end >= 0 && ftruncate(fd, end)) {
+		}
+	}
 	close(fd);
 	return err;
 }

@@ -20,7 +20,8 @@
  * lastStableOffset i64). mk_txnindex_encode gives a segment's bytes; the
  * log writes them (log.h, mk_log_sync_txnindex and mk_log_add_aborted).
  * Those files are a projection of this list, which stays the one the
- * reads use: they are rewritten from it at open and after a truncation.
+ * reads use: they are rewritten from it at open, after a truncation and
+ * after a compaction.
  *
  * Invariant: entries are in increasing `last` order (markers are appended
  * in log order). Not thread-safe: the owner's lock guards it.
@@ -75,8 +76,9 @@ void mk_txnindex_encode(const mk_aborted_list *l, int64_t from, int64_t to,
 			mk_strbuf *out);
 
 /*
- * The file at path (a segment's .txnindex). Not fsynced: the log rewrites
- * each from the producer state at open. Size 0: no file.
+ * The file at path (a segment's .txnindex). An append is not fsynced, a
+ * write replaces the file atomically (fileio.h): the log rewrites each
+ * from the producer state at open. Size 0: no file.
  */
 uint64_t mk_txnindex_file_size(const char *path);
 /* Make it hold exactly bytes[0, n) (no file when n is 0); a file that

@@ -80,6 +80,14 @@ mk_write "$MNT/brokers/1/restart" 1 || bail "restart 1"
 assert_eq "6" "$(mk_read "$P/leo")" "the crash lost the unflushed transaction and its marker"
 assert_files_eq "$MK_TMP/expected" "$D/$SEG.txnindex" "  ... and the restart dropped its entry"
 
+# ---- DeleteRecords past the marker: the entries stay with their segment ----------
+assert_ok "delete-records 6" mk_write "$P/delete-records" 6
+mk_unmount
+mk_mount
+assert_files_eq "$MK_TMP/expected" "$D/$SEG.txnindex" \
+	"after DeleteRecords past both markers and a remount the segment's .txnindex is whole (Kafka drops entries only with their segment)"
+assert_eq "" "$(mk_read "$P/records:committed")" "  ... and nothing below the log start is read"
+
 # ---- compaction keeps the markers, and so the entries ------------------------------
 mk_ctl "create-topic c cleanup.policy=compact segment.bytes=100" || bail "create-topic c"
 C=$MNT/topics/c/0
