@@ -66,6 +66,11 @@ struct mkfs {
 	size_t max_write;            /* the largest piece of a write(2) the
 					* kernel sends (set at init, ops.c);
 					* 0: unknown (handles.h) */
+	/* Broker B's Kafka protocol listener as HOST:PORT into out, false
+	 * for none (set by mount/main.c, which has the protocol's server;
+	 * NULL: none). */
+	bool (*listener)(void *arg, int broker, mk_strbuf *out);
+	void *listener_arg;
 };
 
 /* Control commands: the first KEY=VALUE word whose KEY an earlier word

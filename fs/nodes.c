@@ -25,7 +25,7 @@ enum {
 	K_LEO, K_HW, K_LSO, K_LSTART, K_LEADER, K_EPOCH, K_REPLICAS, K_ISR,
 	K_ISR_SHRINKS, K_ISR_EXPANDS,
 	K_STATE, K_SEGMENTS, K_SEGFILE, K_DELREC,
-	K_BROKERS, K_BROKER, K_BSTATE, K_BREPLICAS, K_BFETCH, K_BCRASH,
+	K_BROKERS, K_BROKER, K_BSTATE, K_BLISTENER, K_BREPLICAS, K_BFETCH, K_BCRASH,
 	K_BRESTART, K_BPROMOTE, K_BROKERS_FETCH,
 	K_PRODUCERS, K_GROUPS, K_TRANSACTIONS,
 	K_PRODUCER, K_PID, K_PEPOCH, K_PSEQUENCES, K_PINIT,
@@ -744,6 +744,18 @@ static mk_err read_broker_state(mkfs *fs, const node_ref *ref, mk_strbuf *out, m
 	return MK_OK;
 }
 
+/* The broker's Kafka protocol listener (mount/main.c gives the function:
+ * fs/ does not know net/). */
+static mk_err read_broker_listener(mkfs *fs, const node_ref *ref,
+				   mk_strbuf *out, mk_strbuf *why)
+{
+	(void)why;
+	if (!fs->listener || !fs->listener(fs->listener_arg, ref->broker, out))
+		mk_strbuf_addstr(out, "none");
+	mk_strbuf_addch(out, '\n');
+	return MK_OK;
+}
+
 struct broker_rows {
 	int broker;
 	mk_strbuf *out;
@@ -1063,6 +1075,7 @@ static const node_def nodes[] = {
 	{ K_BROKERS_FETCH, K_BROKERS, "fetch", NULL, NODE_CONTROL, 0200, NULL, write_brokers_fetch, NULL },
 	{ K_BROKER, K_BROKERS, NULL, match_broker, NODE_DIR, DIRMODE, NULL, NULL, NULL },
 	{ K_BSTATE, K_BROKER, "state", NULL, NODE_VALUE, 0444, read_broker_state, NULL, NULL },
+	{ K_BLISTENER, K_BROKER, "listener", NULL, NODE_VALUE, 0444, read_broker_listener, NULL, NULL },
 	{ K_BREPLICAS, K_BROKER, "replicas", NULL, NODE_VALUE, 0444, read_broker_replicas, NULL, NULL },
 	{ K_BFETCH, K_BROKER, "fetch", NULL, NODE_CONTROL, 0200, NULL, write_broker_fetch, NULL },
 	{ K_BCRASH, K_BROKER, "crash", NULL, NODE_CONTROL, 0200, NULL, write_broker_crash, NULL },

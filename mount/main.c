@@ -43,6 +43,9 @@
 #include "fileio.h"
 #include "group.h"
 #include "inodes.h"
+#include "khandlers.h"
+#include "kpark.h"
+#include "kserver.h"
 #include "ops.h"
 #include "park.h"
 #include "producer.h"
@@ -136,9 +139,34 @@ static void stop_signals_reset(void)
 	stop_fs = NULL;
 }
 
+/* ---- the Kafka protocol (net/) -------------------------------------------- */
+
+/* The cluster's broker hook: a broker's listener follows it. */
+static void broker_changed(void *arg, int broker, bool online)
+{
+	mk_kserver_broker(arg, broker, online);
+}
+
+/* /brokers/B/listener (fs/ does not know net/). */
+static bool broker_listener(void *arg, int broker, mk_strbuf *out)
+{
+	return mk_kserver_listener(arg, broker, out);
+}
+
+/* The listeners of the brokers online now, and the network thread: after
+ * daemonizing (a fork keeps no thread). */
+static void start_protocol(mkfs *fs, mk_kserver *ks)
+{
+	mk_cluster *c = fs->cluster;
+	bool online[MK_MAX_BROKERS];
+	for (int i = 0; i < c->nbrokers; i++)
+		online[i] = mk_cluster_broker_online(c, c->brokers[i].id);
+	mk_kserver_start(ks, online);
+}
+
 /* Mount, serve until unmounted or signalled, unmount. */
 static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
-		 mkfs *fs)
+		 mkfs *fs, mk_kserver *ks)
 {
 	struct fuse_session *se = fuse_session_new(args, &mk_ll_ops,
 						   sizeof(mk_ll_ops), fs);
@@ -154,6 +182,7 @@ static int serve(struct fuse_args *args, struct fuse_cmdline_opts *fopts,
 		goto out_signals;
 	if (fuse_daemonize(fopts->foreground) != 0)
 		goto out_unmount;
+	start_protocol(fs, ks);
 	/* After daemonizing (a fork): the thread that runs the loop. */
 	fs->loop_thread = pthread_self();
 	fs->has_loop_thread = true;
@@ -300,7 +329,26 @@ int main(int argc, char *argv[])
 		    .producers = mk_producers_new(cluster), .txns = txns,
 		    .inodes = mk_inodes_new(), .owner = getuid() };
 	pthread_mutex_init(&fs.handles_lock, NULL);
-	rc = serve(&args, &fopts, &fs);
+	/* The Kafka protocol on every broker (net/): its handlers make the
+	 * same core calls as the files. */
+	int ids[MK_MAX_BROKERS];
+	for (int i = 0; i < cluster->nbrokers; i++)
+		ids[i] = cluster->brokers[i].id;
+	mk_khandlers kh = { .cluster = cluster, .errlog = &cluster->errlog,
+			    .cluster_id = "minikafkafs" };
+	mk_kserver *ks = mk_kserver_new(&cfg, ids, cluster->nbrokers,
+					&cluster->errlog, mk_khandle, &kh);
+	kh.server = ks;
+	if (ks)
+		mk_kserver_on_stop(ks, mk_kpark_stop_all, &kh);
+	fs.listener = broker_listener;
+	fs.listener_arg = ks;
+	mk_cluster_on_broker(cluster, broker_changed, ks);
+	rc = serve(&args, &fopts, &fs, ks);
+	/* No request of a client runs past here: they use the cluster. */
+	mk_cluster_on_broker(cluster, NULL, NULL);
+	fs.listener = NULL;
+	mk_kserver_free(ks);
 	/*
 	 * The loop has ended and joined its threads: nothing uses a handle.
 	 * Waits end at once from here, so releasing files left open (their

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum { T_INT, T_BOOL, T_ENUM, T_BROKERS } key_type;
+typedef enum { T_INT, T_BOOL, T_ENUM, T_BROKERS, T_LISTENERS } key_type;
 
 typedef struct {
 	const char *section;
@@ -85,6 +85,7 @@ static const key_def keys[] = {
 	{ "group", "max.poll.records", T_INT, C(max_poll_records), 1, 1 << 30, NULL, false },
 	{ "group", "offsets.topic.num.partitions", T_INT, C(offsets_topic_num_partitions), 1, 1024, NULL, false },
 	{ "group", "offsets.topic.replication.factor", T_INT, C(offsets_topic_replication_factor), 1, MK_MAX_BROKERS, NULL, false },
+	{ "network", "listeners", T_LISTENERS, 0, 0, 0, NULL, false },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -115,6 +116,9 @@ void mk_config_defaults(mk_config *cfg)
 	cfg->log.compression_type = MK_COMPRESSION_PRODUCER;
 	cfg->log.log_append_time = 0;
 	cfg->retention_check_interval_ms = 300000;
+	strcpy(cfg->listen_host, "127.0.0.1");
+	cfg->listen_port = 9092;
+	cfg->listen_off = false;
 	cfg->log.min_insync_replicas = 1;
 	cfg->log.unclean_leader_election = 0;
 	cfg->acks = -1;
@@ -175,6 +179,49 @@ static mk_err parse_brokers(mk_config *cfg, const char *s, mk_strbuf *why)
 bad:
 	return mk_error(why, MK_INVALID_CONFIG, "brokers: expected 1 to %d distinct ids >= 0, comma separated, got '%s'",
 			MK_MAX_BROKERS, s);
+}
+
+/*
+ * listeners: "off", or broker 1's HOST:PORT (PLAINTEXT://HOST:PORT too, as
+ * Kafka writes it; any other security protocol is refused: there is
+ * only PLAINTEXT).
+ */
+static mk_err parse_listeners(mk_config *cfg, const char *s, mk_strbuf *why)
+{
+	char buf[256];
+	if (strlen(s) >= sizeof(buf))
+		goto bad;
+	strcpy(buf, s);
+	char *v = buf + (trim(buf) - buf);     /* trim's, writable */
+	if (!strcmp(v, "off")) {
+		cfg->listen_off = true;
+		return MK_OK;
+	}
+	char *scheme = strstr(v, "://");
+	if (scheme) {
+		*scheme = '\0';
+		if (strcasecmp(v, "PLAINTEXT"))
+			return mk_error(why, MK_INVALID_CONFIG, "listeners: only PLAINTEXT listeners are supported (no TLS or SASL), got '%s'",
+					s);
+		v = scheme + 3;
+	}
+	char *colon = strrchr(v, ':');
+	int64_t port;
+	if (!colon || colon == v || (size_t)(colon - v) >= sizeof(cfg->listen_host) ||
+	    !mk_parse_i64(colon + 1, &port) || port < 0 || port > 65535)
+		goto bad;
+	*colon = '\0';
+	for (const char *c = v; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'))
+			goto bad;
+	strcpy(cfg->listen_host, v);
+	cfg->listen_port = port;
+	cfg->listen_off = false;
+	return MK_OK;
+bad:
+	return mk_error(why, MK_INVALID_CONFIG, "listeners: expected HOST:PORT (broker 1's address; broker B listens on PORT - 1 + B; port 0: free ports) or off, got '%s'",
+			s);
 }
 
 /* Parse value for key k into *dst; the message names the key. */
@@ -262,6 +309,8 @@ mk_err mk_config_set(mk_config *cfg, const char *key, const char *value,
 		return mk_error(why, MK_INVALID_CONFIG, "unknown configuration key '%s'", key);
 	if (k->type == T_BROKERS)
 		return parse_brokers(cfg, value, why);
+	if (k->type == T_LISTENERS)
+		return parse_listeners(cfg, value, why);
 	return parse_value(k, value, field(cfg, k, false), why);
 }
 
@@ -415,6 +464,8 @@ mk_err mk_config_load(mk_config *cfg, const char *path, mk_strbuf *why)
 			const char *v = iniparser_getstring(d, names[i], "");
 			if (k->type == T_BROKERS)
 				err = parse_brokers(cfg, v, why);
+			else if (k->type == T_LISTENERS)
+				err = parse_listeners(cfg, v, why);
 			else
 				err = parse_value(k, v, field(cfg, k, false), why);
 			if (err && why) {
@@ -456,6 +507,12 @@ void mk_config_format(const mk_config *cfg, mk_strbuf *out)
 		if (k->type == T_BROKERS) {
 			for (int b = 0; b < cfg->nbrokers; b++)
 				mk_strbuf_addf(out, "%s%d", b ? "," : "", cfg->broker_ids[b]);
+		} else if (k->type == T_LISTENERS) {
+			if (cfg->listen_off)
+				mk_strbuf_addstr(out, "off");
+			else
+				mk_strbuf_addf(out, "%s:%lld", cfg->listen_host,
+					       (long long)cfg->listen_port);
 		} else {
 			format_value(k, *field((void *)cfg, k, false), out);
 		}

@@ -73,6 +73,11 @@ typedef struct {
 	int64_t max_poll_records;
 	int64_t offsets_topic_num_partitions;
 	int64_t offsets_topic_replication_factor;
+	/* [network] listeners: broker 1's address; broker B listens on
+	 * listen_port - 1 + B (port 0: each broker a free port). */
+	char listen_host[64];
+	int64_t listen_port;
+	bool listen_off;                  /* listeners = off: none */
 } mk_config;
 
 void mk_config_defaults(mk_config *cfg);

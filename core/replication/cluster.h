@@ -137,6 +137,8 @@ typedef struct mk_cluster {
 	 * set before mk_cluster_start, then read without a lock). */
 	void (*round_hook)(void *arg);
 	void *round_hook_arg;
+	void (*broker_hook)(void *arg, int broker, bool online);
+	void *broker_hook_arg;
 
 	/* Called after every move of the manual clock (mk_cluster_on_clock). */
 	pthread_mutex_t hooks_lock;
@@ -269,6 +271,17 @@ void mk_cluster_off_clock(mk_cluster *c, void (*fn)(void *arg), void *arg);
  * without a lock); arg must outlive mk_cluster_close.
  */
 void mk_cluster_on_round(mk_cluster *c, void (*fn)(void *arg), void *arg);
+
+/*
+ * "A broker went down or came up": fn(arg, broker, online) is called after
+ * each crash or restart took effect (saved and applied), on the thread
+ * that made it, with no lock held (the protocol's listeners close and
+ * open with their broker). One hook; set it before mk_cluster_start; arg
+ * must outlive mk_cluster_close.
+ */
+void mk_cluster_on_broker(mk_cluster *c,
+			  void (*fn)(void *arg, int broker, bool online),
+			  void *arg);
 
 /*
  * Manual clock: a move runs the ISR check (below), wakes every waiter,

@@ -140,7 +140,17 @@ static mk_err broker_event(mk_cluster *c, int id, bool crash, bool torn,
 	pthread_mutex_unlock(&c->meta_lock);
 	if (!err)
 		mk_cluster_sync_metadata(c);
+	if (!err && c->broker_hook)
+		c->broker_hook(c->broker_hook_arg, id, !crash);
 	return err;
+}
+
+void mk_cluster_on_broker(mk_cluster *c,
+			  void (*fn)(void *arg, int broker, bool online),
+			  void *arg)
+{
+	c->broker_hook_arg = arg;
+	c->broker_hook = fn;
 }
 
 mk_err mk_cluster_broker_crash(mk_cluster *c, int id, bool torn, mk_strbuf *why)

@@ -130,7 +130,7 @@ assert_eq "append batches delete-records epochs hw isr isr_expands isr_shrinks l
 assert_eq "00000000000000000000.index 00000000000000000000.log 00000000000000000000.timeindex" \
 	"$(lsl "$P/segments")" "ls segments/"
 assert_eq "1 fetch" "$(lsl "$MNT/brokers")" "ls /brokers"
-assert_eq "crash fetch logs promote replicas restart state" "$(lsl "$MNT/brokers/1")" "ls /brokers/1"
+assert_eq "crash fetch listener logs promote replicas restart state" "$(lsl "$MNT/brokers/1")" "ls /brokers/1"
 assert_eq "online" "$(mk_read "$MNT/brokers/1/state")" "broker 1 is online"
 assert_true "/ctl is write-only" test "$(stat -c %A "$MNT/ctl")" = "--w-------"
 assert_true "/topics/t/0 is a directory" test -d "$P"

@@ -99,6 +99,12 @@ static void rejects_bad_input(void **state)
 		"[cluster]\ndefault.replication.factor = 2\n",
 		"[cluster]\nmin.insync.replicas = 3\nbrokers = 1,2\n",
 		"[cluster]\nunclean.leader.election.enable = maybe\n",
+		"[network]\nlisteners = 127.0.0.1\n",
+		"[network]\nlisteners = :9092\n",
+		"[network]\nlisteners = 127.0.0.1:65536\n",
+		"[network]\nlisteners = SSL://127.0.0.1:9093\n",
+		"[network]\nlisteners = SASL_PLAINTEXT://host:9093\n",
+		"[network]\nlisteners = a b:9092\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		mk_config c;
@@ -136,6 +142,34 @@ static void format_round_trips(void **state)
 	assert_int_equal(d.nbrokers, 2);
 	assert_int_equal(d.acks, 0);
 	assert_int_equal(d.log.cleanup_policy, MK_CLEANUP_COMPACT);
+	mk_strbuf_release(&text);
+	mk_strbuf_release(&why);
+}
+
+static void listeners(void **state)
+{
+	(void)state;
+	mk_config c, d;
+	mk_strbuf text = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
+	mk_config_defaults(&c);
+	assert_string_equal(c.listen_host, "127.0.0.1");   /* the default */
+	assert_int_equal(c.listen_port, 9092);
+	assert_false(c.listen_off);
+	assert_int_equal(load("[network]\nlisteners = PLAINTEXT://localhost:0\n", &c, &why), MK_OK);
+	assert_string_equal(c.listen_host, "localhost");
+	assert_int_equal(c.listen_port, 0);
+	mk_config_format(&c, &text);
+	assert_non_null(strstr(text.buf, "[network]\nlisteners = localhost:0\n"));
+	assert_int_equal(load(text.buf, &d, &why), MK_OK);
+	assert_int_equal(d.listen_port, 0);
+	assert_int_equal(load("[network]\nlisteners = off\n", &c, &why), MK_OK);
+	assert_true(c.listen_off);
+	assert_int_equal(mk_config_set(&c, "network:listeners", "0.0.0.0:19092", &why), MK_OK);
+	assert_false(c.listen_off);
+	assert_int_equal(c.listen_port, 19092);
+	assert_int_equal(mk_config_set(&c, "network:listeners", "SSL://x:1", &why), MK_INVALID_CONFIG);
+	assert_non_null(strstr(why.buf, "only PLAINTEXT"));
+	assert_int_equal(c.listen_port, 19092);     /* refused: nothing changed */
 	mk_strbuf_release(&text);
 	mk_strbuf_release(&why);
 }
@@ -187,6 +221,7 @@ int main(void)
 		cmocka_unit_test(rejects_bad_input),
 		cmocka_unit_test(missing_file_is_an_error),
 		cmocka_unit_test(format_round_trips),
+		cmocka_unit_test(listeners),
 		cmocka_unit_test(topic_overrides),
 		cmocka_unit_test(deadlines_saturate),
 	};

@@ -1,0 +1,119 @@
+/*
+ * kh_offsets.c — ListOffsets, versions 0-5 (khandlers.h).
+ *
+ * For each partition this broker leads: timestamp -2 (EARLIEST) the log
+ * start offset, -1 (LATEST) the high watermark (the LSO for
+ * read_committed, isolation_level 1, v2+), any other the first offset
+ * whose record's timestamp is at least it, through the time index
+ * (mk_partition_offset_for_time), and offset -1 when no record is that
+ * late, as Kafka answers. The timestamp field is -1 for EARLIEST and
+ * LATEST, as Kafka's; for a lookup by time it is the timestamp asked
+ * for (docs/filesystem.md: Kafka gives the found record's own). v0
+ * answers old_style_offsets, a list of the one offset. v4+: the
+ * leader's epoch, and a current_leader_epoch older or newer than it
+ * fails with FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "khandlers.h"
+#include "replica.h"
+#include "topic_name.h"
+
+typedef struct {
+	int16_t err;
+	int64_t timestamp, offset;
+	int32_t epoch;
+} answer;
+
+static answer look_up(mk_kreq *q, const char *topic, int32_t index,
+		      int32_t current_epoch, int64_t ts, int8_t isolation)
+{
+	answer a = { MK_KERR_NONE, -1, -1, -1 };
+	mk_topic *t = mk_topic_name_valid(topic) ? mk_cluster_topic(q->h->cluster, topic)
+						 : NULL;
+	mk_partition *p = t ? mk_topic_partition(t, index) : NULL;
+	if (!p) {
+		a.err = mk_topic_name_valid(topic) ? MK_KERR_UNKNOWN_TOPIC_OR_PARTITION
+						   : MK_KERR_INVALID_TOPIC_EXCEPTION;
+		mk_topic_put(t);
+		return a;
+	}
+	mk_partition_state st;
+	mk_partition_state_get(p, &st);
+	mk_partition_info info;
+	mk_partition_info_get(p, &info);
+	if (st.leader != q->conn->broker)
+		a.err = st.leader < 0 ? MK_KERR_LEADER_NOT_AVAILABLE
+				      : MK_KERR_NOT_LEADER_OR_FOLLOWER;
+	else if (current_epoch >= 0 && current_epoch < st.leader_epoch)
+		a.err = MK_KERR_FENCED_LEADER_EPOCH;
+	else if (current_epoch > st.leader_epoch)
+		a.err = MK_KERR_UNKNOWN_LEADER_EPOCH;
+	else if (ts == -2)
+		a.offset = info.log_start;
+	else if (ts == -1)
+		a.offset = isolation ? info.lso : info.hw;
+	else {
+		int64_t off;
+		mk_err err = mk_partition_offset_for_time(p, ts, &off);
+		if (err)
+			a.err = mk_kerr_from(err);
+		else if (off < info.hw) {
+			a.offset = off;
+			a.timestamp = ts;
+		}
+	}
+	a.epoch = st.leader_epoch;
+	mk_topic_put(t);
+	return a;
+}
+
+bool mk_kh_list_offsets(mk_kreq *q)
+{
+	mk_kreader *r = &q->body;
+	int16_t v = q->hdr->api_version;
+	(void)mk_kr_int32(r);                    /* replica_id */
+	int8_t isolation = v >= 2 ? mk_kr_int8(r) : 0;
+	int32_t nt = mk_kr_array_len(r, false);
+	mk_strbuf body = MK_STRBUF_INIT;
+	if (v >= 2)
+		mk_kw_int32(&body, 0);           /* throttle_time_ms */
+	mk_kw_array_len(&body, nt > 0 ? (size_t)nt : 0, false);
+	for (int32_t i = 0; i < nt && !r->err; i++) {
+		mk_kstr name = mk_kr_string(r, false);
+		int32_t np = mk_kr_array_len(r, false);
+		char *topic = r->err ? NULL : strndup(name.ptr, name.len);
+		mk_kw_kstr(&body, name, false);
+		mk_kw_array_len(&body, np > 0 ? (size_t)np : 0, false);
+		for (int32_t j = 0; j < np && !r->err && topic; j++) {
+			int32_t index = mk_kr_int32(r);
+			int32_t epoch = v >= 4 ? mk_kr_int32(r) : -1;
+			int64_t ts = mk_kr_int64(r);
+			if (v == 0)
+				(void)mk_kr_int32(r);    /* max_num_offsets */
+			if (r->err)
+				break;
+			answer a = look_up(q, topic, index, epoch, ts, isolation);
+			mk_kw_int32(&body, index);
+			mk_kw_int16(&body, a.err);
+			if (v == 0) {
+				mk_kw_array_len(&body, a.err ? 0 : 1, false);
+				if (!a.err)
+					mk_kw_int64(&body, a.offset);
+			} else {
+				mk_kw_int64(&body, a.timestamp);
+				mk_kw_int64(&body, a.offset);
+			}
+			if (v >= 4)
+				mk_kw_int32(&body, a.epoch);
+		}
+		free(topic);
+	}
+	bool ok = !r->err;
+	if (ok)
+		mk_strbuf_add(q->out, body.buf, body.len);
+	mk_strbuf_release(&body);
+	return ok;
+}

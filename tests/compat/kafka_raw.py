@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""kafka_raw.py — hand-made Kafka requests for tests/fs/kafka_protocol.sh.
+
+An independent encoder (struct, nothing of the daemon's): each command
+sends one request to HOST:PORT and prints what came back, one line.
+
+    kafka_raw.py apiversions HOST PORT VERSION
+        "error=E apis=N apiversions=MIN-MAX metadata=MIN-MAX" (a v0 body
+        is read when E is UNSUPPORTED_VERSION, as KIP-511 says)
+    kafka_raw.py unknown HOST PORT KEY VERSION
+        "correlation=C error=E" (the int16 after the response header)
+    kafka_raw.py garbage HOST PORT KIND
+        KIND huge (a size of 2 GiB), tls (a TLS ClientHello's first bytes),
+        short (a size of 3): "closed" when the daemon closed the
+        connection without answering, else "answered"
+    kafka_raw.py refused HOST PORT
+        "refused" when nothing listens, else "accepted"
+"""
+import socket
+import struct
+import sys
+
+CLIENT = b"kafka_raw"
+
+
+def header(key, version, corr, flexible=False):
+    h = struct.pack(">hhi", key, version, corr)
+    h += struct.pack(">h", len(CLIENT)) + CLIENT      # client id, never compact
+    if flexible:
+        h += b"\x00"                                  # empty tag section
+    return h
+
+
+def send(sock, payload):
+    sock.sendall(struct.pack(">i", len(payload)) + payload)
+
+
+def recv_exact(sock, n):
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise EOFError("closed after %d of %d bytes" % (len(data), n))
+        data += chunk
+    return data
+
+
+def recv_response(sock):
+    size = struct.unpack(">i", recv_exact(sock, 4))[0]
+    return recv_exact(sock, size)
+
+
+def connect(host, port):
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+def apiversions(host, port, version):
+    version = int(version)
+    s = connect(host, port)
+    body = b""
+    if version >= 3:     # client_software_name, _version, tags
+        body = b"\x05mkfs\x04" + b"0.1" + b"\x00"
+    send(s, header(18, version, 7, flexible=version >= 3) + body)
+    r = recv_response(s)
+    corr, err = struct.unpack(">ih", r[:6])
+    assert corr == 7, corr
+    pos = 6
+    if version >= 3 and err == 0:
+        n = r[pos] - 1
+        pos += 1
+        width = 7          # key, min, max, tags
+    else:
+        n = struct.unpack(">i", r[pos:pos + 4])[0]
+        pos += 4
+        width = 6
+    apis = {}
+    for _ in range(n):
+        k, lo, hi = struct.unpack(">hhh", r[pos:pos + 6])
+        apis[k] = (lo, hi)
+        pos += width
+    def rng(k):
+        return "%d-%d" % apis[k] if k in apis else "none"
+    print("error=%d apis=%d apiversions=%s metadata=%s" % (err, n, rng(18), rng(3)))
+
+
+def unknown(host, port, key, version):
+    s = connect(host, port)
+    send(s, header(int(key), int(version), 99) + b"\x00" * 8)
+    r = recv_response(s)
+    corr, err = struct.unpack(">ih", r[:6])
+    print("correlation=%d error=%d" % (corr, err))
+
+
+def garbage(host, port, kind):
+    s = connect(host, port)
+    if kind == "huge":
+        s.sendall(struct.pack(">i", 0x7fffffff) + b"\x00" * 16)
+    elif kind == "tls":
+        s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 32)
+    elif kind == "short":
+        s.sendall(struct.pack(">i", 3) + b"abc")
+    else:
+        raise SystemExit("unknown kind " + kind)
+    try:
+        data = s.recv(4)
+        print("closed" if not data else "answered")
+    except ConnectionResetError:
+        print("closed")
+
+
+def refused(host, port):
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+        print("accepted")
+    except ConnectionRefusedError:
+        print("refused")
+
+
+if __name__ == "__main__":
+    cmd, args = sys.argv[1], sys.argv[2:]
+    {"apiversions": apiversions, "unknown": unknown, "garbage": garbage,
+     "refused": refused}[cmd](*args)
