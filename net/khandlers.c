@@ -20,7 +20,9 @@ static const struct {
 	{ MK_KAPI_FETCH, mk_kh_fetch },
 	{ MK_KAPI_LIST_OFFSETS, mk_kh_list_offsets },
 	{ MK_KAPI_METADATA, mk_kh_metadata },
+	{ MK_KAPI_FIND_COORDINATOR, mk_kh_find_coordinator },
 	{ MK_KAPI_API_VERSIONS, mk_kh_api_versions },
+	{ MK_KAPI_INIT_PRODUCER_ID, mk_kh_init_producer_id },
 };
 
 static kh_fn *handler_of(int16_t key)

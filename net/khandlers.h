@@ -35,8 +35,9 @@ typedef struct mk_khandlers {
 	mk_errlog *errlog;
 	mk_kserver *server;     /* the brokers' addresses (Metadata) */
 	const char *cluster_id; /* Metadata v2+ */
-	/* Deferred requests (kpark.h; the network thread's alone). */
-	struct mk_kpark *parked;
+	/* The network thread's alone: */
+	struct mk_kpark *parked;        /* deferred requests (kpark.h) */
+	unsigned wire_producers;        /* InitProducerId's last wire-N */
 } mk_khandlers;
 
 /* The server's handler (mk_khandler): arg is an mk_khandlers. */
@@ -88,5 +89,7 @@ bool mk_kh_metadata(mk_kreq *q);
 bool mk_kh_produce(mk_kreq *q);
 bool mk_kh_fetch(mk_kreq *q);
 bool mk_kh_list_offsets(mk_kreq *q);
+bool mk_kh_find_coordinator(mk_kreq *q);
+bool mk_kh_init_producer_id(mk_kreq *q);
 
 #endif

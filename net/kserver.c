@@ -303,7 +303,9 @@ static void serve(mk_kserver *s, conn *c)
 	       c->out.len - c->out_off < OUT_HIGH) {
 		size_t have = c->in.len - c->in_off;
 		const uint8_t *p = (const uint8_t *)c->in.buf + c->in_off;
-		if (have >= 2 && p[0] == 0x16 && p[1] == 0x03) {
+		/* A TLS record (change cipher spec, alert, handshake, data:
+		 * 0x14-0x17, then version 3.x) is no size Kafka allows. */
+		if (have >= 2 && p[0] >= 0x14 && p[0] <= 0x17 && p[1] == 0x03) {
 			conn_refuse(s, c, "sent a TLS handshake to a PLAINTEXT listener (no TLS or SASL here)");
 			break;
 		}

@@ -138,6 +138,33 @@ for codec in gzip snappy lz4 zstd; do
 	assert_eq "record 00199 " "$(mk_read "$MNT/topics/z$codec/0/records" | tail -n 1 | cut -c1-13)" \
 		"  ... and the files decompress it"
 done
+# An idempotent producer: InitProducerId gives it an identity, shown under
+# /producers as a file producer's; its batch carries the id and sequence.
+mk_ctl "create-topic idem replication.factor=1" || bail "create-topic idem"
+seq 1 5 | timeout 30 kcat -P -b "$L1" -t idem -p 0 -X enable.idempotence=true 2>>"$MK_TMP/kcat.err"
+assert_eq "0" "$?" "kcat -P enable.idempotence=true: produced"
+assert_eq "wire-1" "$(ls "$MNT/producers" | tr '\n' ' ' | sed 's/ $//')" "  ... InitProducerId made producer wire-1"
+assert_match "^0 4 5 [0-9]+ 0+\.log 0 [0-9]+ $(mk_read "$MNT/producers/wire-1/id") 0 0 " \
+	"$(mk_read "$MNT/topics/idem/0/batches")" "  ... its batch: that producer id, epoch 0, base sequence 0"
+coord() {
+	timeout 20 "$KPY" -c '
+import sys
+from kafka import KafkaAdminClient
+a = KafkaAdminClient(bootstrap_servers=sys.argv[1], request_timeout_ms=5000)
+try:
+    print(a._find_coordinator_ids(["g"])["g"])
+except Exception as e:
+    print(type(e).__name__, e)
+' "$L1" 2>&1 | tail -n 1
+}
+assert_match "error_code=15" "$(coord)" \
+	"FindCoordinator before __consumer_offsets exists: COORDINATOR_NOT_AVAILABLE (kafka-python)"
+mk_mkdir "$MNT/groups/g" || bail "mkdir groups/g"
+gp=$("$MK_PYTHON" -c 'import sys, zlib; print(zlib.crc32(b"g") % int(sys.argv[1]))' \
+	"$(ls "$MNT/topics/__consumer_offsets" | grep -c '^[0-9]')")
+assert_eq "$(mk_read "$MNT/topics/__consumer_offsets/$gp/leader")" "$(coord)" \
+	"FindCoordinator: the leader of the group's __consumer_offsets partition"
+
 # A consumer waiting at the end: its Fetch parks until a record comes.
 # It says "ready" once a poll came back empty with its fetch in flight
 # (fetch_max_wait_ms 20 s: parked at the daemon); then a file append.
