@@ -147,6 +147,12 @@ static void broker_changed(void *arg, int broker, bool online)
 	mk_kserver_broker(arg, broker, online);
 }
 
+/* Is the broker up now (what a listener change is checked against). */
+static bool broker_online(void *arg, int broker)
+{
+	return mk_cluster_broker_online(arg, broker);
+}
+
 /* /brokers/B/listener (fs/ does not know net/). */
 static bool broker_listener(void *arg, int broker, mk_strbuf *out)
 {
@@ -337,7 +343,8 @@ int main(int argc, char *argv[])
 	mk_khandlers kh = { .cluster = cluster, .errlog = &cluster->errlog,
 			    .cluster_id = "minikafkafs" };
 	mk_kserver *ks = mk_kserver_new(&cfg, ids, cluster->nbrokers,
-					&cluster->errlog, mk_khandle, &kh);
+					&cluster->errlog, mk_khandle, &kh,
+					broker_online, cluster);
 	kh.server = ks;
 	if (ks)
 		mk_kserver_on_stop(ks, mk_kpark_stop_all, &kh);

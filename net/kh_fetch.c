@@ -21,6 +21,11 @@
  * every response says session 0, which tells the client to send full
  * fetches, as a broker without session slots does. A follower's fetch
  * (replica_id >= 0) is refused: replication is the cluster's own.
+ * Bounds: max_bytes and partition_max_bytes at most MK_KFETCH_MAX_BYTES
+ * (Kafka's fetch.max.bytes), min_bytes at most max_bytes, at most
+ * MK_KREQ_MAX_PARTITIONS partitions (more: the connection closes). A
+ * parked fetch reads its partitions again at each change (known cost:
+ * one read per change per parked fetch).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +57,7 @@ typedef struct {
 	int32_t min_bytes, max_bytes;
 	fpart *parts;
 	size_t nparts;
+	int broker;             /* whose listener took it */
 } kfetch;
 
 static void fetch_free(kfetch *f)
@@ -156,14 +162,38 @@ static void read_all(kfetch *f, mk_strbuf *body, size_t *bytes)
 	mk_strbuf_release(&recs);
 }
 
+static void drop(mk_kpark *k)
+{
+	fetch_free((kfetch *)k);
+}
+
+/* Every partition checked again (a parked fetch may outlive a change of
+ * leader): any error answers at once, as Kafka's. */
+static bool resolve_all(mk_khandlers *h, int broker, kfetch *f)
+{
+	bool failed = false;
+	for (size_t i = 0; i < f->nparts; i++) {
+		fpart *fp = &f->parts[i];
+		if (!fp->err) {
+			mk_topic_put(fp->t);
+			fp->t = NULL;
+			fp->p = NULL;
+			resolve(h, broker, fp);
+		}
+		failed |= fp->err != 0;
+	}
+	return failed;
+}
+
 static void look(mk_kpark *k, bool timed_out)
 {
 	kfetch *f = (kfetch *)k;
 	mk_kpark_unwatch_all(k);
-	uint64_t seen[f->nparts ? f->nparts : 1];
+	if (resolve_all(k->h, f->broker, f))
+		timed_out = true;
 	for (size_t i = 0; i < f->nparts; i++)
 		if (f->parts[i].p)
-			seen[i] = mk_partition_seq(f->parts[i].p);
+			k->watch[i].seen = mk_partition_seq(f->parts[i].p);
 	mk_strbuf resp = MK_STRBUF_INIT;
 	mk_kw_response_header(&resp, mk_kapi_response_header_version(
 				      MK_KAPI_FETCH, f->version), f->correlation);
@@ -178,7 +208,7 @@ static void look(mk_kpark *k, bool timed_out)
 	mk_strbuf_release(&resp);
 	for (size_t i = 0; i < f->nparts; i++)
 		if (f->parts[i].p)
-			mk_kpark_watch(k, i, f->parts[i].p, seen[i]);
+			mk_kpark_watch(k, i, f->parts[i].p, k->watch[i].seen);
 }
 
 /* The request's body into f; false when it does not parse. */
@@ -211,6 +241,9 @@ static bool parse(mk_kreq *q, kfetch *f, int32_t *replica, int32_t *max_wait)
 			fp.max_bytes = mk_kr_int32(r);
 			if (r->err)
 				break;
+			if (f->nparts == MK_KREQ_MAX_PARTITIONS ||
+			    memchr(name.ptr, '\0', name.len))
+				return mk_kr_fail(r);
 			if (f->nparts == cap) {
 				cap = cap ? cap * 2 : 4;
 				f->parts = mk_xrealloc(f->parts, cap * sizeof(*f->parts));
@@ -243,10 +276,16 @@ bool mk_kh_fetch(mk_kreq *q)
 		fetch_free(f);
 		return false;
 	}
+	/* Kafka's fetch.max.bytes bounds what one answer carries; min_bytes
+	 * at most that, or a long poll could never end before its wait. */
+	if (f->max_bytes <= 0 || f->max_bytes > MK_KFETCH_MAX_BYTES)
+		f->max_bytes = MK_KFETCH_MAX_BYTES;
 	if (f->min_bytes < 0)
 		f->min_bytes = 0;
-	if (f->max_bytes <= 0)
-		f->max_bytes = INT32_MAX;
+	if (f->min_bytes > f->max_bytes)
+		f->min_bytes = f->max_bytes;
+	f->broker = q->conn->broker;
+	bool failed = false;
 	for (size_t i = 0; i < f->nparts; i++) {
 		fpart *fp = &f->parts[i];
 		if (replica >= 0)
@@ -255,6 +294,12 @@ bool mk_kh_fetch(mk_kreq *q)
 			resolve(q->h, q->conn->broker, fp);
 		if (fp->max_bytes <= 0)
 			fp->max_bytes = 0;
+		if (fp->max_bytes > MK_KFETCH_MAX_BYTES)
+			fp->max_bytes = MK_KFETCH_MAX_BYTES;
+		if (fp->err) {
+			failed = true;
+			mk_kreq_error(q, fp->err, "%s-%d", fp->topic, fp->index);
+		}
 	}
 	if (replica >= 0)
 		mk_kreq_error(q, MK_KERR_NOT_LEADER_OR_FOLLOWER,
@@ -262,7 +307,8 @@ bool mk_kh_fetch(mk_kreq *q)
 			      replica);
 	size_t bytes;
 	read_all(f, q->out, &bytes);
-	if (bytes >= (size_t)f->min_bytes || max_wait <= 0 || !f->nparts) {
+	if (bytes >= (size_t)f->min_bytes || max_wait <= 0 || !f->nparts ||
+	    failed) {
 		fetch_free(f);
 		return true;
 	}
@@ -270,6 +316,7 @@ bool mk_kh_fetch(mk_kreq *q)
 	mk_strbuf_setlen(q->out, q->out_start);
 	f->park.h = q->h;
 	f->park.look = look;
+	f->park.drop = drop;
 	f->park.nwatch = f->nparts;
 	mk_kpark_start(&f->park, q->conn, max_wait);
 	look(&f->park, false);

@@ -19,6 +19,7 @@
 #include "khandlers.h"
 #include "replica.h"
 #include "topic_name.h"
+#include "xalloc.h"
 
 /* ---- ApiVersions --------------------------------------------------------- */
 
@@ -136,18 +137,17 @@ bool mk_kh_metadata(mk_kreq *q)
 	bool all = nt < 0 || (v == 0 && nt == 0);
 	char **names = NULL;
 	size_t nnames = 0;
-	if (!all && nt > 0) {
-		names = calloc((size_t)nt, sizeof(*names));
-		if (!names)
-			return false;
+	if (nt > MK_KREQ_MAX_PARTITIONS)
+		mk_kr_fail(r);          /* more topics than a request may ask */
+	if (!all && nt > 0 && !r->err) {
+		names = mk_xcalloc((size_t)nt, sizeof(*names));
 		for (int32_t i = 0; i < nt && !r->err; i++) {
 			mk_kstr s = mk_kr_string(r, false);
-			if (r->err)
+			if (r->err || memchr(s.ptr, '\0', s.len)) {
+				mk_kr_fail(r);
 				break;
-			names[nnames] = strndup(s.ptr, s.len);
-			if (!names[nnames])
-				break;
-			nnames++;
+			}
+			names[nnames++] = mk_xstrndup(s.ptr, s.len);
 		}
 	}
 	if (v >= 4)

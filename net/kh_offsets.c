@@ -20,6 +20,7 @@
 #include "khandlers.h"
 #include "replica.h"
 #include "topic_name.h"
+#include "xalloc.h"
 
 typedef struct {
 	int16_t err;
@@ -77,6 +78,7 @@ bool mk_kh_list_offsets(mk_kreq *q)
 	(void)mk_kr_int32(r);                    /* replica_id */
 	int8_t isolation = v >= 2 ? mk_kr_int8(r) : 0;
 	int32_t nt = mk_kr_array_len(r, false);
+	size_t nparts = 0;
 	mk_strbuf body = MK_STRBUF_INIT;
 	if (v >= 2)
 		mk_kw_int32(&body, 0);           /* throttle_time_ms */
@@ -84,10 +86,16 @@ bool mk_kh_list_offsets(mk_kreq *q)
 	for (int32_t i = 0; i < nt && !r->err; i++) {
 		mk_kstr name = mk_kr_string(r, false);
 		int32_t np = mk_kr_array_len(r, false);
-		char *topic = r->err ? NULL : strndup(name.ptr, name.len);
+		if (!r->err && (memchr(name.ptr, '\0', name.len) ||
+				(size_t)np > MK_KREQ_MAX_PARTITIONS - nparts))
+			mk_kr_fail(r);
+		if (r->err)
+			break;
+		nparts += (size_t)np;
+		char *topic = mk_xstrndup(name.ptr, name.len);
 		mk_kw_kstr(&body, name, false);
 		mk_kw_array_len(&body, np > 0 ? (size_t)np : 0, false);
-		for (int32_t j = 0; j < np && !r->err && topic; j++) {
+		for (int32_t j = 0; j < np && !r->err; j++) {
 			int32_t index = mk_kr_int32(r);
 			int32_t epoch = v >= 4 ? mk_kr_int32(r) : -1;
 			int64_t ts = mk_kr_int64(r);
@@ -96,6 +104,8 @@ bool mk_kh_list_offsets(mk_kreq *q)
 			if (r->err)
 				break;
 			answer a = look_up(q, topic, index, epoch, ts, isolation);
+			if (a.err)
+				mk_kreq_error(q, a.err, "%s-%d", topic, index);
 			mk_kw_int32(&body, index);
 			mk_kw_int16(&body, a.err);
 			if (v == 0) {

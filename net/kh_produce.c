@@ -20,8 +20,11 @@
  * partition's batch is acknowledged or failed, or at the request's
  * timeout_ms (REQUEST_TIMED_OUT for those still waiting).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "clock.h"
 
 #include "cluster.h"
 #include "codec.h"
@@ -36,6 +39,7 @@
 typedef struct {
 	char *topic;            /* first: mk_kw_topic_run reads it */
 	int32_t index;
+	mk_kbytes recs;         /* in the request: the handler's call only */
 	int16_t err;
 	int64_t base;
 	int64_t log_start;
@@ -52,6 +56,8 @@ typedef struct {
 	int32_t correlation;
 	int16_t version;
 	int16_t api_key;
+	char peer[64];          /* for the /errors lines of a late outcome */
+	int broker;
 	kpart *parts;
 	size_t nparts;
 } kproduce;
@@ -98,21 +104,25 @@ static void produce_one(mk_kreq *q, int acks, mk_kbytes recs, kpart *kp)
 	mk_strbuf frame = MK_STRBUF_INIT, why = MK_STRBUF_INIT;
 	const uint8_t *at = recs.ptr;
 	size_t left = recs.ptr ? recs.len : 0;
+	/* Every batch checked before any is produced: a bad one refuses
+	 * the partition's records whole. */
 	if (!left)
 		part_fail(kp, MK_KERR_INVALID_RECORD, "no record batch");
-	while (left && !kp->err) {
+	for (size_t pos = 0; pos < left && !kp->err;) {
 		mk_batch_view b;
 		const char *reason = NULL;
-		if (mk_frame_decode(at, left, (size_t)tc.message_max_bytes, &b,
-				    &reason)) {
+		if (mk_frame_decode(at + pos, left - pos, (size_t)tc.message_max_bytes,
+				    &b, &reason))
 			part_fail(kp, MK_KERR_CORRUPT_MESSAGE, reason);
-			break;
-		}
-		if (b.meta.flags & MK_BATCH_TRANSACTIONAL) {
+		else if (b.meta.flags & MK_BATCH_TRANSACTIONAL)
 			part_fail(kp, MK_KERR_INVALID_TXN_STATE,
 				  "transactional batches need the transaction APIs (not served yet)");
-			break;
-		}
+		pos += kp->err ? 0 : b.frame_len;
+	}
+	while (left && !kp->err) {
+		mk_batch_view b;
+		if (mk_frame_decode(at, left, (size_t)tc.message_max_bytes, &b, NULL))
+			break;          /* cannot happen: checked above */
 		mk_strbuf_reset(&frame);
 		if (tc.compression_type != MK_COMPRESSION_PRODUCER &&
 		    tc.compression_type != b.meta.codec)
@@ -217,8 +227,13 @@ static void look(mk_kpark *k, bool timed_out)
 			err = MK_REQUEST_TIMED_OUT;
 		if (err || !pending) {
 			kp->pending = false;
-			if (err)
+			if (err) {
 				part_fail(kp, mk_kerr_from(err), NULL);
+				mk_errlog_add(k->h->errlog, mk_wall_ms(), NULL, err,
+					      "client %s, Produce v%d (key 0) to broker %d: %s: %s-%d (acks=all)",
+					      po->peer, po->version, po->broker,
+					      mk_kerr_name(kp->err), kp->topic, kp->index);
+			}
 			continue;
 		}
 		owed = true;
@@ -235,32 +250,29 @@ static void look(mk_kpark *k, bool timed_out)
 	release(po);
 }
 
-bool mk_kh_produce(mk_kreq *q)
+static void drop(mk_kpark *k)
 {
-	mk_kreader *r = &q->body;
-	(void)mk_kr_nullable_string(r, false);   /* transactional_id */
-	int16_t acks = mk_kr_int16(r);
-	int32_t timeout_ms = mk_kr_int32(r);
+	release((kproduce *)k);
+}
+
+/* The request's partitions into po (views of their records); false when
+ * the body does not parse: then nothing was produced. */
+static bool parse(mk_kreader *r, kproduce *po)
+{
 	int32_t nt = mk_kr_array_len(r, false);
-	if (r->err)
-		return false;
-	if (acks != 0 && acks != 1 && acks != -1) {
-		mk_kreq_error(q, MK_KERR_INVALID_REQUIRED_ACKS, "acks %d", acks);
-		acks = -2;
-	}
-	kproduce *po = mk_xcalloc(1, sizeof(*po));
-	po->correlation = q->hdr->correlation_id;
-	po->version = q->hdr->api_version;
-	po->api_key = q->hdr->api_key;
 	size_t cap = 0;
 	for (int32_t i = 0; i < nt && !r->err; i++) {
 		mk_kstr name = mk_kr_string(r, false);
 		int32_t np = mk_kr_array_len(r, false);
+		if (!r->err && memchr(name.ptr, '\0', name.len))
+			return mk_kr_fail(r);
 		for (int32_t j = 0; j < np && !r->err; j++) {
 			int32_t index = mk_kr_int32(r);
 			mk_kbytes recs = mk_kr_nullable_bytes(r, false);
 			if (r->err)
 				break;
+			if (po->nparts == MK_KREQ_MAX_PARTITIONS)
+				return mk_kr_fail(r);
 			if (po->nparts == cap) {
 				cap = cap ? cap * 2 : 4;
 				po->parts = mk_xrealloc(po->parts, cap * sizeof(*po->parts));
@@ -269,27 +281,51 @@ bool mk_kh_produce(mk_kreq *q)
 			memset(kp, 0, sizeof(*kp));
 			kp->topic = mk_xstrndup(name.ptr, name.len);
 			kp->index = index;
-			if (acks == -2)
-				part_fail(kp, MK_KERR_INVALID_REQUIRED_ACKS, NULL);
-			else
-				produce_one(q, acks, recs, kp);
-			if (kp->err)
-				mk_kreq_error(q, kp->err, "%s-%d: %s", kp->topic,
-					      kp->index, kp->message ? kp->message : "refused");
+			kp->recs = recs;
 		}
 	}
-	if (r->err) {
-		/* What was appended before the damage stays (as a client's
-		 * retry would find it); the connection closes. */
+	return !r->err;
+}
+
+bool mk_kh_produce(mk_kreq *q)
+{
+	mk_kreader *r = &q->body;
+	(void)mk_kr_nullable_string(r, false);   /* transactional_id */
+	int16_t acks = mk_kr_int16(r);
+	int32_t timeout_ms = mk_kr_int32(r);
+	kproduce *po = mk_xcalloc(1, sizeof(*po));
+	po->correlation = q->hdr->correlation_id;
+	po->version = q->hdr->api_version;
+	po->api_key = q->hdr->api_key;
+	po->broker = q->conn->broker;
+	snprintf(po->peer, sizeof(po->peer), "%s", q->conn->peer);
+	if (r->err || !parse(r, po)) {
 		release(po);
 		return false;
 	}
-	bool owed = false;
-	for (size_t i = 0; i < po->nparts; i++)
-		owed |= po->parts[i].pending;
+	bool bad_acks = acks != 0 && acks != 1 && acks != -1;
+	if (bad_acks)
+		mk_kreq_error(q, MK_KERR_INVALID_REQUIRED_ACKS, "acks %d", acks);
+	bool owed = false, failed = false;
+	for (size_t i = 0; i < po->nparts; i++) {
+		kpart *kp = &po->parts[i];
+		if (bad_acks)
+			part_fail(kp, MK_KERR_INVALID_REQUIRED_ACKS, NULL);
+		else
+			produce_one(q, acks, kp->recs, kp);
+		kp->recs = (mk_kbytes){ NULL, 0 };
+		if (kp->err)
+			mk_kreq_error(q, kp->err, "%s-%d: %s", kp->topic,
+				      kp->index, kp->message ? kp->message : "refused");
+		owed |= kp->pending;
+		failed |= kp->err != 0;
+	}
 	if (acks == 0) {
-		release(po);            /* acks=0: no response at all */
-		return true;
+		/* No response at all; a refusal closes the connection, as
+		 * Kafka's does, so that the client learns anew where to
+		 * send. */
+		release(po);
+		return !failed;
 	}
 	if (!owed) {
 		write_response(po, q->out);
@@ -298,6 +334,7 @@ bool mk_kh_produce(mk_kreq *q)
 	}
 	po->park.h = q->h;
 	po->park.look = look;
+	po->park.drop = drop;
 	po->park.nwatch = po->nparts;
 	mk_kpark_start(&po->park, q->conn, timeout_ms > 0 ? timeout_ms : 0);
 	mk_strbuf_setlen(q->out, q->out_start);    /* the header goes later */

@@ -52,6 +52,13 @@ bool mk_khandles(int16_t key);
 
 /* ---- for the kh_*.c files ------------------------------------------- */
 
+/* Bounds on what one request may ask (more closes the connection with
+ * an /errors line): partitions (Produce, Fetch, ListOffsets) and topics
+ * (Metadata) a request, and the bytes a Fetch answer carries (Kafka's
+ * fetch.max.bytes default, 55 MiB). */
+#define MK_KREQ_MAX_PARTITIONS 10000
+#define MK_KFETCH_MAX_BYTES (55 * 1024 * 1024)
+
 /* One request being answered. */
 typedef struct {
 	mk_khandlers *h;

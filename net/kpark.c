@@ -25,10 +25,10 @@ typedef struct {
 	mk_kpark *k;
 } look_arg;
 
-static void checked_look(void *arg)
+static void checked_look(void *arg, bool dropped)
 {
 	look_arg *a = arg;
-	if (parked(a->h, a->k))
+	if (!dropped && parked(a->h, a->k))
 		a->k->look(a->k, false);
 	free(a);
 }
@@ -50,9 +50,33 @@ static void on_deadline(void *arg)
 	k->look(k, true);
 }
 
+static void unpark(mk_kpark *k)
+{
+	mk_kpark_unwatch_all(k);
+	if (k->timer)
+		mk_kserver_cancel(k->h->server, k->timer);
+	k->timer = 0;
+	for (mk_kpark **pp = &k->h->parked; *pp; pp = &(*pp)->next)
+		if (*pp == k) {
+			*pp = k->next;
+			break;
+		}
+	free(k->watch);
+	k->watch = NULL;
+}
+
+/* The connection closed with the answer owed (network thread). */
+static void on_close(void *arg)
+{
+	mk_kpark *k = arg;
+	unpark(k);
+	k->defer = NULL;
+	k->drop(k);
+}
+
 void mk_kpark_start(mk_kpark *k, const mk_kconn_info *conn, int64_t timeout_ms)
 {
-	k->defer = mk_kserver_defer(conn);
+	k->defer = mk_kserver_defer(conn, on_close, k);
 	k->watch = mk_xcalloc(k->nwatch ? k->nwatch : 1, sizeof(*k->watch));
 	for (size_t i = 0; i < k->nwatch; i++)
 		k->watch[i].owner = k;
@@ -82,19 +106,9 @@ void mk_kpark_unwatch_all(mk_kpark *k)
 
 void mk_kpark_finish(mk_kpark *k, const mk_strbuf *resp)
 {
-	mk_kpark_unwatch_all(k);
-	if (k->timer)
-		mk_kserver_cancel(k->h->server, k->timer);
-	k->timer = 0;
-	for (mk_kpark **pp = &k->h->parked; *pp; pp = &(*pp)->next)
-		if (*pp == k) {
-			*pp = k->next;
-			break;
-		}
+	unpark(k);
 	mk_kserver_answer(k->defer, resp->buf, resp->len);
 	k->defer = NULL;
-	free(k->watch);
-	k->watch = NULL;
 }
 
 void mk_kpark_stop_all(void *arg)

@@ -34,11 +34,15 @@ typedef struct {
 	mk_partition *p;        /* NULL: not watched */
 	mk_watch w;
 	mk_kpark *owner;
+	uint64_t seen;          /* the look's change count (on the heap: a
+				 * request may list many partitions) */
 } mk_kpark_slot;
 
 struct mk_kpark {
 	mk_khandlers *h;
 	void (*look)(mk_kpark *k, bool timed_out);
+	void (*drop)(mk_kpark *k);   /* free the request: its connection
+				      * closed before the answer */
 	mk_kdefer *defer;
 	uint64_t timer;
 	mk_kpark *next;         /* h->parked */
@@ -46,8 +50,9 @@ struct mk_kpark {
 	size_t nwatch;
 };
 
-/* Park k (its h, look and nwatch set) for the request on conn, answered
- * by timeout_ms at the latest. */
+/* Park k (its h, look, drop and nwatch set) for the request on conn,
+ * answered by timeout_ms at the latest; if the connection closes first,
+ * k is unparked and dropped. */
 void mk_kpark_start(mk_kpark *k, const mk_kconn_info *conn, int64_t timeout_ms);
 /* Arm slot i's watcher on p, to fire at its first change after seen. */
 void mk_kpark_watch(mk_kpark *k, size_t i, mk_partition *p, uint64_t seen);

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@
 #include "xalloc.h"
 
 #define READ_CHUNK (64u * 1024)
+#define READ_BUDGET (4 * READ_CHUNK)  /* a connection's turn */
 #define OUT_HIGH (4u * 1024 * 1024)   /* unsent bytes that stop serving */
 #define MAX_EVENTS 64
 #define REQUEST_HEADER_MIN 8          /* api key, version, correlation id */
@@ -62,7 +64,7 @@ typedef struct conn {
 	size_t in_off;
 	mk_strbuf out;          /* responses, from out_off on not yet sent */
 	size_t out_off;
-	bool want_out;          /* EPOLLOUT is asked for */
+	uint32_t events;        /* what epoll is asked for now */
 	bool closing;           /* close once out is sent */
 	bool dead;              /* closed: freed after this batch of events */
 	struct mk_kdefer *owed; /* a response its handler will give later */
@@ -72,13 +74,15 @@ typedef struct conn {
 
 struct mk_kdefer {
 	struct mk_kserver *server;
+	void (*cancel)(void *arg);   /* the connection closed first */
+	void *cancel_arg;
 	conn *c;                /* NULL once the connection closed */
 	struct mk_kdefer *next; /* in the answered queue */
 	mk_strbuf resp;
 };
 
 typedef struct post {
-	void (*fn)(void *arg);
+	void (*fn)(void *arg, bool dropped);
 	void *arg;
 	struct post *next;
 } post;
@@ -116,11 +120,16 @@ struct mk_kserver {
 	size_t ncmds, cmds_cap;
 	uint64_t cmd_seq, done_seq;
 	bool stop;
+	bool stopping;          /* no new request is served, no post taken */
 	struct mk_kdefer *answered, **answered_tail;   /* FIFO */
 	post *posts, **posts_tail;                     /* FIFO */
 	/* the network thread's alone: */
 	timer *timers;
 	uint64_t next_timer;
+	size_t nconns, max_conns;
+	bool listeners_paused;  /* out of descriptors: accept later */
+	bool (*online)(void *arg, int id);
+	void *online_arg;
 	void (*stop_fn)(void *arg);
 	void *stop_arg;
 };
@@ -218,6 +227,27 @@ static void open_listener(mk_kserver *s, listener *l)
 
 /* ---- connections ------------------------------------------------------- */
 
+/* Out of descriptors: the listeners are not polled (a readable listener
+ * that cannot accept would spin) until a connection closes. */
+static void pause_listeners(mk_kserver *s)
+{
+	for (int i = 0; i < s->nls; i++)
+		if (s->ls[i].fd >= 0)
+			epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->ls[i].fd, NULL);
+	s->listeners_paused = true;
+}
+
+static void resume_listeners(mk_kserver *s)
+{
+	for (int i = 0; i < s->nls; i++)
+		if (s->ls[i].fd >= 0) {
+			struct epoll_event ev = { .events = EPOLLIN,
+						  .data.ptr = &s->ls[i].src };
+			epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ls[i].fd, &ev);
+		}
+	s->listeners_paused = false;
+}
+
 static void conn_close(mk_kserver *s, conn *c)
 {
 	if (c->dead)
@@ -226,12 +256,20 @@ static void conn_close(mk_kserver *s, conn *c)
 	close(c->fd);
 	c->fd = -1;
 	c->dead = true;
+	s->nconns--;
 	if (c->owed) {
-		pthread_mutex_lock(&s->lock);
-		c->owed->c = NULL;      /* its answer goes nowhere */
-		pthread_mutex_unlock(&s->lock);
+		/* Its owner drops the request (no answer will come), and the
+		 * token goes: nothing else holds it. */
+		mk_kdefer *d = c->owed;
 		c->owed = NULL;
+		d->c = NULL;
+		if (d->cancel)
+			d->cancel(d->cancel_arg);
+		mk_strbuf_release(&d->resp);
+		free(d);
 	}
+	if (s->listeners_paused)
+		resume_listeners(s);
 }
 
 static void close_listener(mk_kserver *s, listener *l)
@@ -248,16 +286,25 @@ static void close_listener(mk_kserver *s, listener *l)
 			conn_close(s, c);
 }
 
-static void set_want_out(mk_kserver *s, conn *c, bool want)
+/*
+ * Ask epoll for what c needs now: reading unless muted (a response owed,
+ * closing, or OUT_HIGH unsent: Kafka mutes a channel so), writing while
+ * responses are unsent. A muted connection is not polled for reading at
+ * all, so it costs nothing until it unmutes.
+ */
+static void conn_events(mk_kserver *s, conn *c)
 {
-	if (c->dead || c->want_out == want)
+	if (c->dead)
 		return;
-	struct epoll_event ev = {
-		.events = EPOLLIN | EPOLLRDHUP | (want ? EPOLLOUT : 0),
-		.data.ptr = &c->src,
-	};
+	size_t unsent = c->out.len - c->out_off;
+	bool muted = c->owed || c->closing || unsent >= OUT_HIGH;
+	uint32_t want = (muted ? 0 : EPOLLIN | EPOLLRDHUP) |
+			(unsent ? EPOLLOUT : 0);
+	if (want == c->events)
+		return;
+	struct epoll_event ev = { .events = want, .data.ptr = &c->src };
 	if (!epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev))
-		c->want_out = want;
+		c->events = want;
 }
 
 /* Send what can be sent now. */
@@ -271,7 +318,7 @@ static void conn_flush(mk_kserver *s, conn *c)
 		} else if (n < 0 && errno == EINTR) {
 			continue;
 		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			set_want_out(s, c, true);
+			conn_events(s, c);
 			return;
 		} else {
 			conn_close(s, c);
@@ -281,10 +328,13 @@ static void conn_flush(mk_kserver *s, conn *c)
 	if (c->dead)
 		return;
 	mk_strbuf_reset(&c->out);
+	if (c->out.alloc > OUT_HIGH)
+		mk_strbuf_release(&c->out);    /* no idle 100 MiB buffers */
 	c->out_off = 0;
-	set_want_out(s, c, false);
 	if (c->closing)
 		conn_close(s, c);
+	else
+		conn_events(s, c);
 }
 
 /* Refuse what the client sent: an /errors line, then close. */
@@ -299,7 +349,7 @@ static void conn_refuse(mk_kserver *s, conn *c, const char *what)
 /* Serve the whole requests read so far, one at a time, in order. */
 static void serve(mk_kserver *s, conn *c)
 {
-	while (!c->dead && !c->closing && !c->owed &&
+	while (!c->dead && !c->closing && !c->owed && !s->stopping &&
 	       c->out.len - c->out_off < OUT_HIGH) {
 		size_t have = c->in.len - c->in_off;
 		const uint8_t *p = (const uint8_t *)c->in.buf + c->in_off;
@@ -339,6 +389,8 @@ static void serve(mk_kserver *s, conn *c)
 	/* Drop what was served; keep a partial request. */
 	if (c->in_off == c->in.len) {
 		mk_strbuf_reset(&c->in);
+		if (c->in.alloc > 4 * READ_CHUNK)
+			mk_strbuf_release(&c->in);
 		c->in_off = 0;
 	} else if (c->in_off > READ_CHUNK) {
 		memmove(c->in.buf, c->in.buf + c->in_off, c->in.len - c->in_off);
@@ -348,16 +400,17 @@ static void serve(mk_kserver *s, conn *c)
 	conn_flush(s, c);
 }
 
+/* Read what c sent, at most READ_BUDGET a call: level-triggered epoll
+ * brings a busy connection back, after the others had their turn. */
 static void conn_read(mk_kserver *s, conn *c)
 {
-	for (;;) {
-		/* Muted while its responses wait: the kernel's buffers fill
-		 * and the client waits, as Kafka's do. */
-		if (c->out.len - c->out_off >= OUT_HIGH || c->closing)
-			break;
+	for (size_t got = 0; got < READ_BUDGET;) {
+		if (c->owed || c->closing || c->out.len - c->out_off >= OUT_HIGH)
+			break;          /* muted (conn_events) */
 		mk_strbuf_grow(&c->in, READ_CHUNK);
 		ssize_t n = recv(c->fd, c->in.buf + c->in.len, READ_CHUNK, 0);
 		if (n > 0) {
+			got += (size_t)n;
 			mk_strbuf_setlen(&c->in, c->in.len + (size_t)n);
 			serve(s, c);
 			if (c->dead)
@@ -371,6 +424,7 @@ static void conn_read(mk_kserver *s, conn *c)
 		conn_close(s, c);    /* EOF or a reset: the client went */
 		return;
 	}
+	conn_events(s, c);
 }
 
 static void format_peer(const struct sockaddr_storage *ss, char *out,
@@ -400,7 +454,18 @@ static void accept_all(mk_kserver *s, listener *l)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			return;     /* EAGAIN, or out of descriptors: later */
+			if (errno == EMFILE || errno == ENFILE)
+				pause_listeners(s);   /* until one closes */
+			return;
+		}
+		if (s->nconns >= s->max_conns) {
+			char peer[64];
+			format_peer(&ss, peer, sizeof(peer));
+			mk_errlog_add(s->errlog, mk_wall_ms(), NULL, MK_INVALID_REQUEST,
+				      "client %s (broker %d's listener): refused: %zu connections already (at most a quarter of the descriptor limit)",
+				      peer, l->id, s->nconns);
+			close(fd);
+			continue;
 		}
 		int one = 1;
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -420,8 +485,10 @@ static void accept_all(mk_kserver *s, listener *l)
 			free(c);
 			continue;
 		}
+		c->events = EPOLLIN | EPOLLRDHUP;
 		c->next = s->conns;
 		s->conns = c;
+		s->nconns++;
 	}
 }
 
@@ -447,7 +514,10 @@ static void apply(mk_kserver *s, const command *cmd)
 	listener *l = find_listener(s, cmd->id);
 	if (!l)
 		return;
-	if (cmd->online)
+	/* The broker's state now, not the command's: a crash and a restart
+	 * racing to here leave the listener as the broker is. */
+	bool up = s->online ? s->online(s->online_arg, cmd->id) : cmd->online;
+	if (up)
 		open_listener(s, l);
 	else
 		close_listener(s, l);
@@ -489,7 +559,7 @@ static void run_posts(mk_kserver *s)
 	pthread_mutex_unlock(&s->lock);
 	while (p) {
 		post *next = p->next;
-		p->fn(p->arg);
+		p->fn(p->arg, false);
 		free(p);
 		p = next;
 	}
@@ -568,7 +638,12 @@ static void *loop(void *arg)
 		}
 		free_dead(s);
 	}
-	/* What still waits is answered or dropped while the cluster runs. */
+	/* What still waits is answered or dropped while the cluster runs;
+	 * no request is served from here on (serve), so none parks again,
+	 * and no post is taken (mk_kserver_post). */
+	pthread_mutex_lock(&s->lock);
+	s->stopping = true;
+	pthread_mutex_unlock(&s->lock);
 	if (s->stop_fn)
 		s->stop_fn(s->stop_arg);
 	run_posts(s);
@@ -582,11 +657,19 @@ static void *loop(void *arg)
 
 mk_kserver *mk_kserver_new(const mk_config *cfg, const int *ids, int n,
 			   mk_errlog *errlog, mk_khandler *handler,
-			   void *handler_arg)
+			   void *handler_arg,
+			   bool (*online)(void *arg, int id), void *online_arg)
 {
 	if (cfg->listen_off)
 		return NULL;
 	mk_kserver *s = mk_xcalloc(1, sizeof(*s));
+	s->online = online;
+	s->online_arg = online_arg;
+	struct rlimit rl;
+	s->max_conns = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY
+		? 256 : (size_t)rl.rlim_cur / 4;
+	if (s->max_conns < 16)
+		s->max_conns = 16;
 	snprintf(s->host, sizeof(s->host), "%s", cfg->listen_host);
 	bool wildcard = !strcmp(s->host, "0.0.0.0") || !strcmp(s->host, "::");
 	snprintf(s->advertised, sizeof(s->advertised), "%s",
@@ -689,12 +772,15 @@ bool mk_kserver_listener(mk_kserver *s, int id, mk_strbuf *out)
 	return true;
 }
 
-mk_kdefer *mk_kserver_defer(const mk_kconn_info *info)
+mk_kdefer *mk_kserver_defer(const mk_kconn_info *info,
+			    void (*cancel)(void *arg), void *arg)
 {
 	conn *c = info->conn;
 	assert(!c->owed);
 	mk_kdefer *d = mk_xcalloc(1, sizeof(*d));
 	d->server = info->server;
+	d->cancel = cancel;
+	d->cancel_arg = arg;
 	d->c = c;
 	mk_strbuf_init(&d->resp, 0);
 	c->owed = d;
@@ -703,8 +789,9 @@ mk_kdefer *mk_kserver_defer(const mk_kconn_info *info)
 
 void mk_kserver_answer(mk_kdefer *d, const void *resp, size_t len)
 {
-	/* The token's server: the connection's (d->c is read under the lock,
-	 * which orders it with conn_close). */
+	/* Only queued: the network thread alone reads d->c (deliver_answers),
+	 * and frees a token whose connection closed (conn_close: its owner's
+	 * cancel ran, so no answer comes for it). */
 	mk_strbuf_add(&d->resp, resp, len);
 	mk_kserver *s = d->server;
 	pthread_mutex_lock(&s->lock);
@@ -715,12 +802,18 @@ void mk_kserver_answer(mk_kdefer *d, const void *resp, size_t len)
 	pthread_mutex_unlock(&s->lock);
 }
 
-void mk_kserver_post(mk_kserver *s, void (*fn)(void *arg), void *arg)
+void mk_kserver_post(mk_kserver *s, void (*fn)(void *arg, bool dropped),
+		     void *arg)
 {
+	pthread_mutex_lock(&s->lock);
+	if (s->stopping) {
+		pthread_mutex_unlock(&s->lock);
+		fn(arg, true);
+		return;
+	}
 	post *p = mk_xcalloc(1, sizeof(*p));
 	p->fn = fn;
 	p->arg = arg;
-	pthread_mutex_lock(&s->lock);
 	*s->posts_tail = p;
 	s->posts_tail = &p->next;
 	ring(s);
@@ -785,6 +878,7 @@ void mk_kserver_free(mk_kserver *s)
 	while (s->posts) {
 		post *p = s->posts;
 		s->posts = p->next;
+		p->fn(p->arg, true);
 		free(p);
 	}
 	while (s->answered) {

@@ -71,10 +71,15 @@ typedef bool mk_khandler(void *arg, const mk_kconn_info *conn,
 /*
  * A server for the brokers ids[0, n) of cfg's [network] listeners (NULL
  * when listeners = off). Nothing is opened until mk_kserver_start.
+ * online(online_arg, id) tells whether a broker is up now (what
+ * mk_kserver_broker's change is checked against). At most a quarter of
+ * the descriptor limit of connections (the rest is the segments' and
+ * the files'): one more is closed at once with an /errors line.
  */
 mk_kserver *mk_kserver_new(const mk_config *cfg, const int *ids, int n,
 			   mk_errlog *errlog, mk_khandler *handler,
-			   void *handler_arg);
+			   void *handler_arg,
+			   bool (*online)(void *arg, int id), void *online_arg);
 /* Open the listeners of the brokers online[i] says are up, and start the
  * network thread. */
 void mk_kserver_start(mk_kserver *s, const bool *online);
@@ -94,17 +99,22 @@ bool mk_kserver_address(mk_kserver *s, int id, char *host, size_t hostlen,
  * comes later: the handler leaves out empty and returns true, the
  * connection takes no further request meanwhile (its responses stay in
  * order), and mk_kserver_answer hands the response later from any thread
- * (header and body, no size prefix; dropped when the connection has
- * closed meanwhile), which ends the token.
+ * (header and body, no size prefix), which ends the token. If the
+ * connection closes first, cancel(arg) runs on the network thread
+ * instead (the owner drops its request and must not answer), and the
+ * token ends there.
  */
-mk_kdefer *mk_kserver_defer(const mk_kconn_info *conn);
+mk_kdefer *mk_kserver_defer(const mk_kconn_info *conn,
+			    void (*cancel)(void *arg), void *arg);
 void mk_kserver_answer(mk_kdefer *d, const void *resp, size_t len);
 /*
- * Run fn(arg) on the network thread soon: from any thread, under any
- * lock (it only queues; the watchers of partitions call it). A post after
- * mk_kserver_free began is dropped.
+ * Run fn(arg, false) on the network thread soon: from any thread, under
+ * any lock (it only queues; the watchers of partitions call it). Once
+ * the server is stopping, fn(arg, true) instead, at once or when freed:
+ * fn then only lets go of arg.
  */
-void mk_kserver_post(mk_kserver *s, void (*fn)(void *arg), void *arg);
+void mk_kserver_post(mk_kserver *s, void (*fn)(void *arg, bool dropped),
+		     void *arg);
 /*
  * Run fn(arg) on the network thread once ms of wall time have passed
  * (a fetch's max_wait_ms); returns an id for mk_kserver_cancel, which (on

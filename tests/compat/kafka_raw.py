@@ -15,6 +15,14 @@ sends one request to HOST:PORT and prints what came back, one line.
         connection without answering, else "answered"
     kafka_raw.py refused HOST PORT
         "refused" when nothing listens, else "accepted"
+    kafka_raw.py fetchmany HOST PORT TOPIC N
+        a Fetch v4 listing partition 0 of TOPIC N times (max_wait 0):
+        "closed" or "answered"
+    kafka_raw.py parktwo HOST PORT TOPIC OFFSET READY
+        two Fetch v4 of TOPIC partition 0 at OFFSET (max_wait 60 s,
+        min_bytes 1) in one write, then writes READY and holds the
+        connection until killed (the second queued behind the parked
+        first)
 """
 import socket
 import struct
@@ -116,7 +124,36 @@ def refused(host, port):
         print("refused")
 
 
+def fetch_v4(topic, nparts, offset, max_wait, corr):
+    t = topic.encode()
+    body = struct.pack(">iiiib", -1, max_wait, 1, 1 << 20, 0)
+    body += struct.pack(">i", 1) + struct.pack(">h", len(t)) + t
+    body += struct.pack(">i", nparts)
+    body += struct.pack(">iqi", 0, offset, 1 << 20) * nparts
+    payload = header(1, 4, corr) + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def fetchmany(host, port, topic, n):
+    s = connect(host, port)
+    s.sendall(fetch_v4(topic, int(n), 0, 0, 5))
+    try:
+        data = s.recv(4)
+        print("closed" if not data else "answered")
+    except ConnectionResetError:
+        print("closed")
+
+
+def parktwo(host, port, topic, offset, ready):
+    import time
+    s = connect(host, port)
+    s.sendall(fetch_v4(topic, 1, int(offset), 60000, 1) +
+              fetch_v4(topic, 1, int(offset), 60000, 2))
+    open(ready, "w").write("sent")
+    time.sleep(600)
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"apiversions": apiversions, "unknown": unknown, "garbage": garbage,
-     "refused": refused}[cmd](*args)
+     "refused": refused, "fetchmany": fetchmany, "parktwo": parktwo}[cmd](*args)
