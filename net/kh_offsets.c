@@ -1,5 +1,14 @@
 /*
- * kh_offsets.c — ListOffsets, versions 0-5 (khandlers.h).
+ * kh_offsets.c — ListOffsets, versions 0-5, and OffsetForLeaderEpoch,
+ * versions 0-3 (khandlers.h).
+ *
+ * OffsetForLeaderEpoch (a consumer's check after a leader change,
+ * KIP-320): for each partition this broker leads, the largest epoch at
+ * most the one asked for in the leader's epoch cache and where it ends
+ * (the next epoch's start, or the log end for the latest), as
+ * mk_partition_end_offset_for_epoch answers; -1 and -1 when the cache has
+ * no such epoch, as Kafka's UNDEFINED_EPOCH. The same current_leader_epoch
+ * checks as ListOffsets (v2+).
  *
  * For each partition this broker leads: timestamp -2 (EARLIEST) the log
  * start offset, -1 (LATEST) the high watermark (the LSO for
@@ -28,16 +37,36 @@ typedef struct {
 	int32_t epoch;
 } answer;
 
+/* Leadership and the client's current epoch, as both APIs check them;
+ * *p (with *t referenced) when the partition is led here. */
+static int16_t led_here(mk_kreq *q, const char *topic, int32_t index,
+			int32_t current_epoch, mk_topic **t, mk_partition **p)
+{
+	*t = mk_topic_name_valid(topic) ? mk_cluster_topic(q->h->cluster, topic) : NULL;
+	*p = *t ? mk_topic_partition(*t, index) : NULL;
+	if (!*p)
+		return mk_topic_name_valid(topic) ? MK_KERR_UNKNOWN_TOPIC_OR_PARTITION
+						  : MK_KERR_INVALID_TOPIC_EXCEPTION;
+	mk_partition_state st;
+	mk_partition_state_get(*p, &st);
+	if (st.leader != q->conn->broker)
+		return st.leader < 0 ? MK_KERR_LEADER_NOT_AVAILABLE
+				     : MK_KERR_NOT_LEADER_OR_FOLLOWER;
+	if (current_epoch >= 0 && current_epoch < st.leader_epoch)
+		return MK_KERR_FENCED_LEADER_EPOCH;
+	if (current_epoch > st.leader_epoch)
+		return MK_KERR_UNKNOWN_LEADER_EPOCH;
+	return MK_KERR_NONE;
+}
+
 static answer look_up(mk_kreq *q, const char *topic, int32_t index,
 		      int32_t current_epoch, int64_t ts, int8_t isolation)
 {
 	answer a = { MK_KERR_NONE, -1, -1, -1 };
-	mk_topic *t = mk_topic_name_valid(topic) ? mk_cluster_topic(q->h->cluster, topic)
-						 : NULL;
-	mk_partition *p = t ? mk_topic_partition(t, index) : NULL;
-	if (!p) {
-		a.err = mk_topic_name_valid(topic) ? MK_KERR_UNKNOWN_TOPIC_OR_PARTITION
-						   : MK_KERR_INVALID_TOPIC_EXCEPTION;
+	mk_topic *t;
+	mk_partition *p;
+	a.err = led_here(q, topic, index, current_epoch, &t, &p);
+	if (a.err) {
 		mk_topic_put(t);
 		return a;
 	}
@@ -45,18 +74,11 @@ static answer look_up(mk_kreq *q, const char *topic, int32_t index,
 	mk_partition_state_get(p, &st);
 	mk_partition_info info;
 	mk_partition_info_get(p, &info);
-	if (st.leader != q->conn->broker)
-		a.err = st.leader < 0 ? MK_KERR_LEADER_NOT_AVAILABLE
-				      : MK_KERR_NOT_LEADER_OR_FOLLOWER;
-	else if (current_epoch >= 0 && current_epoch < st.leader_epoch)
-		a.err = MK_KERR_FENCED_LEADER_EPOCH;
-	else if (current_epoch > st.leader_epoch)
-		a.err = MK_KERR_UNKNOWN_LEADER_EPOCH;
-	else if (ts == -2)
+	if (ts == -2) {
 		a.offset = info.log_start;
-	else if (ts == -1)
+	} else if (ts == -1) {
 		a.offset = isolation ? info.lso : info.hw;
-	else {
+	} else {
 		int64_t off;
 		mk_err err = mk_partition_offset_for_time(p, ts, &off);
 		if (err)
@@ -118,6 +140,65 @@ bool mk_kh_list_offsets(mk_kreq *q)
 			}
 			if (v >= 4)
 				mk_kw_int32(&body, a.epoch);
+		}
+		free(topic);
+	}
+	bool ok = !r->err;
+	if (ok)
+		mk_strbuf_add(q->out, body.buf, body.len);
+	mk_strbuf_release(&body);
+	return ok;
+}
+
+bool mk_kh_offset_for_leader_epoch(mk_kreq *q)
+{
+	mk_kreader *r = &q->body;
+	int16_t v = q->hdr->api_version;
+	if (v >= 3)
+		(void)mk_kr_int32(r);            /* replica_id */
+	int32_t nt = mk_kr_array_len(r, false);
+	size_t nparts = 0;
+	mk_strbuf body = MK_STRBUF_INIT;
+	if (v >= 2)
+		mk_kw_int32(&body, 0);           /* throttle_time_ms */
+	mk_kw_array_len(&body, nt > 0 ? (size_t)nt : 0, false);
+	for (int32_t i = 0; i < nt && !r->err; i++) {
+		mk_kstr name = mk_kr_string(r, false);
+		int32_t np = mk_kr_array_len(r, false);
+		if (!r->err && (memchr(name.ptr, '\0', name.len) ||
+				(size_t)np > MK_KREQ_MAX_PARTITIONS - nparts))
+			mk_kr_fail(r);
+		if (r->err)
+			break;
+		nparts += (size_t)np;
+		char *topic = mk_xstrndup(name.ptr, name.len);
+		mk_kw_kstr(&body, name, false);
+		mk_kw_array_len(&body, (size_t)np, false);
+		for (int32_t j = 0; j < np && !r->err; j++) {
+			int32_t index = mk_kr_int32(r);
+			int32_t current = v >= 2 ? mk_kr_int32(r) : -1;
+			int32_t epoch = mk_kr_int32(r);
+			if (r->err)
+				break;
+			mk_topic *t;
+			mk_partition *p;
+			int16_t err = led_here(q, topic, index, current, &t, &p);
+			int32_t found = -1;
+			int64_t end = -1;
+			if (!err && mk_partition_end_offset_for_epoch(p, epoch, &found, &end))
+				err = MK_KERR_LEADER_NOT_AVAILABLE;
+			if (err || found < 0) {
+				found = -1;
+				end = -1;
+			}
+			if (err)
+				mk_kreq_error(q, err, "%s-%d", topic, index);
+			mk_topic_put(t);
+			mk_kw_int16(&body, err);
+			mk_kw_int32(&body, index);
+			if (v >= 1)
+				mk_kw_int32(&body, found);
+			mk_kw_int64(&body, end);
 		}
 		free(topic);
 	}

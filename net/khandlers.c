@@ -19,6 +19,7 @@ static const struct {
 	{ MK_KAPI_PRODUCE, mk_kh_produce },
 	{ MK_KAPI_FETCH, mk_kh_fetch },
 	{ MK_KAPI_LIST_OFFSETS, mk_kh_list_offsets },
+	{ MK_KAPI_OFFSET_FOR_LEADER_EPOCH, mk_kh_offset_for_leader_epoch },
 	{ MK_KAPI_METADATA, mk_kh_metadata },
 	{ MK_KAPI_FIND_COORDINATOR, mk_kh_find_coordinator },
 	{ MK_KAPI_API_VERSIONS, mk_kh_api_versions },

@@ -96,6 +96,7 @@ bool mk_kh_metadata(mk_kreq *q);
 bool mk_kh_produce(mk_kreq *q);
 bool mk_kh_fetch(mk_kreq *q);
 bool mk_kh_list_offsets(mk_kreq *q);
+bool mk_kh_offset_for_leader_epoch(mk_kreq *q);
 bool mk_kh_find_coordinator(mk_kreq *q);
 bool mk_kh_init_producer_id(mk_kreq *q);
 

@@ -367,6 +367,12 @@ mk_err mk_partition_fetch_isolated(mk_partition *p, int64_t from,
 				   mk_strbuf *why);
 /* First offset with timestamp >= ts on the leader (log end if none). */
 mk_err mk_partition_offset_for_time(mk_partition *p, int64_t ts, int64_t *off);
+/* Where epoch ends on the leader (Kafka's OffsetForLeaderEpoch): the
+ * largest epoch <= it in the leader's epoch cache (*epoch_out, -1: none)
+ * and the start offset of the next higher epoch, or the log end for the
+ * latest. LEADER_NOT_AVAILABLE without a leader. */
+mk_err mk_partition_end_offset_for_epoch(mk_partition *p, int32_t epoch,
+					 int32_t *epoch_out, int64_t *end);
 
 /* Every watcher looks again (the clock moved, shutdown); it
  * decides nothing (the ISR is the ISR check's: cluster.h). */

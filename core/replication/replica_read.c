@@ -85,6 +85,20 @@ mk_err mk_partition_offset_for_time(mk_partition *p, int64_t ts, int64_t *off)
 	return err;
 }
 
+mk_err mk_partition_end_offset_for_epoch(mk_partition *p, int32_t epoch,
+					 int32_t *epoch_out, int64_t *end)
+{
+	pthread_mutex_lock(&p->lock);
+	mk_err err = MK_LEADER_NOT_AVAILABLE;
+	if (p->leader >= 0 && p->replicas[p->leader].log) {
+		mk_log_end_offset_for_epoch(p->replicas[p->leader].log, epoch,
+					    epoch_out, end);
+		err = MK_OK;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
 size_t mk_partition_segments(mk_partition *p, mk_segment_info **out,
 			     mk_strbuf *dir)
 {

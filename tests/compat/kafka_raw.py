@@ -23,6 +23,9 @@ sends one request to HOST:PORT and prints what came back, one line.
         min_bytes 1) in one write, then writes READY and holds the
         connection until killed (the second queued behind the parked
         first)
+    kafka_raw.py epochend HOST PORT TOPIC EPOCH [CURRENT]
+        OffsetForLeaderEpoch v2 for TOPIC partition 0:
+        "error=E epoch=L end=O"
 """
 import socket
 import struct
@@ -153,7 +156,23 @@ def parktwo(host, port, topic, offset, ready):
     time.sleep(600)
 
 
+def epochend(host, port, topic, epoch, current="-1"):
+    t = topic.encode()
+    body = struct.pack(">i", 1) + struct.pack(">h", len(t)) + t
+    body += struct.pack(">i", 1) + struct.pack(">iii", 0, int(current), int(epoch))
+    s = connect(host, port)
+    send(s, header(23, 2, 11) + body)
+    r = recv_response(s)
+    corr, _throttle, nt = struct.unpack(">iii", r[:12])
+    pos = 12
+    tl = struct.unpack(">h", r[pos:pos + 2])[0]
+    pos += 2 + tl
+    _np, err, _part, lep, end = struct.unpack(">ihiiq", r[pos:pos + 22])
+    print("error=%d epoch=%d end=%d" % (err, lep, end))
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"apiversions": apiversions, "unknown": unknown, "garbage": garbage,
-     "refused": refused, "fetchmany": fetchmany, "parktwo": parktwo}[cmd](*args)
+     "refused": refused, "fetchmany": fetchmany, "parktwo": parktwo,
+     "epochend": epochend}[cmd](*args)

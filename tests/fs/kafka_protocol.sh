@@ -109,6 +109,14 @@ assert_match "orders \[0\] offset 0" "$(timeout 20 kcat -Q -b "$LL" -t orders:0:
 assert_match "orders \[0\] offset -1" "$(timeout 20 kcat -Q -b "$LL" -t orders:0:99999999999999 2>&1)" \
 	"  ... -1 when no record is that late"
 
+ep=$(mk_read "$O/leader_epoch")
+assert_eq "error=0 epoch=$ep end=4" "$("$KPY" "$RAW" epochend 127.0.0.1 "${LL#*:}" orders "$ep")" \
+	"OffsetForLeaderEpoch: the latest epoch ends at the log end"
+assert_eq "error=0 epoch=$ep end=4" "$("$KPY" "$RAW" epochend 127.0.0.1 "${LL#*:}" orders 99)" \
+	"  ... an epoch past the latest: the largest one at most it"
+assert_eq "error=75 epoch=-1 end=-1" "$("$KPY" "$RAW" epochend 127.0.0.1 "${LL#*:}" orders "$ep" 99)" \
+	"  ... a current_leader_epoch newer than the leader's: UNKNOWN_LEADER_EPOCH"
+
 # ---- kafka-python: every codec, and a long poll ------------------------------------
 for codec in gzip snappy lz4 zstd; do
 	mk_ctl "create-topic z$codec replication.factor=1" || bail "create-topic z$codec"
