@@ -24,6 +24,9 @@ static const struct {
 	{ MK_KAPI_FIND_COORDINATOR, mk_kh_find_coordinator },
 	{ MK_KAPI_API_VERSIONS, mk_kh_api_versions },
 	{ MK_KAPI_INIT_PRODUCER_ID, mk_kh_init_producer_id },
+	{ MK_KAPI_CREATE_TOPICS, mk_kh_create_topics },
+	{ MK_KAPI_DELETE_TOPICS, mk_kh_delete_topics },
+	{ MK_KAPI_DELETE_RECORDS, mk_kh_delete_records },
 };
 
 static kh_fn *handler_of(int16_t key)

@@ -99,5 +99,8 @@ bool mk_kh_list_offsets(mk_kreq *q);
 bool mk_kh_offset_for_leader_epoch(mk_kreq *q);
 bool mk_kh_find_coordinator(mk_kreq *q);
 bool mk_kh_init_producer_id(mk_kreq *q);
+bool mk_kh_create_topics(mk_kreq *q);
+bool mk_kh_delete_topics(mk_kreq *q);
+bool mk_kh_delete_records(mk_kreq *q);
 
 #endif

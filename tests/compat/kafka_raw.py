@@ -23,6 +23,9 @@ sends one request to HOST:PORT and prints what came back, one line.
         min_bytes 1) in one write, then writes READY and holds the
         connection until killed (the second queued behind the parked
         first)
+    kafka_raw.py deleterecords HOST PORT TOPIC OFFSET
+        DeleteRecords v1 of TOPIC partition 0 before OFFSET:
+        "error=E low=L"
     kafka_raw.py epochend HOST PORT TOPIC EPOCH [CURRENT]
         OffsetForLeaderEpoch v2 for TOPIC partition 0:
         "error=E epoch=L end=O"
@@ -171,8 +174,23 @@ def epochend(host, port, topic, epoch, current="-1"):
     print("error=%d epoch=%d end=%d" % (err, lep, end))
 
 
+def deleterecords(host, port, topic, offset):
+    t = topic.encode()
+    body = struct.pack(">i", 1) + struct.pack(">h", len(t)) + t
+    body += struct.pack(">i", 1) + struct.pack(">iq", 0, int(offset))
+    body += struct.pack(">i", 5000)
+    s = connect(host, port)
+    send(s, header(21, 1, 12) + body)
+    r = recv_response(s)
+    pos = 4 + 4 + 4          # correlation, throttle, topic count
+    tl = struct.unpack(">h", r[pos:pos + 2])[0]
+    pos += 2 + tl + 4        # name, partition count
+    _part, low, err = struct.unpack(">iqh", r[pos:pos + 14])
+    print("error=%d low=%d" % (err, low))
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"apiversions": apiversions, "unknown": unknown, "garbage": garbage,
      "refused": refused, "fetchmany": fetchmany, "parktwo": parktwo,
-     "epochend": epochend}[cmd](*args)
+     "epochend": epochend, "deleterecords": deleterecords}[cmd](*args)

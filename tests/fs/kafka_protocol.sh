@@ -117,6 +117,44 @@ assert_eq "error=0 epoch=$ep end=4" "$("$KPY" "$RAW" epochend 127.0.0.1 "${LL#*:
 assert_eq "error=75 epoch=-1 end=-1" "$("$KPY" "$RAW" epochend 127.0.0.1 "${LL#*:}" orders "$ep" 99)" \
 	"  ... a current_leader_epoch newer than the leader's: UNKNOWN_LEADER_EPOCH"
 
+# ---- admin: CreateTopics, DeleteTopics (kafka-python), DeleteRecords -------------
+out=$(timeout 60 "$KPY" -c '
+import sys
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+a = KafkaAdminClient(bootstrap_servers=sys.argv[1], request_timeout_ms=10000)
+def tryit(f):
+    try:
+        f(); return "ok"
+    except Exception as e:
+        return type(e).__name__
+print(tryit(lambda: a.create_topics([NewTopic("made", 3, 2, topic_configs={"cleanup.policy": "compact"})])))
+print(tryit(lambda: a.create_topics([NewTopic("made", 1, 1)])))
+print(tryit(lambda: a.create_topics([NewTopic("big", 1, 9)])))
+print(tryit(lambda: a.create_topics([NewTopic("cfg", 1, 1, topic_configs={"segment.bytes": "1"})])))
+print(tryit(lambda: a.delete_topics(["__consumer_offsets"])))
+' "$L1" 2>&1)
+assert_eq "ok
+TopicAlreadyExistsError
+InvalidReplicationFactorError
+InvalidConfigurationError
+TopicAuthorizationFailedError" "$out" "kafka-python's admin: create, exists, a replication factor too large, a bad config, an internal topic's deletion"
+assert_eq "0 1 2" "$(ls "$MNT/topics/made" | grep '^[0-9]' | sort -n | tr '\n' ' ' | sed 's/ $//')" \
+	"  ... made: three partitions"
+assert_match "cleanup.policy=compact" "$(mk_read "$MNT/topics/made/config")" "  ... with its config"
+assert_eq "ok" "$(timeout 60 "$KPY" -c '
+import sys
+from kafka import KafkaAdminClient
+a = KafkaAdminClient(bootstrap_servers=sys.argv[1], request_timeout_ms=10000)
+a.delete_topics(["made"]); print("ok")
+' "$L1" 2>&1)" "DeleteTopics"
+assert_true "  ... made is gone" test ! -e "$MNT/topics/made"
+assert_eq "error=0 low=2" "$("$KPY" "$RAW" deleterecords 127.0.0.1 "${LL#*:}" orders 2)" \
+	"DeleteRecords before offset 2: the new low watermark"
+assert_eq "2" "$(mk_read "$O/log_start_offset")" "  ... the files see it"
+assert_eq "error=1 low=-1" "$("$KPY" "$RAW" deleterecords 127.0.0.1 "${LL#*:}" orders 99)" \
+	"  ... past the high watermark: OFFSET_OUT_OF_RANGE"
+
 # ---- kafka-python: every codec, and a long poll ------------------------------------
 for codec in gzip snappy lz4 zstd; do
 	mk_ctl "create-topic z$codec replication.factor=1" || bail "create-topic z$codec"
