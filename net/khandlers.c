@@ -27,6 +27,8 @@ static const struct {
 	{ MK_KAPI_CREATE_TOPICS, mk_kh_create_topics },
 	{ MK_KAPI_DELETE_TOPICS, mk_kh_delete_topics },
 	{ MK_KAPI_DELETE_RECORDS, mk_kh_delete_records },
+	{ MK_KAPI_DESCRIBE_CONFIGS, mk_kh_describe_configs },
+	{ MK_KAPI_ALTER_CONFIGS, mk_kh_alter_configs },
 };
 
 static kh_fn *handler_of(int16_t key)

@@ -102,5 +102,7 @@ bool mk_kh_init_producer_id(mk_kreq *q);
 bool mk_kh_create_topics(mk_kreq *q);
 bool mk_kh_delete_topics(mk_kreq *q);
 bool mk_kh_delete_records(mk_kreq *q);
+bool mk_kh_describe_configs(mk_kreq *q);
+bool mk_kh_alter_configs(mk_kreq *q);
 
 #endif

@@ -149,6 +149,24 @@ a = KafkaAdminClient(bootstrap_servers=sys.argv[1], request_timeout_ms=10000)
 a.delete_topics(["made"]); print("ok")
 ' "$L1" 2>&1)" "DeleteTopics"
 assert_true "  ... made is gone" test ! -e "$MNT/topics/made"
+mk_ctl "create-topic cfgd retention.ms=1000" || bail "create-topic cfgd"
+out=$(timeout 60 "$KPY" -c '
+import sys
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType as T
+a = KafkaAdminClient(bootstrap_servers=sys.argv[1], request_timeout_ms=10000)
+for res in a.describe_configs([ConfigResource(T.TOPIC, "cfgd")]):
+    for r in res.resources:
+        print(" ".join("%s=%s:%s" % (e[0], e[1], e[3]) for e in r[4]
+                       if e[0] in ("retention.ms", "segment.bytes")))
+for v in ("2048", "1"):
+    r = a.alter_configs([ConfigResource(T.TOPIC, "cfgd", configs={"segment.bytes": v})])
+    print(r.resources[0][0])
+' "$L1" 2>&1)
+assert_eq "segment.bytes=1048576:5 retention.ms=1000:1
+0
+40" "$out" "DescribeConfigs (an override's source DYNAMIC_TOPIC_CONFIG, a default's DEFAULT_CONFIG), AlterConfigs set, and a bad value INVALID_CONFIG"
+assert_match "segment.bytes=2048" "$(mk_read "$MNT/topics/cfgd/config")" "  ... the files see the new value"
 assert_eq "error=0 low=2" "$("$KPY" "$RAW" deleterecords 127.0.0.1 "${LL#*:}" orders 2)" \
 	"DeleteRecords before offset 2: the new low watermark"
 assert_eq "2" "$(mk_read "$O/log_start_offset")" "  ... the files see it"
