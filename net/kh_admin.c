@@ -97,18 +97,7 @@ bool mk_kh_create_topics(mk_kreq *q)
 				(void)mk_kr_int32(r);
 		}
 		w[n].assigned = na > 0;
-		int32_t nc = mk_kr_array_len(r, false);
-		w[n].kv = mk_xcalloc(nc > 0 ? (size_t)nc : 1, sizeof(char *));
-		for (int32_t i = 0; i < nc && !r->err; i++) {
-			mk_kstr k = mk_kr_string(r, false);
-			mk_kstr val = mk_kr_nullable_string(r, false);
-			if (r->err)
-				break;
-			mk_strbuf kv = MK_STRBUF_INIT;
-			mk_strbuf_addf(&kv, "%.*s=%.*s", (int)k.len, k.ptr,
-				       (int)val.len, val.ptr ? val.ptr : "");
-			w[n].kv[w[n].nkv++] = mk_strbuf_detach(&kv, NULL);
-		}
+		w[n].kv = mk_kr_config_pairs(r, &w[n].nkv);
 	}
 	if (n < nt)
 		mk_kr_fail(r);

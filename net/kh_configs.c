@@ -204,21 +204,7 @@ bool mk_kh_alter_configs(mk_kreq *q)
 	for (; n < nr && n < MK_KREQ_MAX_PARTITIONS && !r->err; n++) {
 		v[n].type = mk_kr_int8(r);
 		v[n].name = copy_name(r, mk_kr_string(r, false));
-		int32_t nc = mk_kr_array_len(r, false);
-		v[n].kv = mk_xcalloc(nc > 0 ? (size_t)nc : 1, sizeof(char *));
-		for (int32_t i = 0; i < nc && !r->err; i++) {
-			mk_kstr k = mk_kr_string(r, false);
-			mk_kstr val = mk_kr_nullable_string(r, false);
-			if (r->err || memchr(k.ptr, '\0', k.len) || memchr(k.ptr, '=', k.len) ||
-			    (val.ptr && memchr(val.ptr, '\0', val.len))) {
-				mk_kr_fail(r);
-				break;
-			}
-			mk_strbuf kv = MK_STRBUF_INIT;
-			mk_strbuf_addf(&kv, "%.*s=%.*s", (int)k.len, k.ptr,
-				       (int)val.len, val.ptr ? val.ptr : "");
-			v[n].kv[v[n].nkv++] = mk_strbuf_detach(&kv, NULL);
-		}
+		v[n].kv = mk_kr_config_pairs(r, &v[n].nkv);
 	}
 	if (n < nr)
 		mk_kr_fail(r);

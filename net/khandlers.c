@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "xalloc.h"
 
 typedef bool kh_fn(mk_kreq *q);
 
@@ -37,6 +38,27 @@ static kh_fn *handler_of(int16_t key)
 		if (handlers[i].key == key)
 			return handlers[i].fn;
 	return NULL;
+}
+
+char **mk_kr_config_pairs(mk_kreader *r, size_t *n)
+{
+	int32_t nc = mk_kr_array_len(r, false);
+	char **kv = mk_xcalloc(nc > 0 ? (size_t)nc : 1, sizeof(char *));
+	*n = 0;
+	for (int32_t i = 0; i < nc && !r->err; i++) {
+		mk_kstr k = mk_kr_string(r, false);
+		mk_kstr val = mk_kr_nullable_string(r, false);
+		if (r->err || memchr(k.ptr, '\0', k.len) || memchr(k.ptr, '=', k.len) ||
+		    (val.ptr && memchr(val.ptr, '\0', val.len))) {
+			mk_kr_fail(r);
+			break;
+		}
+		mk_strbuf s = MK_STRBUF_INIT;
+		mk_strbuf_addf(&s, "%.*s=%.*s", (int)k.len, k.ptr, (int)val.len,
+			       val.ptr ? val.ptr : "");
+		kv[(*n)++] = mk_strbuf_detach(&s, NULL);
+	}
+	return kv;
 }
 
 static const char *topic_at(const void *parts, size_t size, size_t i)

@@ -89,6 +89,15 @@ void mk_kw_topic_count(mk_strbuf *out, const void *parts, size_t n,
 size_t mk_kw_topic_run(mk_strbuf *out, const void *parts, size_t n,
 		       size_t size, size_t i);
 
+/*
+ * A request's configs array (CreateTopics, AlterConfigs: name STRING,
+ * value NULLABLE_STRING) as KEY=VALUE strings, as the core's overrides
+ * take them (a null value as empty); a name holding NUL or '=', or a
+ * value holding NUL, sets err. *n gets the count; free each and the
+ * array (also on err).
+ */
+char **mk_kr_config_pairs(mk_kreader *r, size_t *n);
+
 /* The handlers: false when the body did not parse (the dispatcher
  * answers it). */
 bool mk_kh_api_versions(mk_kreq *q);
