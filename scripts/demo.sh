@@ -27,5 +27,13 @@ run 'cat topics/orders/0/records@-1:tsv'
 run 'cat topics/orders/0/hw'
 run 'cat topics/orders/0/state'
 run 'ls topics/orders/0/segments'
+# The same cluster over Kafka's protocol (broker 1 on [network] listeners'
+# default, 127.0.0.1:9092; /errors says why when that port is taken).
+run 'cat brokers/1/listener'
+if command -v kcat >/dev/null && [ "$(cat brokers/1/listener)" != none ]; then
+	run "kcat -b \$(cat brokers/1/listener) -L"
+	run "echo 'from kcat' | kcat -b \$(cat brokers/1/listener) -P -t orders -p 0"
+	run "kcat -b \$(cat brokers/1/listener) -C -t orders -p 0 -e -q"
+fi
 echo
 echo "Mounted at $mnt (data in $data). Explore it; unmount with: fusermount3 -u $mnt"
