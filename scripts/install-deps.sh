@@ -6,7 +6,7 @@ pkgs=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev
       libfuse3-dev fuse3 libiniparser-dev libcmocka-dev zlib1g-dev libisal-dev
       liblz4-dev libzstd-dev libsnappy-dev
       python3 python3-kafka python3-lz4 python3-snappy python3-zstandard valgrind
-      kcat)
+      kcat librdkafka-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
