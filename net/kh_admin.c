@@ -23,17 +23,6 @@
 #include "topic_name.h"
 #include "xalloc.h"
 
-/* A name of the request as a C string; NULL (err set) for one holding a
- * NUL (it would name another topic). */
-static char *name_of(mk_kreader *r, mk_kstr s)
-{
-	if (r->err || memchr(s.ptr, '\0', s.len)) {
-		mk_kr_fail(r);
-		return NULL;
-	}
-	return mk_xstrndup(s.ptr, s.len);
-}
-
 /* One topic of a CreateTopics: its configs read, then made. */
 static int16_t create_one(mk_kreq *q, const char *name, int32_t partitions,
 			  int16_t rf, bool assigned, bool validate_only,
@@ -86,7 +75,7 @@ bool mk_kh_create_topics(mk_kreq *q)
 	want *w = mk_xcalloc(nt > 0 ? (size_t)nt : 1, sizeof(*w));
 	int32_t n = 0;
 	for (; n < nt && n < MK_KREQ_MAX_PARTITIONS && !r->err; n++) {
-		w[n].name = name_of(r, mk_kr_string(r, false));
+		w[n].name = mk_kr_name(r);
 		w[n].partitions = mk_kr_int32(r);
 		w[n].rf = mk_kr_int16(r);
 		int32_t na = mk_kr_array_len(r, false);
@@ -138,7 +127,7 @@ bool mk_kh_delete_topics(mk_kreq *q)
 	char **names = mk_xcalloc(nt > 0 ? (size_t)nt : 1, sizeof(*names));
 	int32_t n = 0;
 	for (; n < nt && n < MK_KREQ_MAX_PARTITIONS && !r->err; n++)
-		names[n] = name_of(r, mk_kr_string(r, false));
+		names[n] = mk_kr_name(r);
 	if (n < nt)
 		mk_kr_fail(r);
 	(void)mk_kr_int32(r);                    /* timeout_ms */
@@ -207,7 +196,7 @@ bool mk_kh_delete_records(mk_kreq *q)
 	/* The whole request read first: a body that does not parse deletes
 	 * nothing. */
 	for (int32_t i = 0; i < nt && !r->err; i++) {
-		char *topic = name_of(r, mk_kr_string(r, false));
+		char *topic = mk_kr_name(r);
 		int32_t np = mk_kr_array_len(r, false);
 		if (!r->err && (size_t)np > MK_KREQ_MAX_PARTITIONS - n)
 			mk_kr_fail(r);

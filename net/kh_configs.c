@@ -95,15 +95,6 @@ static void write_topic_configs(mk_kreq *q, mk_topic *t, char **keys,
 	mk_strbuf_release(&entries);
 }
 
-static char *copy_name(mk_kreader *r, mk_kstr s)
-{
-	if (r->err || memchr(s.ptr, '\0', s.len)) {
-		mk_kr_fail(r);
-		return NULL;
-	}
-	return mk_xstrndup(s.ptr, s.len);
-}
-
 /* A resource of either request: its type and name, checked. */
 static int16_t resource(mk_kreq *q, int8_t type, const char *name, mk_topic **t)
 {
@@ -129,12 +120,12 @@ bool mk_kh_describe_configs(mk_kreq *q)
 	/* Each resource answered as read: reading changes nothing. */
 	for (int32_t i = 0; i < nr && i < MK_KREQ_MAX_PARTITIONS && !r->err; i++) {
 		int8_t type = mk_kr_int8(r);
-		char *name = copy_name(r, mk_kr_string(r, false));
+		char *name = mk_kr_name(r);
 		int32_t nk = mk_kr_nullable_array_len(r, false);
 		char **keys = mk_xcalloc(nk > 0 ? (size_t)nk : 1, sizeof(*keys));
 		int32_t got = 0;
 		for (; got < nk && !r->err; got++)
-			keys[got] = copy_name(r, mk_kr_string(r, false));
+			keys[got] = mk_kr_name(r);
 		if (!r->err) {
 			mk_topic *t;
 			int16_t err = resource(q, type, name, &t);
@@ -203,7 +194,7 @@ bool mk_kh_alter_configs(mk_kreq *q)
 	/* Read whole first (validate_only comes last), then act. */
 	for (; n < nr && n < MK_KREQ_MAX_PARTITIONS && !r->err; n++) {
 		v[n].type = mk_kr_int8(r);
-		v[n].name = copy_name(r, mk_kr_string(r, false));
+		v[n].name = mk_kr_name(r);
 		v[n].kv = mk_kr_config_pairs(r, &v[n].nkv);
 	}
 	if (n < nr)

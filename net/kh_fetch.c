@@ -73,27 +73,8 @@ static void fetch_free(kfetch *f)
 /* The checks that do not depend on the offset: known, led here, epoch. */
 static void resolve(mk_khandlers *h, int broker, fpart *fp)
 {
-	if (!mk_topic_name_valid(fp->topic)) {
-		fp->err = MK_KERR_INVALID_TOPIC_EXCEPTION;
-		return;
-	}
-	fp->t = mk_cluster_topic(h->cluster, fp->topic);
-	fp->p = fp->t ? mk_topic_partition(fp->t, fp->index) : NULL;
-	if (!fp->p) {
-		fp->err = MK_KERR_UNKNOWN_TOPIC_OR_PARTITION;
-		return;
-	}
-	mk_partition_state st;
-	mk_partition_state_get(fp->p, &st);
-	if (st.leader != broker)
-		fp->err = st.leader < 0 ? MK_KERR_LEADER_NOT_AVAILABLE
-					: MK_KERR_NOT_LEADER_OR_FOLLOWER;
-	else if (fp->leader_epoch >= 0 && fp->leader_epoch < st.leader_epoch)
-		fp->err = MK_KERR_FENCED_LEADER_EPOCH;
-	else if (fp->leader_epoch > st.leader_epoch)
-		fp->err = MK_KERR_UNKNOWN_LEADER_EPOCH;
-	if (fp->err)
-		fp->p = NULL;
+	fp->err = mk_kh_leader_here(h, broker, fp->topic, fp->index,
+				    fp->leader_epoch, &fp->t, &fp->p);
 }
 
 /* Read every partition into a response body; *bytes gets the records'

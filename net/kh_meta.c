@@ -142,12 +142,10 @@ bool mk_kh_metadata(mk_kreq *q)
 	if (!all && nt > 0 && !r->err) {
 		names = mk_xcalloc((size_t)nt, sizeof(*names));
 		for (int32_t i = 0; i < nt && !r->err; i++) {
-			mk_kstr s = mk_kr_string(r, false);
-			if (r->err || memchr(s.ptr, '\0', s.len)) {
-				mk_kr_fail(r);
+			char *name = mk_kr_name(r);
+			if (!name)
 				break;
-			}
-			names[nnames++] = mk_xstrndup(s.ptr, s.len);
+			names[nnames++] = name;
 		}
 	}
 	if (v >= 4)

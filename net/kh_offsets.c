@@ -37,26 +37,27 @@ typedef struct {
 	int32_t epoch;
 } answer;
 
-/* Leadership and the client's current epoch, as both APIs check them;
- * *p (with *t referenced) when the partition is led here. */
-static int16_t led_here(mk_kreq *q, const char *topic, int32_t index,
-			int32_t current_epoch, mk_topic **t, mk_partition **p)
+/*
+ * A topic's head in either request (its name and partition count), the
+ * bounds checked (NUL in the name, MK_KREQ_MAX_PARTITIONS in all: err
+ * set), written to the response body as the answer's head; the name
+ * copied (NULL on err).
+ */
+static char *topic_head(mk_kreader *r, mk_strbuf *body, size_t *nparts,
+			int32_t *np)
 {
-	*t = mk_topic_name_valid(topic) ? mk_cluster_topic(q->h->cluster, topic) : NULL;
-	*p = *t ? mk_topic_partition(*t, index) : NULL;
-	if (!*p)
-		return mk_topic_name_valid(topic) ? MK_KERR_UNKNOWN_TOPIC_OR_PARTITION
-						  : MK_KERR_INVALID_TOPIC_EXCEPTION;
-	mk_partition_state st;
-	mk_partition_state_get(*p, &st);
-	if (st.leader != q->conn->broker)
-		return st.leader < 0 ? MK_KERR_LEADER_NOT_AVAILABLE
-				     : MK_KERR_NOT_LEADER_OR_FOLLOWER;
-	if (current_epoch >= 0 && current_epoch < st.leader_epoch)
-		return MK_KERR_FENCED_LEADER_EPOCH;
-	if (current_epoch > st.leader_epoch)
-		return MK_KERR_UNKNOWN_LEADER_EPOCH;
-	return MK_KERR_NONE;
+	char *topic = mk_kr_name(r);
+	*np = mk_kr_array_len(r, false);
+	if (!r->err && (size_t)*np > MK_KREQ_MAX_PARTITIONS - *nparts)
+		mk_kr_fail(r);
+	if (r->err) {
+		free(topic);
+		return NULL;
+	}
+	*nparts += (size_t)*np;
+	mk_kw_string(body, topic, false);
+	mk_kw_array_len(body, (size_t)*np, false);
+	return topic;
 }
 
 static answer look_up(mk_kreq *q, const char *topic, int32_t index,
@@ -65,7 +66,8 @@ static answer look_up(mk_kreq *q, const char *topic, int32_t index,
 	answer a = { MK_KERR_NONE, -1, -1, -1 };
 	mk_topic *t;
 	mk_partition *p;
-	a.err = led_here(q, topic, index, current_epoch, &t, &p);
+	a.err = mk_kh_leader_here(q->h, q->conn->broker, topic, index,
+				  current_epoch, &t, &p);
 	if (a.err) {
 		mk_topic_put(t);
 		return a;
@@ -106,17 +108,10 @@ bool mk_kh_list_offsets(mk_kreq *q)
 		mk_kw_int32(&body, 0);           /* throttle_time_ms */
 	mk_kw_array_len(&body, nt > 0 ? (size_t)nt : 0, false);
 	for (int32_t i = 0; i < nt && !r->err; i++) {
-		mk_kstr name = mk_kr_string(r, false);
-		int32_t np = mk_kr_array_len(r, false);
-		if (!r->err && (memchr(name.ptr, '\0', name.len) ||
-				(size_t)np > MK_KREQ_MAX_PARTITIONS - nparts))
-			mk_kr_fail(r);
-		if (r->err)
+		int32_t np;
+		char *topic = topic_head(r, &body, &nparts, &np);
+		if (!topic)
 			break;
-		nparts += (size_t)np;
-		char *topic = mk_xstrndup(name.ptr, name.len);
-		mk_kw_kstr(&body, name, false);
-		mk_kw_array_len(&body, np > 0 ? (size_t)np : 0, false);
 		for (int32_t j = 0; j < np && !r->err; j++) {
 			int32_t index = mk_kr_int32(r);
 			int32_t epoch = v >= 4 ? mk_kr_int32(r) : -1;
@@ -163,17 +158,10 @@ bool mk_kh_offset_for_leader_epoch(mk_kreq *q)
 		mk_kw_int32(&body, 0);           /* throttle_time_ms */
 	mk_kw_array_len(&body, nt > 0 ? (size_t)nt : 0, false);
 	for (int32_t i = 0; i < nt && !r->err; i++) {
-		mk_kstr name = mk_kr_string(r, false);
-		int32_t np = mk_kr_array_len(r, false);
-		if (!r->err && (memchr(name.ptr, '\0', name.len) ||
-				(size_t)np > MK_KREQ_MAX_PARTITIONS - nparts))
-			mk_kr_fail(r);
-		if (r->err)
+		int32_t np;
+		char *topic = topic_head(r, &body, &nparts, &np);
+		if (!topic)
 			break;
-		nparts += (size_t)np;
-		char *topic = mk_xstrndup(name.ptr, name.len);
-		mk_kw_kstr(&body, name, false);
-		mk_kw_array_len(&body, (size_t)np, false);
 		for (int32_t j = 0; j < np && !r->err; j++) {
 			int32_t index = mk_kr_int32(r);
 			int32_t current = v >= 2 ? mk_kr_int32(r) : -1;
@@ -182,7 +170,8 @@ bool mk_kh_offset_for_leader_epoch(mk_kreq *q)
 				break;
 			mk_topic *t;
 			mk_partition *p;
-			int16_t err = led_here(q, topic, index, current, &t, &p);
+			int16_t err = mk_kh_leader_here(q->h, q->conn->broker, topic,
+							index, current, &t, &p);
 			int32_t found = -1;
 			int64_t end = -1;
 			if (!err && mk_partition_end_offset_for_epoch(p, epoch, &found, &end))

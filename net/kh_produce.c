@@ -75,27 +75,17 @@ static void produce_one(mk_kreq *q, int acks, mk_kbytes recs, kpart *kp)
 	mk_khandlers *h = q->h;
 	kp->base = -1;
 	kp->log_start = -1;
-	if (!mk_topic_name_valid(kp->topic)) {
-		part_fail(kp, MK_KERR_INVALID_TOPIC_EXCEPTION, NULL);
-		return;
-	}
 	if (mk_topic_name_internal(kp->topic)) {
 		part_fail(kp, MK_KERR_INVALID_TOPIC_EXCEPTION,
 			  "internal topics are written by their coordinators only");
 		return;
 	}
-	mk_topic *t = mk_cluster_topic(h->cluster, kp->topic);
-	mk_partition *p = t ? mk_topic_partition(t, kp->index) : NULL;
-	if (!p) {
-		part_fail(kp, MK_KERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
-		mk_topic_put(t);
-		return;
-	}
-	mk_partition_state st;
-	mk_partition_state_get(p, &st);
-	if (st.leader != q->conn->broker) {
-		part_fail(kp, st.leader < 0 ? MK_KERR_LEADER_NOT_AVAILABLE
-					    : MK_KERR_NOT_LEADER_OR_FOLLOWER, NULL);
+	mk_topic *t;
+	mk_partition *p;
+	int16_t lerr = mk_kh_leader_here(h, q->conn->broker, kp->topic, kp->index,
+					 -1, &t, &p);
+	if (lerr) {
+		part_fail(kp, lerr, NULL);
 		mk_topic_put(t);
 		return;
 	}

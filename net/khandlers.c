@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "clock.h"
+#include "replica.h"
+#include "topic_name.h"
 #include "xalloc.h"
 
 typedef bool kh_fn(mk_kreq *q);
@@ -59,6 +61,40 @@ char **mk_kr_config_pairs(mk_kreader *r, size_t *n)
 		kv[(*n)++] = mk_strbuf_detach(&s, NULL);
 	}
 	return kv;
+}
+
+char *mk_kr_name(mk_kreader *r)
+{
+	mk_kstr s = mk_kr_string(r, false);
+	if (r->err || memchr(s.ptr, '\0', s.len)) {
+		mk_kr_fail(r);
+		return NULL;
+	}
+	return mk_xstrndup(s.ptr, s.len);
+}
+
+int16_t mk_kh_leader_here(mk_khandlers *h, int broker, const char *topic,
+			  int32_t index, int32_t current_epoch, mk_topic **t,
+			  mk_partition **p)
+{
+	*p = NULL;
+	*t = mk_topic_name_valid(topic) ? mk_cluster_topic(h->cluster, topic) : NULL;
+	if (!mk_topic_name_valid(topic))
+		return MK_KERR_INVALID_TOPIC_EXCEPTION;
+	mk_partition *part = *t ? mk_topic_partition(*t, index) : NULL;
+	if (!part)
+		return MK_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	mk_partition_state st;
+	mk_partition_state_get(part, &st);
+	if (st.leader != broker)
+		return st.leader < 0 ? MK_KERR_LEADER_NOT_AVAILABLE
+				     : MK_KERR_NOT_LEADER_OR_FOLLOWER;
+	if (current_epoch >= 0 && current_epoch < st.leader_epoch)
+		return MK_KERR_FENCED_LEADER_EPOCH;
+	if (current_epoch > st.leader_epoch)
+		return MK_KERR_UNKNOWN_LEADER_EPOCH;
+	*p = part;
+	return MK_KERR_NONE;
 }
 
 static const char *topic_at(const void *parts, size_t size, size_t i)

@@ -97,6 +97,22 @@ size_t mk_kw_topic_run(mk_strbuf *out, const void *parts, size_t n,
  * array (also on err).
  */
 char **mk_kr_config_pairs(mk_kreader *r, size_t *n);
+/* A STRING of the request (a topic's or resource's name) as a C string;
+ * NULL, err set, when it holds a NUL (it would name another topic) or
+ * the read failed. */
+char *mk_kr_name(mk_kreader *r);
+
+/*
+ * Is partition index of topic led by broker, at the client's
+ * current_epoch (-1: not checked)? INVALID_TOPIC_EXCEPTION,
+ * UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
+ * NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH (older) or
+ * UNKNOWN_LEADER_EPOCH (newer), else NONE with *p. *t is the topic,
+ * referenced when found (the caller puts it), *p NULL on any error.
+ */
+int16_t mk_kh_leader_here(mk_khandlers *h, int broker, const char *topic,
+			  int32_t index, int32_t current_epoch, mk_topic **t,
+			  mk_partition **p);
 
 /* The handlers: false when the body did not parse (the dispatcher
  * answers it). */
